@@ -1,0 +1,41 @@
+# The README's commands. Each target installs what it needs first (.venv from pyproject.toml).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test test-sqlite test-postgres bench lint install clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -qq --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+## make run: migrate, create the local admin, start web, worker, beat and Flower.
+run: $(STAMP)
+	@$(BIN)/python scripts/run.py
+
+## make test: lint, then the whole suite on SQLite and again on PostgreSQL.
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	@scripts/test.sh
+
+test-sqlite: $(STAMP)
+	@scripts/test.sh sqlite
+
+test-postgres: $(STAMP)
+	@scripts/test.sh postgres
+
+## make bench: throughput and latency of the pipeline, printed as a table.
+bench: $(STAMP)
+	@$(BIN)/python bench/run.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The blog readers see: rendering, the static site and webhooks. Knows nothing of Celery."""

@@ -1,0 +1,257 @@
+"""Settings of blogpublish.
+
+Every environment variable the project reads is read here, each with a working local
+default (`.env.example` lists them all). Secrets have no default outside DEBUG, so a
+production start without them fails loudly instead of running with a known key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = env_str(name, "1" if default else "0").lower()
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off", ""}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use 1 or 0.")
+
+
+def env_number(name: str, default: float, *, minimum: float) -> float:
+    raw = env_str(name, str(default))
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name}={raw} is below its minimum of {minimum}.")
+    return value
+
+
+def env_int(name: str, default: int, *, minimum: int) -> int:
+    value = env_number(name, default, minimum=minimum)
+    if value != int(value):
+        raise ImproperlyConfigured(f"{name}={value} is not a whole number.")
+    return int(value)
+
+
+# --- Django -------------------------------------------------------------------------
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    SECRET_KEY = "django-insecure-local-only-never-deploy-this-key"
+
+ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "publishing.apps.PublishingConfig",
+    "blogpublish.apps.BlogpublishConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+# Large enough that a body over the 1 MiB limit reaches validation and gets its message.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 2**20
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# SQLite is for one host; PostgreSQL for anything beyond. On SQLite, WAL lets readers
+# run beside the one writer, IMMEDIATE transactions take the write lock at BEGIN (no
+# "database is locked" when a read lock cannot be upgraded), and the busy timeout makes
+# a worker wait for the lock instead of failing.
+_default_db = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
+DATABASE_URL = env_str("DATABASE_URL", _default_db)
+if _default_db == DATABASE_URL:
+    VAR_DIR.mkdir(exist_ok=True)
+try:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
+except ValueError as exc:
+    raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} is not usable: {exc}") from exc
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
+else:
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+ADMINS = [("Admin", a) for a in env_str("ADMINS").split(",") if a]
+EMAIL_BACKEND = (
+    "django.core.mail.backends.console.EmailBackend"
+    if DEBUG
+    else "django.core.mail.backends.smtp.EmailBackend"
+)
+
+# --- Publishing ---------------------------------------------------------------------
+
+SITE_ROOT = Path(env_str("SITE_ROOT", str(VAR_DIR / "site"))).resolve()
+# The address under which SITE_ROOT is served; used for links in the feed and webhook.
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
+
+PUBLISH_MAX_ATTEMPTS = env_int("PUBLISH_MAX_ATTEMPTS", 5, minimum=1)
+# How long one claimed attempt may run before any executor may take the row over.
+PUBLISH_LEASE_SECONDS = env_number("PUBLISH_LEASE_SECONDS", 120, minimum=2)
+# The task's limits stay inside the lease, so a task is stopped before its lease can be
+# taken over (DESIGN.md, "The paths", 2).
+PUBLISH_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.9
+PUBLISH_SOFT_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.8
+# Upper bound of the retry backoff (Celery's retry_backoff_max); stays far below the
+# broker's visibility timeout (see CELERY_BROKER_TRANSPORT_OPTIONS).
+PUBLISH_RETRY_BACKOFF_MAX = env_int("PUBLISH_RETRY_BACKOFF_MAX", 600, minimum=1)
+PUBLISH_CATCHUP_INTERVAL = env_number("PUBLISH_CATCHUP_INTERVAL", 120, minimum=0.1)
+PUBLISH_STALE_AFTER = env_number("PUBLISH_STALE_AFTER", 60, minimum=0)
+PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
+# A save (or the catch-up) arms a scheduled article with an ETA once it is due within
+# this many seconds; two catch-up intervals, so one missed run loses nothing.
+PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
+# Seconds the producer may spend handing one message to the broker (connect, send and
+# one retry). A save never waits longer than this for a broker that is down.
+PUBLISH_DISPATCH_TIMEOUT = 1.0
+
+PUBLISH_WEBHOOK_URL = env_str("PUBLISH_WEBHOOK_URL")
+PUBLISH_WEBHOOK_SECRET = env_str("PUBLISH_WEBHOOK_SECRET")
+if PUBLISH_WEBHOOK_URL and not PUBLISH_WEBHOOK_SECRET and not DEBUG:
+    raise ImproperlyConfigured("PUBLISH_WEBHOOK_URL is set but PUBLISH_WEBHOOK_SECRET is not.")
+ALERT_WEBHOOK_URL = env_str("ALERT_WEBHOOK_URL")
+
+# The publishing targets, in order; each is called through publishing.publishers.
+PUBLISH_PUBLISHERS = ["blogpublish.site.StaticSitePublisher"]
+
+FLOWER_BASIC_AUTH = env_str("FLOWER_BASIC_AUTH")
+if FLOWER_BASIC_AUTH and ":" not in FLOWER_BASIC_AUTH:
+    raise ImproperlyConfigured("FLOWER_BASIC_AUTH must be user:password.")
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+
+# --- Celery -------------------------------------------------------------------------
+# Read by config/celery.py through config_from_object(namespace="CELERY").
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+# Redis redelivers a message that was not acked within the visibility timeout, even
+# while it is still running (kombu#337, celery#5935). It must exceed every lease,
+# retry countdown and ETA the system uses; the DB lease is the real guard.
+CELERY_BROKER_VISIBILITY_TIMEOUT = 3600
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_BROKER_VISIBILITY_TIMEOUT,
+    # Without these redis-py waits forever on a host that accepts and never answers,
+    # and a save would hang with it (socket timeouts default to None).
+    "socket_connect_timeout": PUBLISH_DISPATCH_TIMEOUT / 2,
+    "socket_timeout": PUBLISH_DISPATCH_TIMEOUT / 2,
+    "socket_keepalive": True,
+}
+# One retry, quickly: a down broker costs a save at most ~PUBLISH_DISPATCH_TIMEOUT * 2;
+# the row stays pending and the catch-up sends it later.
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.1,
+    "interval_max": 0.1,
+}
+# The producer pool blocks forever by default when every connection is in use.
+CELERY_BROKER_POOL_ACQUIRE_TIMEOUT = PUBLISH_DISPATCH_TIMEOUT
+# Workers keep retrying a lost broker; from Celery 5.3 this must be said for start-up too.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Ack after the task ran, and requeue at once when a pool child dies mid-task; the DB
+# attempt counter (not Celery) stops a message that kills its worker every time.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# With acks_late, a worker holds at most `concurrency` messages it has not started.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# After a broker reconnect the unacked messages are redelivered; cancel the running
+# copies so a task does not run twice (the default becomes True in Celery 6).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# Events let Flower see tasks: -E on the worker, and "sent" from the producer.
+CELERY_WORKER_SEND_TASK_EVENTS = True
+CELERY_TASK_SEND_SENT_EVENT = True
+# The database records every outcome (PublishAttempt); no result backend to run.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_DEFAULT_QUEUE = "blogpublish"
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_ENABLE_UTC = True
+# Keep Django's LOGGING for the worker too.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- Logging ------------------------------------------------------------------------
+
+LOG_FORMAT = env_str("LOG_FORMAT", "text")
+if LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: use text or json.")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "format": "%(asctime)s %(levelname)s %(processName)s %(name)s %(message)s",
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,117 @@
+"""The writer's and operator's screen. Actions call services, as the worker does."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from publishing.models import Article, ArticleStatus, PublishAttempt
+from publishing.services import article_publish_now, article_requeue
+
+
+class PublishAttemptInline(admin.TabularInline):
+    model = PublishAttempt
+    fields = ("number", "outcome", "started_at", "duration", "worker", "task_id", "error")
+    readonly_fields = fields
+    ordering = ("-started_at", "-id")
+    extra = 0
+    can_delete = False
+    show_change_link = False
+    verbose_name_plural = "Publish attempts (newest first)"
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+class StateFilter(admin.SimpleListFilter):
+    """Status, with scheduled articles (pending, not yet due) told apart."""
+
+    title = "status"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("pending", "Pending (due)"),
+            ("scheduled", "Scheduled"),
+            ("published", "Published"),
+            ("dead", "Dead"),
+        ]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        value = self.value()
+        if value == "pending":
+            return queryset.filter(status=ArticleStatus.PENDING, publish_at__lte=now)
+        if value == "scheduled":
+            return queryset.filter(status=ArticleStatus.PENDING, publish_at__gt=now)
+        if value in {ArticleStatus.PUBLISHED, ArticleStatus.DEAD}:
+            return queryset.filter(status=value)
+        return queryset
+
+
+STATUS_COLOURS = {
+    "pending": "#b26b00",
+    "scheduled": "#3465a4",
+    "published": "#2e7d32",
+    "dead": "#c62828",
+}
+
+
+@admin.register(Article)
+class ArticleAdmin(admin.ModelAdmin):
+    list_display = ("title", "state", "attempts", "publish_at", "published_at", "error_start")
+    list_filter = (StateFilter,)
+    search_fields = ("title", "slug")
+    date_hierarchy = "publish_at"
+    actions = ("publish_now", "requeue")
+    inlines = (PublishAttemptInline,)
+    readonly_fields = (
+        "state",
+        "attempts",
+        "last_error",
+        "next_attempt_at",
+        "lease_expires_at",
+        "published_at",
+        "created_at",
+        "updated_at",
+    )
+    fieldsets = (
+        (None, {"fields": ("title", "slug", "body", "publish_at")}),
+        ("Publishing", {"fields": readonly_fields}),
+    )
+
+    @admin.display(description="status", ordering="status")
+    def state(self, obj: Article) -> str:
+        label = "scheduled" if obj.is_scheduled else obj.status
+        return format_html('<b style="color:{}">{}</b>', STATUS_COLOURS[label], label)
+
+    @admin.display(description="last error")
+    def error_start(self, obj: Article) -> str:
+        return Truncator(obj.last_error).chars(80)
+
+    @admin.action(description="Publish now")
+    def publish_now(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        sent = sum(article_publish_now(article_id=pk) for pk in ids)
+        self.message_user(request, f"{sent} article(s) sent to publish.", messages.SUCCESS)
+        if sent < len(ids):
+            self.message_user(
+                request,
+                f"{len(ids) - sent} not pending (already published, or dead: use Requeue).",
+                messages.WARNING,
+            )
+
+    @admin.action(description="Requeue (dead → pending, attempts reset)")
+    def requeue(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        done = sum(article_requeue(article_id=pk) for pk in ids)
+        self.message_user(request, f"{done} dead article(s) requeued.", messages.SUCCESS)
+        if done < len(ids):
+            self.message_user(request, f"{len(ids) - done} were not dead.", messages.WARNING)

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.db.models.signals import post_save
+
+
+class PublishingConfig(AppConfig):
+    name = "publishing"
+    verbose_name = "Publishing"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from publishing.models import Article
+        from publishing.signals import article_saved
+
+        post_save.connect(article_saved, sender=Article, dispatch_uid="publishing.article_saved")

@@ -1,0 +1,45 @@
+"""Handing work to the broker, best effort.
+
+A dispatch only speeds things up: the pending row is the work, so a broker that is down
+costs a log line, never a failed save. The bound on the time it may take is in the
+broker transport options and the publish retry policy (config/settings.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+
+def dispatch_publish(article_id: int, *, eta: datetime | None = None) -> bool:
+    from publishing.tasks import publish_article  # the task module imports the services
+
+    try:
+        publish_article.apply_async((article_id,), eta=eta)
+    except Exception as exc:  # any broker failure: the row stays pending for the catch-up
+        logger.warning(
+            "article %s: could not reach the broker (%s: %s); it stays pending and the "
+            "catch-up or `manage.py publish_pending` will publish it",
+            article_id,
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    return True
+
+
+def dispatch_when_due(*, article_id: int, publish_at: datetime) -> bool:
+    """Send now if due; with an ETA if due before the catch-up runs again; else leave it
+    to the catch-up, which arms it when its time comes near."""
+    delay = (publish_at - timezone.now()).total_seconds()
+    if delay <= 0:
+        return dispatch_publish(article_id)
+    if delay <= settings.PUBLISH_ETA_HORIZON:
+        return dispatch_publish(article_id, eta=publish_at)
+    logger.info("article %s is scheduled for %s; the catch-up will arm it", article_id, publish_at)
+    return False

@@ -1,0 +1,33 @@
+"""Errors of the publishing pipeline.
+
+Publishers (in `blogpublish`) raise `TransientPublishError` or `PermanentPublishError`;
+that is the whole contract between the pipeline and the targets it publishes to.
+"""
+
+from __future__ import annotations
+
+
+class PublishingError(Exception):
+    """The publishing pipeline failed."""
+
+    def __init__(self, message: str | None = None):
+        super().__init__(message or self.__doc__)
+
+
+class TransientPublishError(PublishingError):
+    """A publishing target failed in a way that may pass; the attempt is retried."""
+
+    #: Seconds until the next attempt is due, once the pipeline has recorded it.
+    retry_in: float | None = None
+
+
+class PermanentPublishError(PublishingError):
+    """A publishing target refused the article; retrying cannot help, so it is dead."""
+
+
+class ArticleDeadError(PublishingError):
+    """The article failed for the last time and is now dead; requeue it to try again."""
+
+    def __init__(self, message: str | None = None, *, article_id: int | None = None):
+        super().__init__(message)
+        self.article_id = article_id

@@ -1,0 +1,277 @@
+"""The state transitions of DESIGN.md, each one conditional UPDATE.
+
+Whoever runs an attempt (a Celery worker, `manage.py publish_pending`, a test) goes
+through `article_publish`: claim, call the publishers, complete or fail. The attempt
+number read after the claim is the fencing token: completing or failing is
+`WHERE attempts = my_attempt AND status = pending`, so an attempt whose lease ran out
+and was overtaken cannot overwrite the newer attempt's outcome.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from publishing import alerts
+from publishing.dispatch import dispatch_publish
+from publishing.exceptions import PermanentPublishError
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from publishing.publishers import get_publishers
+from publishing.selectors import article_claim_state, db_now_plus, due_q, lease_free_q
+
+logger = logging.getLogger(__name__)
+
+ERROR_MAX_CHARS = 4000
+
+
+class Outcome(enum.StrEnum):
+    PUBLISHED = "published"  # this attempt's content is live
+    RETRY = "retry"  # failed; due again after `retry_in` seconds
+    DEAD = "dead"  # failed for the last time
+    CHANGED = "changed"  # published, but the content changed meanwhile: publish again
+    SKIPPED = "skipped"  # nothing claimed, or overtaken: someone else has it, or no work
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    outcome: Outcome
+    article_id: int
+    attempt: int | None = None
+    error: str = ""
+    reason: str = ""
+    # RETRY: seconds until due again. SKIPPED: seconds until a scheduled row is due.
+    retry_in: float | None = None
+    due_in: float | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    article: Article
+    attempt: int
+    content_hash: str
+    record: PublishAttempt
+    started: float
+
+
+def describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text[:ERROR_MAX_CHARS]
+
+
+# --- claim ---------------------------------------------------------------------------
+
+
+def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Claim | None:
+    """Take a due pending row whose lease is free, for PUBLISH_LEASE_SECONDS."""
+    rows = Article.objects.filter(due_q() & lease_free_q(), pk=article_id)
+    with transaction.atomic():
+        claimed = rows.update(
+            lease_expires_at=db_now_plus(settings.PUBLISH_LEASE_SECONDS),
+            attempts=F("attempts") + 1,
+            updated_at=Now(),
+        )
+        if not claimed:
+            return None
+        # Read inside the transaction that holds the row: the number is ours.
+        article = Article.objects.get(pk=article_id)
+        record = PublishAttempt.objects.create(
+            article=article,
+            number=article.attempts,
+            content_hash=article.content_hash,
+            worker=worker[:255],
+            task_id=task_id[:255],
+        )
+    return Claim(
+        article=article,
+        attempt=article.attempts,
+        content_hash=article.content_hash,
+        record=record,
+        started=time.monotonic(),
+    )
+
+
+def explain_unclaimed(*, article_id: int) -> AttemptResult:
+    """Why a claim found nothing: said in the log, and returned to the caller."""
+    state = article_claim_state(article_id=article_id)
+    due_in = None
+    if state is None:
+        reason = "it no longer exists"
+    elif state["status"] != ArticleStatus.PENDING:
+        reason = f"it is {state['status']}"
+    elif state["publish_at"] > state["db_now"]:
+        due_in = (state["publish_at"] - state["db_now"]).total_seconds()
+        reason = f"it is scheduled for {state['publish_at']:%Y-%m-%d %H:%M:%S} UTC"
+    elif state["next_attempt_at"] and state["next_attempt_at"] > state["db_now"]:
+        due_in = (state["next_attempt_at"] - state["db_now"]).total_seconds()
+        reason = f"it is backing off for {due_in:.1f}s after a failure"
+    elif state["lease_expires_at"] and state["lease_expires_at"] > state["db_now"]:
+        left = (state["lease_expires_at"] - state["db_now"]).total_seconds()
+        reason = f"another attempt holds its lease for {left:.1f}s"
+    else:
+        reason = "another executor claimed it first"
+    logger.info("article %s not claimed: %s", article_id, reason)
+    return AttemptResult(Outcome.SKIPPED, article_id, reason=reason, due_in=due_in)
+
+
+# --- outcomes ------------------------------------------------------------------------
+
+
+def _finish(claim: Claim, outcome: AttemptOutcome, error: str = "") -> None:
+    PublishAttempt.objects.filter(pk=claim.record.pk).update(
+        outcome=outcome,
+        error=error[:ERROR_MAX_CHARS],
+        finished_at=timezone.now(),
+        duration=timedelta(seconds=time.monotonic() - claim.started),
+    )
+
+
+def _fenced(claim: Claim):
+    return Article.objects.filter(
+        pk=claim.article.pk, status=ArticleStatus.PENDING, attempts=claim.attempt
+    )
+
+
+def article_complete(*, claim: Claim) -> AttemptResult:
+    """The publishers succeeded: published, unless the content changed or we were overtaken."""
+    article_id, attempt = claim.article.pk, claim.attempt
+    with transaction.atomic():
+        if (
+            _fenced(claim)
+            .filter(content_hash=claim.content_hash)
+            .update(
+                status=ArticleStatus.PUBLISHED,
+                published_hash=claim.content_hash,
+                published_at=Now(),
+                lease_expires_at=None,
+                next_attempt_at=None,
+                last_error="",
+                updated_at=Now(),
+            )
+        ):
+            _finish(claim, AttemptOutcome.OK)
+            logger.info("article %s published (attempt %s)", article_id, attempt)
+            return AttemptResult(Outcome.PUBLISHED, article_id, attempt)
+        if _fenced(claim).update(lease_expires_at=None, updated_at=Now()):
+            reason = "the content changed while publishing; the new content goes next"
+            _finish(claim, AttemptOutcome.RETRY, reason)
+            logger.info("article %s attempt %s: %s", article_id, attempt, reason)
+            return AttemptResult(Outcome.CHANGED, article_id, attempt, reason=reason)
+        reason = "overtaken: the lease ran out and another attempt took over"
+        _finish(claim, AttemptOutcome.RETRY, reason)
+        logger.warning("article %s attempt %s %s", article_id, attempt, reason)
+        return AttemptResult(Outcome.SKIPPED, article_id, attempt, reason=reason)
+
+
+def article_fail(
+    *, claim: Claim, error: str, permanent: bool, retry_in: float = 0.0
+) -> AttemptResult:
+    """An attempt failed: back off, or dead after the last attempt or a permanent error."""
+    article_id, attempt = claim.article.pk, claim.attempt
+    give_up = permanent or attempt >= settings.PUBLISH_MAX_ATTEMPTS
+    with transaction.atomic():
+        # Dead only for the content that failed: an edit made meanwhile gets its chance.
+        if give_up and _fenced(claim).filter(content_hash=claim.content_hash).update(
+            status=ArticleStatus.DEAD,
+            lease_expires_at=None,
+            next_attempt_at=None,
+            last_error=error,
+            updated_at=Now(),
+        ):
+            _finish(claim, AttemptOutcome.DEAD, error)
+            transaction.on_commit(
+                partial(alerts.article_dead, article_id=article_id, attempts=attempt, error=error),
+                robust=True,
+            )
+            return AttemptResult(Outcome.DEAD, article_id, attempt, error=error)
+        if give_up:
+            retry_in = 0.0
+        if _fenced(claim).update(
+            lease_expires_at=None,
+            last_error=error,
+            next_attempt_at=db_now_plus(retry_in),
+            updated_at=Now(),
+        ):
+            _finish(claim, AttemptOutcome.RETRY, error)
+            logger.warning(
+                "article %s attempt %s/%s failed, next in %.1fs: %s",
+                article_id,
+                attempt,
+                settings.PUBLISH_MAX_ATTEMPTS,
+                retry_in,
+                error,
+            )
+            return AttemptResult(Outcome.RETRY, article_id, attempt, error=error, retry_in=retry_in)
+        _finish(claim, AttemptOutcome.RETRY, f"overtaken by another attempt; {error}")
+        return AttemptResult(Outcome.SKIPPED, article_id, attempt, error=error, reason="overtaken")
+
+
+# --- the attempt ---------------------------------------------------------------------
+
+
+def article_publish(
+    *,
+    article_id: int,
+    retry_in: Callable[[int], float],
+    worker: str = "",
+    task_id: str = "",
+) -> AttemptResult:
+    """One attempt: claim, publish to every target, complete or fail.
+
+    `retry_in(attempt)` gives the backoff after a transient failure of that attempt:
+    the Celery task passes its own retry_backoff policy, the backup executor the same.
+    """
+    claim = article_claim(article_id=article_id, worker=worker, task_id=task_id)
+    if claim is None:
+        return explain_unclaimed(article_id=article_id)
+    try:
+        for publisher in get_publishers():
+            publisher.publish(claim.article)
+    except PermanentPublishError as exc:
+        return article_fail(claim=claim, error=describe(exc), permanent=True)
+    except Exception as exc:  # transient, a time limit, or a bug: retried, then dead
+        logger.warning("article %s attempt %s raised", article_id, claim.attempt, exc_info=True)
+        return article_fail(
+            claim=claim, error=describe(exc), permanent=False, retry_in=retry_in(claim.attempt)
+        )
+    return article_complete(claim=claim)
+
+
+# --- operator ------------------------------------------------------------------------
+
+
+def article_requeue(*, article_id: int) -> bool:
+    """Dead → pending with a fresh budget of attempts, and dispatched after commit."""
+    requeued = Article.objects.filter(pk=article_id, status=ArticleStatus.DEAD).update(
+        status=ArticleStatus.PENDING,
+        attempts=0,
+        last_error="",
+        next_attempt_at=None,
+        lease_expires_at=None,
+        updated_at=Now(),
+    )
+    if requeued:
+        logger.info("article %s requeued", article_id)
+        transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
+    return bool(requeued)
+
+
+def article_publish_now(*, article_id: int) -> bool:
+    """A pending row goes out now: no waiting for its schedule or its backoff."""
+    rows = Article.objects.filter(pk=article_id, status=ArticleStatus.PENDING)
+    with transaction.atomic():
+        rows.filter(publish_at__gt=Now()).update(publish_at=Now())
+        found = rows.update(next_attempt_at=None, updated_at=Now())
+    if found:
+        transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
+    return bool(found)

@@ -1,0 +1,95 @@
+"""Celery tasks: thin. Each calls one service and owns only the Celery-level policy."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import Task, shared_task
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.utils import timezone
+
+from publishing.dispatch import dispatch_publish
+from publishing.exceptions import ArticleDeadError, TransientPublishError
+from publishing.services import Outcome, article_publish
+
+logger = logging.getLogger(__name__)
+
+
+class PublishTask(Task):
+    """Retries arrive when the database says the next attempt is due.
+
+    `autoretry_for` draws its own jittered countdown when it catches the error, but the
+    failed attempt has already recorded `next_attempt_at` from `backoff()` (the same
+    Celery policy, drawn once). A message that came earlier would find the row still
+    backing off, so the countdown is the recorded one.
+    """
+
+    def backoff(self, attempt: int) -> float:
+        return get_exponential_backoff_interval(
+            factor=int(max(1.0, float(self.retry_backoff))),
+            retries=max(0, attempt - 1),
+            maximum=self.retry_backoff_max,
+            full_jitter=self.retry_jitter,
+        )
+
+    def retry(
+        self,
+        args=None,
+        kwargs=None,
+        exc=None,
+        throw=True,
+        eta=None,
+        countdown=None,
+        max_retries=None,
+        **options,
+    ):
+        if isinstance(exc, TransientPublishError) and exc.retry_in is not None:
+            countdown, eta = exc.retry_in, None
+        return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
+
+
+@shared_task(
+    bind=True,
+    base=PublishTask,
+    # Ack only after the attempt, and requeue when the pool child dies mid-attempt; the
+    # database's attempt counter is what stops a message that kills workers every time.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    # A database that is briefly unreachable is as transient as a failing target.
+    autoretry_for=(TransientPublishError, OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=settings.PUBLISH_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    max_retries=None,  # the database decides when to give up (PUBLISH_MAX_ATTEMPTS)
+    # Inside the lease, so no other executor can take the row over while this runs.
+    soft_time_limit=settings.PUBLISH_SOFT_TIME_LIMIT,
+    time_limit=settings.PUBLISH_TIME_LIMIT,
+    # A dead article is alerted by the service; no second traceback in the worker log.
+    throws=(ArticleDeadError,),
+)
+def publish_article(self: PublishTask, article_id: int) -> dict:
+    result = article_publish(
+        article_id=article_id,
+        retry_in=self.backoff,
+        worker=self.request.hostname or "",
+        task_id=self.request.id or "",
+    )
+    if result.outcome is Outcome.RETRY:
+        exc = TransientPublishError(result.error)
+        exc.retry_in = result.retry_in
+        raise exc
+    if result.outcome is Outcome.DEAD:
+        raise ArticleDeadError(
+            f"article {article_id} is dead after {result.attempt} attempt(s): {result.error}",
+            article_id=article_id,
+        )
+    if result.outcome is Outcome.CHANGED:
+        dispatch_publish(article_id)
+    elif result.due_in is not None and result.due_in <= settings.PUBLISH_ETA_HORIZON:
+        # This message came before the row was due (an ETA from a host whose clock runs
+        # ahead of the database's): send it again for when it is due.
+        dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
+    return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}

@@ -1,0 +1,124 @@
+"""The straight line with real parts: a celery worker process, Redis, the database."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from publishing.services import Outcome, article_publish
+from publishing.tasks import publish_article
+from tests.support.chaos import journal_entries
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def page_of(slug: str):
+    return settings.SITE_ROOT / slug / "index.html"
+
+
+def status_of(article: Article) -> str:
+    return Article.objects.values_list("status", flat=True).get(pk=article.pk)
+
+
+def wait_status(article: Article, status: str, timeout: float = 30.0) -> Article:
+    wait_for(
+        lambda: status_of(article) == status,
+        timeout=timeout,
+        what=f"article {article.pk} to be {status}",
+    )
+    article.refresh_from_db()
+    return article
+
+
+def test_saved_article_is_published_with_rendered_sanitised_page(worker, make_article):
+    article = make_article(
+        title="Hello, world",
+        body="# Heading\n\nSome **bold** text.\n\n<script>alert('x')</script>",
+    )
+
+    wait_status(article, ArticleStatus.PUBLISHED)
+
+    html = page_of(article.slug).read_text(encoding="utf-8")
+    assert "<strong>bold</strong>" in html
+    assert "<h1>Heading</h1>" in html
+    assert "<script" not in html
+    assert article.published_hash == article.content_hash
+    assert article.lease_expires_at is None
+    assert [a.outcome for a in article.publish_attempts.all()] == [AttemptOutcome.OK]
+
+
+def test_chinese_title_gives_a_working_slug_and_page(worker, make_article):
+    article = make_article(title="你好，世界：第一篇文章", slug="")
+
+    assert article.slug == "你好世界第一篇文章"
+    wait_status(article, ArticleStatus.PUBLISHED)
+    assert "你好，世界：第一篇文章" in page_of(article.slug).read_text(encoding="utf-8")
+
+
+def test_fifty_concurrent_calls_publish_once(worker, make_article, chaos):
+    slug = "fifty-at-once"
+    chaos(slug, sleep=1.5)  # the first attempt holds the lease while the others arrive
+    article = make_article(slug=slug)
+
+    for _ in range(40):
+        publish_article.delay(article.pk)
+
+    results = []
+
+    def call() -> None:
+        try:
+            results.append(article_publish(article_id=article.pk, retry_in=lambda n: 0))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=call) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    wait_status(article, ArticleStatus.PUBLISHED)
+    wait_for(lambda: len(journal_entries(slug)) >= 1, what="the page write")
+    # Let every message be consumed before counting: the queue drains, nothing is running.
+    wait_for(lambda: queue_is_drained(), timeout=60, what="the queue to drain")
+    attempts = list(PublishAttempt.objects.filter(article=article))
+    assert [a.outcome for a in attempts] == [AttemptOutcome.OK]
+    assert len(journal_entries(slug)) == 1
+    assert sum(r.outcome is Outcome.PUBLISHED for r in results) <= 1
+
+
+def queue_is_drained() -> bool:
+    from config.celery import app
+
+    with app.connection_for_write() as conn:
+        waiting = conn.default_channel.client.llen(settings.CELERY_TASK_DEFAULT_QUEUE)
+    active = app.control.inspect(timeout=1.0).active() or {}
+    return waiting == 0 and all(not tasks for tasks in active.values())
+
+
+def test_edit_republishes_and_unchanged_save_publishes_nothing(worker, make_article, sent_tasks):
+    article = make_article(body="First version.")
+    wait_status(article, ArticleStatus.PUBLISHED)
+
+    article.body = "Second version."
+    article.save()
+    assert status_of(article) == ArticleStatus.PENDING
+    article = wait_status(article, ArticleStatus.PUBLISHED)
+    assert "Second version." in page_of(article.slug).read_text(encoding="utf-8")
+    assert [e[1] for e in journal_entries(article.slug)] == [
+        PublishAttempt.objects.filter(article=article).order_by("id")[0].content_hash,
+        article.content_hash,
+    ]
+
+    sent_before = sent_tasks.count(article.pk)
+    article.full_clean()
+    article.save()  # nothing changed
+
+    assert status_of(article) == ArticleStatus.PUBLISHED
+    assert sent_tasks.count(article.pk) == sent_before
+    assert PublishAttempt.objects.filter(article=article).count() == 2

@@ -1,0 +1,62 @@
+"""Settings for a test run: config.settings with this run's own database, Redis db
+number, queue and SITE_ROOT, and test publishers in front of the real ones.
+
+The run id lives in the environment, so the worker and beat processes that the tests
+start (which inherit it) compute the same names and share the run's data.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import uuid
+from pathlib import Path
+
+RUN_ID = os.environ.setdefault("BLOGPUBLISH_TEST_RUN", uuid.uuid4().hex[:10])
+RUN_DIR = Path(tempfile.gettempdir()) / f"blogpublish-test-{RUN_ID}"
+RUN_DIR.mkdir(parents=True, exist_ok=True)
+
+_db_kind = os.environ.setdefault("BLOGPUBLISH_TEST_DB", "sqlite")
+if _db_kind == "postgres":
+    _pg = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    os.environ["DATABASE_URL"] = f"{_pg.rsplit('/', 1)[0]}/bp_test_{RUN_ID}"
+else:
+    os.environ["DATABASE_URL"] = f"sqlite:///{RUN_DIR / 'db.sqlite3'}"
+# The broker: this machine's Redis with a db number of the run's own, unless a test
+# process was given a private redis-server (tests/support/processes.py).
+_redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
+os.environ.setdefault("BLOGPUBLISH_TEST_BROKER", f"{_redis}/{random.randint(1, 15)}")
+os.environ["CELERY_BROKER_URL"] = os.environ["BLOGPUBLISH_TEST_BROKER"]
+os.environ["SITE_ROOT"] = str(RUN_DIR / "site")
+os.environ["DEBUG"] = "0"
+os.environ["SECRET_KEY"] = f"test-{RUN_ID}"
+
+# Short enough that failure paths finish in seconds; each can be overridden per process.
+os.environ.setdefault("PUBLISH_MAX_ATTEMPTS", "3")
+os.environ.setdefault("PUBLISH_LEASE_SECONDS", "10")
+os.environ.setdefault("PUBLISH_RETRY_BACKOFF_MAX", "2")
+
+from config.settings import *  # noqa: E402, F403
+from config.settings import DATABASES, PUBLISH_PUBLISHERS  # noqa: E402
+
+# The database the tests create is the one the worker processes open.
+DATABASES["default"]["TEST"] = {"NAME": DATABASES["default"]["NAME"]}
+
+CELERY_TASK_DEFAULT_QUEUE = f"bp-test-{RUN_ID}"
+
+# Chaos in front (slow or failing on demand), a journal of page writes behind.
+PUBLISH_PUBLISHERS = [
+    "tests.support.chaos.ChaosPublisher",
+    *PUBLISH_PUBLISHERS,
+    "tests.support.chaos.JournalPublisher",
+]
+CHAOS_FILE = RUN_DIR / "chaos.json"
+JOURNAL_FILE = RUN_DIR / "journal.log"
+
+# Mail to files, so a test can count the alerts a worker process sent.
+ADMINS = [("Test admin", "admin@example.com")]
+EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+EMAIL_FILE_PATH = RUN_DIR / "mail"
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
