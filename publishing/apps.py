@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
-from django.db.models.signals import post_save
+from django.db.models.signals import post_delete, post_save
 
 
 class PublishingConfig(AppConfig):
@@ -11,6 +11,9 @@ class PublishingConfig(AppConfig):
 
     def ready(self) -> None:
         from publishing.models import Article
-        from publishing.signals import article_saved
+        from publishing.signals import article_deleted, article_saved
 
         post_save.connect(article_saved, sender=Article, dispatch_uid="publishing.article_saved")
+        post_delete.connect(
+            article_deleted, sender=Article, dispatch_uid="publishing.article_deleted"
+        )

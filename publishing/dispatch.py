@@ -43,3 +43,22 @@ def dispatch_when_due(*, article_id: int, publish_at: datetime) -> bool:
         return dispatch_publish(article_id, eta=publish_at)
     logger.info("article %s is scheduled for %s; the catch-up will arm it", article_id, publish_at)
     return False
+
+
+def dispatch_unpublish(snapshot: dict) -> bool:
+    """Take a deleted article off the site; if the broker is down, the catch-up's
+    reconcile removes it instead."""
+    from publishing.tasks import unpublish_article
+
+    try:
+        unpublish_article.apply_async((snapshot,))
+    except Exception as exc:
+        logger.warning(
+            "article %s deleted, but the broker is unreachable (%s: %s); the catch-up "
+            "will take it off the site",
+            snapshot.get("id"),
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    return True

@@ -105,6 +105,8 @@ class Article(models.Model):
     # sha256 of title, slug and body as saved; published_hash is the content that is live.
     content_hash = models.CharField(max_length=64, editable=False)
     published_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # Where the live version is: a slug edit moves the page, a delete removes it.
+    published_slug = models.CharField(max_length=200, blank=True, default="", editable=False)
     # Stable identity for feed entries and webhook receivers; unchanged by edits.
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     published_at = models.DateTimeField(null=True, blank=True)

@@ -27,7 +27,7 @@ from publishing import alerts
 from publishing.dispatch import dispatch_publish
 from publishing.exceptions import PermanentPublishError
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from publishing.publishers import get_publishers
+from publishing.publishers import get_publishers, run_optional_hook
 from publishing.selectors import article_claim_state, db_now_plus, due_q, lease_free_q
 
 logger = logging.getLogger(__name__)
@@ -160,6 +160,9 @@ def article_complete(*, claim: Claim) -> AttemptResult:
             )
         ):
             _finish(claim, AttemptOutcome.OK)
+            # Shared views (index, feed) are rebuilt from the database after the commit,
+            # so the last rebuild always sees every article that completed before it.
+            transaction.on_commit(partial(run_optional_hook, "refresh"), robust=True)
             logger.info("article %s published (attempt %s)", article_id, attempt)
             return AttemptResult(Outcome.PUBLISHED, article_id, attempt)
         if _fenced(claim).update(lease_expires_at=None, updated_at=Now()):
@@ -275,3 +278,23 @@ def article_publish_now(*, article_id: int) -> bool:
     if found:
         transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
     return bool(found)
+
+
+# --- the site as a whole ---------------------------------------------------------------
+
+UNPUBLISH_FIELDS = ("id", "uid", "slug", "published_slug", "title")
+
+
+def article_unpublish(*, snapshot: dict) -> None:
+    """A deleted article leaves every target. `snapshot` holds UNPUBLISH_FIELDS, since
+    the row is gone; publishers raise TransientPublishError to be retried."""
+    article = Article(**{k: snapshot.get(k) for k in UNPUBLISH_FIELDS})
+    for publisher in get_publishers():
+        publisher.unpublish(article)
+    run_optional_hook("refresh")
+    logger.info("article %s (%s) unpublished", snapshot.get("id"), snapshot.get("slug"))
+
+
+def site_reconcile() -> None:
+    """The catch-up's full check: targets drop what the database no longer has."""
+    run_optional_hook("reconcile")

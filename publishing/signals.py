@@ -7,7 +7,7 @@ from functools import partial
 
 from django.db import transaction
 
-from publishing.dispatch import dispatch_when_due
+from publishing.dispatch import dispatch_unpublish, dispatch_when_due
 
 
 def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
@@ -19,3 +19,13 @@ def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
         partial(dispatch_when_due, article_id=instance.pk, publish_at=instance.publish_at),
         robust=True,
     )
+
+
+def article_deleted(sender, instance, **kwargs) -> None:
+    if not instance.published_slug:
+        return  # never live: nothing to take down
+    from publishing.services import UNPUBLISH_FIELDS
+
+    snapshot = {field: getattr(instance, field) for field in UNPUBLISH_FIELDS}
+    snapshot["uid"] = str(snapshot["uid"])
+    transaction.on_commit(partial(dispatch_unpublish, snapshot), robust=True)

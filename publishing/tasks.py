@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_publish
 from publishing.exceptions import ArticleDeadError, TransientPublishError
-from publishing.services import Outcome, article_publish
+from publishing.services import Outcome, article_publish, article_unpublish
 
 logger = logging.getLogger(__name__)
 
@@ -93,3 +93,20 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
     return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(TransientPublishError, OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=settings.PUBLISH_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    # After these the catch-up's reconcile removes what is left.
+    max_retries=5,
+    soft_time_limit=settings.PUBLISH_SOFT_TIME_LIMIT,
+    time_limit=settings.PUBLISH_TIME_LIMIT,
+)
+def unpublish_article(self: Task, snapshot: dict) -> None:
+    article_unpublish(snapshot=snapshot)
