@@ -128,6 +128,14 @@ class Article(models.Model):
                 name="article_published_idx",
                 condition=Q(status="published"),
             ),
+            # What the site lists: every article with a live version (published once and
+            # not deleted, whatever its status now), newest first; the front page, the
+            # feed and the archive positions read it (blogpublish.site.selectors).
+            models.Index(
+                fields=["publish_at", "id"],
+                name="article_listed_idx",
+                condition=~Q(published_hash=""),
+            ),
         ]
 
     def __str__(self) -> str:
