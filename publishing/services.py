@@ -152,6 +152,8 @@ def article_complete(*, claim: Claim) -> AttemptResult:
             .update(
                 status=ArticleStatus.PUBLISHED,
                 published_hash=claim.content_hash,
+                # The fence on content_hash means the slug is the one that was published.
+                published_slug=claim.article.slug,
                 published_at=Now(),
                 lease_expires_at=None,
                 next_attempt_at=None,
@@ -289,9 +291,13 @@ def article_unpublish(*, snapshot: dict) -> None:
     """A deleted article leaves every target. `snapshot` holds UNPUBLISH_FIELDS, since
     the row is gone; publishers raise TransientPublishError to be retried."""
     article = Article(**{k: snapshot.get(k) for k in UNPUBLISH_FIELDS})
-    for publisher in get_publishers():
-        publisher.unpublish(article)
-    run_optional_hook("refresh")
+    try:
+        for publisher in get_publishers():
+            publisher.unpublish(article)
+    finally:
+        # The row is gone whatever a later target answered: the index and feed drop it
+        # now, not after that target's retries.
+        run_optional_hook("refresh")
     logger.info("article %s (%s) unpublished", snapshot.get("id"), snapshot.get("slug"))
 
 
