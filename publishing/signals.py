@@ -22,8 +22,8 @@ def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
 
 
 def article_deleted(sender, instance, **kwargs) -> None:
-    if not instance.published_slug:
-        return  # never live: nothing to take down
+    # Every delete, not only of live articles: an attempt in flight may already have
+    # written the page of an article that never completed (docs/site.md, "Deletes").
     from publishing.services import UNPUBLISH_FIELDS
 
     snapshot = {field: getattr(instance, field) for field in UNPUBLISH_FIELDS}
