@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 FILE_MODE = 0o644  # readable by the web server; mkstemp would give 0600
@@ -31,10 +32,27 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
+def write_if_changed(path: Path, data: str | bytes) -> bool:
+    """`atomic_write`, unless the file already holds exactly `data`; True if written.
+
+    Rebuilding a view that did not change then costs a read, not a write and an fsync,
+    and leaves the file's mtime (which caches and rsync go by) alone.
+    """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        if path.read_bytes() == payload:
+            return False
+    except FileNotFoundError:
+        pass
+    atomic_write(path, payload)
+    return True
+
+
 def remove_tree(path: Path) -> None:
     """Remove a page directory: renamed aside first, so readers never see it half gone."""
     if not path.exists():
         return
-    trash = path.with_name(f".{path.name}.removed-{os.getpid()}")
+    # A unique name: a trash left by a crash, or another thread, is never in the way.
+    trash = path.with_name(f".{path.name}.removed-{uuid.uuid4().hex[:12]}")
     os.replace(path, trash)
     shutil.rmtree(trash, ignore_errors=True)

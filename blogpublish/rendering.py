@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+from html import unescape
+
 import markdown
 import nh3
 
@@ -40,3 +43,20 @@ def render_markdown(text: str) -> str:
         filter_style_properties={"text-align"},
         link_rel="noopener noreferrer",
     )
+
+
+EXCERPT_CHARS = 240
+
+
+@lru_cache(maxsize=1024)
+def plain_excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The start of a Markdown text as plain text, cut at a word: for the front page and
+    the feed. Cached, since the same 50 articles are summarised at every refresh."""
+    html = markdown.markdown(text, extensions=EXTENSIONS, output_format="html")
+    plain = " ".join(unescape(nh3.clean(html, tags=set())).split())
+    if len(plain) <= limit:
+        return plain
+    cut = plain[:limit]
+    if " " in cut[limit // 2 :]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:.-–—") + "…"
