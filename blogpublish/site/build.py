@@ -1,0 +1,193 @@
+"""Bringing the shared views (front page, feed, archive, sitemap) in line with the database.
+
+Always called under the site lock. `update` is the refresh after an outcome: it costs
+the front page, the feed and the archive pages that changed, whatever the size of the
+site. `rebuild` streams every listed article once: after a delete, from reconcile, or
+when the state file is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from blogpublish.files import atomic_write, remove_tree, write_if_changed
+from blogpublish.site import documents, paths, selectors
+from blogpublish.site.pagination import (
+    PAGE_SIZE,
+    first_position,
+    full_pages,
+    newer_than,
+    older_than,
+    older_than_front,
+    pages_to_write,
+    sitemap_chunks,
+)
+from blogpublish.site.selectors import Entry
+from blogpublish.site.state import SiteState
+from publishing.models import ArticleStatus
+
+logger = logging.getLogger(__name__)
+
+Write = Callable[[Path, str | bytes], object]
+
+
+def remove_unneeded(root: Path, slugs: Iterable[str], *, besides: int | None = None) -> None:
+    """Remove the page directories no article (other than `besides`) needs."""
+    for slug in sorted({slug for slug in slugs if slug}):
+        if not selectors.slug_owned(slug, besides=besides):
+            remove_tree(paths.page_dir(root, slug))
+
+
+def settle(root: Path, state: SiteState) -> tuple[list[int], list[int]]:
+    """Close the notes of pages whose attempt has finished.
+
+    Returns the listed articles among them (their archive entry may have changed) and
+    those of them that were not listed before (new positions). Directories they no
+    longer need go: the old slug after a slug edit, the page of an article that was
+    deleted, or that died without ever being listed. An attempt still pending keeps
+    its note until the refresh after its own outcome.
+    """
+    rows = selectors.article_states(state.written)
+    changed, inserted = [], []
+    for article_id, written in list(state.written.items()):
+        row = rows.get(article_id)
+        if row is not None and row["status"] == ArticleStatus.PENDING:
+            continue
+        del state.written[article_id]
+        live = row["published_slug"] if row else ""
+        remove_unneeded(root, set(written.slugs) - {live}, besides=article_id)
+        if row is None:
+            state.rebuild = state.rebuild or written.was_listed
+        elif row["published_hash"]:
+            changed.append(article_id)
+            if not written.was_listed:
+                inserted.append(article_id)
+    return changed, inserted
+
+
+def uncounted(state: SiteState) -> set[int]:
+    """Articles listed after the notes were settled: left out of this refresh, so what it
+    writes agrees with its count; the refresh after their outcome adds them."""
+    return {article_id for article_id, w in state.written.items() if not w.was_listed}
+
+
+# --- writing the views -----------------------------------------------------------------
+
+
+def write_front(root: Path, *, count: int, hidden: set[int], write: Write) -> list[Entry]:
+    """The front page and the feed: the newest PAGE_SIZE articles. Returns them."""
+    entries = selectors.newest(PAGE_SIZE, exclude=hidden)
+    older = older_than_front(count)
+    write(
+        root / paths.FRONT_PAGE,
+        documents.listing_page(
+            entries,
+            page=None,
+            newer_href="",
+            older_href=paths.archive_href(older) if older else "",
+        ),
+    )
+    write(root / paths.FEED, documents.atom_feed(entries))
+    return entries
+
+
+def write_archive_page(
+    root: Path, page: int, entries: list[Entry], *, count: int, write: Write
+) -> None:
+    """Archive page `page` (entries newest first) and its sitemap chunk."""
+    older = older_than(page)
+    html = documents.listing_page(
+        entries,
+        page=page,
+        newer_href=paths.archive_href(newer_than(page, count)),
+        older_href=paths.archive_href(older) if older else "",
+    )
+    write(paths.archive_path(root, page), html)
+    write(root / paths.sitemap_chunk_name(page), documents.sitemap(entries))
+
+
+def write_partial_chunk(root: Path, newest: list[Entry], *, count: int, write: Write) -> None:
+    """The sitemap chunk after the last full page: the newest `count % PAGE_SIZE`."""
+    rest = count % PAGE_SIZE
+    if rest:
+        chunk = paths.sitemap_chunk_name(full_pages(count) + 1)
+        write(root / chunk, documents.sitemap(newest[:rest]))
+
+
+# --- refresh ---------------------------------------------------------------------------
+
+
+def update(root: Path, state: SiteState) -> None:
+    """The refresh after an outcome: front page, feed, and the archive pages that changed."""
+    changed, inserted = settle(root, state)
+    if state.rebuild:
+        rebuild(root, state)
+        return
+    old_count, count = state.count, state.count + len(inserted)
+    hidden = uncounted(state)
+    entries = selectors.listed_entries(changed)
+    positions = {
+        article_id: selectors.position_of(entry, total=count, exclude=hidden)
+        for article_id, entry in entries.items()
+    }
+    if any(not 0 <= position < count for position in positions.values()):
+        logger.warning("the site's article count (%s) is out of date; rebuilding", count)
+        rebuild(root, state)
+        return
+    shifted = [positions[article_id] for article_id in inserted if article_id in positions]
+    pages = pages_to_write(
+        old_count=old_count,
+        new_count=count,
+        changed=positions.values(),
+        shifted_from=min(shifted, default=None),
+    )
+    for page in pages:
+        page_entries = selectors.entries_at(
+            first=first_position(page), size=PAGE_SIZE, total=count, exclude=hidden
+        )
+        write_archive_page(root, page, page_entries, count=count, write=atomic_write)
+    newest = write_front(root, count=count, hidden=hidden, write=atomic_write)
+    write_partial_chunk(root, newest, count=count, write=atomic_write)
+    if sitemap_chunks(count) != sitemap_chunks(old_count):
+        atomic_write(root / paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+    state.count = count
+
+
+def rebuild(root: Path, state: SiteState) -> None:
+    """Every view from the database, streaming the articles once; files that did not
+    change are left alone (write_if_changed)."""
+    settle(root, state)
+    hidden = uncounted(state)
+    count, page, batch = 0, 0, []
+    held: tuple[int, list[Entry]] | None = None  # the last full page: is it the newest?
+    for entry in selectors.iter_oldest_first(exclude=hidden):
+        batch.append(entry)
+        count += 1
+        if len(batch) == PAGE_SIZE:
+            page += 1
+            if held:
+                write_archive_page(root, *held, count=count, write=write_if_changed)
+            held, batch = (page, batch[::-1]), []
+    if held:
+        write_archive_page(root, *held, count=count, write=write_if_changed)
+    newest = write_front(root, count=count, hidden=hidden, write=write_if_changed)
+    write_partial_chunk(root, newest, count=count, write=write_if_changed)
+    write_if_changed(root / paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+    remove_beyond(root, pages=full_pages(count), chunks=sitemap_chunks(count))
+    state.count, state.rebuild = count, False
+
+
+def remove_beyond(root: Path, *, pages: int, chunks: int) -> None:
+    """Archive pages and sitemap chunks past the end, after the site shrank."""
+    archive = root / paths.ARCHIVE_DIR
+    if archive.is_dir():
+        for entry in os.scandir(archive):
+            if entry.name.isdigit() and int(entry.name) > pages:
+                remove_tree(Path(entry.path))
+    for entry in os.scandir(root):
+        match = paths.SITEMAP_CHUNK_RE.match(entry.name)
+        if match and int(match[1]) > chunks:
+            Path(entry.path).unlink(missing_ok=True)

@@ -1,0 +1,153 @@
+"""What the site reads from the database.
+
+The site lists every article with a live version: published at least once and not
+deleted (`published_hash != ""`), whatever its status now. An article whose edit is
+pending stays listed meanwhile, and one that died after an edit keeps its last page.
+The order is `(publish_at, id)`, newest first; `article_listed_idx` serves it, so the
+newest 50 and a page near either end cost the same on a site of any size.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Substr
+
+from publishing.models import Article, ArticleStatus
+
+# Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters.
+EXCERPT_SOURCE_CHARS = 2000
+# Counting the articles newer than one is cheap near the top; past this many, count the
+# older ones instead (both walk the index; neither reads a row).
+NEAR_TOP = 1000
+
+ENTRY_FIELDS = ("id", "uid", "title", "slug", "published_slug", "publish_at", "published_at")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One listed article, as the front page, the archive, the feed and the sitemap show it."""
+
+    id: int
+    uid: uuid.UUID
+    title: str
+    # Where its live page is: the slug it was last published under.
+    slug: str
+    publish_at: datetime
+    published_at: datetime
+    head: str = ""
+
+    @classmethod
+    def from_values(cls, row: dict) -> Entry:
+        return cls(
+            id=row["id"],
+            uid=row["uid"],
+            title=row["title"],
+            slug=row["published_slug"] or row["slug"],
+            publish_at=row["publish_at"],
+            published_at=row["published_at"] or row["publish_at"],
+            head=row.get("head") or "",
+        )
+
+
+def listed(*, exclude: Iterable[int] = ()) -> QuerySet[Article]:
+    """The listed articles; `exclude`: ids a refresh leaves out (see build.uncounted)."""
+    articles = Article.objects.exclude(published_hash="")
+    exclude = list(exclude)
+    return articles.exclude(pk__in=exclude) if exclude else articles
+
+
+def _newer_than(entry: Entry) -> Q:
+    return Q(publish_at__gt=entry.publish_at) | Q(publish_at=entry.publish_at, id__gt=entry.id)
+
+
+def _older_than(entry: Entry) -> Q:
+    return Q(publish_at__lt=entry.publish_at) | Q(publish_at=entry.publish_at, id__lt=entry.id)
+
+
+def count_listed() -> int:
+    return listed().count()
+
+
+def newest(limit: int, *, exclude: Iterable[int] = ()) -> list[Entry]:
+    """The newest `limit` listed articles, newest first, with the head of their body."""
+    rows = (
+        listed(exclude=exclude)
+        .order_by("-publish_at", "-id")
+        .annotate(head=Substr("body", 1, EXCERPT_SOURCE_CHARS))
+        .values(*ENTRY_FIELDS, "head")[:limit]
+    )
+    return [Entry.from_values(row) for row in rows]
+
+
+def entries_at(*, first: int, size: int, total: int, exclude: Iterable[int] = ()) -> list[Entry]:
+    """Positions first … first+size-1 (0 is the oldest), newest first. Read from
+    whichever end of the index is nearer, so a page near the top costs as little as one
+    near the bottom."""
+    articles = listed(exclude=exclude).values(*ENTRY_FIELDS)
+    from_top = total - first - size
+    if first <= from_top:
+        rows = articles.order_by("publish_at", "id")[first : first + size]
+        return [Entry.from_values(row) for row in reversed(rows)]
+    rows = articles.order_by("-publish_at", "-id")[from_top : from_top + size]
+    return [Entry.from_values(row) for row in rows]
+
+
+def iter_oldest_first(*, exclude: Iterable[int] = ()) -> Iterator[Entry]:
+    """Every listed article, oldest first, streamed: memory stays flat on a large site."""
+    rows = listed(exclude=exclude).order_by("publish_at", "id").values(*ENTRY_FIELDS)
+    for row in rows.iterator(chunk_size=2000):
+        yield Entry.from_values(row)
+
+
+def listed_entries(ids: Iterable[int]) -> dict[int, Entry]:
+    rows = listed().filter(pk__in=list(ids)).values(*ENTRY_FIELDS)
+    return {row["id"]: Entry.from_values(row) for row in rows}
+
+
+def position_of(entry: Entry, *, total: int, exclude: Iterable[int] = ()) -> int:
+    """The position of a listed article, 0 being the oldest, on a site of `total`."""
+    articles = listed(exclude=exclude)
+    newer = articles.filter(_newer_than(entry))[:NEAR_TOP].count()
+    if newer < NEAR_TOP:
+        return total - 1 - newer
+    return articles.filter(_older_than(entry)).count()
+
+
+# --- the pipeline's rows --------------------------------------------------------------
+
+
+def has_content(*, article_id: int, content_hash: str) -> bool:
+    """Is this still the article's content? False once it was edited or deleted."""
+    return Article.objects.filter(pk=article_id, content_hash=content_hash).exists()
+
+
+def article_states(ids: Iterable[int]) -> dict[int, dict]:
+    rows = Article.objects.filter(pk__in=list(ids)).values(
+        "id", "status", "published_hash", "published_slug"
+    )
+    return {row["id"]: row for row in rows}
+
+
+def _owner_q(slug: str) -> Q:
+    # The live page of an article, or the page an attempt in flight may be writing.
+    return Q(published_slug=slug) | Q(slug=slug, status=ArticleStatus.PENDING)
+
+
+def slug_owned(slug: str, *, besides: int | None = None) -> bool:
+    """Does an article (other than `besides`) need the page directory `slug`?"""
+    owners = Article.objects.filter(_owner_q(slug))
+    if besides is not None:
+        owners = owners.exclude(pk=besides)
+    return owners.exists()
+
+
+def owned_slugs() -> set[str]:
+    """Every page directory an article needs: one pass over the table, for reconcile."""
+    live = Article.objects.exclude(published_slug="").values_list("published_slug", flat=True)
+    in_flight = Article.objects.filter(status=ArticleStatus.PENDING).values_list("slug", flat=True)
+    return set(live.iterator(chunk_size=2000)) | set(in_flight.iterator(chunk_size=2000))
