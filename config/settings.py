@@ -174,10 +174,21 @@ PUBLISH_WEBHOOK_URL = env_str("PUBLISH_WEBHOOK_URL")
 PUBLISH_WEBHOOK_SECRET = env_str("PUBLISH_WEBHOOK_SECRET")
 if PUBLISH_WEBHOOK_URL and not PUBLISH_WEBHOOK_SECRET and not DEBUG:
     raise ImproperlyConfigured("PUBLISH_WEBHOOK_URL is set but PUBLISH_WEBHOOK_SECRET is not.")
+# Seconds to wait for the receiver's answer (connecting takes at most ~3 s more); the
+# whole call stays inside the task's soft time limit, so a slow receiver is a retry.
+PUBLISH_WEBHOOK_TIMEOUT = env_number("PUBLISH_WEBHOOK_TIMEOUT", 10, minimum=0.1)
+if PUBLISH_WEBHOOK_URL and PUBLISH_WEBHOOK_TIMEOUT + 3.05 >= PUBLISH_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"PUBLISH_WEBHOOK_TIMEOUT={PUBLISH_WEBHOOK_TIMEOUT} does not fit in the task's soft "
+        f"time limit ({PUBLISH_SOFT_TIME_LIMIT:.0f} s, from PUBLISH_LEASE_SECONDS)."
+    )
 ALERT_WEBHOOK_URL = env_str("ALERT_WEBHOOK_URL")
 
-# The publishing targets, in order; each is called through publishing.publishers.
+# The publishing targets, in order; each is called through publishing.publishers. The
+# site first: a receiver told by the webhook finds the page already there.
 PUBLISH_PUBLISHERS = ["blogpublish.site.StaticSitePublisher"]
+if PUBLISH_WEBHOOK_URL:
+    PUBLISH_PUBLISHERS.append("blogpublish.webhooks.WebhookPublisher")
 
 FLOWER_BASIC_AUTH = env_str("FLOWER_BASIC_AUTH")
 if FLOWER_BASIC_AUTH and ":" not in FLOWER_BASIC_AUTH:
