@@ -1,0 +1,203 @@
+"""Benchmarks: measurements printed as tables, not tests; nothing here asserts a time.
+
+    make bench                 every benchmark in BENCHMARKS
+    .venv/bin/python bench/run.py site
+
+Each benchmark is a function taking the parsed arguments; it sets up what it needs
+(here: a temporary SQLite database and SITE_ROOT, Django with config.settings) and
+prints its table. Add a benchmark by appending it to BENCHMARKS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+@contextmanager
+def django_in(workdir: Path):
+    """Django with config.settings on a fresh SQLite database and SITE_ROOT in workdir.
+    No broker is needed: articles are created without signals and published in-process."""
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DATABASE_URL=f"sqlite:///{workdir / 'bench.sqlite3'}",
+        SITE_ROOT=str(workdir / "site"),
+        SITE_URL="https://blog.example.com",
+        CELERY_BROKER_URL="redis://127.0.0.1:1/0",  # never contacted
+    )
+    os.environ.pop("PUBLISH_WEBHOOK_URL", None)
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    logging.getLogger().setLevel(logging.ERROR)
+    call_command("migrate", verbosity=0)
+    yield
+
+
+class Stopwatch:
+    """Accumulated seconds per label, for wrapping a few functions while a loop runs."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+
+    def wrap(self, owner: object, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.totals[label] = self.totals.get(label, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+    def take(self) -> dict[str, float]:
+        totals, self.totals = self.totals, {}
+        return totals
+
+
+# --- the static site --------------------------------------------------------------------
+
+
+def create_articles(count: int, *, start: int) -> list[int]:
+    from django.utils import timezone
+
+    from publishing.models import Article, content_hash_of
+
+    base = timezone.now() - timedelta(days=400)
+    articles = []
+    for n in range(start, start + count):
+        title, slug = f"Article number {n}", f"article-{n}"
+        body = f"# Heading {n}\n\nSome *Markdown* text for article {n}.\n\n" + "Lorem ipsum. " * 40
+        articles.append(
+            Article(
+                title=title,
+                slug=slug,
+                body=body,
+                # Oldest first, a minute apart, all due: each new article is the newest.
+                publish_at=base + timedelta(minutes=n),
+                content_hash=content_hash_of(title=title, slug=slug, body=body),
+            )
+        )
+    created = Article.objects.bulk_create(articles, batch_size=500)
+    return [a.pk for a in created]
+
+
+def bench_site(args: argparse.Namespace) -> None:
+    """Time per published article (page write + refresh of index, feed, archive and
+    sitemap, through the real pipeline: claim, publishers, complete) as the site grows."""
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-"))
+    try:
+        with django_in(workdir):
+            _bench_site(args, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _bench_site(args: argparse.Namespace, workdir: Path) -> None:
+    from blogpublish.site import StaticSitePublisher, documents
+    from publishing.models import Article, ArticleStatus
+    from publishing.publishers import get_publishers
+    from publishing.services import Outcome, article_publish, article_unpublish
+
+    site = next(p for p in get_publishers() if isinstance(p, StaticSitePublisher))
+    watch = Stopwatch()
+    watch.wrap(site, "publish", "page")
+    watch.wrap(site, "refresh", "refresh")
+    watch.wrap(documents, "sitemap", "sitemap")
+    window = args.window
+
+    print(f"\nStatic site: publishing {args.first:,} then {args.then:,} more articles")
+    print(f"(SQLite in {workdir}; each row is the last {window:,} articles published)\n")
+    header = (
+        f"{'site size':>10} {'ms/article':>11} {'p50':>7} {'p95':>7} {'max':>7}"
+        f"  {'page':>6} {'refresh':>8} {'sitemap':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    published = 0
+    for phase in (args.first, args.then):
+        ids = create_articles(phase, start=published)
+        for chunk_start in range(0, phase, window):
+            times = []
+            watch.take()
+            for article_id in ids[chunk_start : chunk_start + window]:
+                start = time.perf_counter()
+                result = article_publish(article_id=article_id, retry_in=lambda n: 0)
+                times.append(time.perf_counter() - start)
+                assert result.outcome is Outcome.PUBLISHED, result  # a broken run, not timing
+            published += len(times)
+            parts = {k: v / len(times) * 1000 for k, v in watch.take().items()}
+            ms = sorted(t * 1000 for t in times)
+            print(
+                f"{published:>10,} {statistics.mean(ms):>11.2f} {ms[len(ms) // 2]:>7.2f}"
+                f" {ms[int(len(ms) * 0.95)]:>7.2f} {ms[-1]:>7.2f}"
+                f"  {parts.get('page', 0):>6.2f} {parts.get('refresh', 0):>8.2f}"
+                f" {parts.get('sitemap', 0):>8.2f}"
+            )
+
+    print(f"\nOther operations on the site of {published:,} articles")
+    oldest = Article.objects.order_by("publish_at").first()
+    oldest.body += "\n\nAn edit."
+    oldest.save()  # signals: the dispatch fails fast (no broker); published in-process below
+    timed(
+        "republish the oldest article after an edit (its archive page)",
+        lambda: article_publish(article_id=oldest.pk, retry_in=lambda n: 0),
+    )
+    victim = Article.objects.filter(status=ArticleStatus.PUBLISHED).order_by("publish_at")[10]
+    snapshot = {
+        "id": victim.pk,
+        "uid": str(victim.uid),
+        "slug": victim.slug,
+        "published_slug": victim.published_slug,
+        "title": victim.title,
+    }
+    Article.objects.filter(pk=victim.pk).delete()
+    timed(
+        "delete an old article (unpublish + full archive rebuild)",
+        lambda: article_unpublish(snapshot=snapshot),
+    )
+    timed("reconcile (scan SITE_ROOT, rebuild; unchanged files not rewritten)", site.reconcile)
+    pages = len(list((workdir / "site" / "page").iterdir()))
+    chunks = len(list((workdir / "site").glob("sitemap-*.xml")))
+    print(f"  archive pages: {pages:,}; sitemap chunks: {chunks:,}")
+
+
+def timed(label: str, action: Callable[[], object]) -> None:
+    start = time.perf_counter()
+    action()
+    print(f"  {label}: {(time.perf_counter() - start) * 1000:,.1f} ms")
+
+
+BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [bench_site]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    parser.add_argument("--first", type=int, default=1_000, help="site: first batch")
+    parser.add_argument("--then", type=int, default=10_000, help="site: second batch")
+    parser.add_argument("--window", type=int, default=1_000, help="site: articles per row")
+    args = parser.parse_args()
+    by_name = {bench.__name__.removeprefix("bench_"): bench for bench in BENCHMARKS}
+    for name in args.names or list(by_name):
+        by_name[name](args)
+
+
+if __name__ == "__main__":
+    main()
