@@ -1,0 +1,237 @@
+"""The static site builder with the real database and the real pipeline services, run
+in-process as the backup executor runs them (no broker here: the worker paths are in
+test_site.py). Each test has a SITE_ROOT of its own."""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.db.models.signals import post_delete, post_save
+from django.utils import timezone
+
+from blogpublish.site import StaticSitePublisher
+from blogpublish.site.lock import ADVISORY_KEY, site_lock
+from blogpublish.site.paths import STATE_FILE
+from publishing.models import Article, ArticleStatus
+from publishing.publishers import get_publishers
+from publishing.services import UNPUBLISH_FIELDS, Outcome, article_publish, article_unpublish
+from publishing.signals import article_deleted, article_saved
+from tests.support.site import archive_pages, assert_lists_exactly, read_listing
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Site:
+    """Writes articles and runs their attempts in-process, like `publish_pending`."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.base = timezone.now() - timedelta(days=30)
+        self.made = 0
+
+    @property
+    def publisher(self) -> StaticSitePublisher:
+        return next(p for p in get_publishers() if isinstance(p, StaticSitePublisher))
+
+    def add(self, count: int = 1, expect: Outcome = Outcome.PUBLISHED, **fields) -> list[Article]:
+        articles = []
+        for _ in range(count):
+            self.made += 1
+            article = Article(
+                title=f"Article {self.made}",
+                slug=f"article-{self.made}",
+                body=f"Body of article {self.made}.",
+                publish_at=self.base + timedelta(minutes=self.made),
+            )
+            for name, value in fields.items():
+                setattr(article, name, value)
+            article.full_clean()
+            article.save()
+            self.attempt(article, expect)
+            articles.append(article)
+        return articles
+
+    def attempt(self, article: Article, expect: Outcome = Outcome.PUBLISHED) -> None:
+        result = article_publish(article_id=article.pk, retry_in=lambda n: 0)
+        assert result.outcome is expect, result
+        article.refresh_from_db()
+
+    def edit(self, article: Article, expect: Outcome = Outcome.PUBLISHED, **fields) -> None:
+        for name, value in fields.items():
+            setattr(article, name, value)
+        article.full_clean()
+        article.save()
+        self.attempt(article, expect)
+
+    def delete(self, article: Article) -> None:
+        snapshot = {field: getattr(article, field) for field in UNPUBLISH_FIELDS}
+        article.delete()
+        article_unpublish(snapshot=snapshot)
+
+    def newest_first(self) -> list[str]:
+        return list(
+            Article.objects.exclude(published_hash="")
+            .order_by("-publish_at", "-id")
+            .values_list("published_slug", flat=True)
+        )
+
+    def inode(self, page: int) -> int:
+        return (self.root / "page" / str(page) / "index.html").stat().st_ino
+
+
+@pytest.fixture
+def site(tmp_path, settings):
+    """A SITE_ROOT of the test's own; the site first, then the chaos publisher (standing
+    in for a later target such as the webhook). Saves and deletes do not dispatch: the
+    test runs each attempt itself, so no worker of the session can take them."""
+    settings.SITE_ROOT = tmp_path / "site"
+    settings.PUBLISH_PUBLISHERS = [
+        "blogpublish.site.StaticSitePublisher",
+        "tests.support.chaos.ChaosPublisher",
+    ]
+    post_save.disconnect(sender=Article, dispatch_uid="publishing.article_saved")
+    post_delete.disconnect(sender=Article, dispatch_uid="publishing.article_deleted")
+    try:
+        yield Site(settings.SITE_ROOT)
+    finally:
+        post_save.connect(article_saved, sender=Article, dispatch_uid="publishing.article_saved")
+        post_delete.connect(
+            article_deleted, sender=Article, dispatch_uid="publishing.article_deleted"
+        )
+
+
+def test_archive_is_numbered_from_the_oldest_and_new_articles_leave_old_pages_alone(site):
+    site.add(120)
+    assert_lists_exactly(site.root, site.newest_first())
+    # 120 articles: the front page shows 71-120, its "Older" link opens page 2 (51-100).
+    assert read_listing(site.root / "index.html").older_href == "/page/2/"
+    before = {page: site.inode(page) for page in (1, 2)}
+
+    site.add(1)
+
+    assert_lists_exactly(site.root, site.newest_first())
+    assert {page: site.inode(page) for page in (1, 2)} == before
+
+    site.add(29)  # the 150th fills page 3; page 2's "Newer" link now opens page 3
+
+    assert_lists_exactly(site.root, site.newest_first())
+    assert site.inode(1) == before[1]
+    assert site.inode(2) != before[2]
+    assert "/page/3/" in (site.root / "page" / "2" / "index.html").read_text()
+
+
+def test_republishing_an_old_article_rewrites_only_its_archive_page(site):
+    articles = site.add(110)
+    before = {page: site.inode(page) for page in (1, 2)}
+
+    site.edit(articles[0], title="The oldest, renamed")
+
+    assert site.inode(1) != before[1]
+    assert site.inode(2) == before[2]
+    assert archive_pages(site.root)[1].titles[-1] == "The oldest, renamed"
+    assert_lists_exactly(site.root, site.newest_first())
+
+
+def test_backdated_article_and_delete_shift_the_archive_correctly(site):
+    site.add(105)
+    site.add(1, publish_at=site.base - timedelta(days=1))  # the oldest of all: position 0
+    assert_lists_exactly(site.root, site.newest_first())
+
+    middle = Article.objects.get(slug="article-40")
+    site.delete(middle)
+
+    assert_lists_exactly(site.root, site.newest_first())
+    assert not (site.root / "article-40").exists()
+
+
+def test_slug_edit_moves_the_page_and_leaves_no_old_directory(site):
+    (article,) = site.add(1, slug="old-address")
+
+    site.edit(article, slug="new-address", body="Moved.")
+
+    assert not (site.root / "old-address").exists()
+    assert "Moved." in (site.root / "new-address" / "index.html").read_text()
+    assert_lists_exactly(site.root, site.newest_first())
+
+
+def test_article_dying_after_an_edit_stays_listed_with_its_last_live_page(site, chaos):
+    (article,) = site.add(1, slug="kept", body="The good version.")
+    chaos("moved-away", fail="permanent")  # a later target refuses the new content
+
+    site.edit(article, expect=Outcome.DEAD, slug="moved-away", body="Refused.")
+    site.add(1)  # any refresh settles what the dead attempt wrote
+
+    assert Article.objects.get(pk=article.pk).status == ArticleStatus.DEAD
+    assert not (site.root / "moved-away").exists()
+    assert "The good version." in (site.root / "kept" / "index.html").read_text()
+    assert "kept" in read_listing(site.root / "index.html").slugs
+    assert_lists_exactly(site.root, site.newest_first())
+
+
+def test_article_dying_before_it_was_ever_listed_leaves_no_page(site, chaos):
+    chaos("never-live", fail="permanent")
+    site.add(1, expect=Outcome.DEAD, slug="never-live")
+    assert (site.root / "never-live").exists()  # the site wrote it before the refusal
+
+    site.publisher.refresh()
+
+    assert not (site.root / "never-live").exists()
+    assert_lists_exactly(site.root, site.newest_first())
+
+
+def test_reconcile_removes_pages_no_article_needs_and_keeps_the_sites_own_files(site):
+    site.add(3)
+    (site.root / "ghost").mkdir()
+    (site.root / "ghost" / "index.html").write_text("deleted while the broker was down")
+    (site.root / ".ghost.removed-0123").mkdir()  # trash of a removal cut short
+    (site.root / STATE_FILE).unlink()  # a lost state file costs a rebuild, nothing else
+
+    site.publisher.reconcile()
+
+    assert not (site.root / "ghost").exists()
+    assert not (site.root / ".ghost.removed-0123").exists()
+    for own in ("index.html", "feed.xml", "sitemap.xml", "sitemap-1.xml", ".lock", STATE_FILE):
+        assert (site.root / own).exists(), own
+    assert_lists_exactly(site.root, site.newest_first())
+
+
+def test_site_lock_excludes_other_processes_and_hosts(site):
+    site.root.mkdir(parents=True)
+    postgres = connection.vendor == "postgresql"
+    # Another open file description, as another process has.
+    with open(site.root / ".lock", "a+b") as other:
+        with site_lock(site.root):
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            assert not postgres or try_advisory_lock_elsewhere() is False
+
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released
+        assert not postgres or try_advisory_lock_elsewhere() is True
+
+
+def try_advisory_lock_elsewhere() -> bool:
+    """pg_try_advisory_lock on a connection of another thread (another host, as far as
+    PostgreSQL can tell)."""
+    from django.db import connection as thread_connection
+
+    got: list[bool] = []
+
+    def attempt() -> None:
+        try:
+            with thread_connection.cursor() as cursor:
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_KEY])
+                got.append(cursor.fetchone()[0])
+                if got[0]:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_KEY])
+        finally:
+            thread_connection.close()
+
+    thread = threading.Thread(target=attempt)
+    thread.start()
+    thread.join()
+    return got[0]

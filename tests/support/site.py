@@ -1,0 +1,113 @@
+"""Reading SITE_ROOT as readers and crawlers do: the front page, the archive, the feed
+(with feedparser), the sitemap (index, then chunks) and the page directories."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from html import unescape
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import feedparser
+
+from publishing.validators import RESERVED_SLUGS
+
+ENTRY_RE = re.compile(r'<a class="title" href="([^"]+)">([^<]*)</a>')
+OLDER_RE = re.compile(r'<a rel="next" href="([^"]+)">')
+SITEMAP_NS = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+
+
+def slug_of(url: str) -> str:
+    """The slug in an article's address, percent-decoded: '/%E4%BD%A0/' → '你'."""
+    return unquote(urlsplit(url).path.strip("/").rsplit("/", 1)[-1])
+
+
+@dataclass
+class Listing:
+    slugs: list[str]  # in page order
+    titles: list[str]
+    older_href: str | None
+
+
+def read_listing(path: Path) -> Listing:
+    html = path.read_text(encoding="utf-8")
+    entries = ENTRY_RE.findall(html)
+    older = OLDER_RE.search(html)
+    return Listing(
+        slugs=[slug_of(href) for href, _ in entries],
+        titles=[unescape(title) for _, title in entries],
+        older_href=older[1] if older else None,
+    )
+
+
+def read_feed(root: Path):
+    feed = feedparser.parse((root / "feed.xml").read_bytes())
+    assert feed.bozo == 0, feed.get("bozo_exception")
+    assert feed.version == "atom10"
+    return feed
+
+
+def read_sitemap(root: Path) -> dict[str, str]:
+    """slug → lastmod, from sitemap.xml (an index) and every chunk it names."""
+    index = ET.parse(root / "sitemap.xml").getroot()
+    assert index.tag == "{http://www.sitemaps.org/schemas/sitemap/0.9}sitemapindex"
+    urls: dict[str, str] = {}
+    for loc in index.findall("sm:sitemap/sm:loc", SITEMAP_NS):
+        chunk = ET.parse(root / urlsplit(loc.text).path.rsplit("/", 1)[-1]).getroot()
+        for url in chunk.findall("sm:url", SITEMAP_NS):
+            slug = slug_of(url.find("sm:loc", SITEMAP_NS).text)
+            assert slug not in urls, f"{slug} is in the sitemap twice"
+            urls[slug] = url.find("sm:lastmod", SITEMAP_NS).text
+    return urls
+
+
+def page_dirs(root: Path) -> set[str]:
+    """The article page directories under root (not the site's own names, not dot-files)."""
+    return {
+        p.name
+        for p in root.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and p.name not in RESERVED_SLUGS
+    }
+
+
+def archive_pages(root: Path) -> dict[int, Listing]:
+    archive = root / "page"
+    if not archive.is_dir():
+        return {}
+    return {int(p.name): read_listing(p / "index.html") for p in archive.iterdir()}
+
+
+@dataclass
+class SiteView:
+    front: Listing
+    feed_slugs: list[str]
+    sitemap: dict[str, str]
+    dirs: set[str]
+
+
+def read_site(root: Path) -> SiteView:
+    feed = read_feed(root)
+    return SiteView(
+        front=read_listing(root / "index.html"),
+        feed_slugs=[slug_of(entry.link) for entry in feed.entries],
+        sitemap=read_sitemap(root),
+        dirs=page_dirs(root),
+    )
+
+
+def assert_lists_exactly(root: Path, slugs_newest_first: list[str]) -> None:
+    """Front page, feed (the newest 50), archive pages (numbered from the oldest),
+    sitemap and page directories show exactly these articles, in this order."""
+    view = read_site(root)
+    newest = slugs_newest_first[:50]
+    assert view.front.slugs == newest
+    assert view.feed_slugs == newest
+    assert set(view.sitemap) == set(slugs_newest_first)
+    assert view.dirs == set(slugs_newest_first)
+    oldest_first = slugs_newest_first[::-1]
+    pages = archive_pages(root)
+    assert sorted(pages) == list(range(1, len(oldest_first) // 50 + 1))
+    for number, listing in pages.items():
+        assert listing.slugs == oldest_first[50 * (number - 1) : 50 * number][::-1], number
