@@ -12,6 +12,7 @@ from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAtt
 from publishing.services import Outcome, article_publish
 from publishing.tasks import publish_article
 from tests.support.chaos import journal_entries
+from tests.support.settling import queue_is_drained
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,15 +91,6 @@ def test_fifty_concurrent_calls_publish_once(worker, make_article, chaos):
     assert [a.outcome for a in attempts] == [AttemptOutcome.OK]
     assert len(journal_entries(slug)) == 1
     assert sum(r.outcome is Outcome.PUBLISHED for r in results) <= 1
-
-
-def queue_is_drained() -> bool:
-    from config.celery import app
-
-    with app.connection_for_write() as conn:
-        waiting = conn.default_channel.client.llen(settings.CELERY_TASK_DEFAULT_QUEUE)
-    active = app.control.inspect(timeout=1.0).active() or {}
-    return waiting == 0 and all(not tasks for tasks in active.values())
 
 
 def test_edit_republishes_and_unchanged_save_publishes_nothing(worker, make_article, sent_tasks):
