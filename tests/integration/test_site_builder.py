@@ -19,7 +19,14 @@ from blogpublish.site.lock import ADVISORY_KEY, site_lock
 from blogpublish.site.paths import STATE_FILE
 from publishing.models import Article, ArticleStatus
 from publishing.publishers import get_publishers
-from publishing.services import UNPUBLISH_FIELDS, Outcome, article_publish, article_unpublish
+from publishing.services import (
+    UNPUBLISH_FIELDS,
+    Outcome,
+    article_claim,
+    article_complete,
+    article_publish,
+    article_unpublish,
+)
 from publishing.signals import article_deleted, article_saved
 from tests.support.site import archive_pages, assert_lists_exactly, read_listing
 
@@ -182,6 +189,65 @@ def test_article_dying_before_it_was_ever_listed_leaves_no_page(site, chaos):
 
     assert not (site.root / "never-live").exists()
     assert_lists_exactly(site.root, site.newest_first())
+
+
+# --- attempts overtaken after the page was written ----------------------------------------
+
+
+def write_page(site: Site, article: Article):
+    """The first half of an attempt: claimed, and the site's page written."""
+    claim = article_claim(article_id=article.pk)
+    assert claim is not None
+    site.publisher.publish(claim.article)
+    return claim
+
+
+def test_stale_attempt_never_writes_over_newer_content(site):
+    (article,) = site.add(1, body="Version one.")
+    page = site.root / article.slug / "index.html"
+    # Worker A claims version two and stalls; its lease runs out; B publishes version three.
+    article.body = "Version two."
+    article.save()
+    stale = article_claim(article_id=article.pk)
+    article.body = "Version three."
+    article.save()
+    Article.objects.filter(pk=article.pk).update(lease_expires_at=None)
+    site.attempt(article)
+    assert "Version three." in page.read_text()
+
+    site.publisher.publish(stale.article)  # A wakes up
+    assert article_complete(claim=stale).outcome is Outcome.SKIPPED
+
+    assert "Version three." in page.read_text()
+
+
+def test_page_of_an_article_deleted_during_its_attempt_is_removed(site):
+    article = Article(title="Doomed", slug="doomed", body="x", publish_at=site.base)
+    article.full_clean()
+    article.save()
+    claim = write_page(site, article)
+    assert (site.root / "doomed" / "index.html").exists()
+
+    site.delete(article)  # never completed: published_slug is still empty
+    assert article_complete(claim=claim).outcome is Outcome.SKIPPED
+
+    assert not (site.root / "doomed").exists()
+    assert_lists_exactly(site.root, [])
+
+
+def test_slug_edited_after_the_page_was_written_leaves_no_old_directory(site):
+    article = Article(title="Draft", slug="first-name", body="x", publish_at=site.base)
+    article.full_clean()
+    article.save()
+    claim = write_page(site, article)
+    article.slug = "second-name"
+    article.save()
+    assert article_complete(claim=claim).outcome is Outcome.CHANGED
+
+    site.attempt(article)
+
+    assert not (site.root / "first-name").exists()
+    assert_lists_exactly(site.root, ["second-name"])
 
 
 def test_reconcile_removes_pages_no_article_needs_and_keeps_the_sites_own_files(site):
