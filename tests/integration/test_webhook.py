@@ -1,0 +1,158 @@
+"""The webhook publisher, run by a real worker against a real HTTP receiver.
+
+The worker of these tests needs PUBLISH_WEBHOOK_URL and PUBLISH_WEBHOOK_SECRET in its
+environment, which the session's worker does not have. So it gets a queue of its own
+(BLOGPUBLISH_TEST_QUEUE, read by tests/settings.py), and for this module the test
+process sends there too: the session's worker, if one is running, never sees these
+messages, and these tests never depend on whether it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+
+from blogpublish.site.documents import rfc3339
+from config.celery import app
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from tests.support import processes
+from tests.support.receiver import Receiver
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "test-webhook-secret"
+
+
+@pytest.fixture(scope="module")
+def receiver(django_db_setup, django_db_blocker):
+    receiver = Receiver().start()
+    queue = f"{settings.CELERY_TASK_DEFAULT_QUEUE}-webhook"
+    publishers = settings.PUBLISH_PUBLISHERS  # chaos, site, journal: the webhook before journal
+    same_settings = override_settings(
+        CELERY_TASK_DEFAULT_QUEUE=queue,
+        PUBLISH_WEBHOOK_URL=receiver.url,
+        PUBLISH_WEBHOOK_SECRET=SECRET,
+        PUBLISH_WEBHOOK_TIMEOUT=1.0,
+        PUBLISH_PUBLISHERS=[
+            *publishers[:-1],
+            "blogpublish.webhooks.WebhookPublisher",
+            *publishers[-1:],
+        ],
+    )
+    same_settings.enable()
+    default_queue, app.conf.task_default_queue = app.conf.task_default_queue, queue
+    worker = None
+    try:
+        worker = processes.start_worker(
+            name="webhook-worker",
+            env={
+                "BLOGPUBLISH_TEST_QUEUE": queue,
+                "PUBLISH_WEBHOOK_URL": receiver.url,
+                "PUBLISH_WEBHOOK_SECRET": SECRET,
+                # A second, so a stalled receiver costs the test a second, not ten.
+                "PUBLISH_WEBHOOK_TIMEOUT": "1",
+            },
+        )
+        yield receiver
+    finally:
+        if worker:
+            worker.stop()
+        app.conf.task_default_queue = default_queue
+        same_settings.disable()
+        receiver.stop()
+
+
+def signature_is_valid(received) -> bool:
+    """What a receiver does (docs/site.md): HMAC the raw body, compare in constant time."""
+    expected = "sha256=" + hmac.new(SECRET.encode(), received.body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(received.headers["X-Blogpublish-Signature"], expected)
+
+
+def wait_status(article: Article, status: str, timeout: float = 30.0) -> Article:
+    wait_for(
+        lambda: Article.objects.filter(
+            pk=article.pk, status=status, content_hash=article.content_hash
+        ).exists(),
+        timeout=timeout,
+        what=f"article {article.pk} to be {status}",
+    )
+    article.refresh_from_db()
+    return article
+
+
+def test_webhook_is_signed_a_retry_after_500_has_the_same_key_and_an_edit_a_new_one(
+    receiver, make_article
+):
+    receiver.plan("hooked", 500)
+    article = wait_status(make_article(slug="hooked", title="Hooked, 你好"), "published")
+
+    failed, delivered = receiver.requests_for("hooked")
+    assert (failed.status, delivered.status) == (500, 200)
+    assert delivered.body == failed.body
+    key = delivered.headers["Idempotency-Key"]
+    assert failed.headers["Idempotency-Key"] == key
+    assert signature_is_valid(failed) and signature_is_valid(delivered)
+    assert delivered.headers["Content-Type"] == "application/json"
+    assert delivered.json == {
+        "event": "article.published",
+        "id": article.pk,
+        "uid": str(article.uid),
+        "slug": "hooked",
+        "title": "Hooked, 你好",
+        "url": f"{settings.SITE_URL}/hooked/",
+        "published_at": rfc3339(article.publish_at),
+        "content_hash": article.content_hash,
+    }
+
+    article.body = "Edited."
+    article.save()
+    wait_status(article, "published")
+
+    edited = receiver.requests_for("hooked")[-1]
+    assert edited.headers["Idempotency-Key"] != key
+    assert edited.json["content_hash"] == article.content_hash
+    assert signature_is_valid(edited)
+
+
+def test_webhook_timeout_is_retried_then_succeeds(receiver, make_article):
+    receiver.plan("slow-receiver", "stall")
+    article = wait_status(make_article(slug="slow-receiver"), "published")
+
+    stalled, delivered = receiver.requests_for("slow-receiver")
+    assert (stalled.status, delivered.status) == (None, 200)
+    assert stalled.headers["Idempotency-Key"] == delivered.headers["Idempotency-Key"]
+    attempts = PublishAttempt.objects.filter(article=article).order_by("number")
+    assert [a.outcome for a in attempts] == [AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert "timed out" in attempts[0].error
+
+
+def test_webhook_400_makes_the_article_dead_with_the_status_in_the_error(receiver, make_article):
+    receiver.plan("refused", 400)
+    article = wait_status(make_article(slug="refused"), ArticleStatus.DEAD)
+
+    assert "400" in article.last_error
+    assert article.attempts == 1
+    assert [r.status for r in receiver.requests_for("refused")] == [400]
+
+
+def test_delete_sends_a_signed_delete_event(receiver, make_article):
+    article = wait_status(make_article(slug="short-lived-hook"), "published")
+    published = receiver.requests_for("short-lived-hook")[-1]
+
+    article.delete()
+
+    wait_for(
+        lambda: any(
+            r.json["event"] == "article.deleted" for r in receiver.requests_for("short-lived-hook")
+        ),
+        what="the delete event",
+    )
+    deleted = receiver.requests_for("short-lived-hook")[-1]
+    assert signature_is_valid(deleted)
+    assert deleted.json["uid"] == published.json["uid"]
+    assert deleted.headers["Idempotency-Key"] != published.headers["Idempotency-Key"]
