@@ -1,0 +1,61 @@
+"""The webhook's pure parts: signature, idempotency key, body, and what an answer means."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+
+import pytest
+
+from blogpublish.webhooks import check_answer, encode, idempotency_key, sign
+from publishing.exceptions import PermanentPublishError, TransientPublishError
+
+
+def test_sign__hmac_sha256_of_the_raw_body():
+    body = encode({"title": "你好"})
+    expected = hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+    assert sign(body, "s3cret") == f"sha256={expected}"
+    assert sign(body + b" ", "s3cret") != sign(body, "s3cret")
+
+
+def test_encode__utf8_json_as_sent():
+    body = encode({"title": "你好", "n": 1})
+    assert body == '{"title":"你好","n":1}'.encode()
+    assert json.loads(body) == {"title": "你好", "n": 1}
+
+
+def test_idempotency_key__same_for_same_content_new_after_an_edit():
+    uid = "2f1c7c1e-6a4e-4b59-9d39-7d0e2a1c0b11"
+    assert idempotency_key(uid, "hash-a") == idempotency_key(uid, "hash-a")
+    assert idempotency_key(uid, "hash-a") != idempotency_key(uid, "hash-b")
+    assert idempotency_key(uid, "hash-a") != idempotency_key("another-uid", "hash-a")
+    assert len(idempotency_key(uid, "hash-a")) == 64
+
+
+@pytest.mark.parametrize("status", [200, 201, 202, 204])
+def test_check_answer__2xx_is_delivered(status):
+    check_answer(status, "")
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        # The receiver is busy or broken: retried.
+        (408, TransientPublishError),
+        (429, TransientPublishError),
+        (500, TransientPublishError),
+        (502, TransientPublishError),
+        (503, TransientPublishError),
+        # The receiver refuses this event, or the URL is wrong: dead at once.
+        (400, PermanentPublishError),
+        (401, PermanentPublishError),
+        (404, PermanentPublishError),
+        (410, PermanentPublishError),
+        (422, PermanentPublishError),
+        (301, PermanentPublishError),
+    ],
+)
+def test_check_answer__failures_carry_the_status(status, error):
+    with pytest.raises(error, match=f"^webhook answered HTTP {status}: bad news$"):
+        check_answer(status, "bad\n  news")
