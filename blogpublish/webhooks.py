@@ -24,6 +24,7 @@ from django.conf import settings
 
 from blogpublish.site.documents import rfc3339
 from blogpublish.site.paths import article_url
+from blogpublish.site.selectors import has_content
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 
 logger = logging.getLogger(__name__)
@@ -104,6 +105,12 @@ class WebhookPublisher:
             logger.warning("PUBLISH_WEBHOOK_SECRET is empty: webhooks are signed with an empty key")
 
     def publish(self, article) -> None:
+        """Announce this content, unless it is no longer the article's: then this attempt
+        cannot complete, and the one for the newer content announces that instead. (A
+        receiver may still, rarely, get an older version after a newer one: docs/site.md.)"""
+        if not has_content(article_id=article.pk, content_hash=article.content_hash):
+            logger.info("article %s was edited or deleted; webhook not sent", article.pk)
+            return
         key = idempotency_key(article.uid, article.content_hash)
         self.send(published_payload(article), key=key)
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from blogpublish.site.documents import rfc3339
+from blogpublish.webhooks import WebhookPublisher
 from config.celery import app
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from tests.support import processes
@@ -156,3 +157,16 @@ def test_delete_sends_a_signed_delete_event(receiver, make_article):
     assert signature_is_valid(deleted)
     assert deleted.json["uid"] == published.json["uid"]
     assert deleted.headers["Idempotency-Key"] != published.headers["Idempotency-Key"]
+
+
+def test_attempt_of_content_edited_since_is_not_announced(receiver, make_article):
+    article = wait_status(make_article(slug="edited-meanwhile", body="One."), "published")
+    stale = Article.objects.get(pk=article.pk)  # what a stalled attempt of "One." holds
+    article.body = "Two."
+    article.save()
+    wait_status(article, "published")
+
+    WebhookPublisher().publish(stale)  # the stalled attempt wakes up
+
+    hashes = [r.json["content_hash"] for r in receiver.requests_for("edited-meanwhile")]
+    assert hashes == [stale.content_hash, article.content_hash]
