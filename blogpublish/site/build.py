@@ -77,21 +77,19 @@ def uncounted(state: SiteState) -> set[int]:
 # --- writing the views -----------------------------------------------------------------
 
 
-def write_front(root: Path, *, count: int, hidden: set[int], write: Write) -> list[Entry]:
-    """The front page and the feed: the newest PAGE_SIZE articles. Returns them."""
-    entries = selectors.newest(PAGE_SIZE, exclude=hidden)
+def write_front_page(root: Path, newest: list[Entry], *, count: int, write: Write) -> None:
+    """The front page: the newest PAGE_SIZE articles. Written last by every refresh, so
+    once a reader sees it, the feed and sitemap of the same refresh are there too."""
     older = older_than_front(count)
     write(
         root / paths.FRONT_PAGE,
         documents.listing_page(
-            entries,
+            newest,
             page=None,
             newer_href="",
             older_href=paths.archive_href(older) if older else "",
         ),
     )
-    write(root / paths.FEED, documents.atom_feed(entries))
-    return entries
 
 
 def write_archive_page(
@@ -149,10 +147,12 @@ def update(root: Path, state: SiteState) -> None:
             first=first_position(page), size=PAGE_SIZE, total=count, exclude=hidden
         )
         write_archive_page(root, page, page_entries, count=count, write=atomic_write)
-    newest = write_front(root, count=count, hidden=hidden, write=atomic_write)
+    newest = selectors.newest(PAGE_SIZE, exclude=hidden)
+    atomic_write(root / paths.FEED, documents.atom_feed(newest))
     write_partial_chunk(root, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
         atomic_write(root / paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+    write_front_page(root, newest, count=count, write=atomic_write)
     state.count = count
 
 
@@ -173,10 +173,12 @@ def rebuild(root: Path, state: SiteState) -> None:
             held, batch = (page, batch[::-1]), []
     if held:
         write_archive_page(root, *held, count=count, write=write_if_changed)
-    newest = write_front(root, count=count, hidden=hidden, write=write_if_changed)
+    newest = selectors.newest(PAGE_SIZE, exclude=hidden)
+    write_if_changed(root / paths.FEED, documents.atom_feed(newest))
     write_partial_chunk(root, newest, count=count, write=write_if_changed)
     write_if_changed(root / paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     remove_beyond(root, pages=full_pages(count), chunks=sitemap_chunks(count))
+    write_front_page(root, newest, count=count, write=write_if_changed)
     state.count, state.rebuild = count, False
 
 
