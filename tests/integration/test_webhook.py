@@ -32,7 +32,10 @@ SECRET = "test-webhook-secret"
 @pytest.fixture(scope="module")
 def receiver(django_db_setup, django_db_blocker):
     receiver = Receiver().start()
-    queue = f"{settings.CELERY_TASK_DEFAULT_QUEUE}-webhook"
+    # Read before the override: Celery loads its configuration from the settings lazily,
+    # at the first access.
+    default_queue = app.conf.task_default_queue
+    queue = f"{default_queue}-webhook"
     publishers = settings.PUBLISH_PUBLISHERS  # chaos, site, journal: the webhook before journal
     same_settings = override_settings(
         CELERY_TASK_DEFAULT_QUEUE=queue,
@@ -46,7 +49,7 @@ def receiver(django_db_setup, django_db_blocker):
         ],
     )
     same_settings.enable()
-    default_queue, app.conf.task_default_queue = app.conf.task_default_queue, queue
+    app.conf.task_default_queue = queue
     worker = None
     try:
         worker = processes.start_worker(
