@@ -31,6 +31,8 @@ def site(worker):
 
 
 def wait_published(article: Article, timeout: float = 30.0) -> Article:
+    """Published with its current content, and on the front page under its current
+    title: the refresh runs just after the outcome commits, so wait for both."""
     wait_for(
         lambda: Article.objects.filter(
             pk=article.pk, status=ArticleStatus.PUBLISHED, published_hash=article.content_hash
@@ -39,6 +41,13 @@ def wait_published(article: Article, timeout: float = 30.0) -> Article:
         what=f"article {article.pk} to be published with its current content",
     )
     article.refresh_from_db()
+    front = settings.SITE_ROOT / "index.html"
+
+    def listed() -> bool:
+        listing = read_listing(front)
+        return (article.slug, article.title) in zip(listing.slugs, listing.titles, strict=True)
+
+    wait_for(listed, timeout=timeout, what=f"{article.slug} on the front page")
     return article
 
 
