@@ -69,8 +69,9 @@ def settle(root: Path, state: SiteState) -> tuple[list[int], list[int]]:
 
 
 def uncounted(state: SiteState) -> set[int]:
-    """Articles listed after the notes were settled: left out of this refresh, so what it
-    writes agrees with its count; the refresh after their outcome adds them."""
+    """Articles with an unsettled page that were not listed before it. One of them may
+    complete while this refresh runs, and the listing would then hold one more than
+    the count; so they are left out, and the refresh after their outcome adds them."""
     return {article_id for article_id, w in state.written.items() if not w.was_listed}
 
 
