@@ -46,6 +46,7 @@ def render_markdown(text: str) -> str:
 
 
 EXCERPT_CHARS = 240
+EXCERPT_SKIPS = {"script", "style", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "sup", "table"}
 
 
 @lru_cache(maxsize=1024)
@@ -53,7 +54,9 @@ def plain_excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The start of a Markdown text as plain text, cut at a word: for the front page and
     the feed. Cached, since the same 50 articles are summarised at every refresh."""
     html = markdown.markdown(text, extensions=EXTENSIONS, output_format="html")
-    plain = " ".join(unescape(nh3.clean(html, tags=set())).split())
+    # Prose only: headings, code and footnotes would read as noise in a summary.
+    prose = nh3.clean(html, tags=set(), attributes={}, clean_content_tags=EXCERPT_SKIPS)
+    plain = " ".join(unescape(prose).split())
     if len(plain) <= limit:
         return plain
     cut = plain[:limit]

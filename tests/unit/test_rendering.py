@@ -48,10 +48,14 @@ def test_render_markdown__keeps_safe_links_and_unicode():
     assert "你好" in html and "🌏" in html
 
 
-def test_plain_excerpt__text_only_cut_at_a_word():
-    text = "# Title\n\nSome **bold** & <script>x()</script> text. " + "word " * 100
+def test_plain_excerpt__prose_only_cut_at_a_word():
+    text = (
+        "# Title\n\n```\ncode()\n```\n\nSome **bold** & <script>x()</script> text.[^1] "
+        + "word " * 100
+        + "\n\n[^1]: A note."
+    )
     excerpt = plain_excerpt(text, limit=60)
-    assert excerpt.startswith("Title Some bold & text. word")
+    assert excerpt.startswith("Some bold & text. word")
     assert excerpt.endswith("word…") and len(excerpt) <= 61
     assert "<" not in excerpt and "x()" not in excerpt
 
