@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -134,7 +135,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "static")))
+# WhiteNoise serves the admin's files when DEBUG is off; from the apps too, so a
+# deployment that skipped collectstatic still has a working admin.
+WHITENOISE_USE_FINDERS = True
 
 ADMINS = [("Admin", a) for a in env_str("ADMINS").split(",") if a]
 EMAIL_BACKEND = (

@@ -29,6 +29,8 @@ _redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
 os.environ.setdefault("BLOGPUBLISH_TEST_BROKER", f"{_redis}/{random.randint(1, 15)}")
 os.environ["CELERY_BROKER_URL"] = os.environ["BLOGPUBLISH_TEST_BROKER"]
 os.environ["SITE_ROOT"] = str(RUN_DIR / "site")
+os.environ["STATIC_ROOT"] = str(RUN_DIR / "static")
+(RUN_DIR / "static").mkdir(exist_ok=True)
 os.environ["DEBUG"] = "0"
 os.environ["SECRET_KEY"] = f"test-{RUN_ID}"
 
