@@ -1,0 +1,30 @@
+"""kombu's Redis transport, with one fix that keeps workers alive when Redis restarts.
+
+Celery 5.7.0's consumer, on losing the broker, first `collect()`s the connection (which
+detaches the transport: `transport.client = None`) and then `close()`s it. Closing the
+channel tries to restore its unacked messages, which needs the transport's client to
+build a Redis connection, and fails with AttributeError: not a connection error, so it
+escapes `ignore_errors` and the worker exits with "Unrecoverable error" (seen here on
+every Redis restart while a task ran; celery 5.6 did not close after collect).
+
+Here that case raises a connection error instead, which the close ignores as it should:
+Redis is unreachable at that moment anyway. The messages stay in Redis' unacked set
+until the visibility timeout; the article rows they were for keep their leases, and the
+catch-up publishes them within seconds of the leases running out.
+"""
+
+from __future__ import annotations
+
+from kombu.transport import redis as kombu_redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+
+class Channel(kombu_redis.Channel):
+    def _connparams(self, asynchronous: bool = False) -> dict:
+        if self.connection.client is None:
+            raise RedisConnectionError("the broker connection was already collected")
+        return super()._connparams(asynchronous)
+
+
+class Transport(kombu_redis.Transport):
+    Channel = Channel
