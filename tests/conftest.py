@@ -22,7 +22,8 @@ def _broker_cleanup():
 
     try:
         with app.connection_for_write() as conn:
-            conn.default_channel.queue_delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+            for queue in settings.CELERY_TASK_QUEUES:
+                conn.default_channel.queue_delete(queue.name)
     except Exception:  # a private broker a test stopped: nothing left to clean
         pass
 

@@ -39,6 +39,7 @@ os.environ.setdefault("PUBLISH_MAX_ATTEMPTS", "3")
 os.environ.setdefault("PUBLISH_LEASE_SECONDS", "10")
 os.environ.setdefault("PUBLISH_RETRY_BACKOFF_MAX", "2")
 
+from config.queues import celery_queues  # noqa: E402
 from config.settings import *  # noqa: E402, F403
 from config.settings import DATABASES, PUBLISH_PUBLISHERS  # noqa: E402
 
@@ -46,6 +47,7 @@ from config.settings import DATABASES, PUBLISH_PUBLISHERS  # noqa: E402
 DATABASES["default"]["TEST"] = {"NAME": DATABASES["default"]["NAME"]}
 
 CELERY_TASK_DEFAULT_QUEUE = f"bp-test-{RUN_ID}"
+CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE)
 
 # Chaos in front (slow or failing on demand), a journal of page writes behind.
 PUBLISH_PUBLISHERS = [
