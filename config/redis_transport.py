@@ -21,10 +21,19 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 class Channel(kombu_redis.Channel):
     def _connparams(self, asynchronous: bool = False) -> dict:
-        if self.connection.client is None:
+        if self.connection is None or self.connection.client is None:
             raise RedisConnectionError("the broker connection was already collected")
         return super()._connparams(asynchronous)
 
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
+
+
+def install() -> None:
+    """Make redis:// and rediss:// URLs use this transport, in every process that loads
+    the Celery app (worker, beat, Flower, web). The URL scheme stays `redis`, so tools
+    that look at it (Flower's broker page) still recognise the broker."""
+    from kombu.transport import TRANSPORT_ALIASES
+
+    TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = f"{__name__}:Transport"

@@ -199,10 +199,6 @@ METRICS_TOKEN = env_str("METRICS_TOKEN")
 # Read by config/celery.py through config_from_object(namespace="CELERY").
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
-if CELERY_BROKER_URL.startswith("redis://"):
-    # kombu's Redis transport plus a fix that keeps workers alive when Redis restarts
-    # (celery 5.7.0; see config/redis_transport.py).
-    CELERY_BROKER_TRANSPORT = "config.redis_transport:Transport"
 # Redis redelivers a message that was not acked within the visibility timeout, even
 # while it is still running (kombu#337, celery#5935). It must exceed every lease,
 # retry countdown and ETA the system uses; the DB lease is the real guard.
