@@ -1,11 +1,13 @@
 """kombu's Redis transport, with one fix that keeps workers alive when Redis restarts.
 
-Celery 5.7.0's consumer, on losing the broker, first `collect()`s the connection (which
-detaches the transport: `transport.client = None`) and then `close()`s it. Closing the
-channel tries to restore its unacked messages, which needs the transport's client to
-build a Redis connection, and fails with AttributeError: not a connection error, so it
-escapes `ignore_errors` and the worker exits with "Unrecoverable error" (seen here on
-every Redis restart while a task ran; celery 5.6 did not close after collect).
+Celery 5.7.0's consumer, on losing the broker, first `collect()`s the connection and
+then `close()`s it. With Redis gone, collect's attempt to close the channel fails early
+(reading the BRPOP in flight), leaving the channel open, and detaches the transport
+(`transport.client = None`). The later close gets further: it restores the unacked
+messages, which needs the transport's client to build a Redis connection, and fails
+with AttributeError. That is not a connection error, so it escapes `ignore_errors` and
+the worker exits with "Unrecoverable error" (seen here whenever Redis was killed while a
+task ran; celery 5.6 did not close after collect).
 
 Here that case raises a connection error instead, which the close ignores as it should:
 Redis is unreachable at that moment anyway. The messages stay in Redis' unacked set
