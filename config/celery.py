@@ -6,7 +6,10 @@ import os
 
 from celery import Celery
 
+from config import redis_transport
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+redis_transport.install()  # workers survive Redis restarts (see the module)
 
 app = Celery("blogpublish")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -13,6 +13,9 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.checks import publishing_settings_problems
+from config.queues import celery_queues
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -72,6 +75,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -134,7 +138,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "static")))
+# WhiteNoise serves the admin's files when DEBUG is off; from the apps too, so a
+# deployment that skipped collectstatic still has a working admin.
+WHITENOISE_USE_FINDERS = True
 
 ADMINS = [("Admin", a) for a in env_str("ADMINS").split(",") if a]
 EMAIL_BACKEND = (
@@ -160,8 +167,12 @@ PUBLISH_SOFT_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.8
 # Upper bound of the retry backoff (Celery's retry_backoff_max); stays far below the
 # broker's visibility timeout (see CELERY_BROKER_TRANSPORT_OPTIONS).
 PUBLISH_RETRY_BACKOFF_MAX = env_int("PUBLISH_RETRY_BACKOFF_MAX", 600, minimum=1)
-PUBLISH_CATCHUP_INTERVAL = env_number("PUBLISH_CATCHUP_INTERVAL", 120, minimum=0.1)
+# The catch-up (Celery Beat) runs this often; see CELERY_BEAT_SCHEDULE.
+PUBLISH_CATCHUP_INTERVAL = env_number("PUBLISH_CATCHUP_INTERVAL", 120, minimum=0)
+# Due pending rows untouched (and unsent) this long are sent again by the catch-up.
 PUBLISH_STALE_AFTER = env_number("PUBLISH_STALE_AFTER", 60, minimum=0)
+# At most this many rows are sent, and as many armed, per catch-up run.
+PUBLISH_CATCHUP_BATCH = 500
 PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 # A save (or the catch-up) arms a scheduled article with an ETA once it is due within
 # this many seconds; two catch-up intervals, so one missed run loses nothing.
@@ -240,6 +251,21 @@ CELERY_TASK_SEND_SENT_EVENT = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_DEFAULT_QUEUE = "blogpublish"
+# The catch-up has a queue of its own, so a backlog of publish messages cannot starve
+# the safety net; a worker started without -Q consumes both.
+CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE)
+# Celery Beat is the alarm clock, not the main path: every PUBLISH_CATCHUP_INTERVAL it
+# sends the catch-up. `expires` makes a worker drop a run that waited past the next one
+# (Redis has no message TTL, so they are not deleted, just never run twice).
+CELERY_BEAT_SCHEDULE = {
+    "publish-catch-up": {
+        "task": "publishing.tasks.publish_catch_up",
+        "schedule": PUBLISH_CATCHUP_INTERVAL,
+        "options": {"expires": PUBLISH_CATCHUP_INTERVAL * 0.9},
+    },
+}
+# Beat also checks for stuck work itself: that alarm must sound when no worker runs.
+CELERY_BEAT_SCHEDULER = "publishing.beat:Scheduler"
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_ENABLE_UTC = True
 # Keep Django's LOGGING for the worker too.
@@ -266,3 +292,21 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
     },
 }
+
+# --- Sanity: settings that make no sense together stop start-up ----------------------
+
+_problems = publishing_settings_problems(
+    lease=PUBLISH_LEASE_SECONDS,
+    time_limit=PUBLISH_TIME_LIMIT,
+    soft_time_limit=PUBLISH_SOFT_TIME_LIMIT,
+    retry_backoff_max=PUBLISH_RETRY_BACKOFF_MAX,
+    catchup_interval=PUBLISH_CATCHUP_INTERVAL,
+    eta_horizon=PUBLISH_ETA_HORIZON,
+    stale_after=PUBLISH_STALE_AFTER,
+    stuck_after=PUBLISH_STUCK_AFTER,
+    visibility_timeout=CELERY_BROKER_VISIBILITY_TIMEOUT,
+)
+if _problems:
+    raise ImproperlyConfigured(
+        "blogpublish settings do not fit together:\n  - " + "\n  - ".join(_problems)
+    )

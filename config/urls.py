@@ -4,9 +4,13 @@ from django.contrib import admin
 from django.urls import path, re_path
 
 from blogpublish.views import site
+from publishing.views import healthz, metrics, status_json
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+    path("status.json", status_json, name="status-json"),
+    path("metrics", metrics, name="metrics"),
     # The blog itself: SITE_ROOT, as the static site builder wrote it.
     re_path(r"^(?P<path>.*)$", site, name="site"),
 ]

@@ -33,19 +33,3 @@ def send_alert(*, kind: str, subject: str, message: str, data: dict) -> None:
         response.raise_for_status()
     except requests.RequestException as exc:
         logger.error("alert %s: ALERT_WEBHOOK_URL failed: %s", kind, exc)
-
-
-def article_dead(*, article_id: int, attempts: int, error: str) -> None:
-    from publishing.models import Article
-
-    title = Article.objects.filter(pk=article_id).values_list("title", flat=True).first() or "?"
-    send_alert(
-        kind="article_dead",
-        subject=f"article {article_id} is dead after {attempts} attempt(s)",
-        message=(
-            f"Article {article_id} “{title}” was not published after {attempts} attempt(s).\n"
-            f"Last error: {error}\n"
-            "Fix the cause, then requeue it in the admin (action “Requeue”) or edit it."
-        ),
-        data={"article_id": article_id, "title": title, "attempts": attempts, "error": error},
-    )

@@ -43,6 +43,18 @@ class ArticleStatus(models.TextChoices):
     DEAD = "dead", _("Dead")
 
 
+# What "pending again, with a fresh budget of attempts" writes: an edit of published or
+# dead content, and the operator's requeue.
+FRESH_PENDING = {
+    "status": ArticleStatus.PENDING,
+    "attempts": 0,
+    "last_error": "",
+    "next_attempt_at": None,
+    "lease_expires_at": None,
+    "alerted_at": None,
+}
+
+
 class AttemptOutcome(models.TextChoices):
     # The content of this attempt is live.
     OK = "ok", _("Published")
@@ -102,6 +114,10 @@ class Article(models.Model):
     last_error = models.TextField(blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # When the catch-up last sent or armed it: not sent again before PUBLISH_STALE_AFTER.
+    dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # When its death was alerted: one alert per death, also if the worker died first.
+    alerted_at = models.DateTimeField(null=True, blank=True, editable=False)
     # sha256 of title, slug and body as saved; published_hash is the content that is live.
     content_hash = models.CharField(max_length=64, editable=False)
     published_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
@@ -228,11 +244,7 @@ class Article(models.Model):
             if changed:
                 # New content is new work, with a fresh budget of attempts.
                 rows.filter(status__in=[ArticleStatus.PUBLISHED, ArticleStatus.DEAD]).update(
-                    status=ArticleStatus.PENDING,
-                    attempts=0,
-                    last_error="",
-                    next_attempt_at=None,
-                    lease_expires_at=None,
+                    **FRESH_PENDING
                 )
                 # A writer's edit is worth trying now, not after the last failure's backoff.
                 rows.filter(status=ArticleStatus.PENDING).update(next_attempt_at=None)
@@ -264,3 +276,15 @@ class PublishAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.article_id} #{self.number} {self.outcome or 'running'}"
+
+
+class Alarm(models.Model):
+    """When an alarm last went off, so that it goes off at most once per window,
+    whichever process (worker, beat, backup executor) checks, and however many."""
+
+    name = models.CharField(max_length=64, unique=True)
+    raised_at = models.DateTimeField(null=True, blank=True)
+    detail = models.TextField(blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.name} (last raised {self.raised_at or 'never'})"

@@ -48,3 +48,87 @@ def article_claim_state(*, article_id: int) -> dict | None:
         .values("status", "publish_at", "next_attempt_at", "lease_expires_at", "db_now")
         .first()
     )
+
+
+def articles_due_for_catch_up(*, stale_after: float, limit: int) -> list[int]:
+    """Due, lease free, and nothing has touched or sent them for `stale_after` seconds:
+    their message was lost, or never sent. Oldest first, at most `limit`."""
+    cutoff = db_now_plus(-stale_after)
+    return list(
+        articles_claimable()
+        .filter(updated_at__lte=cutoff, publish_at__lte=cutoff)
+        .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lte=cutoff))
+        .order_by("publish_at", "id")
+        .values_list("id", flat=True)[:limit]
+    )
+
+
+def articles_to_arm(*, horizon: float, stale_after: float, limit: int) -> list[tuple[int, object]]:
+    """Scheduled rows due within `horizon` seconds, not armed in the last
+    `stale_after` seconds: (id, publish_at), soonest first."""
+    cutoff = db_now_plus(-stale_after)
+    return list(
+        Article.objects.filter(
+            status=ArticleStatus.PENDING, publish_at__gt=Now(), publish_at__lte=db_now_plus(horizon)
+        )
+        .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lte=cutoff))
+        .order_by("publish_at", "id")
+        .values_list("id", "publish_at")[:limit]
+    )
+
+
+def dead_unalerted_ids(*, limit: int) -> list[int]:
+    return list(
+        Article.objects.filter(status=ArticleStatus.DEAD, alerted_at__isnull=True)
+        .order_by("updated_at")
+        .values_list("id", flat=True)[:limit]
+    )
+
+
+def stuck_articles(*, stuck_after: float, limit: int = 100) -> list[dict]:
+    """Due work that no executor has touched for `stuck_after` seconds, oldest first."""
+    cutoff = db_now_plus(-stuck_after)
+    return list(
+        articles_claimable()
+        .filter(publish_at__lte=cutoff, updated_at__lte=cutoff)
+        .order_by("publish_at", "id")
+        .values("id", "title", "publish_at", "updated_at")[:limit]
+    )
+
+
+def pipeline_status(*, dead_limit: int = 20) -> dict:
+    """Counts and the oldest waiting work: /status.json, publishing_status, /metrics."""
+    from django.conf import settings
+    from django.db.models import Count
+
+    by_status = dict(
+        Article.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    scheduled = Article.objects.filter(status=ArticleStatus.PENDING, publish_at__gt=Now()).count()
+    oldest = (
+        Article.objects.filter(due_q())
+        .annotate(db_now=Now())
+        .order_by("publish_at", "id")
+        .values("id", "title", "publish_at", "attempts", "db_now")
+        .first()
+    )
+    if oldest:
+        oldest["waiting_seconds"] = (oldest.pop("db_now") - oldest["publish_at"]).total_seconds()
+    return {
+        "counts": {
+            "pending": by_status.get(ArticleStatus.PENDING, 0) - scheduled,
+            "scheduled": scheduled,
+            "published": by_status.get(ArticleStatus.PUBLISHED, 0),
+            "dead": by_status.get(ArticleStatus.DEAD, 0),
+        },
+        "in_flight": Article.objects.filter(
+            status=ArticleStatus.PENDING, lease_expires_at__gt=Now()
+        ).count(),
+        "oldest_due_pending": oldest,
+        "stuck": len(stuck_articles(stuck_after=settings.PUBLISH_STUCK_AFTER)),
+        "dead": list(
+            Article.objects.filter(status=ArticleStatus.DEAD)
+            .order_by("-updated_at")
+            .values("id", "title", "slug", "attempts", "last_error", "updated_at")[:dead_limit]
+        ),
+    }

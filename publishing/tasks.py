@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from datetime import timedelta
 
 from celery import Task, shared_task
@@ -13,7 +14,7 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_publish
 from publishing.exceptions import ArticleDeadError, TransientPublishError
-from publishing.services import Outcome, article_publish, article_unpublish
+from publishing.services import Outcome, article_publish, article_unpublish, catch_up
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,11 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         # This message came before the row was due (an ETA from a host whose clock runs
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
+    elif result.lease_left is not None and (self.request.delivery_info or {}).get("redelivered"):
+        # Redelivered because the worker running it died (reject_on_worker_lost): the
+        # dead attempt's lease still holds the row. Come back when it runs out rather
+        # than wait for the catch-up. Only redeliveries re-arm, so copies never multiply.
+        dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.lease_left))
     return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
 
 
@@ -110,3 +116,9 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
 )
 def unpublish_article(self: Task, snapshot: dict) -> None:
     article_unpublish(snapshot=snapshot)
+
+
+@shared_task(ignore_result=True)
+def publish_catch_up() -> dict:
+    """Celery Beat's safety net (CELERY_BEAT_SCHEDULE): see services.catch_up."""
+    return asdict(catch_up())

@@ -12,6 +12,22 @@ from tests.support import processes
 from tests.support.chaos import write_chaos
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _broker_cleanup():
+    """Leave nothing of this run in the broker: its queue goes with it."""
+    yield
+    from django.conf import settings
+
+    from config.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            for queue in settings.CELERY_TASK_QUEUES:
+                conn.default_channel.queue_delete(queue.name)
+    except Exception:  # a private broker a test stopped: nothing left to clean
+        pass
+
+
 @pytest.fixture(scope="session")
 def worker(django_db_setup, django_db_blocker):
     """One real `celery worker` (prefork, concurrency 2) for the session's database."""

@@ -29,6 +29,8 @@ _redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
 os.environ.setdefault("BLOGPUBLISH_TEST_BROKER", f"{_redis}/{random.randint(1, 15)}")
 os.environ["CELERY_BROKER_URL"] = os.environ["BLOGPUBLISH_TEST_BROKER"]
 os.environ["SITE_ROOT"] = str(RUN_DIR / "site")
+os.environ["STATIC_ROOT"] = str(RUN_DIR / "static")
+(RUN_DIR / "static").mkdir(exist_ok=True)
 os.environ["DEBUG"] = "0"
 os.environ["SECRET_KEY"] = f"test-{RUN_ID}"
 
@@ -37,15 +39,17 @@ os.environ.setdefault("PUBLISH_MAX_ATTEMPTS", "3")
 os.environ.setdefault("PUBLISH_LEASE_SECONDS", "10")
 os.environ.setdefault("PUBLISH_RETRY_BACKOFF_MAX", "2")
 
+from config.queues import celery_queues  # noqa: E402
 from config.settings import *  # noqa: E402, F403
 from config.settings import DATABASES, PUBLISH_PUBLISHERS  # noqa: E402
 
 # The database the tests create is the one the worker processes open.
 DATABASES["default"]["TEST"] = {"NAME": DATABASES["default"]["NAME"]}
 
-# A worker started with other settings (the webhook tests') gets a queue of its own, so
+# A worker started with other settings (the webhook tests') gets queues of its own, so
 # the session's worker never takes its messages.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("BLOGPUBLISH_TEST_QUEUE") or f"bp-test-{RUN_ID}"
+CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE)
 
 # Chaos in front (slow or failing on demand), a journal of page writes behind.
 PUBLISH_PUBLISHERS = [

@@ -39,7 +39,10 @@ def wait_status(article: Article, status: str, timeout: float = 30.0) -> Article
 def test_saved_article_is_published_with_rendered_sanitised_page(worker, make_article):
     article = make_article(
         title="Hello, world",
-        body="# Heading\n\nSome **bold** text.\n\n<script>alert('x')</script>",
+        body=(
+            "# Heading\n\nSome **bold** text.\n\n<script>alert('x')</script>\n\n"
+            '<img src="x.png" onerror="alert(1)">'
+        ),
     )
 
     wait_status(article, ArticleStatus.PUBLISHED)
@@ -48,6 +51,8 @@ def test_saved_article_is_published_with_rendered_sanitised_page(worker, make_ar
     assert "<strong>bold</strong>" in html
     assert "<h1>Heading</h1>" in html
     assert "<script" not in html
+    assert "onerror" not in html
+    assert '<img src="x.png">' in html
     assert article.published_hash == article.content_hash
     assert article.lease_expires_at is None
     assert [a.outcome for a in article.publish_attempts.all()] == [AttemptOutcome.OK]

@@ -19,6 +19,7 @@ from django.test import override_settings
 from blogpublish.site.documents import rfc3339
 from blogpublish.webhooks import WebhookPublisher
 from config.celery import app
+from config.queues import celery_queues
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from tests.support import processes
 from tests.support.receiver import Receiver
@@ -36,9 +37,12 @@ def receiver(django_db_setup, django_db_blocker):
     # at the first access.
     default_queue = app.conf.task_default_queue
     queue = f"{default_queue}-webhook"
+    routes, queues = celery_queues(queue)
     publishers = settings.PUBLISH_PUBLISHERS  # chaos, site, journal: the webhook before journal
     same_settings = override_settings(
         CELERY_TASK_DEFAULT_QUEUE=queue,
+        CELERY_TASK_ROUTES=routes,
+        CELERY_TASK_QUEUES=queues,
         PUBLISH_WEBHOOK_URL=receiver.url,
         PUBLISH_WEBHOOK_SECRET=SECRET,
         PUBLISH_WEBHOOK_TIMEOUT=1.0,
@@ -66,6 +70,9 @@ def receiver(django_db_setup, django_db_blocker):
     finally:
         if worker:
             worker.stop()
+        with app.connection_for_write() as conn:  # leave nothing of this run in the broker
+            for name in (q.name for q in queues):
+                conn.default_channel.queue_delete(name)
         app.conf.task_default_queue = default_queue
         same_settings.disable()
         receiver.stop()

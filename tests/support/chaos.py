@@ -3,12 +3,16 @@
 `ChaosPublisher` fails or stalls for the slugs named in CHAOS_FILE; the file is read on
 every call, so a test changes behaviour while the worker runs:
 
-    {"<slug>": {"fail": "transient" | "permanent", "until_attempt": 3, "sleep": 5}}
+    {"<slug>": {"fail": "transient" | "permanent", "until_attempt": 3,
+                "sleep": 5, "sleep_until_attempt": 2}}
 
 fails while the attempt number is below `until_attempt` (always, if absent), and
-sleeps `sleep` seconds first. `JournalPublisher` runs last and appends one line per
-completed publisher run, "<slug> <attempt> <content_hash>", to JOURNAL_FILE: the
-count of page writes.
+first sleeps `sleep` seconds while the attempt is below `sleep_until_attempt` (always,
+if absent). A sleeping attempt leaves its pid in RUN_DIR/pids/<slug>.<attempt>, so a
+test can kill exactly the process that is publishing.
+
+`JournalPublisher` runs last and appends one line per completed publisher run,
+"<slug> <attempt> <content_hash>", to JOURNAL_FILE: the count of page writes.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ class ChaosPublisher:
         rule = read_chaos().get(article.slug)
         if not rule:
             return
-        time.sleep(rule.get("sleep", 0))
+        self._stall(article, rule)
         until = rule.get("until_attempt")
         if until is not None and article.attempts >= until:
             return
@@ -48,6 +52,15 @@ class ChaosPublisher:
             raise PermanentPublishError(f"chaos: permanent failure of {article.slug}")
         if rule.get("fail") == "transient":
             raise TransientPublishError(f"chaos: transient failure of {article.slug}")
+
+    @staticmethod
+    def _stall(article, rule: dict) -> None:
+        sleep_until = rule.get("sleep_until_attempt")
+        if rule.get("sleep") and (sleep_until is None or article.attempts < sleep_until):
+            pid_file = settings.RUN_DIR / "pids" / f"{article.slug}.{article.attempts}"
+            pid_file.parent.mkdir(exist_ok=True)
+            pid_file.write_text(str(os.getpid()))
+            time.sleep(rule["sleep"])  # stands for a slow target; tests kill it meanwhile
 
     def unpublish(self, article) -> None:
         return None

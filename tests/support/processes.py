@@ -127,7 +127,7 @@ def start_worker(
             "-n",
             hostname,
             "-Q",
-            settings.CELERY_TASK_DEFAULT_QUEUE,
+            ",".join(queue.name for queue in settings.CELERY_TASK_QUEUES),
             "--without-gossip",
             "--without-mingle",
         ),

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('publishing', '0001_initial'),
+        ('publishing', '0002_catch_up_and_alarms'),
     ]
 
     operations = [

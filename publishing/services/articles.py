@@ -23,12 +23,18 @@ from django.db.models import F
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from publishing import alerts
 from publishing.dispatch import dispatch_publish
 from publishing.exceptions import PermanentPublishError
-from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from publishing.models import (
+    FRESH_PENDING,
+    Article,
+    ArticleStatus,
+    AttemptOutcome,
+    PublishAttempt,
+)
 from publishing.publishers import get_publishers, run_optional_hook
 from publishing.selectors import article_claim_state, db_now_plus, due_q, lease_free_q
+from publishing.services.alarms import article_dead_alert
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +56,11 @@ class AttemptResult:
     attempt: int | None = None
     error: str = ""
     reason: str = ""
-    # RETRY: seconds until due again. SKIPPED: seconds until a scheduled row is due.
+    # RETRY: seconds until due again. SKIPPED: seconds until a scheduled or backing-off
+    # row is due, or until another attempt's lease runs out.
     retry_in: float | None = None
     due_in: float | None = None
+    lease_left: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,7 @@ def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Cl
 def explain_unclaimed(*, article_id: int) -> AttemptResult:
     """Why a claim found nothing: said in the log, and returned to the caller."""
     state = article_claim_state(article_id=article_id)
-    due_in = None
+    due_in = lease_left = None
     if state is None:
         reason = "it no longer exists"
     elif state["status"] != ArticleStatus.PENDING:
@@ -116,12 +124,14 @@ def explain_unclaimed(*, article_id: int) -> AttemptResult:
         due_in = (state["next_attempt_at"] - state["db_now"]).total_seconds()
         reason = f"it is backing off for {due_in:.1f}s after a failure"
     elif state["lease_expires_at"] and state["lease_expires_at"] > state["db_now"]:
-        left = (state["lease_expires_at"] - state["db_now"]).total_seconds()
-        reason = f"another attempt holds its lease for {left:.1f}s"
+        lease_left = (state["lease_expires_at"] - state["db_now"]).total_seconds()
+        reason = f"another attempt holds its lease for {lease_left:.1f}s"
     else:
         reason = "another executor claimed it first"
     logger.info("article %s not claimed: %s", article_id, reason)
-    return AttemptResult(Outcome.SKIPPED, article_id, reason=reason, due_in=due_in)
+    return AttemptResult(
+        Outcome.SKIPPED, article_id, reason=reason, due_in=due_in, lease_left=lease_left
+    )
 
 
 # --- outcomes ------------------------------------------------------------------------
@@ -194,10 +204,7 @@ def article_fail(
             updated_at=Now(),
         ):
             _finish(claim, AttemptOutcome.DEAD, error)
-            transaction.on_commit(
-                partial(alerts.article_dead, article_id=article_id, attempts=attempt, error=error),
-                robust=True,
-            )
+            transaction.on_commit(partial(article_dead_alert, article_id=article_id), robust=True)
             return AttemptResult(Outcome.DEAD, article_id, attempt, error=error)
         if give_up:
             retry_in = 0.0
@@ -258,12 +265,7 @@ def article_publish(
 def article_requeue(*, article_id: int) -> bool:
     """Dead → pending with a fresh budget of attempts, and dispatched after commit."""
     requeued = Article.objects.filter(pk=article_id, status=ArticleStatus.DEAD).update(
-        status=ArticleStatus.PENDING,
-        attempts=0,
-        last_error="",
-        next_attempt_at=None,
-        lease_expires_at=None,
-        updated_at=Now(),
+        **FRESH_PENDING, updated_at=Now()
     )
     if requeued:
         logger.info("article %s requeued", article_id)

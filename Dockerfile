@@ -1,0 +1,12 @@
+FROM python:3.11-slim
+ENV PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY config config
+COPY publishing publishing
+COPY blogpublish blogpublish
+COPY manage.py ./
+RUN pip install --no-cache-dir . gunicorn \
+ && useradd --create-home blog && mkdir -p /app/var && chown blog /app/var
+USER blog
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2"]

@@ -1,0 +1,50 @@
+"""Settings that make no sense together stop every process at start-up.
+
+A pure function, so it is tested without starting anything; config/settings.py calls
+it and raises ImproperlyConfigured with every problem, each naming its settings.
+"""
+
+from __future__ import annotations
+
+
+def publishing_settings_problems(
+    *,
+    lease: float,
+    time_limit: float,
+    soft_time_limit: float,
+    retry_backoff_max: float,
+    catchup_interval: float,
+    eta_horizon: float,
+    stale_after: float,
+    stuck_after: float,
+    visibility_timeout: float,
+) -> list[str]:
+    problems = []
+    if catchup_interval <= 0:
+        problems.append(f"PUBLISH_CATCHUP_INTERVAL must be positive (it is {catchup_interval}).")
+    if stale_after <= 0:
+        problems.append(f"PUBLISH_STALE_AFTER must be positive (it is {stale_after}).")
+    if not soft_time_limit < time_limit < lease:
+        problems.append(
+            f"PUBLISH_LEASE_SECONDS ({lease}) must exceed the task's hard time limit "
+            f"({time_limit}), which must exceed its soft limit ({soft_time_limit}): a task "
+            "must be stopped before another executor may take its row over."
+        )
+    why = "longer waits are redelivered while still waiting (kombu#337, celery#5935)"
+    for name, value in [
+        ("PUBLISH_LEASE_SECONDS", lease),
+        ("PUBLISH_RETRY_BACKOFF_MAX (the longest retry countdown)", retry_backoff_max),
+        ("The ETA horizon (2 × PUBLISH_CATCHUP_INTERVAL)", eta_horizon),
+    ]:
+        if value >= visibility_timeout:
+            problems.append(
+                f"{name} = {value}s must stay below the broker's visibility timeout "
+                f"({visibility_timeout}s): {why}."
+            )
+    if catchup_interval > 0 and stale_after > 0 and stuck_after <= stale_after + catchup_interval:
+        problems.append(
+            f"PUBLISH_STUCK_AFTER ({stuck_after}) must exceed PUBLISH_STALE_AFTER + "
+            f"PUBLISH_CATCHUP_INTERVAL ({stale_after + catchup_interval}): the catch-up needs "
+            "that long to resend lost work before the pipeline counts as stuck."
+        )
+    return problems

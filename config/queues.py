@@ -1,0 +1,17 @@
+"""The two queues: publishing work, and the catch-up on a queue of its own so that a
+backlog of publish messages cannot starve the safety net. Workers consume both."""
+
+from __future__ import annotations
+
+from kombu import Queue
+
+
+def catch_up_queue(default_queue: str) -> str:
+    return f"{default_queue}.catch-up"
+
+
+def celery_queues(default_queue: str) -> tuple[dict, tuple[Queue, ...]]:
+    """(CELERY_TASK_ROUTES, CELERY_TASK_QUEUES) for this default queue name."""
+    catch_up = catch_up_queue(default_queue)
+    routes = {"publishing.tasks.publish_catch_up": {"queue": catch_up}}
+    return routes, (Queue(default_queue), Queue(catch_up))

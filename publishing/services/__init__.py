@@ -1,0 +1,45 @@
+"""Services: every state change of the pipeline, as plain typed functions.
+
+`articles` holds the transitions of one article (claim, complete, fail, requeue);
+`catch_up` the safety net that finds work the event path missed; `alarms` the
+dead-letter and stuck alerts. Callers import from here.
+"""
+
+from publishing.services.alarms import article_dead_alert, stuck_check
+from publishing.services.articles import (
+    UNPUBLISH_FIELDS,
+    AttemptResult,
+    Claim,
+    Outcome,
+    article_claim,
+    article_complete,
+    article_fail,
+    article_publish,
+    article_publish_now,
+    article_requeue,
+    article_unpublish,
+    explain_unclaimed,
+    site_reconcile,
+)
+from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
+
+__all__ = [
+    "UNPUBLISH_FIELDS",
+    "AttemptResult",
+    "CatchUpReport",
+    "Claim",
+    "Outcome",
+    "article_claim",
+    "article_complete",
+    "article_dead_alert",
+    "article_fail",
+    "article_publish",
+    "article_publish_now",
+    "article_requeue",
+    "article_unpublish",
+    "catch_up",
+    "explain_unclaimed",
+    "publish_pending",
+    "site_reconcile",
+    "stuck_check",
+]

@@ -1,0 +1,96 @@
+"""The safety nets: the catch-up (run by Celery Beat) and the backup executor.
+
+Neither owns anything. The catch-up only re-sends what the pending list says is
+unfinished and nobody is touching; the backup executor claims and publishes through
+the same services as a worker. Both may run any number of times, anywhere, at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models.functions import Now
+
+from publishing.dispatch import dispatch_publish
+from publishing.models import Article
+from publishing.selectors import (
+    article_ids_claimable,
+    articles_due_for_catch_up,
+    articles_to_arm,
+    dead_unalerted_ids,
+)
+from publishing.services.alarms import article_dead_alert, stuck_check
+from publishing.services.articles import article_publish, site_reconcile
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CatchUpReport:
+    stale_found: int
+    stale_sent: int
+    armed: int
+    alerts_sent: int
+    stuck: bool
+
+
+def _mark_dispatched(ids: list[int]) -> None:
+    if ids:
+        Article.objects.filter(pk__in=ids).update(dispatched_at=Now())
+
+
+def catch_up(*, limit: int | None = None) -> CatchUpReport:
+    """Re-send stale due rows, arm the soon-scheduled ones, alert unalerted deaths,
+    check for a stuck pipeline, and let the publishers reconcile the site."""
+    limit = limit or settings.PUBLISH_CATCHUP_BATCH
+    stale = articles_due_for_catch_up(stale_after=settings.PUBLISH_STALE_AFTER, limit=limit)
+    sent = [article_id for article_id in stale if dispatch_publish(article_id)]
+    _mark_dispatched(sent)
+
+    soon = articles_to_arm(
+        horizon=settings.PUBLISH_ETA_HORIZON, stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
+    )
+    armed = [article_id for article_id, at in soon if dispatch_publish(article_id, eta=at)]
+    _mark_dispatched(armed)
+
+    alerts = sum(article_dead_alert(article_id=i) for i in dead_unalerted_ids(limit=limit))
+    stuck = stuck_check()
+    site_reconcile()
+    report = CatchUpReport(len(stale), len(sent), len(armed), alerts, stuck)
+    logger.info(
+        "catch-up: %d stale due article(s) found, %d sent; %d scheduled armed; "
+        "%d dead-letter alert(s); stuck: %s",
+        report.stale_found,
+        report.stale_sent,
+        report.armed,
+        report.alerts_sent,
+        report.stuck,
+    )
+    return report
+
+
+def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:
+    """The backup executor: claim and publish due rows in this process, no broker.
+
+    Goes on until nothing is claimable or `limit` attempts were made; returns the
+    count of each outcome.
+    """
+    worker = f"publish_pending@{socket.gethostname()}:{os.getpid()}"
+    outcomes: Counter = Counter()
+    while outcomes.total() < limit:
+        batch = article_ids_claimable(limit=min(100, limit - outcomes.total()))
+        if not batch:
+            break
+        for article_id in batch:
+            result = article_publish(article_id=article_id, retry_in=retry_in, worker=worker)
+            outcomes[str(result.outcome)] += 1
+    for article_id in dead_unalerted_ids(limit=limit):
+        article_dead_alert(article_id=article_id)
+    stuck_check()
+    return outcomes

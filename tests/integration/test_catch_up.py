@@ -1,0 +1,61 @@
+"""The catch-up in-process: what it sends, and that doubling it changes nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from publishing.models import Article
+from publishing.services import catch_up
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def backdate(article: Article, seconds: float) -> None:
+    past = timezone.now() - timedelta(seconds=seconds)
+    Article.objects.filter(pk=article.pk).update(publish_at=past, updated_at=past)
+
+
+def test_catch_up_sends_stale_due_rows_once_per_stale_period(make_article, sent_tasks, settings):
+    stale = make_article()
+    fresh = make_article()
+    backdate(stale, settings.PUBLISH_STALE_AFTER + 5)
+    sent_tasks.clear()
+
+    first = catch_up()
+    second = catch_up()  # a second Beat, or a second run soon after
+
+    assert sent_tasks == [stale.pk]
+    assert (first.stale_found, first.stale_sent) == (1, 1)
+    assert (second.stale_found, second.stale_sent) == (0, 0)
+    assert fresh.pk not in sent_tasks
+
+
+def test_catch_up_arms_scheduled_rows_before_they_are_due(make_article, sent_tasks, settings):
+    soon = make_article(
+        publish_at=timezone.now() + timedelta(seconds=settings.PUBLISH_ETA_HORIZON / 2)
+    )
+    later = make_article(publish_at=timezone.now() + timedelta(days=1))
+    sent_tasks.clear()
+
+    report = catch_up()
+
+    assert report.armed == 1
+    assert sent_tasks == [soon.pk]
+    assert later.pk not in sent_tasks
+
+
+def test_catch_up_ignores_leased_and_backing_off_rows(make_article, sent_tasks, settings):
+    leased = make_article()
+    backing_off = make_article()
+    for article in (leased, backing_off):
+        backdate(article, settings.PUBLISH_STALE_AFTER + 5)
+    in_a_minute = timezone.now() + timedelta(minutes=1)
+    Article.objects.filter(pk=leased.pk).update(lease_expires_at=in_a_minute)
+    Article.objects.filter(pk=backing_off.pk).update(next_attempt_at=in_a_minute)
+    sent_tasks.clear()
+
+    assert catch_up().stale_found == 0
+    assert sent_tasks == []

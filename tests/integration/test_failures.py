@@ -1,0 +1,123 @@
+"""Failing publishers, dead letters and the operator's requeue, with a real worker."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from publishing.models import Article, ArticleStatus, AttemptOutcome
+from tests.support.chaos import journal_entries
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def wait_status(article: Article, status: str, timeout: float = 45.0) -> Article:
+    def reached() -> bool:
+        article.refresh_from_db()
+        return article.status == status
+
+    wait_for(reached, timeout=timeout, what=f"article {article.pk} to be {status}")
+    return article
+
+
+def outcomes(article: Article) -> list[str]:
+    return list(article.publish_attempts.order_by("number", "id").values_list("outcome", flat=True))
+
+
+def test_transient_failures_are_retried_then_published(worker, make_article, chaos):
+    chaos("flaky", fail="transient", until_attempt=3)
+    article = make_article(slug="flaky")
+
+    wait_status(article, ArticleStatus.PUBLISHED)
+
+    assert outcomes(article) == [AttemptOutcome.RETRY, AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert article.last_error == ""
+    assert article.attempts == 3
+    attempts = list(article.publish_attempts.order_by("number"))
+    assert "chaos: transient failure" in attempts[0].error
+    # Celery retried the same task (a retry keeps the task id), through the broker.
+    assert len({a.task_id for a in attempts}) == 1 and attempts[0].task_id
+    assert len(journal_entries("flaky")) == 1
+
+
+def test_always_failing_article_is_dead_after_max_attempts_with_one_alert(
+    worker, make_article, chaos
+):
+    chaos("hopeless", fail="transient")
+    article = make_article(slug="hopeless", title="Hopeless")
+
+    wait_status(article, ArticleStatus.DEAD)
+
+    assert article.attempts == settings.PUBLISH_MAX_ATTEMPTS
+    assert outcomes(article) == [AttemptOutcome.RETRY] * (settings.PUBLISH_MAX_ATTEMPTS - 1) + [
+        AttemptOutcome.DEAD
+    ]
+    assert "chaos: transient failure of hopeless" in article.last_error
+    assert article.lease_expires_at is None
+    assert journal_entries("hopeless") == []
+    mails = wait_for(lambda: alert_mails("Hopeless"), what="the dead-letter alert mail")
+    assert len(mails) == 1
+
+
+def alert_mails(title: str) -> list[str]:
+    mail_dir = settings.EMAIL_FILE_PATH
+    if not mail_dir.exists():
+        return []
+    texts = [p.read_text(errors="replace") for p in mail_dir.iterdir()]
+    return [t for t in texts if title in t and "is dead" in t]
+
+
+def test_permanent_error_is_dead_after_one_attempt(worker, make_article, chaos):
+    chaos("refused", fail="permanent")
+    article = make_article(slug="refused")
+
+    wait_status(article, ArticleStatus.DEAD)
+
+    assert article.attempts == 1
+    assert outcomes(article) == [AttemptOutcome.DEAD]
+    assert "PermanentPublishError" in article.last_error
+
+
+def test_requeue_from_the_admin_publishes_a_dead_article(worker, make_article, chaos):
+    chaos("revived", fail="permanent")
+    article = make_article(slug="revived")
+    wait_status(article, ArticleStatus.DEAD)
+    chaos("revived")  # the target recovers
+    admin = get_user_model().objects.create_superuser("op", "op@example.com", "pw-op-123456")
+    client = Client()
+    client.force_login(admin)
+
+    response = client.post(
+        "/admin/publishing/article/",
+        {"action": "requeue", "_selected_action": [article.pk]},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    assert "1 dead article(s) requeued." in response.content.decode()
+    wait_status(article, ArticleStatus.PUBLISHED)
+    assert outcomes(article) == [AttemptOutcome.DEAD, AttemptOutcome.OK]
+    assert (settings.SITE_ROOT / "revived" / "index.html").exists()
+
+
+def test_publish_now_from_the_admin_skips_the_schedule(worker, make_article):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    article = make_article(publish_at=timezone.now() + timedelta(days=3))
+    admin = get_user_model().objects.create_superuser("op2", "op2@example.com", "pw-op-123456")
+    client = Client()
+    client.force_login(admin)
+    assert Article.objects.get(pk=article.pk).status == ArticleStatus.PENDING
+
+    client.post(
+        "/admin/publishing/article/",
+        {"action": "publish_now", "_selected_action": [article.pk]},
+    )
+
+    wait_status(article, ArticleStatus.PUBLISHED)
+    assert article.publish_at <= timezone.now()

@@ -1,0 +1,106 @@
+"""System tests: a private redis-server per test, worker and beat subprocesses with
+short intervals, and the test process switched to the private broker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import pytest
+
+from config.celery import app
+from tests.support import processes
+from tests.support.processes import PrivateRedis, Proc, free_port
+
+pytestmark = pytest.mark.system
+
+# Short enough that every recovery happens in seconds; the same for every process.
+SYSTEM_SETTINGS = {
+    "PUBLISH_LEASE_SECONDS": 5,
+    "PUBLISH_CATCHUP_INTERVAL": 2,
+    "PUBLISH_STALE_AFTER": 2,
+    "PUBLISH_STUCK_AFTER": 30,
+    "PUBLISH_MAX_ATTEMPTS": 3,
+    "PUBLISH_RETRY_BACKOFF_MAX": 2,
+}
+
+
+def switch_broker(url: str) -> None:
+    """Point this process's Celery app at another broker (what a restart would do)."""
+    # The read and write URLs are derived from broker_url when the app is configured.
+    app.conf.broker_url = app.conf.broker_write_url = app.conf.broker_read_url = url
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    if "amqp" in app.__dict__:
+        app.amqp._producer_pool = None
+
+
+@contextmanager
+def broker(url: str) -> Iterator[None]:
+    previous = app.conf.broker_url
+    switch_broker(url)
+    try:
+        yield
+    finally:
+        switch_broker(previous)
+
+
+@dataclass
+class Pipeline:
+    redis: PrivateRedis
+    env: dict
+    procs: list[Proc] = field(default_factory=list)
+
+    def worker(self, **kwargs) -> Proc:
+        proc = processes.start_worker(env=self.env, **kwargs)
+        self.procs.append(proc)
+        return proc
+
+    def beat(self, name: str = "beat") -> Proc:
+        proc = processes.start_beat(env=self.env, name=name)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            proc.stop(timeout=10)
+
+
+@pytest.fixture
+def pipeline(transactional_db, settings) -> Iterator[Pipeline]:
+    """A private Redis, the test process using it, and starters for worker and beat."""
+    for name, value in SYSTEM_SETTINGS.items():
+        setattr(settings, name, value)
+    settings.PUBLISH_ETA_HORIZON = 2 * SYSTEM_SETTINGS["PUBLISH_CATCHUP_INTERVAL"]
+    redis = PrivateRedis(free_port()).start()
+    env = {"BLOGPUBLISH_TEST_BROKER": redis.url, **{k: str(v) for k, v in SYSTEM_SETTINGS.items()}}
+    pipe = Pipeline(redis, env)
+    with broker(redis.url):
+        try:
+            yield pipe
+        finally:
+            pipe.stop_all()
+            redis.stop()
+
+
+TIMINGS: list[tuple[str, float]] = []
+
+
+def record_timing(what: str, seconds: float) -> None:
+    """A measured recovery time, printed in the run's summary (never asserted on)."""
+    TIMINGS.append((what, seconds))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not TIMINGS:
+        return
+    terminalreporter.section("recovery times measured (not asserted)")
+    for what, seconds in TIMINGS:
+        terminalreporter.write_line(f"{seconds:8.2f} s  {what}")
+
+
+def since(started: float) -> float:
+    return time.monotonic() - started
