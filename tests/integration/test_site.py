@@ -13,7 +13,7 @@ from django.utils.encoding import iri_to_uri
 
 from blogpublish.site import StaticSitePublisher
 from publishing.models import Article, ArticleStatus, PublishAttempt
-from publishing.services import site_reconcile
+from publishing.tasks import publish_catch_up
 from tests.support.processes import ROOT, free_port
 from tests.support.settling import wait_settled
 from tests.support.site import read_feed, read_listing, read_site
@@ -52,10 +52,9 @@ def wait_published(article: Article, timeout: float = 30.0) -> Article:
 
 
 def run_catch_up() -> None:
-    """What the catch-up does for the site. Until publishing.tasks.publish_catch_up
-    (issue 3) lands, its site step is called directly; then this sends that task and
-    waits for it instead."""
-    site_reconcile()
+    """The next catch-up, as Celery Beat sends it: the worker runs publish_catch_up,
+    whose last step reconciles the site against the database."""
+    publish_catch_up.delay()
 
 
 def test_published_article_is_in_page_index_feed_and_sitemap_with_a_stable_feed_id(
@@ -176,6 +175,8 @@ def test_delete_while_the_broker_is_down_leaves_the_site_at_the_next_catch_up(si
 
     run_catch_up()
 
+    wait_for(lambda: not (site / article.slug).exists(), what="the page to go")
+    wait_for(lambda: read_listing(site / "index.html").slugs == [], what="the index to drop it")
     view = read_site(site)
     assert view.dirs == set()
     assert view.front.slugs == []
