@@ -153,7 +153,20 @@ def slug_owned(slug: str, *, besides: int | None = None) -> bool:
 
 
 def owned_slugs() -> set[str]:
-    """Every page directory an article needs: one pass over the table, for reconcile."""
-    live = Article.objects.exclude(published_slug="").values_list("published_slug", flat=True)
-    in_flight = Article.objects.filter(status=ArticleStatus.PENDING).values_list("slug", flat=True)
-    return set(live.iterator(chunk_size=2000)) | set(in_flight.iterator(chunk_size=2000))
+    """Every page directory an article needs, for reconcile: one pass over the table.
+
+    One statement, so one snapshot: read as two queries, an article completing between
+    them would be in neither (no longer pending, not yet live), and its fresh page
+    would look like an orphan."""
+    rows = (
+        Article.objects.filter(~Q(published_slug="") | Q(status=ArticleStatus.PENDING))
+        .values_list("published_slug", "slug", "status")
+        .iterator(chunk_size=2000)
+    )
+    needed: set[str] = set()
+    for published_slug, slug, status in rows:
+        if published_slug:
+            needed.add(published_slug)
+        if status == ArticleStatus.PENDING:
+            needed.add(slug)
+    return needed

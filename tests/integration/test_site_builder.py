@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
-from blogpublish.site import StaticSitePublisher
+from blogpublish.site import StaticSitePublisher, selectors
 from blogpublish.site.lock import ADVISORY_KEY, site_lock
 from blogpublish.site.paths import STATE_FILE
 from publishing.models import Article, ArticleStatus
@@ -264,6 +264,22 @@ def test_reconcile_removes_pages_no_article_needs_and_keeps_the_sites_own_files(
     for own in ("index.html", "feed.xml", "sitemap.xml", "sitemap-1.xml", ".lock", STATE_FILE):
         assert (site.root / own).exists(), own
     assert_lists_exactly(site.root, site.newest_first())
+
+
+def test_what_articles_need_is_read_in_one_statement(site, chaos, django_assert_num_queries):
+    site.add(1, slug="live")
+    chaos("refused", fail="permanent")
+    site.add(1, expect=Outcome.DEAD, slug="refused")
+    waiting = Article(title="Waiting", slug="waiting", body="x", publish_at=site.base)
+    waiting.full_clean()
+    waiting.save()
+
+    # One statement, one snapshot: an article completing between two queries would be
+    # in neither and its page removed (seen in test_redis_restarted_while_publishing).
+    with django_assert_num_queries(1):
+        needed = selectors.owned_slugs()
+
+    assert needed == {"live", "waiting"}
 
 
 def test_site_lock_excludes_other_processes_and_hosts(site):
