@@ -36,10 +36,10 @@ class StaticSitePublisher:
         html = documents.article_page(article)  # outside the lock: it may take a while
         try:
             with site_lock(self.root):
-                current = selectors.has_content(
+                listed = selectors.listed_if_current(
                     article_id=article.pk, content_hash=article.content_hash
                 )
-                if not current:
+                if listed is None:
                     logger.info("article %s was edited or deleted; page not written", article.pk)
                     return
                 state = SiteState.load(self.root)
@@ -49,7 +49,9 @@ class StaticSitePublisher:
                     content_hash=article.content_hash,
                     # The live page it replaces goes once the new one is live (build.settle).
                     slugs=[article.slug, article.published_slug],
-                    listed=bool(article.published_hash),
+                    # From the database now, not the claim: a stale attempt of content
+                    # already published must not count the article a second time.
+                    listed=listed,
                 )
                 state.save(self.root)
         except OSError as exc:  # disk full, permissions: may pass; retried, then dead

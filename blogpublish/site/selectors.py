@@ -132,6 +132,16 @@ def has_content(*, article_id: int, content_hash: str) -> bool:
     return Article.objects.filter(pk=article_id, content_hash=content_hash).exists()
 
 
+def listed_if_current(*, article_id: int, content_hash: str) -> bool | None:
+    """None once the article was edited or deleted; else whether it is listed now."""
+    published_hash = (
+        Article.objects.filter(pk=article_id, content_hash=content_hash)
+        .values_list("published_hash", flat=True)
+        .first()
+    )
+    return None if published_hash is None else published_hash != ""
+
+
 def article_states(ids: Iterable[int]) -> dict[int, dict]:
     rows = Article.objects.filter(pk__in=list(ids)).values(
         "id", "status", "published_hash", "published_slug"

@@ -17,6 +17,7 @@ from django.utils import timezone
 from blogpublish.site import StaticSitePublisher, selectors
 from blogpublish.site.lock import ADVISORY_KEY, site_lock
 from blogpublish.site.paths import STATE_FILE
+from blogpublish.site.state import SiteState
 from publishing.models import Article, ArticleStatus
 from publishing.publishers import get_publishers
 from publishing.services import (
@@ -219,6 +220,21 @@ def test_stale_attempt_never_writes_over_newer_content(site):
     assert article_complete(claim=stale).outcome is Outcome.SKIPPED
 
     assert "Version three." in page.read_text()
+
+
+def test_stale_attempt_of_the_same_content_does_not_count_the_article_twice(site):
+    article = Article(title="Once", slug="once", body="x", publish_at=site.base)
+    article.full_clean()
+    article.save()
+    stale = article_claim(article_id=article.pk)  # A claims, stalls; its lease runs out
+    Article.objects.filter(pk=article.pk).update(lease_expires_at=None)
+    site.attempt(article)  # B publishes; the refresh after it counts the article
+
+    site.publisher.publish(stale.article)  # A wakes up: the same content, page rewritten
+    assert article_complete(claim=stale).outcome is Outcome.SKIPPED
+    site.publisher.refresh()
+
+    assert SiteState.load(site.root).count == 1
 
 
 def test_page_of_an_article_deleted_during_its_attempt_is_removed(site):
