@@ -18,6 +18,7 @@ def publishing_settings_problems(
     stale_after: float,
     stuck_after: float,
     visibility_timeout: float,
+    webhook_timeout: float | None = None,
 ) -> list[str]:
     problems = []
     if catchup_interval <= 0:
@@ -46,5 +47,12 @@ def publishing_settings_problems(
             f"PUBLISH_STUCK_AFTER ({stuck_after}) must exceed PUBLISH_STALE_AFTER + "
             f"PUBLISH_CATCHUP_INTERVAL ({stale_after + catchup_interval}): the catch-up needs "
             "that long to resend lost work before the pipeline counts as stuck."
+        )
+    # blogpublish.webhooks connects for up to 3.05 s, then waits webhook_timeout.
+    if webhook_timeout is not None and webhook_timeout + 3.05 >= soft_time_limit:
+        problems.append(
+            f"PUBLISH_WEBHOOK_TIMEOUT ({webhook_timeout}) plus 3 s to connect must fit in the "
+            f"task's soft time limit ({soft_time_limit:.0f}s, 80 % of PUBLISH_LEASE_SECONDS): "
+            "a slow receiver must end as a retry, not as a killed task."
         )
     return problems

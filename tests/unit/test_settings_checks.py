@@ -42,6 +42,8 @@ def test_the_defaults_fit_together():
         ({"stale_after": 0}, "PUBLISH_STALE_AFTER must be positive"),
         # an alarm that sounds before the catch-up had its chance
         ({"stuck_after": 100}, "PUBLISH_STUCK_AFTER (100)"),
+        # a webhook call that the soft time limit would cut short
+        ({"webhook_timeout": 95}, "PUBLISH_WEBHOOK_TIMEOUT (95)"),
     ],
 )
 def test_each_bad_combination_is_named(changes, named):
