@@ -87,6 +87,13 @@ class ArticleAdmin(admin.ModelAdmin):
         ("Publishing", {"fields": readonly_fields}),
     )
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "body":
+            # Keep the body as typed: stripping would change an unchanged article's
+            # content (and publish it again) whenever its body ends with a newline.
+            kwargs["strip"] = False
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     @admin.display(description="status", ordering="status")
     def state(self, obj: Article) -> str:
         label = "scheduled" if obj.is_scheduled else obj.status
@@ -100,7 +107,11 @@ class ArticleAdmin(admin.ModelAdmin):
     def publish_now(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         sent = sum(article_publish_now(article_id=pk) for pk in ids)
-        self.message_user(request, f"{sent} article(s) sent to publish.", messages.SUCCESS)
+        self.message_user(
+            request,
+            f"{sent} article(s) will be published now (as soon as a worker takes them).",
+            messages.SUCCESS,
+        )
         if sent < len(ids):
             self.message_user(
                 request,

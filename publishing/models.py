@@ -12,6 +12,7 @@ import hashlib
 import json
 import unicodedata
 import uuid
+from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
@@ -64,10 +65,18 @@ class AttemptOutcome(models.TextChoices):
     DEAD = "dead", _("Dead")
 
 
-def content_hash_of(*, title: str, slug: str, body: str) -> str:
-    """The identity of what readers see: equal hashes mean nothing to publish."""
-    payload = json.dumps([title, slug, body], ensure_ascii=False, separators=(",", ":"))
+def content_hash_of(*, title: str, slug: str, body: str, publish_at: datetime) -> str:
+    """The identity of what readers see (the date is on the page and orders the index):
+    equal hashes mean nothing to publish."""
+    when = publish_at.astimezone(UTC).isoformat()
+    payload = json.dumps([title, slug, body, when], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def normalize_body(value: str) -> str:
+    """Browsers send a textarea's lines with CRLF; stored and hashed with LF, so saving an
+    article unchanged from the admin publishes nothing."""
+    return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def normalize_slug(value: str) -> str:
@@ -109,8 +118,11 @@ class Article(models.Model):
     publish_at = models.DateTimeField(
         default=timezone.now, help_text=_("Not published before this time.")
     )
-    # Attempts of the current content; the number read after a claim is the fencing token.
+    # Attempts of the current content: the budget, reset by a requeue or an edit.
     attempts = models.PositiveIntegerField(default=0)
+    # Claims ever made, never reset: the value read after a claim is the fencing token, so
+    # an attempt overtaken long ago cannot match a later one after a requeue.
+    claims = models.PositiveBigIntegerField(default=0, editable=False)
     last_error = models.TextField(blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
@@ -121,8 +133,12 @@ class Article(models.Model):
     # sha256 of title, slug and body as saved; published_hash is the content that is live.
     content_hash = models.CharField(max_length=64, editable=False)
     published_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
-    # Where the live version is: a slug edit moves the page, a delete removes it.
+    # The live version, as it was published: what the site lists and where its page is.
+    # Edits change title/slug/body/publish_at at once; these only when the edit is live.
     published_slug = models.CharField(max_length=200, blank=True, default="", editable=False)
+    published_title = models.CharField(max_length=200, blank=True, default="", editable=False)
+    published_body = models.TextField(blank=True, default="", editable=False)
+    published_publish_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Stable identity for feed entries and webhook receivers; unchanged by edits.
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     published_at = models.DateTimeField(null=True, blank=True)
@@ -148,7 +164,7 @@ class Article(models.Model):
             # not deleted, whatever its status now), newest first; the front page, the
             # feed and the archive positions read it (blogpublish.site.selectors).
             models.Index(
-                fields=["publish_at", "id"],
+                fields=["published_publish_at", "id"],
                 name="article_listed_idx",
                 condition=~Q(published_hash=""),
             ),
@@ -160,12 +176,11 @@ class Article(models.Model):
     # --- saving keeps the derived fields consistent ------------------------------------
 
     def save(self, *args, **kwargs) -> None:
-        self.title = (self.title or "").strip()
-        self.slug = normalize_slug(self.slug or "")
+        self._normalize()
         derived_slug = not self.slug
         if derived_slug:
             self.slug = self._unique_slug(slug_from_title(self.title))
-        self.content_hash = content_hash_of(title=self.title, slug=self.slug, body=self.body)
+        self.content_hash = self._content_hash()
         if self._state.adding:
             # Read by the post_save receiver, which runs inside super().save().
             self.wants_publish = self.status == ArticleStatus.PENDING
@@ -182,19 +197,39 @@ class Article(models.Model):
 
     # --- validation -----------------------------------------------------------------
 
-    def clean_fields(self, exclude=None) -> None:
+    def _normalize(self) -> None:
         self.title = (self.title or "").strip()
         self.slug = normalize_slug(self.slug or "")
+        self.body = normalize_body(self.body or "")
+        if self.publish_at:  # whole seconds: what the admin's date and time fields keep
+            self.publish_at = self.publish_at.replace(microsecond=0)
+
+    def _content_hash(self) -> str:
+        return content_hash_of(
+            title=self.title, slug=self.slug, body=self.body, publish_at=self.publish_at
+        )
+
+    def clean_fields(self, exclude=None) -> None:
+        self._normalize()
         super().clean_fields(exclude=exclude)
 
     def clean(self) -> None:
         if not self.slug and self.title:
             self.slug = self._unique_slug(slug_from_title(self.title))
+        elif self.slug and self._slug_is_live_elsewhere(self.slug):
+            raise ValidationError(
+                {"slug": _("Another article's live page is at this address; choose another.")}
+            )
+
+    def _slug_is_live_elsewhere(self, slug: str) -> bool:
+        """Until an article's edit is live, its old page still serves its last version:
+        that address is not free yet, even though no row has it as `slug`."""
+        return Article.objects.exclude(pk=self.pk).filter(published_slug=slug).exists()
 
     def _unique_slug(self, base: str) -> str:
         taken = Article.objects.exclude(pk=self.pk)
         slug, n = base, 1
-        while taken.filter(slug=slug).exists():
+        while taken.filter(Q(slug=slug) | Q(published_slug=slug)).exists():
             n += 1
             suffix = f"-{n}"
             stem = base
@@ -217,9 +252,7 @@ class Article(models.Model):
                 if not Article.objects.filter(slug=self.slug).exclude(pk=self.pk).exists():
                     raise
                 self.slug = self._unique_slug(f"{self.slug}-{uuid.uuid4().hex[:4]}")
-                self.content_hash = content_hash_of(
-                    title=self.title, slug=self.slug, body=self.body
-                )
+                self.content_hash = self._content_hash()
         raise ValidationError({"slug": _("Could not find a free slug; please choose one.")})
 
     def _save_edit(self) -> None:
@@ -231,23 +264,23 @@ class Article(models.Model):
         """
         rows = Article.objects.filter(pk=self.pk)
         with transaction.atomic():
-            before = rows.select_for_update().values("content_hash", "publish_at", "status").get()
-            changed = before["content_hash"] != self.content_hash
+            before = rows.select_for_update().values_list("content_hash", flat=True).get()
             # Decided before super().save(), whose post_save receiver reads it.
-            self.wants_publish = changed or (
-                before["status"] == ArticleStatus.PENDING
-                and before["publish_at"] != self.publish_at
-            )
+            self.wants_publish = changed = before != self.content_hash
             super().save(
                 update_fields=["title", "slug", "body", "publish_at", "content_hash", "updated_at"]
             )
             if changed:
-                # New content is new work, with a fresh budget of attempts.
+                # New content is new work, with a fresh budget of attempts, to try now
+                # rather than after the last failure's backoff. An attempt in flight keeps
+                # its lease: its content no longer matches, so it cannot complete, and the
+                # new content goes as soon as it lets go.
                 rows.filter(status__in=[ArticleStatus.PUBLISHED, ArticleStatus.DEAD]).update(
                     **FRESH_PENDING
                 )
-                # A writer's edit is worth trying now, not after the last failure's backoff.
-                rows.filter(status=ArticleStatus.PENDING).update(next_attempt_at=None)
+                rows.filter(status=ArticleStatus.PENDING).update(
+                    **{k: v for k, v in FRESH_PENDING.items() if k != "lease_expires_at"}
+                )
             self.refresh_from_db(
                 fields=["status", "attempts", "last_error", "next_attempt_at", "lease_expires_at"]
             )

@@ -65,6 +65,8 @@ def settle(root: Path, state: SiteState) -> tuple[list[int], list[int]]:
             changed.append(article_id)
             if not written.was_listed:
                 inserted.append(article_id)
+            elif written.listed_at != selectors.listed_date(row["published_publish_at"]):
+                state.rebuild = True  # a new date moved it: every position between shifts
     return changed, inserted
 
 

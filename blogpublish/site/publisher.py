@@ -36,10 +36,10 @@ class StaticSitePublisher:
         html = documents.article_page(article)  # outside the lock: it may take a while
         try:
             with site_lock(self.root):
-                listed = selectors.listed_if_current(
+                current = selectors.listed_if_current(
                     article_id=article.pk, content_hash=article.content_hash
                 )
-                if listed is None:
+                if current is None:
                     logger.info("article %s was edited or deleted; page not written", article.pk)
                     return
                 state = SiteState.load(self.root)
@@ -51,7 +51,8 @@ class StaticSitePublisher:
                     slugs=[article.slug, article.published_slug],
                     # From the database now, not the claim: a stale attempt of content
                     # already published must not count the article a second time.
-                    listed=listed,
+                    listed=current[0],
+                    listed_at=current[1],
                 )
                 state.save(self.root)
         except OSError as exc:  # disk full, permissions: may pass; retried, then dead

@@ -3,8 +3,11 @@
 The site lists every article with a live version: published at least once and not
 deleted (`published_hash != ""`), whatever its status now. An article whose edit is
 pending stays listed meanwhile, and one that died after an edit keeps its last page.
-The order is `(publish_at, id)`, newest first; `article_listed_idx` serves it, so the
-newest 50 and a page near either end cost the same on a site of any size.
+What it shows of each is the live version as it was published (`published_title`,
+`published_body`, `published_publish_at`, `published_slug`), never an edit that is not
+live yet. The order is `(published_publish_at, id)`, newest first; `article_listed_idx`
+serves it, so the newest 50 and a page near either end cost the same on a site of any
+size.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ EXCERPT_SOURCE_CHARS = 2000
 # older ones instead (both walk the index; neither reads a row).
 NEAR_TOP = 1000
 
-ENTRY_FIELDS = ("id", "uid", "title", "slug", "published_slug", "publish_at", "published_at")
+ENTRY_FIELDS = (
+    "id",
+    "uid",
+    "published_title",
+    "published_slug",
+    "published_publish_at",
+    "published_at",
+)
 
 
 @dataclass(frozen=True)
@@ -46,10 +56,10 @@ class Entry:
         return cls(
             id=row["id"],
             uid=row["uid"],
-            title=row["title"],
-            slug=row["published_slug"] or row["slug"],
-            publish_at=row["publish_at"],
-            published_at=row["published_at"] or row["publish_at"],
+            title=row["published_title"],
+            slug=row["published_slug"],
+            publish_at=row["published_publish_at"],
+            published_at=row["published_at"] or row["published_publish_at"],
             head=row.get("head") or "",
         )
 
@@ -64,14 +74,14 @@ def listed(*, exclude: Iterable[int] = ()) -> QuerySet[Article]:
 def _newer_than(entry: Entry) -> Q:
     # (publish_at, id) > (p, i), with a plain range on publish_at first: the OR alone
     # makes SQLite scan the whole index instead of seeking into it.
-    return Q(publish_at__gte=entry.publish_at) & (
-        Q(publish_at__gt=entry.publish_at) | Q(id__gt=entry.id)
+    return Q(published_publish_at__gte=entry.publish_at) & (
+        Q(published_publish_at__gt=entry.publish_at) | Q(id__gt=entry.id)
     )
 
 
 def _older_than(entry: Entry) -> Q:
-    return Q(publish_at__lte=entry.publish_at) & (
-        Q(publish_at__lt=entry.publish_at) | Q(id__lt=entry.id)
+    return Q(published_publish_at__lte=entry.publish_at) & (
+        Q(published_publish_at__lt=entry.publish_at) | Q(id__lt=entry.id)
     )
 
 
@@ -83,8 +93,8 @@ def newest(limit: int, *, exclude: Iterable[int] = ()) -> list[Entry]:
     """The newest `limit` listed articles, newest first, with the head of their body."""
     rows = (
         listed(exclude=exclude)
-        .order_by("-publish_at", "-id")
-        .annotate(head=Substr("body", 1, EXCERPT_SOURCE_CHARS))
+        .order_by("-published_publish_at", "-id")
+        .annotate(head=Substr("published_body", 1, EXCERPT_SOURCE_CHARS))
         .values(*ENTRY_FIELDS, "head")[:limit]
     )
     return [Entry.from_values(row) for row in rows]
@@ -97,15 +107,15 @@ def entries_at(*, first: int, size: int, total: int, exclude: Iterable[int] = ()
     articles = listed(exclude=exclude).values(*ENTRY_FIELDS)
     from_top = total - first - size
     if first <= from_top:
-        rows = articles.order_by("publish_at", "id")[first : first + size]
+        rows = articles.order_by("published_publish_at", "id")[first : first + size]
         return [Entry.from_values(row) for row in reversed(rows)]
-    rows = articles.order_by("-publish_at", "-id")[from_top : from_top + size]
+    rows = articles.order_by("-published_publish_at", "-id")[from_top : from_top + size]
     return [Entry.from_values(row) for row in rows]
 
 
 def iter_oldest_first(*, exclude: Iterable[int] = ()) -> Iterator[Entry]:
     """Every listed article, oldest first, streamed: memory stays flat on a large site."""
-    rows = listed(exclude=exclude).order_by("publish_at", "id").values(*ENTRY_FIELDS)
+    rows = listed(exclude=exclude).order_by("published_publish_at", "id").values(*ENTRY_FIELDS)
     for row in rows.iterator(chunk_size=2000):
         yield Entry.from_values(row)
 
@@ -132,19 +142,27 @@ def has_content(*, article_id: int, content_hash: str) -> bool:
     return Article.objects.filter(pk=article_id, content_hash=content_hash).exists()
 
 
-def listed_if_current(*, article_id: int, content_hash: str) -> bool | None:
-    """None once the article was edited or deleted; else whether it is listed now."""
-    published_hash = (
+def listed_if_current(*, article_id: int, content_hash: str) -> tuple[bool, str] | None:
+    """None once the article was edited or deleted; else whether it is listed now, and
+    its listed date (ISO, "" when not listed)."""
+    row = (
         Article.objects.filter(pk=article_id, content_hash=content_hash)
-        .values_list("published_hash", flat=True)
+        .values_list("published_hash", "published_publish_at")
         .first()
     )
-    return None if published_hash is None else published_hash != ""
+    if row is None:
+        return None
+    published_hash, listed_at = row
+    return published_hash != "", listed_date(listed_at)
+
+
+def listed_date(moment: datetime | None) -> str:
+    return moment.isoformat() if moment else ""
 
 
 def article_states(ids: Iterable[int]) -> dict[int, dict]:
     rows = Article.objects.filter(pk__in=list(ids)).values(
-        "id", "status", "published_hash", "published_slug"
+        "id", "status", "published_hash", "published_slug", "published_publish_at"
     )
     return {row["id"]: row for row in rows}
 

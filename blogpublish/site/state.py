@@ -34,6 +34,9 @@ class Written:
     slugs: list[str]
     # Listed before these writes: settling it then does not add to the count.
     was_listed: bool
+    # Its listed date then (ISO): a new date moves it in the archive, so settling
+    # such an article rebuilds instead of rewriting one page.
+    listed_at: str = ""
 
 
 @dataclass
@@ -66,11 +69,17 @@ class SiteState:
         atomic_write(root / STATE_FILE, json.dumps(raw, ensure_ascii=False, sort_keys=True))
 
     def note_write(
-        self, *, article_id: int, content_hash: str, slugs: list[str], listed: bool
+        self,
+        *,
+        article_id: int,
+        content_hash: str,
+        slugs: list[str],
+        listed: bool,
+        listed_at: str = "",
     ) -> None:
         entry = self.written.get(article_id)
         if entry is None:
-            self.written[article_id] = Written(content_hash, sorted(set(slugs)), listed)
+            self.written[article_id] = Written(content_hash, sorted(set(slugs)), listed, listed_at)
             return
         # was_listed stays what it was at the first unsettled write.
         entry.content_hash = content_hash

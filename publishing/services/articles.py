@@ -1,10 +1,12 @@
 """The state transitions of DESIGN.md, each one conditional UPDATE.
 
 Whoever runs an attempt (a Celery worker, `manage.py publish_pending`, a test) goes
-through `article_publish`: claim, call the publishers, complete or fail. The attempt
-number read after the claim is the fencing token: completing or failing is
-`WHERE attempts = my_attempt AND status = pending`, so an attempt whose lease ran out
-and was overtaken cannot overwrite the newer attempt's outcome.
+through `article_publish`: claim, call the publishers, complete or fail. The claim
+count read after the claim is the fencing token: completing or failing is
+`WHERE claims = my_token AND status = pending`, so an attempt whose lease ran out and
+was overtaken cannot overwrite a newer attempt's outcome. (`attempts` is the budget of
+the current content and starts again at 0 after a requeue or an edit, so it cannot be
+the token: an old attempt would match a new one with the same number.)
 """
 
 from __future__ import annotations
@@ -66,10 +68,14 @@ class AttemptResult:
 @dataclass(frozen=True)
 class Claim:
     article: Article
-    attempt: int
+    attempt: int  # of this content's budget (PUBLISH_MAX_ATTEMPTS)
+    token: int  # Article.claims after this claim: the fencing token
     content_hash: str
     record: PublishAttempt
     started: float
+
+
+UNFINISHED = "never finished: its worker died or ran out of time, and the lease ran out"
 
 
 def describe(exc: BaseException) -> str:
@@ -81,18 +87,29 @@ def describe(exc: BaseException) -> str:
 
 
 def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Claim | None:
-    """Take a due pending row whose lease is free, for PUBLISH_LEASE_SECONDS."""
+    """Take a due pending row whose lease is free, for PUBLISH_LEASE_SECONDS.
+
+    A row whose budget is spent although no attempt said so (each one killed its worker
+    or ran past the time limit) is not claimed again: it goes dead here, so a message
+    that kills workers cannot loop forever."""
     rows = Article.objects.filter(due_q() & lease_free_q(), pk=article_id)
     with transaction.atomic():
+        if _give_up_unfinished(rows, article_id=article_id):
+            return None
         claimed = rows.update(
             lease_expires_at=db_now_plus(settings.PUBLISH_LEASE_SECONDS),
             attempts=F("attempts") + 1,
+            claims=F("claims") + 1,
             updated_at=Now(),
         )
         if not claimed:
             return None
-        # Read inside the transaction that holds the row: the number is ours.
+        # Read inside the transaction that holds the row: the token is ours.
         article = Article.objects.get(pk=article_id)
+        # Earlier attempts still "running" lost their lease: say what became of them.
+        _unfinished(article_id).update(
+            outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
+        )
         record = PublishAttempt.objects.create(
             article=article,
             number=article.attempts,
@@ -103,10 +120,30 @@ def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Cl
     return Claim(
         article=article,
         attempt=article.attempts,
+        token=article.claims,
         content_hash=article.content_hash,
         record=record,
         started=time.monotonic(),
     )
+
+
+def _unfinished(article_id: int):
+    return PublishAttempt.objects.filter(article_id=article_id, outcome="")
+
+
+def _give_up_unfinished(rows, *, article_id: int) -> bool:
+    """Dead, when the budget is spent by attempts that never said how they ended."""
+    error = f"the last attempt {UNFINISHED}"
+    if not rows.filter(attempts__gte=settings.PUBLISH_MAX_ATTEMPTS).update(
+        status=ArticleStatus.DEAD, lease_expires_at=None, last_error=error, updated_at=Now()
+    ):
+        return False
+    _unfinished(article_id).update(
+        outcome=AttemptOutcome.DEAD, error=UNFINISHED, finished_at=timezone.now()
+    )
+    logger.error("article %s is dead: %s", article_id, error)
+    transaction.on_commit(partial(article_dead_alert, article_id=article_id), robust=True)
+    return True
 
 
 def explain_unclaimed(*, article_id: int) -> AttemptResult:
@@ -148,7 +185,7 @@ def _finish(claim: Claim, outcome: AttemptOutcome, error: str = "") -> None:
 
 def _fenced(claim: Claim):
     return Article.objects.filter(
-        pk=claim.article.pk, status=ArticleStatus.PENDING, attempts=claim.attempt
+        pk=claim.article.pk, status=ArticleStatus.PENDING, claims=claim.token
     )
 
 
@@ -164,6 +201,9 @@ def article_complete(*, claim: Claim) -> AttemptResult:
                 published_hash=claim.content_hash,
                 # The fence on content_hash means the slug is the one that was published.
                 published_slug=claim.article.slug,
+                published_title=claim.article.title,
+                published_body=claim.article.body,
+                published_publish_at=claim.article.publish_at,
                 published_at=Now(),
                 lease_expires_at=None,
                 next_attempt_at=None,
@@ -275,13 +315,22 @@ def article_requeue(*, article_id: int) -> bool:
 
 def article_publish_now(*, article_id: int) -> bool:
     """A pending row goes out now: no waiting for its schedule or its backoff."""
-    rows = Article.objects.filter(pk=article_id, status=ArticleStatus.PENDING)
     with transaction.atomic():
-        rows.filter(publish_at__gt=Now()).update(publish_at=Now())
-        found = rows.update(next_attempt_at=None, updated_at=Now())
-    if found:
-        transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
-    return bool(found)
+        article = (
+            Article.objects.select_for_update()
+            .filter(pk=article_id, status=ArticleStatus.PENDING)
+            .first()
+        )
+        if article is None:
+            return False
+        Article.objects.filter(pk=article_id).update(next_attempt_at=None, updated_at=Now())
+        if article.publish_at > timezone.now():
+            # The date is content (it is on the page): a save, whose receiver dispatches.
+            article.publish_at = timezone.now()
+            article.save()
+            return True
+    transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
+    return True
 
 
 # --- the site as a whole ---------------------------------------------------------------

@@ -84,7 +84,7 @@ class Site:
     def newest_first(self) -> list[str]:
         return list(
             Article.objects.exclude(published_hash="")
-            .order_by("-publish_at", "-id")
+            .order_by("-published_publish_at", "-id")
             .values_list("published_slug", flat=True)
         )
 
@@ -155,6 +155,33 @@ def test_backdated_article_and_delete_shift_the_archive_correctly(site):
 
     assert_lists_exactly(site.root, site.newest_first())
     assert not (site.root / "article-40").exists()
+
+
+def test_new_date_moves_the_article_in_the_archive(site):
+    articles = site.add(120)
+
+    site.edit(articles[0], publish_at=timezone.now() - timedelta(seconds=5))  # now the newest
+
+    assert_lists_exactly(site.root, site.newest_first())
+    assert site.newest_first()[0] == articles[0].slug
+
+
+def test_edit_waiting_for_its_time_shows_nothing_of_itself_before_then(site):
+    [article] = site.add(1)
+    tomorrow = timezone.now() + timedelta(days=1)
+    # Published, then edited to go out tomorrow: the old version stays live until then.
+    site.edit(
+        article, expect=Outcome.SKIPPED, title="Embargoed", body="Secret", publish_at=tomorrow
+    )
+
+    site.add(1)  # another article's publish refreshes the front page and the feed
+
+    front = read_listing(site.root / "index.html")
+    assert "Article 1" in front.titles and "Embargoed" not in front.titles
+    feed = (site.root / "feed.xml").read_text(encoding="utf-8")
+    assert "Embargoed" not in feed and "Secret" not in feed
+    page = (site.root / article.slug / "index.html").read_text(encoding="utf-8")
+    assert "Body of article 1." in page and "Secret" not in page
 
 
 def test_slug_edit_moves_the_page_and_leaves_no_old_directory(site):

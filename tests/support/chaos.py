@@ -3,13 +3,14 @@
 `ChaosPublisher` fails or stalls for the slugs named in CHAOS_FILE; the file is read on
 every call, so a test changes behaviour while the worker runs:
 
-    {"<slug>": {"fail": "transient" | "permanent", "until_attempt": 3,
+    {"<slug>": {"fail": "transient" | "permanent" | "crash", "until_attempt": 3,
                 "sleep": 5, "sleep_until_attempt": 2}}
 
 fails while the attempt number is below `until_attempt` (always, if absent), and
 first sleeps `sleep` seconds while the attempt is below `sleep_until_attempt` (always,
 if absent). A sleeping attempt leaves its pid in RUN_DIR/pids/<slug>.<attempt>, so a
-test can kill exactly the process that is publishing.
+test can kill exactly the process that is publishing. "crash" kills the process that
+runs the attempt (SIGKILL): a segfault or the OOM killer, as the worker sees it.
 
 `JournalPublisher` runs last and appends one line per completed publisher run,
 "<slug> <attempt> <content_hash>", to JOURNAL_FILE: the count of page writes.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 
 from django.conf import settings
@@ -52,6 +54,8 @@ class ChaosPublisher:
             raise PermanentPublishError(f"chaos: permanent failure of {article.slug}")
         if rule.get("fail") == "transient":
             raise TransientPublishError(f"chaos: transient failure of {article.slug}")
+        if rule.get("fail") == "crash":
+            os.kill(os.getpid(), signal.SIGKILL)
 
     @staticmethod
     def _stall(article, rule: dict) -> None:

@@ -51,7 +51,8 @@ def test_worker_killed_mid_publish_is_taken_over_after_the_lease(pipeline, chaos
     record_timing("worker SIGKILLed mid-publish -> published by a new worker", since(killed_at))
     assert_published_once([article])
     outcomes = list(article.publish_attempts.order_by("number").values_list("outcome", flat=True))
-    assert outcomes == ["", AttemptOutcome.OK]  # the killed attempt never finished
+    assert outcomes == [AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert "never finished" in article.publish_attempts.order_by("number")[0].error
 
 
 def test_pool_child_killed_mid_publish_is_redelivered_and_published_once(pipeline, chaos):
@@ -68,7 +69,8 @@ def test_pool_child_killed_mid_publish_is_redelivered_and_published_once(pipelin
     record_timing("pool child SIGKILLed mid-publish -> published (redelivery)", since(killed_at))
     assert_published_once([article])
     outcomes = list(article.publish_attempts.order_by("number").values_list("outcome", flat=True))
-    assert outcomes == ["", AttemptOutcome.OK]
+    assert outcomes == [AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert "never finished" in article.publish_attempts.order_by("number")[0].error
     assert worker.alive()
 
 

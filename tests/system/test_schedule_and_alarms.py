@@ -38,8 +38,7 @@ def test_two_beats_for_several_intervals_publish_nothing_twice(pipeline):
     scheduled = save_articles("two-beats-later", 2, publish_at=soon)
 
     worker = pipeline.worker()
-    pipeline.beat(name="beat-a")
-    pipeline.beat(name="beat-b")
+    beats = [pipeline.beat(name="beat-a"), pipeline.beat(name="beat-b")]
     wait_all_published(articles + scheduled, timeout=60)
     # Keep both Beats going for several more intervals before counting.
     runs = log_count(worker, "catch-up:")
@@ -48,14 +47,16 @@ def test_two_beats_for_several_intervals_publish_nothing_twice(pipeline):
         timeout=60,
         what="six more catch-up runs",
     )
+    sent = [log_count(beat, "Sending due task publish-catch-up") for beat in beats]
+    assert min(sent) >= 3, f"both Beats must have been sending: {sent}"
 
     assert_published_once(articles + scheduled)
 
 
 def test_scheduled_article_is_published_at_its_time_not_before(pipeline):
     pipeline.worker()  # no beat: the save itself arms the message with an ETA
-    publish_at = timezone.now() + timedelta(seconds=4)
-    [article] = save_articles("scheduled", 1, publish_at=publish_at)
+    [article] = save_articles("scheduled", 1, publish_at=timezone.now() + timedelta(seconds=4))
+    publish_at = article.publish_at  # as saved: in whole seconds
     assert Article.objects.get(pk=article.pk).is_scheduled
 
     wait_all_published([article], timeout=60)
@@ -103,6 +104,33 @@ def test_poison_article_dies_alone_alerts_once_and_recovers_when_requeued(pipeli
         AttemptOutcome.DEAD,
         AttemptOutcome.OK,
     ]
+
+
+def test_article_that_kills_its_worker_every_time_ends_dead_with_one_alert(pipeline, chaos):
+    chaos("crasher-0", fail="crash")
+    worker = pipeline.worker()
+    pipeline.beat()
+    [crasher] = save_articles("crasher", 1)
+    healthy = save_articles("beside-crasher", 3)
+
+    wait_for(
+        lambda: Article.objects.get(pk=crasher.pk).status == ArticleStatus.DEAD,
+        timeout=120,
+        what="the crashing article to be dead",
+    )
+    wait_all_published(healthy)
+
+    crasher.refresh_from_db()
+    assert "never finished" in crasher.last_error
+    outcomes = list(crasher.publish_attempts.order_by("id").values_list("outcome", flat=True))
+    assert outcomes == [AttemptOutcome.RETRY] * (settings.PUBLISH_MAX_ATTEMPTS - 1) + [
+        AttemptOutcome.DEAD
+    ]
+    wait_for(lambda: mails("crasher-0"), what="the dead-letter alert")
+    runs = log_count(worker, "catch-up:")
+    wait_for(lambda: log_count(worker, "catch-up:") >= runs + 2, what="two more catch-ups")
+    assert len(mails("crasher-0")) == 1
+    assert worker.alive()  # the pool replaced its children; the worker itself lives on
 
 
 def test_stuck_alarm_sounds_once_with_no_worker_running(pipeline):

@@ -1,0 +1,135 @@
+"""The state transitions in-process, against the real database, where a worker could not
+make the interleaving happen on cue: overtaken attempts, requeues, killed workers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.test import Client
+from django.utils import timezone
+
+from publishing.models import Article, ArticleStatus, AttemptOutcome, content_hash_of
+from publishing.services import (
+    article_claim,
+    article_complete,
+    article_fail,
+    article_requeue,
+)
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def quiet_article(transactional_db):
+    """A due article saved without the save's dispatch (bulk_create sends no
+    post_save), so no worker of the session takes it while the test drives it."""
+
+    def make(slug: str, body: str = "Body.") -> Article:
+        publish_at = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
+        values = {"title": slug, "slug": slug, "body": body, "publish_at": publish_at}
+        return Article.objects.bulk_create(
+            [Article(**values, content_hash=content_hash_of(**values))]
+        )[0]
+
+    return make
+
+
+def lapse_lease(article: Article) -> None:
+    past = timezone.now() - timedelta(seconds=1)
+    Article.objects.filter(pk=article.pk).update(lease_expires_at=past)
+
+
+def test_attempt_overtaken_before_a_requeue_cannot_touch_a_later_attempt(quiet_article):
+    article = quiet_article("overtaken")
+    old = article_claim(article_id=article.pk)  # attempt 1, then its worker stalls
+    lapse_lease(article)
+    for _ in range(settings.PUBLISH_MAX_ATTEMPTS - 1):  # others take over, fail for good
+        claim = article_claim(article_id=article.pk)
+        article_fail(claim=claim, error="boom", permanent=False)
+    assert Article.objects.get(pk=article.pk).status == ArticleStatus.DEAD
+    article_requeue(article_id=article.pk)
+    new = article_claim(article_id=article.pk)  # attempt 1 again, same content
+    assert (new.attempt, new.content_hash) == (old.attempt, old.content_hash)
+
+    stale = article_fail(claim=old, error="late failure", permanent=False)
+
+    row = Article.objects.get(pk=article.pk)
+    assert stale.reason == "overtaken"
+    assert row.lease_expires_at is not None  # the new attempt still holds its lease
+    assert article_claim(article_id=article.pk) is None
+    assert article_complete(claim=new).outcome == "published"
+
+
+def test_budget_spent_by_attempts_that_never_finished_makes_it_dead_once(quiet_article):
+    article = quiet_article("kills-workers")
+    for _ in range(settings.PUBLISH_MAX_ATTEMPTS):
+        assert article_claim(article_id=article.pk) is not None  # ... and its worker dies
+        lapse_lease(article)
+
+    assert article_claim(article_id=article.pk) is None
+
+    row = Article.objects.get(pk=article.pk)
+    assert row.status == ArticleStatus.DEAD
+    assert "never finished" in row.last_error
+    outcomes = list(row.publish_attempts.order_by("number").values_list("outcome", flat=True))
+    assert outcomes == [AttemptOutcome.RETRY] * (settings.PUBLISH_MAX_ATTEMPTS - 1) + [
+        AttemptOutcome.DEAD
+    ]
+    wait_for(lambda: Article.objects.get(pk=article.pk).alerted_at, what="the alert")
+    assert article_claim(article_id=article.pk) is None  # and no second death, no alert
+
+
+def test_a_live_articles_old_address_is_not_free_for_another(quiet_article):
+    article = quiet_article("old-address")
+    Article.objects.filter(pk=article.pk).update(
+        status=ArticleStatus.PUBLISHED, published_hash="x", published_slug="old-address"
+    )
+    Article.objects.filter(pk=article.pk).update(slug="new-address")  # edit not live yet
+
+    other = Article(title="Other", slug="old-address", body="Other body.")
+    with pytest.raises(ValidationError) as caught:
+        other.full_clean()
+    assert "live page" in " ".join(caught.value.message_dict["slug"])
+
+    derived = Article(title="Old address", slug="", body="Derived.")
+    derived.full_clean()
+    assert derived.slug == "old-address-2"
+
+
+def test_saving_unchanged_from_the_admin_publishes_nothing(quiet_article, sent_tasks):
+    article = quiet_article("admin-unchanged", body="Line one.\n\nLine two.\n")
+    claim = article_claim(article_id=article.pk)
+    assert article_complete(claim=claim).outcome == "published"
+    admin = get_user_model().objects.create_superuser("ed", "ed@example.com", "pw-ed-123456")
+    client = Client()
+    client.force_login(admin)
+    local = timezone.localtime(claim.article.publish_at)
+    sent_tasks.clear()
+
+    response = client.post(
+        f"/admin/publishing/article/{article.pk}/change/",
+        {
+            "title": "admin-unchanged",
+            "slug": "admin-unchanged",
+            "body": "Line one.\r\n\r\nLine two.\r\n",  # what a browser sends
+            "publish_at_0": local.strftime("%Y-%m-%d"),
+            "publish_at_1": local.strftime("%H:%M:%S"),
+            "publish_attempts-TOTAL_FORMS": "1",
+            "publish_attempts-INITIAL_FORMS": "1",
+            "publish_attempts-MIN_NUM_FORMS": "0",
+            "publish_attempts-MAX_NUM_FORMS": "0",
+            "publish_attempts-0-id": str(claim.record.pk),
+            "publish_attempts-0-article": str(article.pk),
+        },
+    )
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row = Article.objects.get(pk=article.pk)
+    assert row.status == ArticleStatus.PUBLISHED
+    assert row.content_hash == row.published_hash
+    assert sent_tasks == []
