@@ -144,6 +144,9 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "static")))
 WHITENOISE_USE_FINDERS = True
 
 ADMINS = [("Admin", a) for a in env_str("ADMINS").split(",") if a]
+# Alerts are mailed from Beat and the workers: a mail server that accepts and never
+# answers must not hold them (Django's SMTP backend waits forever by default).
+EMAIL_TIMEOUT = 10
 EMAIL_BACKEND = (
     "django.core.mail.backends.console.EmailBackend"
     if DEBUG
@@ -177,9 +180,10 @@ PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 # A save (or the catch-up) arms a scheduled article with an ETA once it is due within
 # this many seconds; two catch-up intervals, so one missed run loses nothing.
 PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
-# Seconds the producer may spend handing one message to the broker (connect, send and
-# one retry). A save never waits longer than this for a broker that is down.
-PUBLISH_DISPATCH_TIMEOUT = 1.0
+# A save hands its message to the broker on a connection of its own with these socket
+# timeouts (publishing/dispatch.py): with one retry, a broker that is down, or accepts
+# and never answers, costs a save about a second. redis-py waits forever by default.
+PUBLISH_DISPATCH_TRANSPORT_OPTIONS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
 
 PUBLISH_WEBHOOK_URL = env_str("PUBLISH_WEBHOOK_URL")
 PUBLISH_WEBHOOK_SECRET = env_str("PUBLISH_WEBHOOK_SECRET")
@@ -208,17 +212,19 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
 # Redis redelivers a message that was not acked within the visibility timeout, even
 # while it is still running (kombu#337, celery#5935). It must exceed every lease,
 # retry countdown and ETA the system uses; the DB lease is the real guard.
-CELERY_BROKER_VISIBILITY_TIMEOUT = 3600
+BROKER_VISIBILITY_TIMEOUT = 3600
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": CELERY_BROKER_VISIBILITY_TIMEOUT,
-    # Without these redis-py waits forever on a host that accepts and never answers,
-    # and a save would hang with it (socket timeouts default to None).
-    "socket_connect_timeout": PUBLISH_DISPATCH_TIMEOUT / 2,
-    "socket_timeout": PUBLISH_DISPATCH_TIMEOUT / 2,
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT,
+    # Workers, Beat and Flower notice a broker that stopped answering within seconds
+    # (without them redis-py waits forever), yet a momentary stall of Redis (a fork to
+    # save, a busy host) is not taken for a lost connection, which would cancel the
+    # running tasks. Saves use shorter ones (PUBLISH_DISPATCH_TRANSPORT_OPTIONS).
+    "socket_connect_timeout": 5,
+    "socket_timeout": 10,
     "socket_keepalive": True,
 }
-# One retry, quickly: a down broker costs a save at most ~PUBLISH_DISPATCH_TIMEOUT * 2;
-# the row stays pending and the catch-up sends it later.
+# One retry, quickly: a broker that is down costs a save about a second; the row stays
+# pending and the catch-up sends it later.
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 1,
@@ -227,9 +233,12 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.1,
 }
 # The producer pool blocks forever by default when every connection is in use.
-CELERY_BROKER_POOL_ACQUIRE_TIMEOUT = PUBLISH_DISPATCH_TIMEOUT
-# Workers keep retrying a lost broker; from Celery 5.3 this must be said for start-up too.
+CELERY_BROKER_POOL_ACQUIRE_TIMEOUT = 5
+# Workers keep retrying a lost broker, at start-up too (to be said since Celery 5.3),
+# and for as long as it takes: the default gives up after 100 tries (~45 minutes) and
+# the worker exits.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Ack after the task ran, and requeue at once when a pool child dies mid-task; the DB
 # attempt counter (not Celery) stops a message that kills its worker every time.
 CELERY_TASK_ACKS_LATE = True
@@ -299,7 +308,7 @@ _problems = publishing_settings_problems(
     eta_horizon=PUBLISH_ETA_HORIZON,
     stale_after=PUBLISH_STALE_AFTER,
     stuck_after=PUBLISH_STUCK_AFTER,
-    visibility_timeout=CELERY_BROKER_VISIBILITY_TIMEOUT,
+    visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
     webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT if PUBLISH_WEBHOOK_URL else None,
 )
 if _problems:

@@ -16,11 +16,20 @@ from django.utils import timezone
 logger = logging.getLogger(__name__)
 
 
+def send(task, args: tuple, *, eta: datetime | None = None) -> None:
+    """Send on a connection of its own with short socket timeouts, so a broker that is
+    down or silent costs the caller about a second (workers keep longer ones)."""
+    with task.app.connection_for_write(
+        transport_options=settings.PUBLISH_DISPATCH_TRANSPORT_OPTIONS
+    ) as connection:
+        task.apply_async(args, eta=eta, connection=connection)
+
+
 def dispatch_publish(article_id: int, *, eta: datetime | None = None) -> bool:
     from publishing.tasks import publish_article  # the task module imports the services
 
     try:
-        publish_article.apply_async((article_id,), eta=eta)
+        send(publish_article, (article_id,), eta=eta)
     except Exception as exc:  # any broker failure: the row stays pending for the catch-up
         logger.warning(
             "article %s: could not reach the broker (%s: %s); it stays pending and the "
@@ -51,7 +60,7 @@ def dispatch_unpublish(snapshot: dict) -> bool:
     from publishing.tasks import unpublish_article
 
     try:
-        unpublish_article.apply_async((snapshot,))
+        send(unpublish_article, (snapshot,))
     except Exception as exc:
         logger.warning(
             "article %s deleted, but the broker is unreachable (%s: %s); the catch-up "

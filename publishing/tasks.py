@@ -118,7 +118,13 @@ def unpublish_article(self: Task, snapshot: dict) -> None:
     article_unpublish(snapshot=snapshot)
 
 
-@shared_task(ignore_result=True)
+@shared_task(
+    ignore_result=True,
+    # Bounded, so a hung alert channel or a huge reconcile cannot hold a worker child
+    # for good; the next run (idempotent) carries on where this one stopped.
+    soft_time_limit=300,
+    time_limit=330,
+)
 def publish_catch_up() -> dict:
     """Celery Beat's safety net (CELERY_BEAT_SCHEDULE): see services.catch_up."""
     return asdict(catch_up())
