@@ -30,6 +30,8 @@ class Proc:
     popen: subprocess.Popen
     log: Path
     env: dict = field(default_factory=dict)
+    # A worker's node name, as `celery inspect` addresses it.
+    hostname: str = ""
 
     @property
     def pid(self) -> int:
@@ -112,7 +114,7 @@ def celery_cmd(*args: str) -> list[str]:
 def start_worker(
     *, concurrency: int = 2, env: dict | None = None, name: str = "worker", ready: bool = True
 ) -> Proc:
-    hostname = f"{name}-{time.time_ns()}@%h"
+    hostname = f"{name}-{time.time_ns()}@{socket.gethostname()}"
     proc = spawn(
         name,
         celery_cmd(
@@ -133,6 +135,7 @@ def start_worker(
         ),
         env=env,
     )
+    proc.hostname = hostname
     if ready:
         wait_until_ready(proc)
     return proc

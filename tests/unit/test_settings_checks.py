@@ -28,6 +28,20 @@ def test_the_defaults_fit_together():
     assert publishing_settings_problems(**GOOD) == []
 
 
+def test_a_process_with_the_default_settings_starts():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PUBLISH_", "CELERY_"))}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+
+
 @pytest.mark.parametrize(
     ("changes", "named"),
     [

@@ -27,7 +27,11 @@ def test_encode__utf8_json_as_sent():
 
 def test_idempotency_key__same_for_same_content_new_after_an_edit():
     uid = "2f1c7c1e-6a4e-4b59-9d39-7d0e2a1c0b11"
-    assert idempotency_key(uid, "hash-a") == idempotency_key(uid, "hash-a")
+    # sha256 of "<uid>:<content hash>", as docs/site.md tells receivers
+    assert (
+        idempotency_key(uid, "hash-a")
+        == "268f44bdae7b64102bdd62ca63981349453b70e9e95e5abc1aced4fabeb0bf78"
+    )
     assert idempotency_key(uid, "hash-a") != idempotency_key(uid, "hash-b")
     assert idempotency_key(uid, "hash-a") != idempotency_key("another-uid", "hash-a")
     assert len(idempotency_key(uid, "hash-a")) == 64
