@@ -184,7 +184,9 @@ def timed(label: str, action: Callable[[], object]) -> None:
     print(f"  {label}: {(time.perf_counter() - start) * 1000:,.1f} ms")
 
 
-BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [bench_site]
+from bench.pipeline import bench_pipeline  # noqa: E402 (needs ROOT on sys.path)
+
+BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [bench_pipeline, bench_site]
 
 
 def main() -> None:
@@ -193,6 +195,9 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=1_000, help="site: first batch")
     parser.add_argument("--then", type=int, default=10_000, help="site: second batch")
     parser.add_argument("--window", type=int, default=1_000, help="site: articles per row")
+    parser.add_argument("--paced", type=int, default=100, help="pipeline: paced saves")
+    parser.add_argument("--rate", type=float, default=10.0, help="pipeline: paced saves/s")
+    parser.add_argument("--burst", type=int, default=500, help="pipeline: burst of saves")
     args = parser.parse_args()
     by_name = {bench.__name__.removeprefix("bench_"): bench for bench in BENCHMARKS}
     for name in args.names or list(by_name):
