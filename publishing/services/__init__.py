@@ -1,13 +1,13 @@
 """Services: every state change of the pipeline, as plain typed functions.
 
-`articles` holds the transitions of one article (claim, complete, fail, requeue);
-`catch_up` the safety net that finds work the event path missed; `alarms` the
+`articles` holds the transitions of one attempt (claim, complete, fail); `operator`
+what a person does (requeue, publish now); `site` deletes and the full check of the
+targets; `catch_up` the safety net that finds work the event path missed; `alarms` the
 dead-letter and stuck alerts. Callers import from here.
 """
 
 from publishing.services.alarms import article_dead_alert, stuck_check
 from publishing.services.articles import (
-    UNPUBLISH_FIELDS,
     AttemptResult,
     Claim,
     Outcome,
@@ -15,13 +15,11 @@ from publishing.services.articles import (
     article_complete,
     article_fail,
     article_publish,
-    article_publish_now,
-    article_requeue,
-    article_unpublish,
     explain_unclaimed,
-    site_reconcile,
 )
 from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
+from publishing.services.operator import article_publish_now, article_requeue
+from publishing.services.site import UNPUBLISH_FIELDS, article_unpublish, site_reconcile
 
 __all__ = [
     "UNPUBLISH_FIELDS",

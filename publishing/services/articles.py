@@ -25,10 +25,8 @@ from django.db.models import F
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from publishing.dispatch import dispatch_publish
 from publishing.exceptions import PermanentPublishError
 from publishing.models import (
-    FRESH_PENDING,
     Article,
     ArticleStatus,
     AttemptOutcome,
@@ -297,61 +295,3 @@ def article_publish(
             claim=claim, error=describe(exc), permanent=False, retry_in=retry_in(claim.attempt)
         )
     return article_complete(claim=claim)
-
-
-# --- operator ------------------------------------------------------------------------
-
-
-def article_requeue(*, article_id: int) -> bool:
-    """Dead → pending with a fresh budget of attempts, and dispatched after commit."""
-    requeued = Article.objects.filter(pk=article_id, status=ArticleStatus.DEAD).update(
-        **FRESH_PENDING, updated_at=Now()
-    )
-    if requeued:
-        logger.info("article %s requeued", article_id)
-        transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
-    return bool(requeued)
-
-
-def article_publish_now(*, article_id: int) -> bool:
-    """A pending row goes out now: no waiting for its schedule or its backoff."""
-    with transaction.atomic():
-        article = (
-            Article.objects.select_for_update()
-            .filter(pk=article_id, status=ArticleStatus.PENDING)
-            .first()
-        )
-        if article is None:
-            return False
-        Article.objects.filter(pk=article_id).update(next_attempt_at=None, updated_at=Now())
-        if article.publish_at > timezone.now():
-            # The date is content (it is on the page): a save, whose receiver dispatches.
-            article.publish_at = timezone.now()
-            article.save()
-            return True
-    transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
-    return True
-
-
-# --- the site as a whole ---------------------------------------------------------------
-
-UNPUBLISH_FIELDS = ("id", "uid", "slug", "published_slug", "title")
-
-
-def article_unpublish(*, snapshot: dict) -> None:
-    """A deleted article leaves every target. `snapshot` holds UNPUBLISH_FIELDS, since
-    the row is gone; publishers raise TransientPublishError to be retried."""
-    article = Article(**{k: snapshot.get(k) for k in UNPUBLISH_FIELDS})
-    try:
-        for publisher in get_publishers():
-            publisher.unpublish(article)
-    finally:
-        # The row is gone whatever a later target answered: the index and feed drop it
-        # now, not after that target's retries.
-        run_optional_hook("refresh")
-    logger.info("article %s (%s) unpublished", snapshot.get("id"), snapshot.get("slug"))
-
-
-def site_reconcile() -> None:
-    """The catch-up's full check: targets drop what the database no longer has."""
-    run_optional_hook("reconcile")

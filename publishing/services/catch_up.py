@@ -26,7 +26,8 @@ from publishing.selectors import (
     dead_unalerted_ids,
 )
 from publishing.services.alarms import article_dead_alert, stuck_check
-from publishing.services.articles import article_publish, site_reconcile
+from publishing.services.articles import article_publish
+from publishing.services.site import site_reconcile
 
 logger = logging.getLogger(__name__)
 
