@@ -52,24 +52,30 @@ class PublishTask(Task):
         return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
 
 
+# The Celery-level policy of the tasks that change what readers see.
+DURABLE = {
+    # Ack only after the attempt, and requeue when the pool child dies mid-attempt; the
+    # database's attempt budget is what stops a message that kills workers every time.
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    # A database that is briefly unreachable is as transient as a failing target.
+    "autoretry_for": (TransientPublishError, OperationalError, InterfaceError),
+    "retry_backoff": True,
+    "retry_backoff_max": settings.PUBLISH_RETRY_BACKOFF_MAX,
+    "retry_jitter": True,
+    # Inside the lease, so no other executor can take the row over while this runs.
+    "soft_time_limit": settings.PUBLISH_SOFT_TIME_LIMIT,
+    "time_limit": settings.PUBLISH_TIME_LIMIT,
+}
+
+
 @shared_task(
     bind=True,
     base=PublishTask,
-    # Ack only after the attempt, and requeue when the pool child dies mid-attempt; the
-    # database's attempt counter is what stops a message that kills workers every time.
-    acks_late=True,
-    reject_on_worker_lost=True,
-    # A database that is briefly unreachable is as transient as a failing target.
-    autoretry_for=(TransientPublishError, OperationalError, InterfaceError),
-    retry_backoff=True,
-    retry_backoff_max=settings.PUBLISH_RETRY_BACKOFF_MAX,
-    retry_jitter=True,
     max_retries=None,  # the database decides when to give up (PUBLISH_MAX_ATTEMPTS)
-    # Inside the lease, so no other executor can take the row over while this runs.
-    soft_time_limit=settings.PUBLISH_SOFT_TIME_LIMIT,
-    time_limit=settings.PUBLISH_TIME_LIMIT,
     # A dead article is alerted by the service; no second traceback in the worker log.
     throws=(ArticleDeadError,),
+    **DURABLE,
 )
 def publish_article(self: PublishTask, article_id: int) -> dict:
     result = article_publish(
@@ -103,16 +109,8 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
 
 @shared_task(
     bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(TransientPublishError, OperationalError, InterfaceError),
-    retry_backoff=True,
-    retry_backoff_max=settings.PUBLISH_RETRY_BACKOFF_MAX,
-    retry_jitter=True,
-    # After these the catch-up's reconcile removes what is left.
-    max_retries=5,
-    soft_time_limit=settings.PUBLISH_SOFT_TIME_LIMIT,
-    time_limit=settings.PUBLISH_TIME_LIMIT,
+    max_retries=5,  # after these the catch-up's reconcile removes what is left
+    **DURABLE,
 )
 def unpublish_article(self: Task, snapshot: dict) -> None:
     article_unpublish(snapshot=snapshot)
