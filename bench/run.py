@@ -79,19 +79,17 @@ def create_articles(count: int, *, start: int) -> list[int]:
 
     from publishing.models import Article, content_hash_of
 
-    base = timezone.now() - timedelta(days=400)
+    base = timezone.now().replace(microsecond=0) - timedelta(days=400)
     articles = []
     for n in range(start, start + count):
         title, slug = f"Article number {n}", f"article-{n}"
         body = f"# Heading {n}\n\nSome *Markdown* text for article {n}.\n\n" + "Lorem ipsum. " * 40
+        # Oldest first, a minute apart, all due: each new article is the newest.
+        publish_at = base + timedelta(minutes=n)
+        content_hash = content_hash_of(title=title, slug=slug, body=body, publish_at=publish_at)
         articles.append(
             Article(
-                title=title,
-                slug=slug,
-                body=body,
-                # Oldest first, a minute apart, all due: each new article is the newest.
-                publish_at=base + timedelta(minutes=n),
-                content_hash=content_hash_of(title=title, slug=slug, body=body),
+                title=title, slug=slug, body=body, publish_at=publish_at, content_hash=content_hash
             )
         )
     created = Article.objects.bulk_create(articles, batch_size=500)
