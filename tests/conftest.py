@@ -13,19 +13,23 @@ from tests.support.chaos import write_chaos
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _broker_cleanup():
-    """Leave nothing of this run in the broker: its queue goes with it."""
+def _run_cleanup(request):
+    """Leave nothing of this run behind: its queues and bindings in the broker (every
+    key naming the run id), and, when every test passed, its directory of logs."""
     yield
+    import contextlib
+    import shutil
+
+    import redis
     from django.conf import settings
 
-    from config.celery import app
-
-    try:
-        with app.connection_for_write() as conn:
-            for queue in settings.CELERY_TASK_QUEUES:
-                conn.default_channel.queue_delete(queue.name)
-    except Exception:  # a private broker a test stopped: nothing left to clean
-        pass
+    with contextlib.suppress(redis.RedisError):
+        client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=5)
+        keys = list(client.scan_iter(match=f"*bp-test-{settings.RUN_ID}*", count=500))
+        if keys:
+            client.delete(*keys)
+    if request.session.testsfailed == 0:
+        shutil.rmtree(settings.RUN_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
