@@ -24,12 +24,13 @@ def forwards(apps, schema_editor):
         if article.published_hash:
             if article.published_hash == old:
                 article.published_hash = new
+            article.published_slug = article.published_slug or article.slug
             article.published_title = article.title
             article.published_body = article.body
             article.published_publish_at = publish_at
         article.save(update_fields=[
-            "publish_at", "content_hash", "claims", "published_hash", "published_title",
-            "published_body", "published_publish_at",
+            "publish_at", "content_hash", "claims", "published_hash", "published_slug",
+            "published_title", "published_body", "published_publish_at",
         ])
 
 
