@@ -14,6 +14,7 @@ from django.utils.encoding import iri_to_uri
 from blogpublish.site import StaticSitePublisher
 from publishing.models import Article, ArticleStatus, PublishAttempt
 from publishing.tasks import publish_catch_up
+from tests.support.chaos import release
 from tests.support.processes import ROOT, free_port
 from tests.support.settling import wait_settled
 from tests.support.site import read_feed, read_listing, read_site
@@ -90,10 +91,10 @@ def test_published_article_is_in_page_index_feed_and_sitemap_with_a_stable_feed_
 def test_concurrent_publishes_edits_and_deletes_settle_to_exactly_the_published_set(
     site, make_article, chaos
 ):
-    # The first four stall in the publisher, so edits and deletes land while in flight.
+    # The first four are held in the publisher, so edits and deletes land in flight.
     slow = [f"slow-{n}" for n in range(4)]
     for slug in slow:
-        chaos(slug, sleep=1.0)
+        chaos(slug, hold=6)
     articles = [make_article(slug=slug, body=f"v1 of {slug}") for slug in slow]
     articles += [make_article(slug=f"quick-{n}", body=f"v1 of quick-{n}") for n in range(16)]
     by_slug = {a.slug: a for a in articles}
@@ -106,12 +107,16 @@ def test_concurrent_publishes_edits_and_deletes_settle_to_exactly_the_published_
     wait_for(lambda: in_flight("slow-0") and in_flight("slow-1"), what="two attempts running")
     edit(by_slug["slow-0"], title="slow-0 edited", body="v2 of slow-0")
     by_slug.pop("slow-1").delete()
+    release("slow-0")
+    release("slow-1")  # they take both worker slots: the next ones start after them
     wait_for(lambda: in_flight("slow-2"), what="slow-2 running")
     moved = by_slug.pop("slow-2")
     edit(moved, slug="slow-2-moved", body="v2 of slow-2-moved")
     by_slug[moved.slug] = moved
+    release("slow-2")
     wait_for(lambda: in_flight("slow-3"), what="slow-3 running")
     by_slug.pop("slow-3").delete()
+    release("slow-3")
     # And some that are still waiting, or already out.
     edit(by_slug["quick-14"], title="quick-14 edited", body="v2 of quick-14")
     by_slug.pop("quick-15").delete()

@@ -4,12 +4,13 @@
 every call, so a test changes behaviour while the worker runs:
 
     {"<slug>": {"fail": "transient" | "permanent" | "crash", "until_attempt": 3,
-                "sleep": 5, "sleep_until_attempt": 2}}
+                "hold": 5, "hold_until_attempt": 2}}
 
-fails while the attempt number is below `until_attempt` (always, if absent), and
-first sleeps `sleep` seconds while the attempt is below `sleep_until_attempt` (always,
-if absent). A sleeping attempt leaves its pid in RUN_DIR/pids/<slug>.<attempt>, so a
-test can kill exactly the process that is publishing. "crash" kills the process that
+fails while the attempt number is below `until_attempt` (always, if absent). With
+`hold`, an attempt below `hold_until_attempt` (every attempt, if absent) first waits
+until the test calls `release(slug)`, for at most `hold` seconds: a slow target whose
+end the test decides. A held attempt leaves its pid in RUN_DIR/pids/<slug>.<attempt>,
+so a test can kill exactly the process that is publishing. "crash" kills the process that
 runs the attempt (SIGKILL): a segfault or the OOM killer, as the worker sees it.
 
 `JournalPublisher` runs last and appends one line per completed publisher run,
@@ -18,14 +19,15 @@ runs the attempt (SIGKILL): a segfault or the OOM killer, as the worker sees it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
-import time
 
 from django.conf import settings
 
 from publishing.exceptions import PermanentPublishError, TransientPublishError
+from tests.support.waiting import wait_for
 
 
 def read_chaos() -> dict:
@@ -33,6 +35,17 @@ def read_chaos() -> dict:
         return json.loads(settings.CHAOS_FILE.read_text())
     except FileNotFoundError:
         return {}
+
+
+def release_file(slug: str):
+    return settings.RUN_DIR / "release" / slug
+
+
+def release(slug: str) -> None:
+    """Let the held attempts of `slug` go on (and later ones pass without holding)."""
+    path = release_file(slug)
+    path.parent.mkdir(exist_ok=True)
+    path.touch()
 
 
 def write_chaos(rules: dict) -> None:
@@ -46,7 +59,7 @@ class ChaosPublisher:
         rule = read_chaos().get(article.slug)
         if not rule:
             return
-        self._stall(article, rule)
+        self._hold(article, rule)
         until = rule.get("until_attempt")
         if until is not None and article.attempts >= until:
             return
@@ -58,13 +71,15 @@ class ChaosPublisher:
             os.kill(os.getpid(), signal.SIGKILL)
 
     @staticmethod
-    def _stall(article, rule: dict) -> None:
-        sleep_until = rule.get("sleep_until_attempt")
-        if rule.get("sleep") and (sleep_until is None or article.attempts < sleep_until):
-            pid_file = settings.RUN_DIR / "pids" / f"{article.slug}.{article.attempts}"
-            pid_file.parent.mkdir(exist_ok=True)
-            pid_file.write_text(str(os.getpid()))
-            time.sleep(rule["sleep"])  # stands for a slow target; tests kill it meanwhile
+    def _hold(article, rule: dict) -> None:
+        hold_until = rule.get("hold_until_attempt")
+        if not rule.get("hold") or (hold_until is not None and article.attempts >= hold_until):
+            return
+        pid_file = settings.RUN_DIR / "pids" / f"{article.slug}.{article.attempts}"
+        pid_file.parent.mkdir(exist_ok=True)
+        pid_file.write_text(str(os.getpid()))
+        with contextlib.suppress(AssertionError):  # past the deadline: a slow target ends
+            wait_for(release_file(article.slug).exists, timeout=rule["hold"], interval=0.02)
 
     def unpublish(self, article) -> None:
         return None

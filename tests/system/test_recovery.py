@@ -36,7 +36,7 @@ def pid_of_attempt(slug: str, attempt: int) -> int:
 
 
 def test_worker_killed_mid_publish_is_taken_over_after_the_lease(pipeline, chaos):
-    chaos("killed-worker-0", sleep=3, sleep_until_attempt=2)
+    chaos("killed-worker-0", hold=3, hold_until_attempt=2)  # never released: killed
     pipeline.beat()
     first = pipeline.worker(name="doomed")
     [article] = save_articles("killed-worker", 1)
@@ -56,7 +56,7 @@ def test_worker_killed_mid_publish_is_taken_over_after_the_lease(pipeline, chaos
 
 
 def test_pool_child_killed_mid_publish_is_redelivered_and_published_once(pipeline, chaos):
-    chaos("killed-child-0", sleep=3, sleep_until_attempt=2)
+    chaos("killed-child-0", hold=3, hold_until_attempt=2)  # never released: killed
     worker = pipeline.worker()  # no beat: redelivery alone must finish the job
     [article] = save_articles("killed-child", 1)
     child = pid_of_attempt("killed-child-0", 1)
