@@ -1,13 +1,15 @@
 """Handing work to the broker, best effort.
 
 A dispatch only speeds things up: the pending row is the work, so a broker that is down
-costs a log line, never a failed save. The bound on the time it may take is in the
-broker transport options and the publish retry policy (config/settings.py).
+costs a log line, never a failed save. The bound on the time it may take is
+PUBLISH_DISPATCH_TRANSPORT_OPTIONS and the publish retry policy (config/settings.py).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from django.conf import settings
@@ -16,20 +18,33 @@ from django.utils import timezone
 logger = logging.getLogger(__name__)
 
 
-def send(task, args: tuple, *, eta: datetime | None = None) -> None:
-    """Send on a connection of its own with short socket timeouts, so a broker that is
+@contextmanager
+def dispatch_connection() -> Iterator[object]:
+    """A broker connection of its own with short socket timeouts, so a broker that is
     down or silent costs the caller about a second (workers keep longer ones)."""
-    with task.app.connection_for_write(
+    from config.celery import app
+
+    with app.connection_for_write(
         transport_options=settings.PUBLISH_DISPATCH_TRANSPORT_OPTIONS
     ) as connection:
+        yield connection
+
+
+def send(task, args: tuple, *, eta: datetime | None = None, connection=None) -> None:
+    if connection is not None:
         task.apply_async(args, eta=eta, connection=connection)
+        return
+    with dispatch_connection() as own:
+        task.apply_async(args, eta=eta, connection=own)
 
 
-def dispatch_publish(article_id: int, *, eta: datetime | None = None) -> bool:
+def dispatch_publish(article_id: int, *, eta: datetime | None = None, connection=None) -> bool:
+    """Send `publish_article` (on `connection` when a caller sends many); False, with a
+    warning in the log, when the broker could not be reached."""
     from publishing.tasks import publish_article  # the task module imports the services
 
     try:
-        send(publish_article, (article_id,), eta=eta)
+        send(publish_article, (article_id,), eta=eta, connection=connection)
     except Exception as exc:  # any broker failure: the row stays pending for the catch-up
         logger.warning(
             "article %s: could not reach the broker (%s: %s); it stays pending and the "

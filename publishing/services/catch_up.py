@@ -13,11 +13,12 @@ import socket
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.db.models.functions import Now
 
-from publishing.dispatch import dispatch_publish
+from publishing.dispatch import dispatch_connection, dispatch_publish
 from publishing.models import Article
 from publishing.selectors import (
     article_ids_claimable,
@@ -46,19 +47,36 @@ def _mark_dispatched(ids: list[int]) -> None:
         Article.objects.filter(pk__in=ids).update(dispatched_at=Now())
 
 
+def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
+    """Send each (id, eta) on one connection; stop at the first failure, since the
+    broker is then down for the rest too (the next run sends them)."""
+    sent: list[int] = []
+    if not batch:
+        return sent
+    try:
+        with dispatch_connection() as connection:
+            for article_id, eta in batch:
+                if not dispatch_publish(article_id, eta=eta, connection=connection):
+                    break
+                sent.append(article_id)
+    except Exception:  # e.g. closing the connection to a broker that went away
+        logger.warning(
+            "catch-up: the broker is unreachable; %d left for the next run", len(batch) - len(sent)
+        )
+    _mark_dispatched(sent)
+    return sent
+
+
 def catch_up(*, limit: int | None = None) -> CatchUpReport:
     """Re-send stale due rows, arm the soon-scheduled ones, alert unalerted deaths,
     check for a stuck pipeline, and let the publishers reconcile the site."""
     limit = limit or settings.PUBLISH_CATCHUP_BATCH
     stale = articles_due_for_catch_up(stale_after=settings.PUBLISH_STALE_AFTER, limit=limit)
-    sent = [article_id for article_id in stale if dispatch_publish(article_id)]
-    _mark_dispatched(sent)
-
+    sent = _send_all([(article_id, None) for article_id in stale])
     soon = articles_to_arm(
         horizon=settings.PUBLISH_ETA_HORIZON, stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
     )
-    armed = [article_id for article_id, at in soon if dispatch_publish(article_id, eta=at)]
-    _mark_dispatched(armed)
+    armed = _send_all(soon)
 
     alerts = sum(article_dead_alert(article_id=i) for i in dead_unalerted_ids(limit=limit))
     stuck = stuck_check()

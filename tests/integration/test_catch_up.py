@@ -79,3 +79,19 @@ def test_catch_up_ignores_leased_and_backing_off_rows(quiet_article, sent_tasks,
 
     assert catch_up().stale_found == 0
     assert sent_tasks == []
+
+
+def test_catch_up_stops_sending_at_the_first_failure(quiet_article, sent_tasks, settings):
+    from tests.support.broker import broker
+    from tests.support.processes import free_port
+
+    for _ in range(3):
+        backdate(quiet_article(), settings.PUBLISH_STALE_AFTER + 5)
+    sent_tasks.clear()
+
+    with broker(f"redis://127.0.0.1:{free_port()}/0"):  # nothing listens there
+        report = catch_up()
+
+    assert (report.stale_found, report.stale_sent) == (3, 0)
+    assert len(sent_tasks) == 1  # one try; the other two wait for the next run
+    assert Article.objects.filter(dispatched_at__isnull=False).count() == 0

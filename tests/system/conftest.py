@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
 
-from config.celery import app
 from tests.support import processes
+from tests.support.broker import broker
 from tests.support.processes import PrivateRedis, Proc, free_port
 
 pytestmark = pytest.mark.system
@@ -25,27 +24,6 @@ SYSTEM_SETTINGS = {
     "PUBLISH_MAX_ATTEMPTS": 3,
     "PUBLISH_RETRY_BACKOFF_MAX": 2,
 }
-
-
-def switch_broker(url: str) -> None:
-    """Point this process's Celery app at another broker (what a restart would do)."""
-    # The read and write URLs are derived from broker_url when the app is configured.
-    app.conf.broker_url = app.conf.broker_write_url = app.conf.broker_read_url = url
-    if app._pool is not None:
-        app._pool.force_close_all()
-    app._pool = None
-    if "amqp" in app.__dict__:
-        app.amqp._producer_pool = None
-
-
-@contextmanager
-def broker(url: str) -> Iterator[None]:
-    previous = app.conf.broker_url
-    switch_broker(url)
-    try:
-        yield
-    finally:
-        switch_broker(previous)
 
 
 @dataclass

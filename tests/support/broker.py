@@ -1,0 +1,33 @@
+"""Pointing this test process's Celery app at another broker (a private redis-server,
+or a port where nothing listens), as a restart with another CELERY_BROKER_URL would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from kombu import pools
+
+from config.celery import app
+
+
+def switch_broker(url: str) -> None:
+    """Point this process's Celery app at another broker (what a restart would do)."""
+    # The read and write URLs are derived from broker_url when the app is configured.
+    app.conf.broker_url = app.conf.broker_write_url = app.conf.broker_read_url = url
+    # Close and forget every pooled connection (kombu keeps a registry per URL), so the
+    # next send opens a connection to this broker, and a later switch back a fresh one.
+    pools.reset()
+    app._pool = None
+    if "amqp" in app.__dict__:
+        app.amqp._producer_pool = None
+
+
+@contextmanager
+def broker(url: str) -> Iterator[None]:
+    previous = app.conf.broker_url
+    switch_broker(url)
+    try:
+        yield
+    finally:
+        switch_broker(previous)
