@@ -17,19 +17,32 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     Readers see the old file or the new one, never a mix; a crash leaves at most a
     stray temporary file, which the next write of the same directory ignores.
     """
+    staged = stage(path, data)
+    try:
+        os.replace(staged, path)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+
+
+def stage(path: Path, data: str | bytes, *, within: Path | None = None) -> Path:
+    """The slow half of `atomic_write`: the bytes in a synced temporary file in
+    `within` (default: beside `path`; the same file system). The caller `os.replace`s
+    it into place (or unlinks it), so that a lock need be held only for the rename."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    folder = within or path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
 
 
 def write_if_changed(path: Path, data: str | bytes) -> bool:

@@ -1,5 +1,6 @@
-"""The two queues: publishing work, and the catch-up on a queue of its own so that a
-backlog of publish messages cannot starve the safety net. Workers consume both."""
+"""The two queues: publishing work, and the catch-up (with the deferred refresh of the
+shared views) on a queue of its own so that a backlog of publish messages cannot starve
+them. Workers consume both."""
 
 from __future__ import annotations
 
@@ -13,5 +14,10 @@ def catch_up_queue(default_queue: str) -> str:
 def celery_queues(default_queue: str) -> tuple[dict, tuple[Queue, ...]]:
     """(CELERY_TASK_ROUTES, CELERY_TASK_QUEUES) for this default queue name."""
     catch_up = catch_up_queue(default_queue)
-    routes = {"publishing.tasks.publish_catch_up": {"queue": catch_up}}
+    # The deferred refresh of the shared views too: behind a backlog of publishes it
+    # would come long after its time.
+    routes = {
+        "publishing.tasks.publish_catch_up": {"queue": catch_up},
+        "publishing.tasks.refresh_site": {"queue": catch_up},
+    }
     return routes, (Queue(default_queue), Queue(catch_up))

@@ -185,6 +185,19 @@ PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
 # and never answers, costs a save about a second. redis-py waits forever by default.
 PUBLISH_DISPATCH_TRANSPORT_OPTIONS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
 
+# The shared views (front page, archive, feed, sitemap) are refreshed by one pass at a
+# time, at most one pass per interval: a burst's requests fold into a few passes, and
+# the burst is listed about an interval after its last publish
+# (publishing/services/refresh.py).
+PUBLISH_REFRESH_INTERVAL = env_number("PUBLISH_REFRESH_INTERVAL", 0.25, minimum=0)
+# A pass's lease: a refresher that dies lets go after this; a pass stays inside it.
+PUBLISH_REFRESH_LEASE_SECONDS = PUBLISH_LEASE_SECONDS
+# A deferred pass not begun this long after its time is taken for lost and sent again.
+PUBLISH_REFRESH_LOST_AFTER = 5 + 2 * PUBLISH_REFRESH_INTERVAL
+# The catch-up runs the full check of the site (scan SITE_ROOT, rebuild every view) this
+# often; the other runs refresh from what changed, whose cost does not grow with the site.
+PUBLISH_RECONCILE_EVERY = env_number("PUBLISH_RECONCILE_EVERY", 3600, minimum=0)
+
 PUBLISH_WEBHOOK_URL = env_str("PUBLISH_WEBHOOK_URL")
 PUBLISH_WEBHOOK_SECRET = env_str("PUBLISH_WEBHOOK_SECRET")
 if PUBLISH_WEBHOOK_URL and not PUBLISH_WEBHOOK_SECRET and not DEBUG:

@@ -86,3 +86,21 @@ def dispatch_unpublish(snapshot: dict) -> bool:
         )
         return False
     return True
+
+
+def dispatch_refresh(*, eta: datetime) -> bool:
+    """Send the deferred refresh of the shared views (publishing.services.refresh),
+    by name; if the broker is down, the catch-up's pass does it instead."""
+    from config.celery import app
+
+    try:
+        with dispatch_connection() as connection:
+            app.send_task("publishing.tasks.refresh_site", eta=eta, connection=connection)
+    except Exception as exc:
+        logger.warning(
+            "the shared views' refresh could not be sent (%s: %s); the catch-up will run it",
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    return True

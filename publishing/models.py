@@ -321,3 +321,24 @@ class Alarm(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (last raised {self.raised_at or 'never'})"
+
+
+class Refresher(models.Model):
+    """The coalescing refresher of the shared views (one row): at most one pass at a
+    time on any host, and requests made during a pass fold into one more
+    (publishing.services.refresh)."""
+
+    # An outcome or a delete committed since the last pass began.
+    wanted = models.BooleanField(default=False)
+    # The running pass's lease, like an article's: a refresher that dies lets go by itself.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Passes ever begun: the running pass's fencing token, and a count tests can read.
+    passes = models.PositiveBigIntegerField(default=0)
+    last_pass_at = models.DateTimeField(null=True, blank=True)
+    # A deferred pass is on its way (a message with this ETA was sent).
+    deferred_until = models.DateTimeField(null=True, blank=True)
+    # When the catch-up last ran the full check (reconcile) rather than a refresh.
+    reconciled_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"refresher: {self.passes} pass(es), last {self.last_pass_at or 'never'}"

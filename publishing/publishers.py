@@ -12,18 +12,21 @@ arguments, with
 
 and, optionally,
 
+    forget(article) -> None      the article is being deleted: called inside the
+                                 delete's transaction (same `article` as unpublish),
+                                 so what must go is known even if no message arrives.
     refresh() -> None            bring shared views (index, feed, …) in line with the
-                                 database; called after an attempt's outcome and a
-                                 delete have committed. Cheap: its cost must not grow
-                                 with the number of articles.
-    reconcile() -> None          the full check, from the catch-up: remove whatever the
-                                 database no longer has (a delete made while the broker
-                                 was down), then refresh.
+                                 database. Run by the coalescing refresher
+                                 (publishing.services.refresh), one pass at a time on
+                                 any host, after outcomes and deletes have committed.
+                                 Cheap: its cost follows what changed, not the site.
+    reconcile() -> None          the full check, from the catch-up now and then: remove
+                                 whatever the database no longer has, then refresh.
 
 `publish` and `unpublish` raise `TransientPublishError` or `PermanentPublishError`
 (publishing.exceptions); any other exception is treated as transient: a bug is
-retried, then lands in dead. `refresh` and `reconcile` failures are logged; the
-catch-up runs `reconcile` again later.
+retried, then lands in dead. `refresh` and `reconcile` failures are logged and the
+pass is wanted again; `forget` failing fails the delete.
 """
 
 from __future__ import annotations
@@ -54,16 +57,21 @@ def get_publishers() -> tuple[Publisher, ...]:
     return tuple(import_string(path)() for path in settings.PUBLISH_PUBLISHERS)
 
 
-def run_optional_hook(name: str) -> None:
-    """Call `name()` on every publisher that has it; log failures, never raise."""
+def run_optional_hook(name: str, *args, raising: bool = False) -> None:
+    """Call `name(*args)` on every publisher that has it; failures are logged and, with
+    `raising`, the first one is raised once every publisher had its call."""
+    failure: Exception | None = None
     for publisher in get_publishers():
         hook = getattr(publisher, name, None)
         if hook is None:
             continue
         try:
-            hook()
-        except Exception:
+            hook(*args)
+        except Exception as exc:
             logger.exception("%s.%s() failed", type(publisher).__name__, name)
+            failure = failure or exc
+    if raising and failure is not None:
+        raise failure
 
 
 @receiver(setting_changed)

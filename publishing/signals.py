@@ -24,8 +24,9 @@ def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
 def article_deleted(sender, instance, **kwargs) -> None:
     # Every delete, not only of live articles: an attempt in flight may already have
     # written the page of an article that never completed (docs/site.md, "Deletes").
-    from publishing.services import UNPUBLISH_FIELDS
+    from publishing.services import UNPUBLISH_FIELDS, article_forget
 
     snapshot = {field: getattr(instance, field) for field in UNPUBLISH_FIELDS}
     snapshot["uid"] = str(snapshot["uid"])
+    article_forget(snapshot=snapshot)  # in the delete's transaction: nothing is lost
     transaction.on_commit(partial(dispatch_unpublish, snapshot), robust=True)

@@ -14,7 +14,13 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_publish
 from publishing.exceptions import ArticleDeadError, TransientPublishError
-from publishing.services import Outcome, article_publish, article_unpublish, catch_up
+from publishing.services import (
+    Outcome,
+    article_publish,
+    article_unpublish,
+    catch_up,
+    shared_views_deferred,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -126,3 +132,15 @@ def unpublish_article(self: Task, snapshot: dict) -> None:
 def publish_catch_up() -> dict:
     """Celery Beat's safety net (CELERY_BEAT_SCHEDULE): see services.catch_up."""
     return asdict(catch_up())
+
+
+@shared_task(
+    ignore_result=True,
+    # Inside the refresher's lease, so no second pass can begin while this one writes.
+    soft_time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.8,
+    time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.9,
+)
+def refresh_site() -> None:
+    """The deferred pass of the shared views' refresher (services.refresh). Not
+    acks_late: a lost pass costs nothing, the next request or the catch-up runs one."""
+    shared_views_deferred()

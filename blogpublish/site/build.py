@@ -1,9 +1,10 @@
 """Bringing the shared views (front page, feed, archive, sitemap) in line with the database.
 
-Always called under the site lock. `update` is the refresh after an outcome: it costs
-the front page, the feed and the archive pages that changed, whatever the size of the
-site. `rebuild` streams every listed article once: after a delete, from reconcile, or
-when the state file is missing.
+Always called by the refresher (one pass at a time), inside one snapshot of the
+database. `update` is the refresh after outcomes: it costs the front page, the feed and
+the archive pages that changed, whatever the size of the site. `rebuild` streams every
+listed article once: after a delete or a new date, from reconcile, or when the site's
+state row is missing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from blogpublish.files import atomic_write, remove_tree, write_if_changed
 from blogpublish.site import documents, paths, selectors
+from blogpublish.site.lock import page_guard
 from blogpublish.site.pagination import (
     PAGE_SIZE,
     first_position,
@@ -35,30 +37,39 @@ Write = Callable[[Path, str | bytes], object]
 
 
 def remove_unneeded(root: Path, slugs: Iterable[str], *, besides: int | None = None) -> None:
-    """Remove the page directories no article (other than `besides`) needs."""
+    """Remove the page directories no article (other than `besides`) needs: each under
+    its page guard, after reading who needs it, so a page written meanwhile stays."""
     for slug in sorted({slug for slug in slugs if slug}):
-        if not selectors.slug_owned(slug, besides=besides):
-            remove_tree(paths.page_dir(root, slug))
+        with page_guard(slugs=[slug]):
+            if not selectors.slug_owned(slug, besides=besides):
+                remove_tree(paths.page_dir(root, slug))
 
 
-def settle(root: Path, state: SiteState) -> tuple[list[int], list[int]]:
-    """Close the notes of pages whose attempt has finished.
+def settle(state: SiteState) -> tuple[list[int], list[int]]:
+    """Close the notes of pages whose attempt has finished, and of deleted articles.
 
     Returns the listed articles among them (their archive entry may have changed) and
-    those of them that were not listed before (new positions). Directories they no
-    longer need go: the old slug after a slug edit, the page of an article that was
-    deleted, or that died without ever being listed. An attempt still pending keeps
-    its note until the refresh after its own outcome.
+    those of them that were not listed before (new positions). The directories they no
+    longer need (the old slug after a slug edit, the page of an article that was
+    deleted, or that died without ever being listed) are queued in `state.removals`,
+    removed after the pass commits. An attempt still pending keeps its note until the
+    refresh after its own outcome.
     """
     rows = selectors.article_states(state.written)
     changed, inserted = [], []
     for article_id, written in list(state.written.items()):
         row = rows.get(article_id)
         if row is not None and row["status"] == ArticleStatus.PENDING:
+            if row["published_hash"] and not written.was_listed:
+                # Published, then edited before any pass settled it: listed, so counted
+                # now; its note stays for the refresh after the edit's outcome.
+                changed.append(article_id)
+                inserted.append(article_id)
+                state.count_listed(article_id, selectors.listed_date(row["published_publish_at"]))
             continue
-        del state.written[article_id]
+        state.settle(article_id)
         live = row["published_slug"] if row else ""
-        remove_unneeded(root, set(written.slugs) - {live}, besides=article_id)
+        state.removals.append((sorted(set(written.slugs) - {live}), article_id))
         if row is None:
             state.rebuild = state.rebuild or written.was_listed
         elif row["published_hash"]:
@@ -123,7 +134,7 @@ def write_partial_chunk(root: Path, newest: list[Entry], *, count: int, write: W
 
 def update(root: Path, state: SiteState) -> None:
     """The refresh after an outcome: front page, feed, and the archive pages that changed."""
-    changed, inserted = settle(root, state)
+    changed, inserted = settle(state)
     if state.rebuild:
         rebuild(root, state)
         return
@@ -162,7 +173,7 @@ def update(root: Path, state: SiteState) -> None:
 def rebuild(root: Path, state: SiteState) -> None:
     """Every view from the database, streaming the articles once; files that did not
     change are left alone (write_if_changed)."""
-    settle(root, state)
+    settle(state)
     hidden = uncounted(state)
     count, page, batch = 0, 0, []
     held: tuple[int, list[Entry]] | None = None  # the last full page: is it the newest?

@@ -1,53 +1,53 @@
-"""One writer of the site at a time.
+"""What keeps concurrent writers of the site apart, with no site-wide lock.
 
-Every change to SITE_ROOT (a page write, an unpublish, a refresh, a reconcile) runs
-under this lock and reads the database only after taking it, so the last writer has
-seen every commit before it and no older view can land on top of a newer one.
-
-- `fcntl.flock` on SITE_ROOT/.lock serialises the processes of one host.
-- On PostgreSQL a session-level `pg_advisory_lock` serialises the hosts too, for
-  workers on several machines sharing SITE_ROOT (NFS or similar). SQLite is one host
-  only, so there the file lock is the whole story (docs/site.md, "The lock").
+- A page directory is written or removed only under `page_guard` for its slug (and,
+  for a write, its article): a transaction that, on PostgreSQL, holds advisory locks
+  keyed by those names, so every host agrees; on SQLite the transaction itself is the
+  lock (IMMEDIATE: it takes the database's write lock at BEGIN, and SQLite is one host).
+  Under the guard the writer reads the database, then writes or removes: a removal
+  never takes a page that an article needs, and two attempts of one article never
+  interleave.
+- The shared views (front page, archive, feed, sitemap) are written by one refresher
+  at a time, which holds the refresher's lease (publishing.services.refresh); each of
+  its passes reads one snapshot of the database (`snapshot`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import zlib
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterable, Iterator
 
-from django.db import DatabaseError, connection
-
-from blogpublish.site.paths import LOCK_FILE
-
-# One site per database: a fixed key, the same on every host whatever its mount path.
-ADVISORY_KEY = zlib.crc32(b"blogpublish.site")
+from django.db import connection, transaction
 
 
-@contextlib.contextmanager
-def site_lock(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / LOCK_FILE, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            with _advisory_lock():
-                yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def advisory_key(kind: str, name: object) -> int:
+    """A signed 64-bit key for pg_advisory_xact_lock: the same on every host."""
+    data = f"blogpublish.{kind}:{name}".encode()
+    return (zlib.crc32(data) << 31 | zlib.crc32(data[::-1]) >> 1) - 2**62
 
 
 @contextlib.contextmanager
-def _advisory_lock() -> Iterator[None]:
-    if connection.vendor != "postgresql":
+def page_guard(*, slugs: Iterable[str], article_id: int | None = None) -> Iterator[None]:
+    keys = {advisory_key("slug", slug) for slug in slugs if slug}
+    if article_id is not None:
+        keys.add(advisory_key("article", article_id))
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                # In one order everywhere, so two guards never wait for each other.
+                for key in sorted(keys):
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
         yield
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_KEY])
-    try:
+
+
+@contextlib.contextmanager
+def snapshot() -> Iterator[None]:
+    """A transaction whose reads all see one moment: a refresh's notes, counts and
+    listings agree with each other although publishes commit meanwhile. SQLite's
+    IMMEDIATE transaction holds the write lock, so nothing commits meanwhile there."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         yield
-    finally:
-        # A connection that broke meanwhile has released the lock with its session.
-        with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_KEY])

@@ -20,8 +20,8 @@ FRONT_PAGE = "index.html"
 FEED = "feed.xml"
 SITEMAP = "sitemap.xml"  # a sitemap index; the URLs are in sitemap-<n>.xml
 ARCHIVE_DIR = "page"  # page/<n>/index.html
-LOCK_FILE = ".lock"
-STATE_FILE = ".site-state.json"
+# Pages are written here first, then renamed into place (blogpublish.files.stage).
+STAGING_DIR = ".staging"
 
 SITEMAP_CHUNK_RE = re.compile(r"^sitemap-(\d+)\.xml$")
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 
 from django.conf import settings
 
-from blogpublish.files import atomic_write, remove_tree
+from blogpublish.files import stage
 from blogpublish.site import build, documents, paths, selectors
-from blogpublish.site.lock import site_lock
-from blogpublish.site.state import SiteState
+from blogpublish.site.lock import page_guard, snapshot
+from blogpublish.site.state import SiteState, add_note
 from publishing.exceptions import TransientPublishError
 
 logger = logging.getLogger(__name__)
@@ -22,9 +24,10 @@ class StaticSitePublisher:
     """SITE_ROOT: `<slug>/index.html` per article, `index.html` (the newest 50),
     `page/<n>/index.html` (the archive), `feed.xml` (Atom) and `sitemap.xml`.
 
-    Every write is atomic and happens under the site lock (blogpublish.site.lock),
-    after reading the database, so concurrent workers never leave an older view on top
-    of a newer one. Layout and choices: docs/site.md.
+    No site-wide lock: an attempt writes its own page under the guard of its slug and
+    article (blogpublish.site.lock); the shared views are written by `refresh` and
+    `reconcile`, which the pipeline runs one at a time (publishing.services.refresh).
+    Every write is atomic. Layout and choices: docs/site.md.
     """
 
     def __init__(self, root: Path | None = None):
@@ -33,69 +36,96 @@ class StaticSitePublisher:
     def publish(self, article) -> None:
         """Write the article's page, unless its content changed since the claim: then
         newer content is on its way, and this attempt's completion will not match."""
-        html = documents.article_page(article)  # outside the lock: it may take a while
+        page = paths.page_path(self.root, article.slug)
         try:
-            with site_lock(self.root):
-                current = selectors.listed_if_current(
-                    article_id=article.pk, content_hash=article.content_hash
-                )
-                if current is None:
-                    logger.info("article %s was edited or deleted; page not written", article.pk)
-                    return
-                state = SiteState.load(self.root)
-                atomic_write(paths.page_path(self.root, article.slug), html)
-                state.note_write(
-                    article_id=article.pk,
-                    content_hash=article.content_hash,
-                    # The live page it replaces goes once the new one is live (build.settle).
-                    slugs=[article.slug, article.published_slug],
-                    # From the database now, not the claim: a stale attempt of content
-                    # already published must not count the article a second time.
-                    listed=current[0],
-                    listed_at=current[1],
-                )
-                state.save(self.root)
+            # Rendering and the synced temporary file happen outside the guard, in a
+            # staging folder: no page directory appears before the guard says it may.
+            html = documents.article_page(article)
+            staged = stage(page, html, within=self.root / paths.STAGING_DIR)
+            try:
+                with page_guard(slugs=[article.slug], article_id=article.pk):
+                    current = selectors.listed_if_current(
+                        article_id=article.pk, content_hash=article.content_hash
+                    )
+                    if current is None:
+                        logger.info(
+                            "article %s was edited or deleted; page not written", article.pk
+                        )
+                        return
+                    add_note(
+                        article_id=article.pk,
+                        # The live page it replaces goes once the new one is live (settle).
+                        slugs=[article.slug, article.published_slug],
+                        # From the database now, not the claim: a stale attempt of content
+                        # already published must not count the article a second time.
+                        listed=current[0],
+                        listed_at=current[1],
+                    )
+                    page.parent.mkdir(exist_ok=True)
+                    os.replace(staged, page)
+            finally:
+                staged.unlink(missing_ok=True)
         except OSError as exc:  # disk full, permissions: may pass; retried, then dead
             raise TransientPublishError(f"writing the page failed: {exc}") from exc
 
+    def forget(self, article) -> None:
+        """The article is being deleted (inside the delete's transaction): the next
+        refresh takes its pages off and, if it was listed, rebuilds the archive."""
+        with page_guard(slugs=(), article_id=article.pk):
+            add_note(
+                article_id=article.pk,
+                slugs=[article.slug, article.published_slug],
+                listed=bool(article.published_slug),
+            )
+
     def unpublish(self, article) -> None:
-        """The article was deleted: its page directories go, and if it was listed, the
-        next refresh rebuilds the archive (every position above it moved)."""
-        try:
-            with site_lock(self.root):
-                state = SiteState.load(self.root)
-                written = state.written.pop(article.pk, None)
-                slugs = {article.slug, article.published_slug, *(written.slugs if written else ())}
-                build.remove_unneeded(self.root, slugs)
-                if article.published_slug or (written and written.was_listed):
-                    state.rebuild = True
-                state.save(self.root)
-        except OSError as exc:
-            raise TransientPublishError(f"removing the page failed: {exc}") from exc
+        """After a delete: the same note as `forget` (a delete that bypassed it), then
+        the refresh the pipeline runs next removes the pages and relists."""
+        self.forget(article)
 
     def refresh(self) -> None:
-        """Front page, feed, sitemap and the archive pages that changed."""
-        with site_lock(self.root):
-            state = SiteState.load(self.root)
+        """Front page, feed, sitemap and the archive pages that changed: one pass in
+        one snapshot of the database, then the directories it settled are removed."""
+        with snapshot():
+            state = SiteState.load()
             if state.rebuild:
                 build.rebuild(self.root, state)
             else:
                 build.update(self.root, state)
-            state.save(self.root)
+            state.save_pass()
+        self._remove(state)
 
     def reconcile(self) -> None:
-        """The full check (the catch-up runs it): remove every page directory no
-        article needs (a delete made while the broker was down), then rebuild."""
-        with site_lock(self.root):
-            needed = selectors.owned_slugs()
-            for entry in os.scandir(self.root):
-                if not entry.is_dir(follow_symlinks=False):
-                    continue
-                if paths.is_trash(entry.name):  # a removal interrupted by a crash
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                elif paths.is_article_dir_name(entry.name) and entry.name not in needed:
-                    logger.info("reconcile: removing %s/, which no article needs", entry.name)
-                    remove_tree(Path(entry.path))
-            state = SiteState.load(self.root)
+        """The full check: remove every page directory no article needs (a delete that
+        bypassed the signals, a crash between a pass and its removals), then rebuild."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        needed = selectors.owned_slugs()
+        for entry in os.scandir(self.root):
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if paths.is_trash(entry.name):  # a removal interrupted by a crash
+                shutil.rmtree(entry.path, ignore_errors=True)
+            elif paths.is_article_dir_name(entry.name) and entry.name not in needed:
+                logger.info("reconcile: removing %s/, which no article needs", entry.name)
+                build.remove_unneeded(self.root, [entry.name])
+        self._sweep_staging()
+        with snapshot():
+            state = SiteState.load()
             build.rebuild(self.root, state)
-            state.save(self.root)
+            state.save_pass()
+        self._remove(state)
+
+    def _sweep_staging(self) -> None:
+        """Staged pages a crash left behind (older than any attempt can be)."""
+        staging = self.root / paths.STAGING_DIR
+        cutoff = time.time() - 2 * settings.PUBLISH_LEASE_SECONDS
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(staging):
+                with contextlib.suppress(FileNotFoundError):
+                    if entry.stat().st_mtime < cutoff:
+                        os.unlink(entry.path)
+
+    def _remove(self, state: SiteState) -> None:
+        for slugs, article_id in state.removals:
+            with contextlib.suppress(OSError):  # the full check removes what is left
+                build.remove_unneeded(self.root, slugs, besides=article_id)

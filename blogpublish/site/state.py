@@ -1,42 +1,26 @@
-"""The site's own small notebook, SITE_ROOT/.site-state.json, read and written under the lock.
+"""Reading and writing the site's bookkeeping (blogpublish.models).
 
-- `count`: how many articles the archive was last built for. A refresh adds the newly
-  listed articles to it instead of counting the table, so its cost does not grow with
-  the site; a full rebuild (after a delete, from reconcile, or when the file is missing
-  or unreadable) counts again.
-- `written`: pages written by `publish` whose attempt has not settled yet, by article
-  id. The refresh after the outcome finds here which archive entries changed and which
-  directories became stale (the old slug after a slug edit, the page of an attempt
-  whose article was deleted meanwhile). Bounded by the attempts in flight.
-- `rebuild`: set by a delete of a listed article; every position above it moved down.
-
-Losing this file loses nothing: the next refresh rebuilds from the database, and
-reconcile removes whatever directory no article needs.
+Attempts add notes (`note_write`, under the page guard); deletes add notes too
+(`note_delete`, inside the delete's transaction); the refresher loads the state and
+the notes in its snapshot, settles them, and saves the state and consumes the notes it
+settled in the same transaction (`SiteState.save_pass`). Losing every row loses
+nothing: the next refresh rebuilds, and the full check removes what no article needs.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 
-from blogpublish.files import atomic_write
-from blogpublish.site.paths import STATE_FILE
-
-logger = logging.getLogger(__name__)
+from blogpublish.models import SITE_STATE_ID, PageNote
+from blogpublish.models import SiteState as SiteStateRow
 
 
 @dataclass
 class Written:
-    content_hash: str
-    # Every directory written for it since it last settled, and the live one it replaces.
     slugs: list[str]
-    # Listed before these writes: settling it then does not add to the count.
     was_listed: bool
-    # Its listed date then (ISO): a new date moves it in the archive, so settling
-    # such an article rebuilds instead of rewriting one page.
     listed_at: str = ""
+    version: int = 0
 
 
 @dataclass
@@ -44,43 +28,67 @@ class SiteState:
     count: int = 0
     rebuild: bool = True
     written: dict[int, Written] = field(default_factory=dict)
+    # Notes settled by this pass: consumed when the pass saves, if unchanged meanwhile.
+    settled: dict[int, int] = field(default_factory=dict)
+    # Notes of pending articles that this pass counted as listed (build.settle).
+    counted: dict[int, Written] = field(default_factory=dict)
+    # Page directories settled notes no longer need, with the article that wrote them:
+    # removed after the pass commits, each under its page guard (build.remove_unneeded).
+    removals: list[tuple[list[str], int]] = field(default_factory=list)
 
     @classmethod
-    def load(cls, root: Path) -> SiteState:
-        try:
-            raw = json.loads((root / STATE_FILE).read_text(encoding="utf-8"))
-            return cls(
-                count=int(raw["count"]),
-                rebuild=bool(raw["rebuild"]),
-                written={int(k): Written(**v) for k, v in raw["written"].items()},
+    def load(cls) -> SiteState:
+        row = SiteStateRow.objects.filter(pk=SITE_STATE_ID).first()
+        notes = PageNote.objects.values_list(
+            "article_id", "slugs", "was_listed", "listed_at", "version"
+        )
+        return cls(
+            count=row.count if row else 0,
+            rebuild=row.rebuild if row else True,
+            written={
+                article_id: Written(list(slugs), was_listed, listed_at, version)
+                for article_id, slugs, was_listed, listed_at, version in notes
+            },
+        )
+
+    def settle(self, article_id: int) -> Written:
+        written = self.written.pop(article_id)
+        self.settled[article_id] = written.version
+        return written
+
+    def count_listed(self, article_id: int, listed_at: str) -> None:
+        """A pending article's note whose article is listed now: counted by this pass,
+        so the note says it was listed (and when) from now on."""
+        written = self.written[article_id]
+        written.was_listed, written.listed_at = True, listed_at
+        self.counted[article_id] = written
+
+    def save_pass(self) -> None:
+        """Inside the pass's snapshot transaction: a note rewritten since it was read
+        fails the pass on PostgreSQL (a serialization error), and the next one settles it."""
+        SiteStateRow.objects.update_or_create(
+            pk=SITE_STATE_ID, defaults={"count": self.count, "rebuild": self.rebuild}
+        )
+        for article_id, version in self.settled.items():
+            PageNote.objects.filter(article_id=article_id, version=version).delete()
+        for article_id, written in self.counted.items():
+            PageNote.objects.filter(article_id=article_id, version=written.version).update(
+                was_listed=True, listed_at=written.listed_at
             )
-        except FileNotFoundError:
-            return cls()
-        except (ValueError, KeyError, TypeError) as exc:
-            logger.warning("%s is unreadable (%s); the site is rebuilt", STATE_FILE, exc)
-            return cls()
+        self.settled, self.counted = {}, {}
 
-    def save(self, root: Path) -> None:
-        raw = {
-            "count": self.count,
-            "rebuild": self.rebuild,
-            "written": {str(k): asdict(v) for k, v in self.written.items()},
-        }
-        atomic_write(root / STATE_FILE, json.dumps(raw, ensure_ascii=False, sort_keys=True))
 
-    def note_write(
-        self,
-        *,
-        article_id: int,
-        content_hash: str,
-        slugs: list[str],
-        listed: bool,
-        listed_at: str = "",
-    ) -> None:
-        entry = self.written.get(article_id)
-        if entry is None:
-            self.written[article_id] = Written(content_hash, sorted(set(slugs)), listed, listed_at)
-            return
-        # was_listed stays what it was at the first unsettled write.
-        entry.content_hash = content_hash
-        entry.slugs = sorted(set(entry.slugs) | set(slugs))
+def add_note(*, article_id: int, slugs: list[str], listed: bool, listed_at: str = "") -> None:
+    """Under the article's page guard: an attempt is writing its page, or it is being
+    deleted. `listed` and `listed_at` are read from the database now and count only for
+    the first unsettled note: what the site showed of it when it last settled."""
+    new = {slug for slug in slugs if slug}
+    note = PageNote.objects.select_for_update().filter(article_id=article_id).first()
+    if note is None:
+        PageNote.objects.create(
+            article_id=article_id, slugs=sorted(new), was_listed=listed, listed_at=listed_at
+        )
+        return
+    note.slugs = sorted(set(note.slugs) | new)
+    note.version += 1
+    note.save(update_fields=["slugs", "version"])

@@ -3,7 +3,8 @@
 `articles` holds the transitions of one attempt (claim, complete, fail); `operator`
 what a person does (requeue, publish now); `site` deletes and the full check of the
 targets; `catch_up` the safety net that finds work the event path missed; `alarms` the
-dead-letter and stuck alerts. Callers import from here.
+dead-letter and stuck alerts; `refresh` the coalescing refresher of the shared views.
+Callers import from here.
 """
 
 from publishing.services.alarms import article_dead_alert, stuck_check
@@ -19,7 +20,17 @@ from publishing.services.articles import (
 )
 from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
 from publishing.services.operator import article_publish_now, article_requeue
-from publishing.services.site import UNPUBLISH_FIELDS, article_unpublish, site_reconcile
+from publishing.services.refresh import (
+    shared_views_deferred,
+    shared_views_pass,
+    shared_views_request,
+)
+from publishing.services.site import (
+    UNPUBLISH_FIELDS,
+    article_forget,
+    article_unpublish,
+    site_reconcile,
+)
 
 __all__ = [
     "UNPUBLISH_FIELDS",
@@ -31,6 +42,7 @@ __all__ = [
     "article_complete",
     "article_dead_alert",
     "article_fail",
+    "article_forget",
     "article_publish",
     "article_publish_now",
     "article_requeue",
@@ -38,6 +50,9 @@ __all__ = [
     "catch_up",
     "explain_unclaimed",
     "publish_pending",
+    "shared_views_deferred",
+    "shared_views_pass",
+    "shared_views_request",
     "site_reconcile",
     "stuck_check",
 ]

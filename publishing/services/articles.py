@@ -32,9 +32,10 @@ from publishing.models import (
     AttemptOutcome,
     PublishAttempt,
 )
-from publishing.publishers import get_publishers, run_optional_hook
+from publishing.publishers import get_publishers
 from publishing.selectors import article_claim_state, db_now_plus, due_q, lease_free_q
 from publishing.services.alarms import article_dead_alert
+from publishing.services.refresh import shared_views_request
 
 logger = logging.getLogger(__name__)
 
@@ -210,9 +211,9 @@ def article_complete(*, claim: Claim) -> AttemptResult:
             )
         ):
             _finish(claim, AttemptOutcome.OK)
-            # Shared views (index, feed) are rebuilt from the database after the commit,
-            # so the last rebuild always sees every article that completed before it.
-            transaction.on_commit(partial(run_optional_hook, "refresh"), robust=True)
+            # The shared views (index, feed) are refreshed from the database after the
+            # commit, by a pass that begins after it: coalesced, never waited for.
+            transaction.on_commit(shared_views_request, robust=True)
             logger.info("article %s published (attempt %s)", article_id, attempt)
             return AttemptResult(Outcome.PUBLISHED, article_id, attempt)
         if _fenced(claim).update(lease_expires_at=None, updated_at=Now()):

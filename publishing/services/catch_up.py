@@ -28,6 +28,7 @@ from publishing.selectors import (
 )
 from publishing.services.alarms import article_dead_alert, stuck_check
 from publishing.services.articles import article_publish
+from publishing.services.refresh import shared_views_pass
 from publishing.services.site import site_reconcile
 
 logger = logging.getLogger(__name__)
@@ -112,4 +113,6 @@ def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:
     for article_id in dead_unalerted_ids(limit=limit):
         article_dead_alert(article_id=article_id)
     stuck_check()
+    if outcomes:  # the passes its outcomes deferred need a broker: one now, here
+        shared_views_pass()
     return outcomes

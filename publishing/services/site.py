@@ -6,26 +6,37 @@ import logging
 
 from publishing.models import Article
 from publishing.publishers import get_publishers, run_optional_hook
+from publishing.services.refresh import full_check_due, shared_views_pass, shared_views_request
 
 logger = logging.getLogger(__name__)
 
 UNPUBLISH_FIELDS = ("id", "uid", "slug", "published_slug", "title")
 
 
+def _article(snapshot: dict) -> Article:
+    return Article(**{k: snapshot.get(k) for k in UNPUBLISH_FIELDS})
+
+
+def article_forget(*, snapshot: dict) -> None:
+    """Inside the delete's transaction: every target records what must go, so the next
+    refresh takes the article off even if the unpublish message never arrives."""
+    run_optional_hook("forget", _article(snapshot), raising=True)
+
+
 def article_unpublish(*, snapshot: dict) -> None:
     """A deleted article leaves every target. `snapshot` holds UNPUBLISH_FIELDS, since
     the row is gone; publishers raise TransientPublishError to be retried."""
-    article = Article(**{k: snapshot.get(k) for k in UNPUBLISH_FIELDS})
     try:
         for publisher in get_publishers():
-            publisher.unpublish(article)
+            publisher.unpublish(_article(snapshot))
     finally:
         # The row is gone whatever a later target answered: the index and feed drop it
-        # now, not after that target's retries.
-        run_optional_hook("refresh")
+        # at the next pass, not after that target's retries.
+        shared_views_request()
     logger.info("article %s (%s) unpublished", snapshot.get("id"), snapshot.get("slug"))
 
 
 def site_reconcile() -> None:
-    """The catch-up's full check: targets drop what the database no longer has."""
-    run_optional_hook("reconcile")
+    """The catch-up's pass over the shared views: the full check (targets drop what the
+    database no longer has) every PUBLISH_RECONCILE_EVERY, a refresh otherwise."""
+    shared_views_pass(full=full_check_due())

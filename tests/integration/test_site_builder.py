@@ -4,7 +4,7 @@ test_site.py). Each test has a SITE_ROOT of its own."""
 
 from __future__ import annotations
 
-import fcntl
+import sqlite3
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -14,9 +14,9 @@ from django.db import connection
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
+from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import StaticSitePublisher, selectors
-from blogpublish.site.lock import ADVISORY_KEY, site_lock
-from blogpublish.site.paths import STATE_FILE
+from blogpublish.site.lock import advisory_key, page_guard
 from blogpublish.site.state import SiteState
 from publishing.models import Article, ArticleStatus
 from publishing.publishers import get_publishers
@@ -96,8 +96,10 @@ class Site:
 def site(tmp_path, settings):
     """A SITE_ROOT of the test's own; the site first, then the chaos publisher (standing
     in for a later target such as the webhook). Saves and deletes do not dispatch: the
-    test runs each attempt itself, so no worker of the session can take them."""
+    test runs each attempt itself, so no worker of the session can take them; and every
+    outcome's refresh runs at once, in this thread (no interval to fold requests into)."""
     settings.SITE_ROOT = tmp_path / "site"
+    settings.PUBLISH_REFRESH_INTERVAL = 0
     settings.PUBLISH_PUBLISHERS = [
         "blogpublish.site.StaticSitePublisher",
         "tests.support.chaos.ChaosPublisher",
@@ -261,7 +263,7 @@ def test_stale_attempt_of_the_same_content_does_not_count_the_article_twice(site
     assert article_complete(claim=stale).outcome is Outcome.SKIPPED
     site.publisher.refresh()
 
-    assert SiteState.load(site.root).count == 1
+    assert SiteState.load().count == 1
 
 
 def test_page_of_an_article_deleted_during_its_attempt_is_removed(site):
@@ -298,13 +300,13 @@ def test_reconcile_removes_pages_no_article_needs_and_keeps_the_sites_own_files(
     (site.root / "ghost").mkdir()
     (site.root / "ghost" / "index.html").write_text("deleted while the broker was down")
     (site.root / ".ghost.removed-0123").mkdir()  # trash of a removal cut short
-    (site.root / STATE_FILE).unlink()  # a lost state file costs a rebuild, nothing else
+    SiteStateRow.objects.all().delete()  # a lost state costs a rebuild, nothing else
 
     site.publisher.reconcile()
 
     assert not (site.root / "ghost").exists()
     assert not (site.root / ".ghost.removed-0123").exists()
-    for own in ("index.html", "feed.xml", "sitemap.xml", "sitemap-1.xml", ".lock", STATE_FILE):
+    for own in ("index.html", "feed.xml", "sitemap.xml", "sitemap-1.xml"):
         assert (site.root / own).exists(), own
     assert_lists_exactly(site.root, site.newest_first())
 
@@ -325,36 +327,42 @@ def test_what_articles_need_is_read_in_one_statement(site, chaos, django_assert_
     assert needed == {"live", "waiting"}
 
 
-def test_site_lock_excludes_other_processes_and_hosts(site):
-    site.root.mkdir(parents=True)
-    postgres = connection.vendor == "postgresql"
-    # Another open file description, as another process has.
-    with open(site.root / ".lock", "a+b") as other:
-        with site_lock(site.root):
-            with pytest.raises(BlockingIOError):
-                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            assert not postgres or try_advisory_lock_elsewhere() is False
-
-        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released
-        assert not postgres or try_advisory_lock_elsewhere() is True
+def test_page_guard_excludes_other_processes_and_hosts(site):
+    with page_guard(slugs=["guarded"], article_id=7):
+        assert guard_free_elsewhere("slug", "guarded") is False
+        assert guard_free_elsewhere("article", 7) is False
+    assert guard_free_elsewhere("slug", "guarded") is True
+    assert guard_free_elsewhere("article", 7) is True
 
 
-def try_advisory_lock_elsewhere() -> bool:
-    """pg_try_advisory_lock on a connection of another thread (another host, as far as
-    PostgreSQL can tell)."""
-    from django.db import connection as thread_connection
-
+def guard_free_elsewhere(kind: str, name: object) -> bool:
+    """Could a connection of another thread (another host, as far as PostgreSQL can
+    tell; another process, as far as SQLite can) take that guard now?"""
     got: list[bool] = []
 
     def attempt() -> None:
+        if connection.vendor == "postgresql":
+            from django.db import connection as thread_connection
+
+            try:
+                with thread_connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_try_advisory_lock(%s)", [advisory_key(kind, name)])
+                    got.append(cursor.fetchone()[0])
+                    if got[0]:
+                        cursor.execute("SELECT pg_advisory_unlock(%s)", [advisory_key(kind, name)])
+            finally:
+                thread_connection.close()
+            return
+        # SQLite: the guard is the database's write lock.
+        other = sqlite3.connect(connection.settings_dict["NAME"], timeout=0)
         try:
-            with thread_connection.cursor() as cursor:
-                cursor.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_KEY])
-                got.append(cursor.fetchone()[0])
-                if got[0]:
-                    cursor.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_KEY])
+            other.execute("BEGIN IMMEDIATE")
+            other.rollback()
+            got.append(True)
+        except sqlite3.OperationalError:
+            got.append(False)
         finally:
-            thread_connection.close()
+            other.close()
 
     thread = threading.Thread(target=attempt)
     thread.start()

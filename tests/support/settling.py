@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import Q
+from django.db.models.functions import Now
 
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, Refresher
 from tests.support import processes
 from tests.support.waiting import wait_for
 
@@ -30,12 +32,20 @@ def queue_is_drained() -> bool:
     return True
 
 
+def refresher_is_idle() -> bool:
+    """No pass of the shared views wanted, deferred or running."""
+    busy = Q(wanted=True) | Q(deferred_until__isnull=False) | Q(lease_expires_at__gt=Now())
+    return not Refresher.objects.filter(busy).exists()
+
+
 def wait_settled(timeout: float = 90.0) -> None:
-    """Every article published or dead, and every message (publishes, unpublishes and
-    the refreshes they run) consumed and finished."""
+    """Every article published or dead, every message (publishes, unpublishes) consumed
+    and finished, and the shared views' last pass done."""
     wait_for(
         lambda: (
-            not Article.objects.filter(status=ArticleStatus.PENDING).exists() and queue_is_drained()
+            not Article.objects.filter(status=ArticleStatus.PENDING).exists()
+            and queue_is_drained()
+            and refresher_is_idle()
         ),
         timeout=timeout,
         what="the pipeline to settle",

@@ -30,7 +30,7 @@ def test_addresses__percent_encoded_and_under_site_url(settings):
 def test_article_dir_names__not_the_sites_own_nor_dot_files():
     assert paths.is_article_dir_name("hello")
     assert paths.is_article_dir_name("你好")
-    for own in ("page", ".lock", ".site-state.json", ".x.removed-1a2b"):
+    for own in ("page", ".staging", ".x.removed-1a2b"):
         assert not paths.is_article_dir_name(own)
     assert paths.is_trash(".x.removed-1a2b") and not paths.is_trash("x")
 

@@ -1,0 +1,48 @@
+"""The site's bookkeeping, in the database so that every host sees it (DESIGN.md,
+"Publishing targets"). The files under SITE_ROOT are only the output.
+
+- `SiteState` (one row): how many articles the archive was last built for, and whether
+  the next refresh must rebuild it whole. Written only by the refresher, under the
+  refresher's lease (publishing.services.refresh).
+- `PageNote`: a page written by an attempt, or an article deleted, that the refresher
+  has not settled yet. A refresh reads the notes to know which archive entries changed
+  and which page directories may have to go; its cost follows the notes, not the site.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+SITE_STATE_ID = 1
+
+
+class SiteState(models.Model):
+    # Listed articles the archive was built for: a refresh adds the newly listed ones
+    # instead of counting the table.
+    count = models.PositiveBigIntegerField(default=0)
+    # A listed article left (a delete) or moved (a new date): every position above it
+    # shifted, so the next refresh rebuilds the archive. True until the first build.
+    rebuild = models.BooleanField(default=True)
+
+    def __str__(self) -> str:
+        return f"site of {self.count} article(s){' (rebuild due)' if self.rebuild else ''}"
+
+
+class PageNote(models.Model):
+    """Not settled yet: a page written by an attempt (whatever became of the attempt),
+    or an article deleted. One per article; a later write adds to it."""
+
+    # No foreign key: the note of a deleted article outlives its row.
+    article_id = models.BigIntegerField(primary_key=True)
+    # Every page directory written for it since it last settled, and the live one it
+    # replaces: those the article does not need once settled are removed.
+    slugs = models.JSONField(default=list)
+    # Listed before the first unsettled write: settling it then does not add to the count.
+    was_listed = models.BooleanField(default=False)
+    # Its listed date then (ISO): a new date moves it, and settling it rebuilds.
+    listed_at = models.CharField(max_length=40, blank=True, default="")
+    # Bumped by every write: the refresher consumes a note only as it read it.
+    version = models.PositiveIntegerField(default=1)
+
+    def __str__(self) -> str:
+        return f"article {self.article_id}: {', '.join(self.slugs)}"

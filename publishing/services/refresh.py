@@ -1,0 +1,141 @@
+"""The coalescing refresher of the shared views (front page, archive, feed, sitemap).
+
+An attempt's outcome and a delete only *ask* for a refresh (`shared_views_request`);
+they never wait for one. At most one pass runs at a time, on any host: a pass holds
+the `Refresher` row's lease, taken with one conditional UPDATE like an article's claim.
+A request made while a pass runs, or within PUBLISH_REFRESH_INTERVAL of the last one,
+is folded into one deferred pass: the first such request sends `refresh_site` with an
+ETA, the others find it sent. So a burst of N publishes costs about one pass per
+interval, not N, and every article of the burst is listed within about an interval
+(plus one pass) of the burst's last publish.
+
+Nothing is lost when a refresher dies or a message is lost: `wanted` stays set, the
+lease runs out, a deferred pass that never came is sent again by the next request,
+and the catch-up runs a pass every time.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import F, Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from publishing.dispatch import dispatch_refresh
+from publishing.models import Refresher
+from publishing.publishers import run_optional_hook
+from publishing.selectors import db_now_plus
+
+logger = logging.getLogger(__name__)
+
+REFRESHER_ID = 1
+
+
+def _row():
+    return Refresher.objects.filter(pk=REFRESHER_ID)
+
+
+def _lease_free() -> Q:
+    return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=Now())
+
+
+def _acquire(*, forced: bool) -> int | None:
+    """Take the lease for one pass; its number (the fencing token), or None.
+
+    Unforced: only if a pass is wanted and the last one began PUBLISH_REFRESH_INTERVAL
+    ago. `wanted` is cleared as the pass begins: a request after this point asks for
+    the next pass, since this one may have read the database before its commit."""
+    rows = _row().filter(_lease_free())
+    if not forced:
+        rows = rows.filter(wanted=True).filter(
+            Q(last_pass_at__isnull=True)
+            | Q(last_pass_at__lte=db_now_plus(-settings.PUBLISH_REFRESH_INTERVAL))
+        )
+    taken = rows.update(
+        lease_expires_at=db_now_plus(settings.PUBLISH_REFRESH_LEASE_SECONDS),
+        wanted=False,
+        passes=F("passes") + 1,
+        last_pass_at=Now(),
+    )
+    if not taken:
+        return None
+    # Nobody else can begin a pass while we hold the lease: the count is ours.
+    return _row().values_list("passes", flat=True).get()
+
+
+def _want() -> None:
+    """Ask for a pass; the row is made if a flushed or hand-made database lacks it."""
+    if not _row().update(wanted=True):
+        Refresher.objects.get_or_create(pk=REFRESHER_ID, defaults={"wanted": True})
+
+
+def _run_pass(token: int, hook: str) -> None:
+    try:
+        run_optional_hook(hook, raising=True)
+    except Exception:
+        # A failed pass (a serialization conflict with an attempt, a full disk) is
+        # wanted again; the next request or the catch-up runs it.
+        logger.warning("shared views: the %s pass failed; another is wanted", hook, exc_info=True)
+        _want()
+    finally:
+        _row().filter(passes=token).update(lease_expires_at=None)
+
+
+def _defer() -> None:
+    """Make sure a pass comes soon: the first request to find none on its way sends one;
+    a deferred pass that never came (a lost message) is sent again."""
+    interval = settings.PUBLISH_REFRESH_INTERVAL
+    lost = db_now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
+    if (
+        _row()
+        .filter(Q(deferred_until__isnull=True) | Q(deferred_until__lte=lost))
+        .update(deferred_until=db_now_plus(interval))
+    ):
+        dispatch_refresh(eta=timezone.now() + timedelta(seconds=interval))
+
+
+def shared_views_request() -> None:
+    """An outcome or a delete has committed: the shared views must catch up with it.
+    Runs the pass here when none ran lately, else leaves it to one deferred pass."""
+    _want()
+    token = _acquire(forced=False)
+    if token is None:
+        _defer()
+        return
+    _run_pass(token, "refresh")
+
+
+def shared_views_deferred() -> None:
+    """The deferred pass (the `refresh_site` task): run it if still wanted; if another
+    pass holds the lease, come back after an interval."""
+    _row().update(deferred_until=None)
+    token = _acquire(forced=False)
+    if token is not None:
+        _run_pass(token, "refresh")
+    elif _row().filter(wanted=True).exists():
+        _defer()
+
+
+def shared_views_pass(*, full: bool = False) -> bool:
+    """A pass now, wanted or not (the catch-up, the backup executor): a refresh, or
+    with `full` the publishers' full check. False when another pass holds the lease."""
+    _want()
+    token = _acquire(forced=True)
+    if token is None:
+        logger.info("shared views: a pass is running elsewhere; one more is deferred")
+        _defer()
+        return False
+    _run_pass(token, "reconcile" if full else "refresh")
+    if full:
+        _row().update(reconciled_at=Now())
+    return True
+
+
+def full_check_due() -> bool:
+    """The full check (reconcile) runs every PUBLISH_RECONCILE_EVERY seconds; the
+    catch-up runs a refresh the other times, whose cost follows what changed."""
+    cutoff = db_now_plus(-settings.PUBLISH_RECONCILE_EVERY)
+    return not _row().filter(reconciled_at__gt=cutoff).exists()
