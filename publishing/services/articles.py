@@ -25,6 +25,7 @@ from django.db.models import F
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from publishing.db import update_returning
 from publishing.exceptions import PermanentPublishError
 from publishing.models import (
     Article,
@@ -93,22 +94,23 @@ def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Cl
     that kills workers cannot loop forever."""
     rows = Article.objects.filter(due_q() & lease_free_q(), pk=article_id)
     with transaction.atomic():
-        if _give_up_unfinished(rows, article_id=article_id):
-            return None
-        claimed = rows.update(
+        claimed = update_returning(
+            rows.filter(attempts__lt=settings.PUBLISH_MAX_ATTEMPTS),
             lease_expires_at=db_now_plus(settings.PUBLISH_LEASE_SECONDS),
             attempts=F("attempts") + 1,
             claims=F("claims") + 1,
             updated_at=Now(),
         )
         if not claimed:
+            _give_up_unfinished(rows, article_id=article_id)
             return None
-        # Read inside the transaction that holds the row: the token is ours.
-        article = Article.objects.get(pk=article_id)
-        # Earlier attempts still "running" lost their lease: say what became of them.
-        _unfinished(article_id).update(
-            outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
-        )
+        # As the claim left it, read in the claim's statement: the token is ours.
+        [article] = claimed
+        if article.claims > 1:
+            # Earlier attempts still "running" lost their lease: say what became of them.
+            _unfinished(article_id).update(
+                outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
+            )
         record = PublishAttempt.objects.create(
             article=article,
             number=article.attempts,

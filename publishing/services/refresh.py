@@ -99,8 +99,16 @@ def _defer() -> None:
 
 def shared_views_request() -> None:
     """An outcome or a delete has committed: the shared views must catch up with it.
-    Runs the pass here when none ran lately, else leaves it to one deferred pass."""
-    _want()
+    Runs the pass here when none ran lately, else leaves it to one deferred pass.
+
+    In a burst this costs one UPDATE that changes nothing: a pass is already wanted and
+    deferred, and that pass begins after this commit, so it covers it."""
+    fresh = db_now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
+    covered = Q(wanted=True, deferred_until__gt=fresh)
+    if not _row().exclude(covered).update(wanted=True):
+        if _row().exists():
+            return
+        _want()
     token = _acquire(forced=False)
     if token is None:
         _defer()
