@@ -155,6 +155,12 @@ class Article(models.Model):
                 name="article_pending_due_idx",
                 condition=Q(status="pending"),
             ),
+            # Deaths not yet alerted: the catch-up looks for them at every run.
+            models.Index(
+                fields=["updated_at"],
+                name="article_dead_unalerted_idx",
+                condition=Q(status="dead", alerted_at__isnull=True),
+            ),
             models.Index(
                 fields=["-published_at"],
                 name="article_published_idx",
