@@ -24,7 +24,8 @@ INSERT INTO publishing_article (title, slug, body, status, publish_at, attempts,
     last_error, content_hash, published_hash, published_slug, published_title,
     published_body, published_publish_at, uid, published_at, created_at, updated_at)
 SELECT 'Article ' || n, 'article-' || n, 'Body ' || n,
-    CASE WHEN mod(n, 10000) = 1 THEN 'pending' WHEN mod(n, 10000) = 2 THEN 'dead' ELSE 'published' END,
+    CASE WHEN mod(n, 10000) = 1 THEN 'pending' WHEN mod(n, 10000) = 2 THEN 'dead'
+        ELSE 'published' END,
     now() - make_interval(mins => %(n)s - n) + CASE WHEN mod(n, 10000) = 3
         THEN interval '1 day' ELSE interval '0' END,
     0, 1, '', md5(n::text) || md5(n::text), md5(n::text) || md5(n::text), 'article-' || n,

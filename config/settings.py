@@ -192,6 +192,10 @@ PUBLISH_DISPATCH_TRANSPORT_OPTIONS = {"socket_connect_timeout": 0.5, "socket_tim
 PUBLISH_REFRESH_INTERVAL = env_number("PUBLISH_REFRESH_INTERVAL", 0.25, minimum=0)
 # A pass's lease: a refresher that dies lets go after this; a pass stays inside it.
 PUBLISH_REFRESH_LEASE_SECONDS = PUBLISH_LEASE_SECONDS
+# The catch-up task's hard time limit; its full check of the site (which may take
+# minutes on a large site) holds the refresher's lease that long, so no other pass can
+# begin while it may still write.
+PUBLISH_CATCHUP_TIME_LIMIT = 330
 # A deferred pass not begun this long after its time is taken for lost and sent again.
 PUBLISH_REFRESH_LOST_AFTER = 5 + 2 * PUBLISH_REFRESH_INTERVAL
 # The catch-up runs the full check of the site (scan SITE_ROOT, rebuild every view) this

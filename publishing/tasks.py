@@ -126,8 +126,8 @@ def unpublish_article(self: Task, snapshot: dict) -> None:
     ignore_result=True,
     # Bounded, so a hung alert channel or a huge reconcile cannot hold a worker child
     # for good; the next run (idempotent) carries on where this one stopped.
-    soft_time_limit=300,
-    time_limit=330,
+    soft_time_limit=settings.PUBLISH_CATCHUP_TIME_LIMIT - 30,
+    time_limit=settings.PUBLISH_CATCHUP_TIME_LIMIT,
 )
 def publish_catch_up() -> dict:
     """Celery Beat's safety net (CELERY_BEAT_SCHEDULE): see services.catch_up."""

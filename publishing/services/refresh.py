@@ -42,7 +42,7 @@ def _lease_free() -> Q:
     return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=Now())
 
 
-def _acquire(*, forced: bool) -> int | None:
+def _acquire(*, forced: bool, lease: float | None = None) -> int | None:
     """Take the lease for one pass; its number (the fencing token), or None.
 
     Unforced: only if a pass is wanted and the last one began PUBLISH_REFRESH_INTERVAL
@@ -55,7 +55,7 @@ def _acquire(*, forced: bool) -> int | None:
             | Q(last_pass_at__lte=db_now_plus(-settings.PUBLISH_REFRESH_INTERVAL))
         )
     taken = rows.update(
-        lease_expires_at=db_now_plus(settings.PUBLISH_REFRESH_LEASE_SECONDS),
+        lease_expires_at=db_now_plus(lease or settings.PUBLISH_REFRESH_LEASE_SECONDS),
         wanted=False,
         passes=F("passes") + 1,
         last_pass_at=Now(),
@@ -131,7 +131,8 @@ def shared_views_pass(*, full: bool = False) -> bool:
     """A pass now, wanted or not (the catch-up, the backup executor): a refresh, or
     with `full` the publishers' full check. False when another pass holds the lease."""
     _want()
-    token = _acquire(forced=True)
+    # The full check runs in the catch-up task, stopped at its hard time limit.
+    token = _acquire(forced=True, lease=settings.PUBLISH_CATCHUP_TIME_LIMIT if full else None)
     if token is None:
         logger.info("shared views: a pass is running elsewhere; one more is deferred")
         _defer()
