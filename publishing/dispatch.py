@@ -13,7 +13,8 @@ costs a log line, never a failed save.
 - **Breaker.** After a send fails, this process skips the broker for
   PUBLISH_DISPATCH_BREAKER_SECONDS (logged once; the rows stay pending for the
   catch-up), then tries again. So a burst of saves, an admin action over many rows or
-  a bulk delete costs one timeout in all, not one per row.
+  a bulk delete costs one timeout in all, not one per row. The catch-up, which runs
+  once an interval, tries past it (`past_breaker`).
 - **By name.** Tasks are sent by name (`app.send_task`, routed by CELERY_TASK_ROUTES as
   `apply_async` would be), so this module does not import the tasks, which import the
   services, which import this module: imports run one way. Where the task module is
@@ -140,15 +141,16 @@ def breaker_is_open() -> bool:
 Message = tuple[str, tuple, datetime | None]
 
 
-def send_batch(messages: list[Message], *, connection=None) -> int:
+def send_batch(messages: list[Message], *, connection=None, past_breaker: bool = False) -> int:
     """Send `messages` in order on one pooled connection (or on `connection`), unless
-    the breaker is open. Returns how many were sent: all, or those before the first
-    failure (the broker is then down for the rest too), which is logged and opens the
-    breaker. Never raises: what was not sent stays pending for the catch-up."""
+    the breaker is open (`past_breaker`: try anyway, and close or re-open it). Returns
+    how many were sent: all, or those before the first failure (the broker is then down
+    for the rest too), which is logged and opens the breaker. Never raises: what was
+    not sent stays pending for the catch-up."""
     if not messages:
         return 0
     dispatcher = _dispatcher()
-    if not dispatcher.breaker.allow():
+    if not dispatcher.breaker.allow() and not past_breaker:
         logger.debug("dispatch: broker skipped (breaker open), %d message(s)", len(messages))
         return 0
     sent = 0
@@ -205,10 +207,13 @@ def dispatch_publish(article_id: int, *, eta: datetime | None = None, connection
     return send_batch([(PUBLISH_TASK, (article_id,), eta)], connection=connection) == 1
 
 
-def dispatch_many(batch: list[tuple[int, datetime | None]]) -> list[int]:
+def dispatch_many(
+    batch: list[tuple[int, datetime | None]], *, past_breaker: bool = False
+) -> list[int]:
     """Send `publish_article` for each (id, eta) on one connection, in order; stop at
     the first failure. Returns the ids sent."""
-    sent = send_batch([(PUBLISH_TASK, (article_id,), eta) for article_id, eta in batch])
+    messages = [(PUBLISH_TASK, (article_id,), eta) for article_id, eta in batch]
+    sent = send_batch(messages, past_breaker=past_breaker)
     return [article_id for article_id, _ in batch[:sent]]
 
 

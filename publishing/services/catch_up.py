@@ -49,8 +49,12 @@ def _mark_dispatched(ids: list[int]) -> None:
 
 def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
     """Send each (id, eta) on one connection; stop at the first failure, since the
-    broker is then down for the rest too (the next run sends them)."""
-    sent = dispatch_many(batch)
+    broker is then down for the rest too (the next run sends them).
+
+    Past the dispatch's breaker: the catch-up runs once an interval, and a breaker that
+    another send opened a moment ago must not make it skip a whole interval; a broker
+    that is still down costs this one batch one timeout."""
+    sent = dispatch_many(batch, past_breaker=True)
     if len(sent) < len(batch):
         logger.warning(
             "catch-up: the broker is unreachable; %d left for the next run", len(batch) - len(sent)

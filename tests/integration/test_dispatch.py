@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import pytest
 import redis
@@ -17,10 +18,12 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.test import Client
+from django.utils import timezone
 
 from publishing import dispatch
 from publishing.dispatch import PUBLISH_TASK, UNPUBLISH_TASK
 from publishing.models import Article, ArticleStatus
+from publishing.services import catch_up
 from tests.support.broker import broker
 from tests.support.processes import ROOT, PrivateRedis, free_port
 from tests.support.waiting import wait_for
@@ -272,4 +275,23 @@ def test_a_broker_restarted_between_saves_gets_the_next_save(private_broker, mak
     make_article()
 
     assert queued(redis_client(private_broker)) == 1  # the retry policy reconnected
+    assert not dispatch.breaker_is_open()
+
+
+def test_the_catch_up_tries_the_broker_even_while_the_breaker_is_open(
+    private_broker, make_article, settings
+):
+    settings.PUBLISH_DISPATCH_BREAKER_SECONDS = 600  # open for the rest of the test
+    private_broker.stop()
+    article = make_article()
+    assert dispatch.breaker_is_open()
+    private_broker.start()  # back, long before the breaker's window ends
+    past = timezone.now() - timedelta(seconds=settings.PUBLISH_STALE_AFTER + 5)
+    Article.objects.filter(pk=article.pk).update(publish_at=past, updated_at=past)
+
+    report = catch_up()
+
+    # It runs once an interval: skipping it would leave the row for a whole interval.
+    assert (report.stale_found, report.stale_sent) == (1, 1)
+    assert queued(redis_client(private_broker)) == 1
     assert not dispatch.breaker_is_open()
