@@ -180,10 +180,15 @@ PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 # A save (or the catch-up) arms a scheduled article with an ETA once it is due within
 # this many seconds; two catch-up intervals, so one missed run loses nothing.
 PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
-# A save hands its message to the broker on a connection of its own with these socket
-# timeouts (publishing/dispatch.py): with one retry, a broker that is down, or accepts
-# and never answers, costs a save about a second. redis-py waits forever by default.
+# Saves, admin actions and the catch-up hand their messages to the broker on a pool of
+# connections kept per process with these socket timeouts (publishing/dispatch.py): with
+# one retry, a broker that is down, or accepts and never answers, costs a send about a
+# second. redis-py waits forever by default.
 PUBLISH_DISPATCH_TRANSPORT_OPTIONS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
+# After a send failed, a process skips the broker for this many seconds (its rows stay
+# pending for the catch-up), so a burst of saves or a bulk action during an outage costs
+# one timeout, not one per row; then it tries again. 0 turns the breaker off.
+PUBLISH_DISPATCH_BREAKER_SECONDS = env_number("PUBLISH_DISPATCH_BREAKER_SECONDS", 5, minimum=0)
 
 # The shared views (front page, archive, feed, sitemap) are refreshed by one pass at a
 # time, at most one pass per interval: a burst's requests fold into a few passes, and

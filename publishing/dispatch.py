@@ -1,60 +1,224 @@
 """Handing work to the broker, best effort.
 
 A dispatch only speeds things up: the pending row is the work, so a broker that is down
-costs a log line, never a failed save. The bound on the time it may take is
-PUBLISH_DISPATCH_TRANSPORT_OPTIONS and the publish retry policy (config/settings.py).
+costs a log line, never a failed save.
+
+- **Pooled.** Each process (web, admin, Beat's catch-up, a worker sending again) keeps
+  a pool of producers on connections of its own with short socket timeouts
+  (PUBLISH_DISPATCH_TRANSPORT_OPTIONS), reused from save to save; the workers'
+  consumers keep their longer ones (CELERY_BROKER_TRANSPORT_OPTIONS). A pool made
+  before a fork is never used after it: the child makes its own.
+- **Bounded.** The timeouts and the publish retry policy (config/settings.py) bound what
+  one send to a broker that is down, or silent, costs: about a second.
+- **Breaker.** After a send fails, this process skips the broker for
+  PUBLISH_DISPATCH_BREAKER_SECONDS (logged once; the rows stay pending for the
+  catch-up), then tries again. So a burst of saves, an admin action over many rows or
+  a bulk delete costs one timeout in all, not one per row. The catch-up, which runs
+  once an interval, tries past it (`past_breaker`).
+- **By name.** Tasks are sent by name (`app.send_task`, routed by CELERY_TASK_ROUTES as
+  `apply_async` would be), so this module does not import the tasks, which import the
+  services, which import this module: imports run one way. Where the task module is
+  not loaded, the message carries no time limits and no ignore_result; the worker then
+  applies the task's own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 
 from django.conf import settings
 from django.utils import timezone
+from kombu import Producer
+from kombu.exceptions import OperationalError
+from kombu.pools import ProducerPool
+
+from config.celery import app
+from publishing.breaker import Breaker
 
 logger = logging.getLogger(__name__)
 
-
-@contextmanager
-def dispatch_connection() -> Iterator[object]:
-    """A broker connection of its own with short socket timeouts, so a broker that is
-    down or silent costs the caller about a second (workers keep longer ones)."""
-    from config.celery import app
-
-    with app.connection_for_write(
-        transport_options=settings.PUBLISH_DISPATCH_TRANSPORT_OPTIONS
-    ) as connection:
-        yield connection
+PUBLISH_TASK = "publishing.tasks.publish_article"
+UNPUBLISH_TASK = "publishing.tasks.unpublish_article"
+REFRESH_TASK = "publishing.tasks.refresh_site"
 
 
-def send(task, args: tuple, *, eta: datetime | None = None, connection=None) -> None:
-    if connection is not None:
-        task.apply_async(args, eta=eta, connection=connection)
-        return
-    with dispatch_connection() as own:
-        task.apply_async(args, eta=eta, connection=own)
+class _Dispatcher:
+    """This process's producers and breaker (made again after a fork)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.breaker = Breaker()
+        self._pool: ProducerPool | None = None
+        self._lock = threading.Lock()
+        template = app.connection_for_write()
+        # What a broker that is down or silent raises (Celery wraps most of them in
+        # kombu's OperationalError); anything else is a bug and does not open the breaker.
+        self.broker_errors: tuple[type[BaseException], ...] = (
+            OperationalError,
+            OSError,
+            *template.connection_errors,
+            *template.channel_errors,
+        )
+
+    def producers(self) -> ProducerPool:
+        with self._lock:
+            if self._pool is None:
+                connection = app.connection_for_write(
+                    transport_options=settings.PUBLISH_DISPATCH_TRANSPORT_OPTIONS
+                )
+                limit = app.conf.broker_pool_limit
+                self._pool = ProducerPool(
+                    connection.Pool(limit=limit), limit=limit, Producer=app.amqp.Producer
+                )
+            return self._pool
+
+    def discard_pool(self) -> None:
+        """Drop the connections (after a failure: the next try starts afresh)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            for resources in (pool, pool.connections):
+                with contextlib.suppress(Exception):  # closing to a dead broker may fail
+                    resources.force_close_all()
+
+    @contextlib.contextmanager
+    def producer(self, connection=None) -> Iterator[Producer]:
+        if connection is not None:  # the caller's own connection
+            yield app.amqp.Producer(connection, auto_declare=False)
+            return
+        timeout = app.conf.broker_pool_acquire_timeout
+        with self.producers().acquire(block=True, timeout=timeout) as producer:
+            yield producer
+
+
+_current: _Dispatcher | None = None
+_current_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    # The parent's sockets are the parent's: leave them alone, and a lock another thread
+    # held at the fork would never be released here.
+    global _current, _current_lock
+    _current, _current_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _dispatcher() -> _Dispatcher:
+    """This process's dispatcher. A child of a fork (Celery's prefork pool, gunicorn)
+    makes its own (the pid check also covers a fork that ran no at-fork hooks)."""
+    global _current
+    current = _current
+    if current is None or current.pid != os.getpid():
+        with _current_lock:
+            if _current is None or _current.pid != os.getpid():
+                _current = _Dispatcher()
+            current = _current
+    return current
+
+
+def reset() -> None:
+    """Close this process's connections and its breaker (a process pointed at another
+    broker, or a test)."""
+    global _current
+    with _current_lock:
+        current, _current = _current, None
+    if current is not None and current.pid == os.getpid():
+        current.discard_pool()
+
+
+def breaker_is_open() -> bool:
+    """Whether this process skips the broker right now (after a failed send)."""
+    return _dispatcher().breaker.is_open
+
+
+# (task name, args, eta)
+Message = tuple[str, tuple, datetime | None]
+
+
+def send_batch(messages: list[Message], *, connection=None, past_breaker: bool = False) -> int:
+    """Send `messages` in order on one pooled connection (or on `connection`), unless
+    the breaker is open (`past_breaker`: try anyway, and close or re-open it). Returns
+    how many were sent: all, or those before the first failure (the broker is then down
+    for the rest too), which is logged and opens the breaker. Never raises: what was
+    not sent stays pending for the catch-up."""
+    if not messages:
+        return 0
+    dispatcher = _dispatcher()
+    if not dispatcher.breaker.allow() and not past_breaker:
+        logger.debug("dispatch: broker skipped (breaker open), %d message(s)", len(messages))
+        return 0
+    sent = 0
+    try:
+        with dispatcher.producer(connection) as producer:
+            for name, args, eta in messages:
+                app.send_task(name, args, eta=eta, producer=producer)
+                sent += 1
+    except Exception as exc:
+        unsent = messages[sent:] or messages[-1:]  # or it failed after the last send
+        if not isinstance(exc, dispatcher.broker_errors):
+            logger.exception("dispatch: sending %s failed", _describe(unsent, exc)[0])
+            return sent
+        dispatcher.discard_pool()
+        seconds = settings.PUBLISH_DISPATCH_BREAKER_SECONDS
+        opened = dispatcher.breaker.failed(seconds)
+        logger.warning(
+            "%s: the broker is unreachable (%s: %s); %s",
+            *_describe(unsent, exc),
+        )
+        if opened and seconds > 0:
+            logger.warning(
+                "dispatch: this process skips the broker for %ss; what it would send "
+                "stays pending for the catch-up (or `manage.py publish_pending`)",
+                seconds,
+            )
+        return sent
+    skipped = dispatcher.breaker.succeeded()
+    if skipped:
+        logger.info(
+            "dispatch: the broker answers again; %d dispatch(es) skipped meanwhile are "
+            "left to the catch-up",
+            skipped,
+        )
+    return sent
+
+
+def _describe(messages: list[Message], exc: Exception) -> tuple[str, str, Exception, str]:
+    """(what was not sent, the error's type, the error, what happens to it instead)"""
+    name, args, _ = messages[0]
+    more = f" and {len(messages) - 1} more" if len(messages) > 1 else ""
+    if name == UNPUBLISH_TASK:
+        what = f"article {args[0].get('id')} deleted{more}"
+        then = "the catch-up will take it off the site"
+    elif name == REFRESH_TASK:
+        what = f"the shared views' deferred refresh{more}"
+        then = "the next request or the catch-up will run the pass"
+    else:
+        what = f"article {args[0]}{more}"
+        then = "it stays pending and the catch-up or `manage.py publish_pending` will publish it"
+    return what, type(exc).__name__, exc, then
 
 
 def dispatch_publish(article_id: int, *, eta: datetime | None = None, connection=None) -> bool:
-    """Send `publish_article` (on `connection` when a caller sends many); False, with a
-    warning in the log, when the broker could not be reached."""
-    from publishing.tasks import publish_article  # the task module imports the services
+    """Send `publish_article` (on `connection` when a caller has one); False when the
+    broker could not be reached or was skipped (the row stays pending)."""
+    return send_batch([(PUBLISH_TASK, (article_id,), eta)], connection=connection) == 1
 
-    try:
-        send(publish_article, (article_id,), eta=eta, connection=connection)
-    except Exception as exc:  # any broker failure: the row stays pending for the catch-up
-        logger.warning(
-            "article %s: could not reach the broker (%s: %s); it stays pending and the "
-            "catch-up or `manage.py publish_pending` will publish it",
-            article_id,
-            type(exc).__name__,
-            exc,
-        )
-        return False
-    return True
+
+def dispatch_many(
+    batch: list[tuple[int, datetime | None]], *, past_breaker: bool = False
+) -> list[int]:
+    """Send `publish_article` for each (id, eta) on one connection, in order; stop at
+    the first failure. Returns the ids sent."""
+    messages = [(PUBLISH_TASK, (article_id,), eta) for article_id, eta in batch]
+    sent = send_batch(messages, past_breaker=past_breaker)
+    return [article_id for article_id, _ in batch[:sent]]
 
 
 def dispatch_when_due(*, article_id: int, publish_at: datetime) -> bool:
@@ -72,35 +236,10 @@ def dispatch_when_due(*, article_id: int, publish_at: datetime) -> bool:
 def dispatch_unpublish(snapshot: dict) -> bool:
     """Take a deleted article off the site; if the broker is down, the catch-up's
     reconcile removes it instead."""
-    from publishing.tasks import unpublish_article
-
-    try:
-        send(unpublish_article, (snapshot,))
-    except Exception as exc:
-        logger.warning(
-            "article %s deleted, but the broker is unreachable (%s: %s); the catch-up "
-            "will take it off the site",
-            snapshot.get("id"),
-            type(exc).__name__,
-            exc,
-        )
-        return False
-    return True
+    return send_batch([(UNPUBLISH_TASK, (snapshot,), None)]) == 1
 
 
 def dispatch_refresh(*, eta: datetime) -> bool:
-    """Send the deferred refresh of the shared views (publishing.services.refresh),
-    by name; if the broker is down, the catch-up's pass does it instead."""
-    from config.celery import app
-
-    try:
-        with dispatch_connection() as connection:
-            app.send_task("publishing.tasks.refresh_site", eta=eta, connection=connection)
-    except Exception as exc:
-        logger.warning(
-            "the shared views' refresh could not be sent (%s: %s); the catch-up will run it",
-            type(exc).__name__,
-            exc,
-        )
-        return False
-    return True
+    """Send the deferred pass of the shared views' refresher (publishing.services.refresh);
+    if the broker is down, the next request or the catch-up's pass does it instead."""
+    return send_batch([(REFRESH_TASK, (), eta)]) == 1

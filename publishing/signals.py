@@ -8,6 +8,7 @@ from functools import partial
 from django.db import transaction
 
 from publishing.dispatch import dispatch_unpublish, dispatch_when_due
+from publishing.services import UNPUBLISH_FIELDS, article_forget
 
 
 def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
@@ -24,8 +25,6 @@ def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
 def article_deleted(sender, instance, **kwargs) -> None:
     # Every delete, not only of live articles: an attempt in flight may already have
     # written the page of an article that never completed (docs/site.md, "Deletes").
-    from publishing.services import UNPUBLISH_FIELDS, article_forget
-
     snapshot = {field: getattr(instance, field) for field in UNPUBLISH_FIELDS}
     snapshot["uid"] = str(snapshot["uid"])
     article_forget(snapshot=snapshot)  # in the delete's transaction: nothing is lost

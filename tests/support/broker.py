@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from kombu import pools
 
 from config.celery import app
+from publishing import dispatch
 
 
 def switch_broker(url: str) -> None:
@@ -21,6 +22,8 @@ def switch_broker(url: str) -> None:
     app._pool = None
     if "amqp" in app.__dict__:
         app.amqp._producer_pool = None
+    # The dispatch's own pool, and its breaker: a restarted process starts closed.
+    dispatch.reset()
 
 
 @contextmanager
