@@ -29,9 +29,11 @@ test-sqlite: $(STAMP)
 test-postgres: $(STAMP)
 	@scripts/test.sh postgres
 
-## make bench: throughput and latency of the pipeline, printed as a table.
+## make bench: blogpublish side by side with bare Celery on PostgreSQL and SQLite, and the
+## static site, printed as tables; the run is also written to bench/results/ as JSON.
+## make bench QUICK=1: smaller sizes, under 10 minutes.
 bench: $(STAMP)
-	@$(BIN)/python bench/run.py
+	@$(BIN)/python bench/run.py $(if $(filter-out 0,$(QUICK)),--quick)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,233 +1,142 @@
-"""The pipeline end to end: save → on_commit → Redis → worker → page on disk.
+"""blogpublish side by side with bare Celery, in one run, on PostgreSQL and SQLite.
 
-A private redis-server, a real `celery worker` (prefork, concurrency 2) and a fresh
-database (SQLite, and PostgreSQL when one answers at TEST_POSTGRES_URL). Two numbers:
+One private redis-server for the whole run (started on a free port, stopped by PID);
+per database, two child processes (bench/child.py), each on a fresh database:
 
-- latency: articles saved one at a time at a steady pace; for each, the time from its
-  save to its completion (`published_at - created_at`, both on this host's clock);
-- throughput: a burst of saves as fast as the ORM goes; articles per second from the
-  first save until the last one is published.
+- pipeline: bare Celery's no-op drain and idle round trip (bench/bare.py), then
+  blogpublish's idle save→published, burst drain, shared-page lag and worker RSS
+  (bench/phases.py). Both workers: `celery -A <app>` + bench.support.WORKER_FLAGS.
+- catchup: catch-up + reconcile time with 10 k, 100 k (and 1 M) articles in the table
+  (bench/catchup.py).
 
-Run as `python bench/run.py pipeline` (it re-executes itself per database, because
-Django is set up once per process).
+Prints one table per database with every ratio, and writes the whole run as JSON to
+bench/results/<UTC timestamp>-<host>.json and bench/results/latest.json.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import platform
+import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PG_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+from bench.report import database_report, ratios, write_results
+from bench.support import PG_URL, ROOT, WORKER_FLAGS, private_redis
+
+FULL = {
+    "bare": 1_000,
+    "idle": 300,
+    "burst": 1_000,
+    "rss_total": 20_000,
+    "catchup_sizes": [10_000, 100_000, 1_000_000],
+    "catchup_runs": 3,
+}
+MODES = ("pipeline", "catchup")  # bench/child.py's, each on a fresh database
+QUICK = {**FULL, "rss_total": 5_000, "catchup_sizes": [10_000, 100_000]}
 
 
-def bench_pipeline(args) -> None:
-    print("\nPipeline: save -> published, real worker (prefork, concurrency 2), private Redis")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pipeline (sizes default to the full or --quick set)")
+    group.add_argument("--databases", default="postgres,sqlite", help="comma-separated")
+    group.add_argument("--bare", type=int, help="bare Celery: no-op tasks in the drain")
+    group.add_argument("--idle", type=int, help="idle saves and idle round trips (each)")
+    group.add_argument("--burst", type=int, help="articles saved while the worker is stopped")
+    group.add_argument("--rss-total", type=int, help="publishes before the second RSS reading")
+    group.add_argument("--catchup-sizes", help="comma-separated article counts")
+    group.add_argument("--catchup-runs", type=int, help="timed catch-ups per size")
+    group.add_argument("--results-dir", type=Path, default=ROOT / "bench" / "results")
+
+
+def sizes(args: argparse.Namespace) -> dict:
+    params = dict(QUICK if args.quick else FULL)
+    for name in ("bare", "idle", "burst", "rss_total", "catchup_runs"):
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    if args.catchup_sizes:
+        params["catchup_sizes"] = [int(n) for n in args.catchup_sizes.split(",")]
+    return params
+
+
+def run_child(mode: str, database: str, params: dict) -> dict:
+    cmd = [sys.executable, str(ROOT / "bench" / "child.py"), mode, database, json.dumps(params)]
+    out = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, timeout=3 * 3600)
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return {"failed": f"bench/child.py {mode} {database} exited {out.returncode} (see above)"}
+    return json.loads(lines[-1])
+
+
+def describe(params: dict) -> None:
+    print("\nblogpublish side by side with bare Celery: same private Redis, same worker flags")
+    print(f"  worker: celery -A <config | bench.bare> {' '.join(WORKER_FLAGS)}")
+    print("  Celery configuration of both: config.settings' CELERY_* (acks_late, prefetch 1, …)")
+    print("  bare no-op task: RPUSH time.time() into a list on the same Redis (its run time)")
+    print("  drain rate: (n - 1) / (last - first) run time (bare) or published_at (blogpublish)")
     print(
-        f"(latency: {args.paced} saves {1000 / args.rate:.0f} ms apart; "
-        f"throughput: a burst of {args.burst} saves)\n"
+        f"  sizes: drain {params['bare']:,} tasks / {params['burst']:,} articles; idle"
+        f" {params['idle']} each; RSS after {params['burst']:,} and {params['rss_total']:,}"
+        f" publishes; catch-up at {', '.join(f'{n:,}' for n in params['catchup_sizes'])}"
+        f" articles, median of {params['catchup_runs']} after a warm-up"
     )
-    header = (
-        f"{'database':<10} {'save p50':>9} {'latency p50':>12} {'p95':>8} {'max':>8}"
-        f" {'burst':>7} {'articles/s':>11}"
-    )
-    print(header)
-    print("-" * len(header))
-    for database in ("sqlite", "postgres"):
-        out = subprocess.run(
-            [sys.executable, __file__, database, str(args.paced), str(args.rate), str(args.burst)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if out.returncode != 0:
-            print(f"{database:<10} failed: {out.stderr.strip().splitlines()[-1:]}")
-            continue
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        if "skipped" in r:
-            print(f"{database:<10} skipped: {r['skipped']}")
-            continue
-        print(
-            f"{database:<10} {r['save_p50_ms']:>7.1f}ms {r['latency_p50_ms']:>10.0f}ms"
-            f" {r['latency_p95_ms']:>6.0f}ms {r['latency_max_ms']:>6.0f}ms"
-            f" {r['burst']:>7} {r['per_second']:>11.1f}"
-        )
 
 
-# --- one database, in a process of its own ----------------------------------------------
+def git(*args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.strip()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-@contextmanager
-def running(cmd: list[str], log: Path, env: dict):
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
-def postgres_database(name: str, action: str) -> str | None:
-    import psycopg
-
-    try:
-        with psycopg.connect(PG_URL, autocommit=True, connect_timeout=3) as conn:
-            conn.execute(f'{action} DATABASE "{name}"')
-    except psycopg.Error as exc:
-        return str(exc).strip()
-    return None
-
-
-def run_one(database: str, paced: int, rate: float, burst: int) -> dict:
-    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-pipeline-"))
-    port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "SITE_ROOT": str(workdir / "site"),
-        "CELERY_BROKER_URL": f"redis://127.0.0.1:{port}/0",
-        "PUBLISH_WEBHOOK_URL": "",
-        "DEBUG": "0",
-        "SECRET_KEY": "bench",
-        "PYTHONUNBUFFERED": "1",
-    }
-    pg_name = f"bp_bench_{uuid.uuid4().hex[:8]}"
-    if database == "postgres":
-        problem = postgres_database(pg_name, "CREATE")
-        if problem:
-            return {"skipped": f"no PostgreSQL at {PG_URL}: {problem}"}
-        env["DATABASE_URL"] = f"{PG_URL.rsplit('/', 1)[0]}/{pg_name}"
-    else:
-        env["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
-    os.environ.update(env)
-    try:
-        redis_cmd = [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ]
-        with running(redis_cmd, workdir / "redis.log", env):
-            return measure(workdir, env, paced, rate, burst)
-    finally:
-        if database == "postgres":
-            from django.db import connections
-
-            connections.close_all()
-            postgres_database(pg_name, "DROP")
-
-
-def measure(workdir: Path, env: dict, paced: int, rate: float, burst: int) -> dict:
+def environment_facts() -> dict:
+    import celery
     import django
-
-    django.setup()
-    import logging
-
-    from django.core.management import call_command
-
-    logging.disable(logging.WARNING)
-    call_command("migrate", verbosity=0)
-    from publishing.models import Article, ArticleStatus
-
-    log = workdir / "worker.log"
-    worker_cmd = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "config",
-        "worker",
-        "-l",
-        "info",
-        "-P",
-        "prefork",
-        "-c",
-        "2",
-        "--without-gossip",
-        "--without-mingle",
-    ]
-    with running(worker_cmd, log, env):
-        wait_until(lambda: " ready." in log.read_text(errors="replace"), 60, "the worker")
-
-        def save(prefix: str, n: int) -> tuple[int, float]:
-            article = Article(
-                title=f"{prefix} {n}",
-                slug=f"{prefix}-{n}",
-                body=f"# {prefix} {n}\n\n" + "Some *Markdown* text. " * 50,
-            )
-            started = time.perf_counter()
-            article.save()
-            return article.pk, time.perf_counter() - started
-
-        def all_published(ids: list[int]) -> bool:
-            done = Article.objects.filter(pk__in=ids, status=ArticleStatus.PUBLISHED).count()
-            return done == len(ids)
-
-        save("warmup", 0)  # first connections, first import of the task in the children
-        paced_ids, save_times = [], []
-        for n in range(paced):
-            pk, seconds = save("paced", n)
-            paced_ids.append(pk)
-            save_times.append(seconds)
-            time.sleep(1 / rate)  # the pace of the writers, not a wait for a result
-        wait_until(lambda: all_published(paced_ids), 300, "the paced articles")
-        latencies = sorted(
-            (a.published_at - a.created_at).total_seconds() * 1000
-            for a in Article.objects.filter(pk__in=paced_ids)
-        )
-
-        started = time.perf_counter()
-        burst_ids = [save("burst", n)[0] for n in range(burst)]
-        wait_until(lambda: all_published(burst_ids), 600, "the burst")
-        elapsed = time.perf_counter() - started
+    import kombu
 
     return {
-        "save_p50_ms": statistics.median(save_times) * 1000,
-        "latency_p50_ms": latencies[len(latencies) // 2],
-        "latency_p95_ms": latencies[int(len(latencies) * 0.95)],
-        "latency_max_ms": latencies[-1],
-        "burst": burst,
-        "per_second": burst / elapsed,
+        "host": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "celery": celery.__version__,
+        "kombu": kombu.__version__,
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "postgres_url": PG_URL,
     }
 
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
-    db, n_paced, pace, n_burst = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-    print(json.dumps(run_one(db, n_paced, pace, n_burst)))
+def bench_pipeline(args: argparse.Namespace) -> None:
+    params = sizes(args)
+    describe(params)
+    started_utc, started = datetime.now(UTC).isoformat(), time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-"))
+    results: dict[str, dict] = {}
+    try:
+        with private_redis(workdir) as redis_url:
+            for database in args.databases.split(","):
+                child_params = {**params, "redis_url": redis_url}
+                results[database] = {
+                    mode: run_child(mode, database, child_params) for mode in MODES
+                }
+                print(database_report(database, results[database]), flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    document = {
+        "started_utc": started_utc,
+        "wall_s": time.monotonic() - started,
+        "quick": args.quick,
+        "params": params,
+        "worker_flags": WORKER_FLAGS,
+        "environment": environment_facts(),
+        "results": results,
+        "ratios": {database: ratios(result) for database, result in results.items()},
+    }
+    path = write_results(args.results_dir, document)
+    print(f"\n(pipeline: {document['wall_s']:.0f} s; results in {path})")

@@ -1,7 +1,9 @@
 """Benchmarks: measurements printed as tables, not tests; nothing here asserts a time.
 
     make bench                 every benchmark in BENCHMARKS
+    make bench QUICK=1         the same with smaller sizes (under 10 minutes)
     .venv/bin/python bench/run.py site
+    .venv/bin/python bench/run.py pipeline --quick --databases sqlite
 
 Each benchmark is a function taking the parsed arguments; it sets up what it needs
 (here: a temporary SQLite database and SITE_ROOT, Django with config.settings) and
@@ -185,24 +187,36 @@ def timed(label: str, action: Callable[[], object]) -> None:
     print(f"  {label}: {(time.perf_counter() - start) * 1000:,.1f} ms")
 
 
-from bench.pipeline import bench_pipeline  # noqa: E402 (needs ROOT on sys.path)
+from bench.pipeline import add_arguments, bench_pipeline  # noqa: E402 (needs ROOT on sys.path)
 
 BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [bench_pipeline, bench_site]
+SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
+SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
-    parser.add_argument("--first", type=int, default=1_000, help="site: first batch")
-    parser.add_argument("--then", type=int, default=10_000, help="site: second batch")
-    parser.add_argument("--window", type=int, default=1_000, help="site: articles per row")
-    parser.add_argument("--paced", type=int, default=100, help="pipeline: paced saves")
-    parser.add_argument("--rate", type=float, default=10.0, help="pipeline: paced saves/s")
-    parser.add_argument("--burst", type=int, default=500, help="pipeline: burst of saves")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("QUICK", "") not in ("", "0"),
+        help="smaller sizes (also QUICK=1 in the environment): under 10 minutes",
+    )
+    parser.add_argument("--first", type=int, help="site: first batch (1,000; quick: 500)")
+    parser.add_argument("--then", type=int, help="site: second batch (10,000; quick: 1,000)")
+    parser.add_argument("--window", type=int, help="site: articles per row (1,000; quick: 500)")
+    add_arguments(parser)
     args = parser.parse_args()
+    site = SITE_QUICK if args.quick else SITE_FULL
+    for name, default in site.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     by_name = {bench.__name__.removeprefix("bench_"): bench for bench in BENCHMARKS}
+    started = time.monotonic()
     for name in args.names or list(by_name):
         by_name[name](args)
+    print(f"\nmake bench{' QUICK=1' if args.quick else ''}: {time.monotonic() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+
+import pytest
 
 from tests.support.processes import ROOT
 
@@ -19,3 +23,35 @@ def test_site_benchmark_runs_on_a_small_site():
 
     assert result.returncode == 0, result.stderr[-2000:]
     assert "site size" in result.stdout and "reconcile" in result.stdout
+
+
+@pytest.mark.skipif(
+    os.environ.get("BLOGPUBLISH_TEST_DB") == "postgres", reason="once per suite: on SQLite"
+)
+def test_side_by_side_benchmark_runs_at_tiny_sizes(tmp_path):
+    """Every code path of `make bench`'s pipeline part (bare Celery, blogpublish's idle,
+    burst, shared pages, RSS, catch-up with synthetic rows), on SQLite, at tiny sizes."""
+    tiny = ["--bare", "20", "--idle", "10", "--burst", "20", "--rss-total", "30"]
+    tiny += ["--catchup-sizes", "50,120", "--catchup-runs", "1", "--databases", "sqlite"]
+    result = subprocess.run(
+        [sys.executable, "bench/run.py", "pipeline", *tiny, "--results-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "failed" not in result.stdout, result.stdout + result.stderr[-3000:]
+    document = json.loads((tmp_path / "latest.json").read_text())
+    assert set(document["ratios"]["sqlite"]) == {
+        "burst_drain_per_bare_drain",
+        "idle_p50_per_bare_p50",
+        "idle_p99_per_bare_p99",
+        "rss_last_per_first",
+        "catch_up_largest_per_smallest",
+    }
+    assert [s["articles"] for s in document["results"]["sqlite"]["catchup"]["catch_up"]] == [
+        50,
+        120,
+    ]
