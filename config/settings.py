@@ -122,8 +122,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
     }
-else:
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Connections live across requests and tasks (a new PostgreSQL connection costs
+# milliseconds, more than a whole attempt's statements); checked before reuse, and
+# dropped after an error or past this age (config/celery.py does for tasks what Django
+# does for requests).
+DATABASES["default"]["CONN_MAX_AGE"] = env_number("DB_CONN_MAX_AGE", 300, minimum=0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -294,6 +298,10 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_BEAT_SCHEDULER = "publishing.beat:Scheduler"
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_ENABLE_UTC = True
+# Celery's Django fixup closes every database connection before and after each task
+# unless this is set; config/celery.py closes them when Django would instead (unusable
+# after an error, or older than CONN_MAX_AGE).
+CELERY_DB_REUSE_MAX = 2**31
 # Keep Django's LOGGING for the worker too.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

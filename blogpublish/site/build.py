@@ -141,10 +141,7 @@ def update(root: Path, state: SiteState) -> None:
     old_count, count = state.count, state.count + len(inserted)
     hidden = uncounted(state)
     entries = selectors.listed_entries(changed)
-    positions = {
-        article_id: selectors.position_of(entry, total=count, exclude=hidden)
-        for article_id, entry in entries.items()
-    }
+    positions = positions_of(entries, inserted=inserted, total=count, hidden=hidden)
     if any(not 0 <= position < count for position in positions.values()):
         logger.warning("the site's article count (%s) is out of date; rebuilding", count)
         rebuild(root, state)
@@ -168,6 +165,28 @@ def update(root: Path, state: SiteState) -> None:
         atomic_write(root / paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     write_front_page(root, newest, count=count, write=atomic_write)
     state.count = count
+
+
+def positions_of(
+    entries: dict[int, Entry], *, inserted: list[int], total: int, hidden: set[int]
+) -> dict[int, int]:
+    """The positions of the changed entries on a site of `total`. When all of them are
+    newly listed and newer than every other listed article (a burst of new articles,
+    the usual case), they take the top positions in their order: one query for them
+    all. Otherwise each is located by counting (selectors.position_of)."""
+
+    def key(entry: Entry) -> tuple:
+        return (entry.publish_at, entry.id)
+
+    if entries and set(entries) <= set(inserted):
+        below = selectors.newest(1, exclude=hidden | set(entries))
+        if not below or min(map(key, entries.values())) > key(below[0]):
+            ranked = sorted(entries.values(), key=key)
+            return {entry.id: total - len(ranked) + rank for rank, entry in enumerate(ranked)}
+    return {
+        article_id: selectors.position_of(entry, total=total, exclude=hidden)
+        for article_id, entry in entries.items()
+    }
 
 
 def rebuild(root: Path, state: SiteState) -> None:

@@ -25,7 +25,7 @@ from django.db import connection, transaction
 # never one that a later synchronous commit (a claim, a completion) came after, since
 # the WAL is flushed in order; what is lost is a page rename noted again by the retry,
 # or a pass run again. https://www.postgresql.org/docs/current/wal-async-commit.html
-RELAXED_COMMIT = "SET LOCAL synchronous_commit TO OFF"
+RELAXED_COMMIT = "set_config('synchronous_commit', 'off', true)"
 
 
 def advisory_key(kind: str, name: object) -> int:
@@ -41,11 +41,11 @@ def page_guard(*, slugs: Iterable[str], article_id: int | None = None) -> Iterat
         keys.add(advisory_key("article", article_id))
     with transaction.atomic():
         if connection.vendor == "postgresql":
+            # One statement; the locks in one order everywhere, so two guards never
+            # wait for each other.
+            locks = "".join(", pg_advisory_xact_lock(%s)" for _ in keys)
             with connection.cursor() as cursor:
-                cursor.execute(RELAXED_COMMIT)
-                # In one order everywhere, so two guards never wait for each other.
-                for key in sorted(keys):
-                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+                cursor.execute(f"SELECT {RELAXED_COMMIT}{locks}", sorted(keys))
         yield
 
 
@@ -58,5 +58,5 @@ def snapshot() -> Iterator[None]:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                cursor.execute(RELAXED_COMMIT)
+                cursor.execute(f"SELECT {RELAXED_COMMIT}")
         yield

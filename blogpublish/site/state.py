@@ -10,6 +10,10 @@ nothing: the next refresh rebuilds, and the full check removes what no article n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
+
+from django.db.models import Q
 
 from blogpublish.models import SITE_STATE_ID, PageNote
 from blogpublish.models import SiteState as SiteStateRow
@@ -69,8 +73,10 @@ class SiteState:
         SiteStateRow.objects.update_or_create(
             pk=SITE_STATE_ID, defaults={"count": self.count, "rebuild": self.rebuild}
         )
-        for article_id, version in self.settled.items():
-            PageNote.objects.filter(article_id=article_id, version=version).delete()
+        if self.settled:
+            PageNote.objects.filter(
+                reduce(or_, (Q(article_id=i, version=v) for i, v in self.settled.items()))
+            ).delete()
         for article_id, written in self.counted.items():
             PageNote.objects.filter(article_id=article_id, version=written.version).update(
                 was_listed=True, listed_at=written.listed_at
