@@ -1,71 +1,248 @@
-"""Writing the site to disk: every file replaced atomically, never half-written."""
+"""Writing the site to disk: every file replaced atomically, never half-written, and
+never through a symbolic link.
+
+Every function takes the site's root and a path relative to it ("page/3/index.html").
+The directories below the root are opened one at a time with `O_NOFOLLOW`, and each
+operation is made relative to the directory it opened (`dir_fd`), so a link inside
+SITE_ROOT, there before or made meanwhile, is never followed:
+
+- a link where the site needs a directory (an article's folder, `page/`, `.staging/`)
+  raises `SymlinkRefused`, naming it; nothing is written or deleted through it;
+- a link where the site writes a file is replaced by the file (a rename replaces the
+  link itself, never its target), and is never read through;
+- a link being removed is unlinked; what it points to is untouched.
+
+SITE_ROOT itself may be a link: that is the operator's setting, not content of the site.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shutil
-import tempfile
+import stat
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
-FILE_MODE = 0o644  # readable by the web server; mkstemp would give 0600
+from blogpublish.exceptions import SymlinkRefused
+
+FILE_MODE = 0o644  # readable by the web server, whatever the umask
+DIR_MODE = 0o755
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a FIFO planted in the site must not hang the reader; files ignore it.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write to a temporary file beside `path`, then `os.replace` it into place.
+def parts_of(rel: str) -> list[str]:
+    """The components of a path relative to the site's root; nothing that could leave it."""
+    parts = [part for part in rel.split("/") if part]
+    if rel.startswith("/") or any(
+        part in (".", "..") or "\x00" in part or "\\" in part for part in parts
+    ):
+        raise ValueError(f"{rel!r} is not a path inside SITE_ROOT")
+    return parts
 
-    Readers see the old file or the new one, never a mix; a crash leaves at most a
-    stray temporary file, which the next write of the same directory ignores.
-    """
-    staged = stage(path, data)
+
+def _is_link(dir_fd: int, name: str) -> bool:
     try:
-        os.replace(staged, path)
-    except BaseException:
-        staged.unlink(missing_ok=True)
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+@contextlib.contextmanager
+def open_dir(root: Path, *parts: str, create: bool = False) -> Iterator[int]:
+    """A descriptor of the directory root/parts…, each component opened without
+    following a link (`SymlinkRefused` names one); made where missing if `create`."""
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        here = root
+        for part in parts:
+            here = here / part
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, DIR_MODE, dir_fd=fd)
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                # Linux says ELOOP for a link to anything; ENOTDIR on some systems.
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, part):
+                    raise SymlinkRefused(path=here) from exc
+                raise
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def is_dir_at(dir_fd: int, name: str) -> bool:
+    """Is `name` in the directory a directory itself (a link to one is not)?"""
+    try:
+        return stat.S_ISDIR(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def open_regular_file(dir_fd: int, name: str) -> int | None:
+    """A descriptor for reading `name` in the directory, or None when it is missing, a
+    link (not followed), or not a regular file (a directory, a FIFO, a device)."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    os.set_blocking(fd, True)
+    return fd
 
 
-def stage(path: Path, data: str | bytes, *, within: Path | None = None) -> Path:
-    """The slow half of `atomic_write`: the bytes in a synced temporary file in
-    `within` (default: beside `path`; the same file system). The caller `os.replace`s
-    it into place (or unlinks it), so that a lock need be held only for the rename."""
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    folder = within or path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+def _payload(data: str | bytes) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+def _write_temp(dir_fd: int, name: str, payload: bytes) -> str:
+    """A synced temporary file for `name` in the directory; returns its name."""
+    tmp = f".{name}.{uuid.uuid4().hex[:12]}.tmp"
+    fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
+            os.fchmod(fh.fileno(), FILE_MODE)
             os.fsync(fh.fileno())
-        os.chmod(tmp, FILE_MODE)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    return Path(tmp)
+    return tmp
 
 
-def write_if_changed(path: Path, data: str | bytes) -> bool:
+def atomic_write(root: Path, rel: str, data: str | bytes) -> None:
+    """Write root/rel through a temporary file beside it and `os.replace`.
+
+    Readers see the old file or the new one, never a mix; a crash leaves at most a
+    stray temporary file (a dot-file, never served, never listed).
+    """
+    *folder, name = parts_of(rel)
+    with open_dir(root, *folder, create=True) as dir_fd:
+        tmp = _write_temp(dir_fd, name, _payload(data))
+        try:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+
+
+def read_bytes(root: Path, rel: str) -> bytes | None:
+    """The content of root/rel, or None when it is missing, a link or not a file."""
+    *folder, name = parts_of(rel)
+    try:
+        with open_dir(root, *folder) as dir_fd:
+            fd = open_regular_file(dir_fd, name)
+    except FileNotFoundError:
+        return None
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+def write_if_changed(root: Path, rel: str, data: str | bytes) -> bool:
     """`atomic_write`, unless the file already holds exactly `data`; True if written.
 
     Rebuilding a view that did not change then costs a read, not a write and an fsync,
     and leaves the file's mtime (which caches and rsync go by) alone.
     """
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        if path.read_bytes() == payload:
-            return False
-    except FileNotFoundError:
-        pass
-    atomic_write(path, payload)
+    payload = _payload(data)
+    if read_bytes(root, rel) == payload:
+        return False
+    atomic_write(root, rel, payload)
     return True
 
 
-def remove_tree(path: Path) -> None:
-    """Remove a page directory: renamed aside first, so readers never see it half gone."""
-    if not path.exists():
+def stage(root: Path, folder: str, name: str, data: str | bytes) -> str:
+    """The slow half of a write: the bytes in a synced temporary file in root/folder
+    (the same file system), for `move_staged` to rename into place, so that a lock
+    need be held only for the rename. Returns the temporary file's name."""
+    with open_dir(root, *parts_of(folder), create=True) as dir_fd:
+        return _write_temp(dir_fd, name, _payload(data))
+
+
+def move_staged(root: Path, folder: str, staged: str, rel: str) -> None:
+    """Rename a file `stage` wrote into root/rel, making its directory if missing."""
+    *target, name = parts_of(rel)
+    with (
+        open_dir(root, *parts_of(folder)) as src_fd,
+        open_dir(root, *target, create=True) as dst_fd,
+    ):
+        os.replace(staged, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+
+
+def discard_staged(root: Path, folder: str, staged: str) -> None:
+    with (
+        contextlib.suppress(FileNotFoundError, SymlinkRefused),
+        open_dir(root, *parts_of(folder)) as dir_fd,
+    ):
+        os.unlink(staged, dir_fd=dir_fd)
+
+
+def list_names(root: Path, rel: str = "") -> list[str]:
+    """The names in the directory root/rel ([] when it is missing)."""
+    try:
+        with open_dir(root, *parts_of(rel)) as dir_fd:
+            return os.listdir(dir_fd)
+    except FileNotFoundError:
+        return []
+
+
+def entry_mode(root: Path, rel: str) -> int | None:
+    """`st_mode` of root/rel itself (a link is a link), or None when it is missing."""
+    *folder, name = parts_of(rel)
+    try:
+        with open_dir(root, *folder) as dir_fd:
+            return os.lstat(name, dir_fd=dir_fd).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def unlink(root: Path, rel: str) -> None:
+    """Remove the file (or link: never its target) root/rel, if it is there."""
+    *folder, name = parts_of(rel)
+    with contextlib.suppress(FileNotFoundError), open_dir(root, *folder) as dir_fd:
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def remove_tree(root: Path, rel: str, *, aside: bool = True) -> None:
+    """Remove a directory: renamed aside first (`aside`), so readers never see it half
+    gone. A link there is unlinked itself: what it points to is never touched; a file
+    that is neither is left alone."""
+    *folder, name = parts_of(rel)
+    try:
+        with open_dir(root, *folder) as dir_fd:
+            mode = os.lstat(name, dir_fd=dir_fd).st_mode
+            if stat.S_ISLNK(mode):
+                os.unlink(name, dir_fd=dir_fd)
+            elif stat.S_ISDIR(mode):
+                if aside:
+                    # A unique name: a trash left by a crash, or another thread, is never
+                    # in the way.
+                    trash = f".{name}.removed-{uuid.uuid4().hex[:12]}"
+                    os.rename(name, trash, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                    name = trash
+                # Relative to the open directory, with dir_fd: rmtree opens every level
+                # with O_NOFOLLOW and refuses a link at the top (a swap after the lstat).
+                shutil.rmtree(name, ignore_errors=True, dir_fd=dir_fd)
+    except FileNotFoundError:
         return
-    # A unique name: a trash left by a crash, or another thread, is never in the way.
-    trash = path.with_name(f".{path.name}.removed-{uuid.uuid4().hex[:12]}")
-    os.replace(path, trash)
-    shutil.rmtree(trash, ignore_errors=True)

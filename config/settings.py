@@ -163,6 +163,9 @@ SITE_ROOT = Path(env_str("SITE_ROOT", str(VAR_DIR / "site"))).resolve()
 # The address under which SITE_ROOT is served; used for links in the feed and webhook.
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
+# The Content-Security-Policy of the site's pages (blogpublish.csp) allows images from
+# the site and over https; 1: from the site only (no hot-linked images, no tracking pixels).
+SITE_IMAGES_SELF_ONLY = env_bool("SITE_IMAGES_SELF_ONLY", False)
 
 PUBLISH_MAX_ATTEMPTS = env_int("PUBLISH_MAX_ATTEMPTS", 5, minimum=1)
 # How long one claimed attempt may run before any executor may take the row over.

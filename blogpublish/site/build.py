@@ -10,11 +10,10 @@ state row is missing.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from blogpublish.files import atomic_write, remove_tree, write_if_changed
+from blogpublish.files import atomic_write, list_names, remove_tree, unlink, write_if_changed
 from blogpublish.site import documents, paths, selectors
 from blogpublish.site.lock import page_guard
 from blogpublish.site.pagination import (
@@ -33,7 +32,7 @@ from publishing.models import ArticleStatus
 
 logger = logging.getLogger(__name__)
 
-Write = Callable[[Path, str | bytes], object]
+Write = Callable[[Path, str, str | bytes], object]  # (root, path in it, data)
 
 
 def remove_unneeded(root: Path, slugs: Iterable[str], *, besides: int | None = None) -> None:
@@ -42,7 +41,7 @@ def remove_unneeded(root: Path, slugs: Iterable[str], *, besides: int | None = N
     for slug in sorted({slug for slug in slugs if slug}):
         with page_guard(slugs=[slug]):
             if not selectors.slug_owned(slug, besides=besides):
-                remove_tree(paths.page_dir(root, slug))
+                remove_tree(root, paths.page_name(slug))
 
 
 def settle(state: SiteState) -> tuple[list[int], list[int]]:
@@ -96,7 +95,8 @@ def write_front_page(root: Path, newest: list[Entry], *, count: int, write: Writ
     once a reader sees it, the feed and sitemap of the same refresh are there too."""
     older = older_than_front(count)
     write(
-        root / paths.FRONT_PAGE,
+        root,
+        paths.FRONT_PAGE,
         documents.listing_page(
             newest,
             page=None,
@@ -117,8 +117,8 @@ def write_archive_page(
         newer_href=paths.archive_href(newer_than(page, count)),
         older_href=paths.archive_href(older) if older else "",
     )
-    write(paths.archive_path(root, page), html)
-    write(root / paths.sitemap_chunk_name(page), documents.sitemap(entries))
+    write(root, paths.archive_file(page), html)
+    write(root, paths.sitemap_chunk_name(page), documents.sitemap(entries))
 
 
 def write_partial_chunk(root: Path, newest: list[Entry], *, count: int, write: Write) -> None:
@@ -126,7 +126,7 @@ def write_partial_chunk(root: Path, newest: list[Entry], *, count: int, write: W
     rest = count % PAGE_SIZE
     if rest:
         chunk = paths.sitemap_chunk_name(full_pages(count) + 1)
-        write(root / chunk, documents.sitemap(newest[:rest]))
+        write(root, chunk, documents.sitemap(newest[:rest]))
 
 
 # --- refresh ---------------------------------------------------------------------------
@@ -159,10 +159,10 @@ def update(root: Path, state: SiteState) -> None:
         )
         write_archive_page(root, page, page_entries, count=count, write=atomic_write)
     newest = selectors.newest(PAGE_SIZE, exclude=hidden)
-    atomic_write(root / paths.FEED, documents.atom_feed(newest))
+    atomic_write(root, paths.FEED, documents.atom_feed(newest))
     write_partial_chunk(root, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
-        atomic_write(root / paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+        atomic_write(root, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     write_front_page(root, newest, count=count, write=atomic_write)
     state.count = count
 
@@ -207,22 +207,21 @@ def rebuild(root: Path, state: SiteState) -> None:
     if held:
         write_archive_page(root, *held, count=count, write=write_if_changed)
     newest = selectors.newest(PAGE_SIZE, exclude=hidden)
-    write_if_changed(root / paths.FEED, documents.atom_feed(newest))
+    write_if_changed(root, paths.FEED, documents.atom_feed(newest))
     write_partial_chunk(root, newest, count=count, write=write_if_changed)
-    write_if_changed(root / paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+    write_if_changed(root, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     remove_beyond(root, pages=full_pages(count), chunks=sitemap_chunks(count))
     write_front_page(root, newest, count=count, write=write_if_changed)
     state.count, state.rebuild = count, False
 
 
 def remove_beyond(root: Path, *, pages: int, chunks: int) -> None:
-    """Archive pages and sitemap chunks past the end, after the site shrank."""
-    archive = root / paths.ARCHIVE_DIR
-    if archive.is_dir():
-        for entry in os.scandir(archive):
-            if entry.name.isdigit() and int(entry.name) > pages:
-                remove_tree(Path(entry.path))
-    for entry in os.scandir(root):
-        match = paths.SITEMAP_CHUNK_RE.match(entry.name)
+    """Archive pages and sitemap chunks past the end, after the site shrank. Never
+    through a link: a link at `page/` stops the pass (blogpublish.files)."""
+    for name in list_names(root, paths.ARCHIVE_DIR):
+        if name.isdigit() and int(name) > pages:
+            remove_tree(root, f"{paths.ARCHIVE_DIR}/{name}")
+    for name in list_names(root):
+        match = paths.SITEMAP_CHUNK_RE.match(name)
         if match and int(match[1]) > chunks:
-            Path(entry.path).unlink(missing_ok=True)
+            unlink(root, name)

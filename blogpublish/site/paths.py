@@ -26,20 +26,36 @@ STAGING_DIR = ".staging"
 SITEMAP_CHUNK_RE = re.compile(r"^sitemap-(\d+)\.xml$")
 
 
+def page_name(slug: str) -> str:
+    """The slug as the name of its directory, a direct child of SITE_ROOT. Checked by
+    its text, not by resolving it: resolving would follow a link (`foo` → `bar` made
+    `foo`'s page `bar`'s); the slug validators make a bad one impossible anyway."""
+    if not slug or slug in (".", "..") or any(c in slug for c in "/\\\x00"):
+        raise ValueError(f"slug {slug!r} would leave SITE_ROOT")
+    return slug
+
+
 def page_dir(root: Path, slug: str) -> Path:
     """The directory of an article's page; never anything but a direct child of root."""
-    path = (root / slug).resolve()
-    if not slug or path.parent != root.resolve():  # the slug validators make this impossible
-        raise ValueError(f"slug {slug!r} would leave SITE_ROOT")
-    return path
+    return root / page_name(slug)
+
+
+def page_file(slug: str) -> str:
+    """An article's page, relative to SITE_ROOT (for blogpublish.files)."""
+    return f"{page_name(slug)}/index.html"
 
 
 def page_path(root: Path, slug: str) -> Path:
-    return page_dir(root, slug) / "index.html"
+    return root / page_file(slug)
+
+
+def archive_file(number: int) -> str:
+    """Archive page `number`, relative to SITE_ROOT."""
+    return f"{ARCHIVE_DIR}/{number}/index.html"
 
 
 def archive_path(root: Path, number: int) -> Path:
-    return root / ARCHIVE_DIR / str(number) / "index.html"
+    return root / archive_file(number)
 
 
 def sitemap_chunk_name(number: int) -> str:
@@ -52,8 +68,8 @@ def is_trash(name: str) -> bool:
 
 
 def is_article_dir_name(name: str) -> bool:
-    """Could this entry of SITE_ROOT be an article's page directory? Dot-files (the lock,
-    the state, trash of removals) and the site's own names never are."""
+    """Could this entry of SITE_ROOT be an article's page directory? Dot-files (staging,
+    trash of removals) and the site's own names never are."""
     return not name.startswith(".") and name not in RESERVED_SLUGS
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import time
 from pathlib import Path
 
 from django.conf import settings
 
-from blogpublish.files import stage
+from blogpublish import files
+from blogpublish.exceptions import SymlinkRefused
 from blogpublish.site import build, documents, paths, selectors
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.state import SiteState, add_note
-from publishing.exceptions import TransientPublishError
+from publishing.exceptions import PermanentPublishError, TransientPublishError
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +36,12 @@ class StaticSitePublisher:
     def publish(self, article) -> None:
         """Write the article's page, unless its content changed since the claim: then
         newer content is on its way, and this attempt's completion will not match."""
-        page = paths.page_path(self.root, article.slug)
+        page = paths.page_file(article.slug)
         try:
             # Rendering and the synced temporary file happen outside the guard, in a
             # staging folder: no page directory appears before the guard says it may.
             html = documents.article_page(article)
-            staged = stage(page, html, within=self.root / paths.STAGING_DIR)
+            staged = files.stage(self.root, paths.STAGING_DIR, "index.html", html)
             try:
                 with page_guard(slugs=[article.slug], article_id=article.pk):
                     current = selectors.listed_if_current(
@@ -61,10 +61,14 @@ class StaticSitePublisher:
                         listed=current[0],
                         listed_at=current[1],
                     )
-                    page.parent.mkdir(exist_ok=True)
-                    os.replace(staged, page)
+                    files.move_staged(self.root, paths.STAGING_DIR, staged, page)
             finally:
-                staged.unlink(missing_ok=True)
+                files.discard_staged(self.root, paths.STAGING_DIR, staged)
+        except SymlinkRefused as exc:
+            # A link where the page's folder (or .staging) should be is an operator's
+            # problem that no retry solves: not written through, dead now with an alert
+            # whose error names the link (docs/site.md, "Links in SITE_ROOT").
+            raise PermanentPublishError(str(exc)) from exc
         except OSError as exc:  # disk full, permissions: may pass; retried, then dead
             raise TransientPublishError(f"writing the page failed: {exc}") from exc
 
@@ -86,6 +90,13 @@ class StaticSitePublisher:
     def refresh(self) -> None:
         """Front page, feed, sitemap and the archive pages that changed: one pass in
         one snapshot of the database, then the directories it settled are removed."""
+        try:
+            self._refresh()
+        except SymlinkRefused as exc:  # the pass fails, is logged, and is wanted again
+            logger.error("the shared views were not written: %s", exc)
+            raise
+
+    def _refresh(self) -> None:
         with snapshot():
             state = SiteState.load()
             if state.rebuild:
@@ -100,11 +111,13 @@ class StaticSitePublisher:
         bypassed the signals, a crash between a pass and its removals), then rebuild."""
         self.root.mkdir(parents=True, exist_ok=True)
         needed = selectors.owned_slugs()
+        # lstat only (follow_symlinks=False): a link is neither a page directory nor
+        # trash, whatever it points to, so it is left alone and never deleted through.
         for entry in os.scandir(self.root):
             if not entry.is_dir(follow_symlinks=False):
                 continue
             if paths.is_trash(entry.name):  # a removal interrupted by a crash
-                shutil.rmtree(entry.path, ignore_errors=True)
+                files.remove_tree(self.root, entry.name, aside=False)
             elif paths.is_article_dir_name(entry.name) and entry.name not in needed:
                 logger.info("reconcile: removing %s/, which no article needs", entry.name)
                 build.remove_unneeded(self.root, [entry.name])
@@ -117,13 +130,17 @@ class StaticSitePublisher:
 
     def _sweep_staging(self) -> None:
         """Staged pages a crash left behind (older than any attempt can be)."""
-        staging = self.root / paths.STAGING_DIR
         cutoff = time.time() - 2 * settings.PUBLISH_LEASE_SECONDS
-        with contextlib.suppress(FileNotFoundError):
-            for entry in os.scandir(staging):
-                with contextlib.suppress(FileNotFoundError):
-                    if entry.stat().st_mtime < cutoff:
-                        os.unlink(entry.path)
+        try:
+            with files.open_dir(self.root, paths.STAGING_DIR) as staging:
+                for name in os.listdir(staging):
+                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                        if os.lstat(name, dir_fd=staging).st_mtime < cutoff:
+                            os.unlink(name, dir_fd=staging)
+        except FileNotFoundError:
+            pass
+        except SymlinkRefused as exc:
+            logger.error("reconcile: %s", exc)
 
     def _remove(self, state: SiteState) -> None:
         for slugs, article_id in state.removals:

@@ -9,10 +9,16 @@ import pytest
 from blogpublish.site import paths
 
 
-@pytest.mark.parametrize("slug", ["", "..", "../etc", "a/b", "/abs"])
+@pytest.mark.parametrize("slug", ["", ".", "..", "../etc", "a/b", "/abs", "a\\b", "a\x00"])
 def test_page_dir__never_leaves_the_site_root(tmp_path, slug):
     with pytest.raises(ValueError, match="would leave SITE_ROOT"):
         paths.page_dir(tmp_path, slug)
+
+
+def test_page_dir__a_link_is_not_resolved_to_its_target(tmp_path):
+    (tmp_path / "bar").mkdir()
+    (tmp_path / "foo").symlink_to("bar")  # publishing foo once overwrote bar's page
+    assert paths.page_dir(tmp_path, "foo") == tmp_path / "foo"
 
 
 def test_page_path__unicode_slug_is_a_raw_utf8_directory(tmp_path):

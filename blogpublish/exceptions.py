@@ -1,0 +1,26 @@
+"""Errors of the blog itself (the site on disk, the view that serves it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class BlogpublishError(Exception):
+    """The blog failed."""
+
+    def __init__(self, message: str | None = None):
+        super().__init__(message or self.__doc__)
+
+
+class SymlinkRefused(BlogpublishError):
+    """A symbolic link inside SITE_ROOT where the site needs a directory of its own: the
+    site never writes or deletes through a link. Remove the link (docs/site.md)."""
+
+    def __init__(self, message: str | None = None, *, path: Path | None = None):
+        if message is None and path is not None:
+            message = (
+                f"{path} is a symbolic link; the site never writes or deletes through a "
+                "link inside SITE_ROOT. Remove the link (docs/site.md, 'Links in SITE_ROOT')."
+            )
+        super().__init__(message)
+        self.path = path
