@@ -136,11 +136,13 @@ def publish_catch_up() -> dict:
 
 @shared_task(
     ignore_result=True,
+    # Acked on receipt: a pass lost with its worker costs nothing (the next request
+    # sends another once PUBLISH_REFRESH_LOST_AFTER has passed, and the catch-up runs one).
+    acks_late=False,
     # Inside the refresher's lease, so no second pass can begin while this one writes.
     soft_time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.8,
     time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.9,
 )
 def refresh_site() -> None:
-    """The deferred pass of the shared views' refresher (services.refresh). Not
-    acks_late: a lost pass costs nothing, the next request or the catch-up runs one."""
+    """The deferred pass of the shared views' refresher (services.refresh)."""
     shared_views_deferred()
