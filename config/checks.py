@@ -1,7 +1,8 @@
-"""Settings that make no sense together stop every process at start-up.
+"""Settings that make no sense together, or leave a door open, stop start-up.
 
-A pure function, so it is tested without starting anything; config/settings.py calls
-it and raises ImproperlyConfigured with every problem, each naming its settings.
+Pure functions, so they are tested without starting anything. config/settings.py calls
+those that concern every process and raises ImproperlyConfigured with every problem,
+each naming its settings.
 """
 
 from __future__ import annotations
@@ -56,3 +57,24 @@ def publishing_settings_problems(
             "a slow receiver must end as a retry, not as a killed task."
         )
     return problems
+
+
+# --- Secrets that must be strong: refused, never merely warned about ------------------
+
+SECRET_KEY_MIN_LENGTH = 50  # what `manage.py check --deploy` asks for (security.W009)
+
+
+def secret_key_problems(*, secret_key: str, debug: bool) -> list[str]:
+    """Outside DEBUG, SECRET_KEY signs sessions and password resets: a short or missing
+    one is refused. In DEBUG a local key may be anything."""
+    if debug:
+        return []
+    generate = "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+    if len(secret_key) < SECRET_KEY_MIN_LENGTH:
+        has = f"it has {len(secret_key)}" if secret_key else "it is not set"
+        why = f"must be at least {SECRET_KEY_MIN_LENGTH} characters when DEBUG is off ({has})"
+    elif secret_key.startswith("django-insecure-") or len(set(secret_key)) < 5:
+        why = "looks generated for local use (django-insecure-…) or repeats too few characters"
+    else:
+        return []
+    return [f"SECRET_KEY {why}. Generate one: {generate}"]

@@ -1,8 +1,9 @@
 """Settings of blogpublish.
 
 Every environment variable the project reads is read here, each with a working local
-default (`.env.example` lists them all). Secrets have no default outside DEBUG, so a
-production start without them fails loudly instead of running with a known key.
+default (`.env.example` lists them all). Production is the default: DEBUG is off unless
+set (`make run` sets it for local work), and secrets have no default outside DEBUG, so
+a production start without them fails loudly instead of running with a known key.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.checks import publishing_settings_problems
+from config.checks import (
+    publishing_settings_problems,
+    secret_key_problems,
+)
 from config.queues import celery_queues
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -25,10 +29,14 @@ def env_str(name: str, default: str = "") -> str:
 
 
 def env_bool(name: str, default: bool) -> bool:
-    raw = env_str(name, "1" if default else "0").lower()
+    """1/true/yes/on or 0/false/no/off; empty is the default, as unset is (`NAME=` in
+    .env.example means "the default")."""
+    raw = env_str(name).lower()
+    if not raw:
+        return default
     if raw in {"1", "true", "yes", "on"}:
         return True
-    if raw in {"0", "false", "no", "off", ""}:
+    if raw in {"0", "false", "no", "off"}:
         return False
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use 1 or 0.")
 
@@ -53,14 +61,37 @@ def env_int(name: str, default: int, *, minimum: int) -> int:
 
 # --- Django -------------------------------------------------------------------------
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless set: a deployment that forgets it must not show tracebacks, settings and
+# the URLconf to anyone (issue 8). `make run` sets DEBUG=1 for local work.
+DEBUG = env_bool("DEBUG", False)
+# Outside DEBUG at least 50 characters, or nothing starts (config/checks.py).
 SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+if DEBUG and not SECRET_KEY:
     SECRET_KEY = "django-insecure-local-only-never-deploy-this-key"
 
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+
+# HTTPS (docs/operations.md, "Production settings"). Behind a proxy that terminates TLS,
+# SECURE_PROXY_SSL_HEADER names the header by which it says "https" (X-Forwarded-Proto);
+# set it only when the proxy overwrites that header on every request, or a client could
+# claim https itself. Off by default: redirecting to https, or HSTS, on a deployment that
+# does not serve https would lock everyone out of it.
+_proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER")
+if _proxy_ssl_header and not _proxy_ssl_header.replace("-", "").isalnum():
+    raise ImproperlyConfigured(
+        f"SECURE_PROXY_SSL_HEADER={_proxy_ssl_header!r}: give a header name, e.g. "
+        "X-Forwarded-Proto."
+    )
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Cookies that carry a login travel over https only, unless DEBUG (runserver is http).
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -333,7 +364,9 @@ _problems = publishing_settings_problems(
     visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
     webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT if PUBLISH_WEBHOOK_URL else None,
 )
+_problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
 if _problems:
     raise ImproperlyConfigured(
-        "blogpublish settings do not fit together:\n  - " + "\n  - ".join(_problems)
+        "blogpublish does not start; these settings are unusable or do not fit together:"
+        "\n  - " + "\n  - ".join(_problems)
     )

@@ -1,8 +1,9 @@
 """`make run`: everything a newcomer needs, on local defaults, in one command.
 
-Checks that a broker answers, migrates, makes sure the local admin exists with a
-generated password (kept in var/local-credentials.json, printed every time), then starts
-web, worker, beat and Flower from the Procfile with honcho. Ctrl-C stops them all.
+Sets DEBUG=1 (unless DEBUG is set: production is the default everywhere else), checks
+that a broker answers, migrates, makes sure the local admin exists with a generated
+password (kept in var/local-credentials.json, printed every time), then starts web,
+worker, beat and Flower from the Procfile with honcho. Ctrl-C stops them all.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def main() -> int:
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # Local work: tracebacks in the browser, http cookies, mail to the console. Every
+    # other way of starting blogpublish runs with DEBUG off unless told otherwise.
+    os.environ.setdefault("DEBUG", "1")
     import django
 
     django.setup()

@@ -8,8 +8,13 @@ import sys
 
 import pytest
 
-from config.checks import publishing_settings_problems
+from config.checks import (
+    publishing_settings_problems,
+    secret_key_problems,
+)
 from tests.support.processes import ROOT
+
+STRONG_KEY = "k3y-" + "0123456789abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJKLMN"
 
 GOOD = dict(
     lease=120,
@@ -69,6 +74,11 @@ def test_each_bad_combination_is_named(changes, named):
 @pytest.mark.parametrize(
     ("env", "named"),
     [
+        # DEBUG is off unless set, so a start without a strong key is refused
+        ({"DEBUG": "", "SECRET_KEY": ""}, "SECRET_KEY must be at least 50 characters"),
+        ({"DEBUG": "", "SECRET_KEY": "short"}, "SECRET_KEY must be at least 50 characters"),
+        ({"DEBUG": "0", "SECRET_KEY": "x" * 60}, "repeats too few characters"),
+        ({"SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto: https"}, "SECURE_PROXY_SSL_HEADER"),
         ({"PUBLISH_CATCHUP_INTERVAL": "2000"}, "ETA horizon"),
         ({"PUBLISH_STUCK_AFTER": "30"}, "PUBLISH_STUCK_AFTER"),
         ({"PUBLISH_MAX_ATTEMPTS": "many"}, "PUBLISH_MAX_ATTEMPTS='many' is not a number"),
@@ -79,7 +89,9 @@ def test_a_process_with_bad_settings_does_not_start(env, named):
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=ROOT,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        env={**env_without("DEBUG", "SECRET_KEY"), "DJANGO_SETTINGS_MODULE": "config.settings"}
+        | {"SECRET_KEY": STRONG_KEY}
+        | env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -87,3 +99,65 @@ def test_a_process_with_bad_settings_does_not_start(env, named):
 
     assert result.returncode != 0
     assert named in result.stderr
+
+
+def env_without(*names: str) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in names}
+
+
+def test_debug_is_off_unless_set():
+    code = "from django.conf import settings; print(settings.DEBUG, settings.SESSION_COOKIE_SECURE)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={
+            **env_without("DEBUG"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "SECRET_KEY": STRONG_KEY,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
+
+
+def test_debug_on_starts_without_a_secret_key():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={
+            **env_without("SECRET_KEY"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DEBUG": "1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("secret_key", "debug", "problem"),
+    [
+        ("", True, None),  # local: config/settings.py supplies an insecure local key
+        ("short", True, None),
+        ("", False, "it is not set"),
+        (STRONG_KEY[:49], False, "it has 49"),
+        (STRONG_KEY[:50], False, None),
+        ("django-insecure-" + STRONG_KEY, False, "django-insecure"),
+        ("abcd" * 13, False, "repeats too few"),  # 4 distinct characters
+        (STRONG_KEY, False, None),
+    ],
+)
+def test_secret_key_problems(secret_key, debug, problem):
+    problems = secret_key_problems(secret_key=secret_key, debug=debug)
+
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problem in problems[0], problems
