@@ -2,7 +2,7 @@
 
 Pure functions, so they are tested without starting anything. config/settings.py calls
 those that concern every process and raises ImproperlyConfigured with every problem,
-each naming its settings.
+each naming its settings; config/celery.py calls Flower's in the Flower process.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def publishing_settings_problems(
 # --- Secrets that must be strong: refused, never merely warned about ------------------
 
 SECRET_KEY_MIN_LENGTH = 50  # what `manage.py check --deploy` asks for (security.W009)
+FLOWER_PASSWORD_MIN_LENGTH = 12
 
 
 def secret_key_problems(*, secret_key: str, debug: bool) -> list[str]:
@@ -78,3 +79,44 @@ def secret_key_problems(*, secret_key: str, debug: bool) -> list[str]:
     else:
         return []
     return [f"SECRET_KEY {why}. Generate one: {generate}"]
+
+
+def flower_basic_auth_problems(basic_auth: str) -> list[str]:
+    """FLOWER_BASIC_AUTH as Flower reads it: comma-separated `user:password` entries.
+    Flower compares the decoded `Authorization: Basic` value with each entry, so an
+    empty entry lets `Basic =` in, and no entry at all leaves the UI and the task API
+    open to anyone who reaches the port."""
+    if not basic_auth:
+        return [
+            "FLOWER_BASIC_AUTH is not set: Flower would be open to anyone. Set it to "
+            f"user:password with a password of at least {FLOWER_PASSWORD_MIN_LENGTH} characters."
+        ]
+    problems = []
+    for number, entry in enumerate(basic_auth.split(","), start=1):
+        user, colon, password = entry.partition(":")
+        where = f"FLOWER_BASIC_AUTH entry {number}"
+        if not (colon and user.strip() and password):
+            problems.append(f"{where} must be user:password, with both parts non-empty.")
+        elif len(password) < FLOWER_PASSWORD_MIN_LENGTH:
+            problems.append(
+                f"{where}: the password of {user!r} must be at least "
+                f"{FLOWER_PASSWORD_MIN_LENGTH} characters (it has {len(password)})."
+            )
+    return problems
+
+
+# Flower (tornado.options) takes either spelling, always as --name=value.
+_FLOWER_AUTH_FLAGS = frozenset({"--basic-auth", "--basic_auth"})
+
+
+def flower_command_line_problems(argv: list[str]) -> list[str]:
+    """Credentials on Flower's command line would bypass the check of FLOWER_BASIC_AUTH
+    (Flower lets the command line override the environment), and every local user
+    could read them in `ps`."""
+    given = [a.split("=", 1)[0] for a in argv if a.split("=", 1)[0] in _FLOWER_AUTH_FLAGS]
+    if not given:
+        return []
+    return [
+        f"Flower's {', '.join(given)} on the command line is not accepted: set "
+        "FLOWER_BASIC_AUTH in the environment, where start-up checks it."
+    ]

@@ -9,6 +9,8 @@ import sys
 import pytest
 
 from config.checks import (
+    flower_basic_auth_problems,
+    flower_command_line_problems,
     publishing_settings_problems,
     secret_key_problems,
 )
@@ -161,3 +163,40 @@ def test_secret_key_problems(secret_key, debug, problem):
         assert problems == []
     else:
         assert len(problems) == 1 and problem in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    ("basic_auth", "problem"),
+    [
+        # what .env.example and compose passed: Flower let `Authorization: Basic =` in
+        ("", "FLOWER_BASIC_AUTH is not set"),
+        (":", "entry 1 must be user:password"),
+        ("flower", "entry 1 must be user:password"),
+        ("flower:", "entry 1 must be user:password"),
+        (":twelve-chars", "entry 1 must be user:password"),
+        ("flower:eleven-char", "at least 12 characters (it has 11)"),
+        ("flower:12-characters,other:", "entry 2 must be user:password"),
+        ("flower:12-characters", None),
+        ("flower:pass:with:colons", None),  # Flower compares the whole "user:password"
+        ("one:12-characters,two:also-12-chars", None),
+    ],
+)
+def test_flower_basic_auth_problems(basic_auth, problem):
+    problems = flower_basic_auth_problems(basic_auth)
+
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("argv", "refused"),
+    [
+        (["--address=127.0.0.1", "--port=5555"], False),
+        (["--basic-auth=flower:12-characters"], True),
+        (["--port=5555", "--basic_auth=a:b"], True),
+    ],
+)
+def test_flower_command_line_problems(argv, refused):
+    assert bool(flower_command_line_problems(argv)) is refused
