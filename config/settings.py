@@ -257,6 +257,8 @@ if PUBLISH_WEBHOOK_URL:
 # it: web, worker and beat do not need it) refuses to start without strong credentials
 # (config/celery.py).
 FLOWER_BASIC_AUTH = env_str("FLOWER_BASIC_AUTH")
+# The scrape token of GET /metrics (`Authorization: Bearer …`). Without one, /metrics
+# answers only from loopback unless DEBUG (publishing/views.py).
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 
 # --- Celery -------------------------------------------------------------------------
