@@ -62,6 +62,7 @@ def publishing_settings_problems(
 # --- Secrets that must be strong: refused, never merely warned about ------------------
 
 SECRET_KEY_MIN_LENGTH = 50  # what `manage.py check --deploy` asks for (security.W009)
+WEBHOOK_SECRET_MIN_LENGTH = 32
 FLOWER_PASSWORD_MIN_LENGTH = 12
 
 
@@ -79,6 +80,18 @@ def secret_key_problems(*, secret_key: str, debug: bool) -> list[str]:
     else:
         return []
     return [f"SECRET_KEY {why}. Generate one: {generate}"]
+
+
+def webhook_secret_problems(*, url_name: str, url: str, secret_name: str, secret: str) -> list[str]:
+    """A webhook URL needs a secret to sign with; a guessable one would let anyone forge
+    our requests. Required with the URL, in DEBUG too: a local run signs like production."""
+    if not url or len(secret) >= WEBHOOK_SECRET_MIN_LENGTH:
+        return []
+    has = f"it has {len(secret)}" if secret else "it is not set"
+    return [
+        f"{url_name} is set, so {secret_name} must be at least {WEBHOOK_SECRET_MIN_LENGTH} "
+        f"characters ({has}): it signs every request (docs/site.md, “The webhook”)."
+    ]
 
 
 def flower_basic_auth_problems(basic_auth: str) -> list[str]:

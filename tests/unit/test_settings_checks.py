@@ -13,6 +13,7 @@ from config.checks import (
     flower_command_line_problems,
     publishing_settings_problems,
     secret_key_problems,
+    webhook_secret_problems,
 )
 from tests.support.processes import ROOT
 
@@ -80,6 +81,15 @@ def test_each_bad_combination_is_named(changes, named):
         ({"DEBUG": "", "SECRET_KEY": ""}, "SECRET_KEY must be at least 50 characters"),
         ({"DEBUG": "", "SECRET_KEY": "short"}, "SECRET_KEY must be at least 50 characters"),
         ({"DEBUG": "0", "SECRET_KEY": "x" * 60}, "repeats too few characters"),
+        # a webhook needs a secret of 32 characters, DEBUG or not
+        (
+            {"DEBUG": "1", "PUBLISH_WEBHOOK_URL": "https://hooks.example.com/blog"},
+            "PUBLISH_WEBHOOK_SECRET must be at least 32",
+        ),
+        (
+            {"ALERT_WEBHOOK_URL": "https://hooks.example.com/a", "ALERT_WEBHOOK_SECRET": "s" * 31},
+            "ALERT_WEBHOOK_SECRET must be at least 32 characters (it has 31)",
+        ),
         ({"SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto: https"}, "SECURE_PROXY_SSL_HEADER"),
         ({"PUBLISH_CATCHUP_INTERVAL": "2000"}, "ETA horizon"),
         ({"PUBLISH_STUCK_AFTER": "30"}, "PUBLISH_STUCK_AFTER"),
@@ -163,6 +173,27 @@ def test_secret_key_problems(secret_key, debug, problem):
         assert problems == []
     else:
         assert len(problems) == 1 and problem in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    ("url", "secret", "problem"),
+    [
+        ("", "", None),  # no webhook, no secret needed
+        ("https://hooks.example.com/blog", "", "it is not set"),
+        ("https://hooks.example.com/blog", "s" * 31, "it has 31"),
+        ("https://hooks.example.com/blog", "s" * 32, None),
+    ],
+)
+def test_webhook_secret_problems(url, secret, problem):
+    problems = webhook_secret_problems(
+        url_name="PUBLISH_WEBHOOK_URL", url=url, secret_name="PUBLISH_WEBHOOK_SECRET", secret=secret
+    )
+
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and "PUBLISH_WEBHOOK_SECRET" in problems[0]
+        assert problem in problems[0]
 
 
 @pytest.mark.parametrize(
