@@ -2,7 +2,7 @@
 
 Pure functions, so they are tested without starting anything. config/settings.py calls
 those that concern every process and raises ImproperlyConfigured with every problem,
-each naming its settings; config/celery.py calls Flower's in the Flower process.
+each naming its settings; config/flower.py calls Flower's in the Flower process.
 """
 
 from __future__ import annotations

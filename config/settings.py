@@ -258,7 +258,7 @@ if PUBLISH_WEBHOOK_URL:
 
 # Flower reads FLOWER_BASIC_AUTH itself; read here too, so the Flower process (and only
 # it: web, worker and beat do not need it) refuses to start without strong credentials
-# (config/celery.py).
+# (config/flower.py).
 FLOWER_BASIC_AUTH = env_str("FLOWER_BASIC_AUTH")
 # The scrape token of GET /metrics (`Authorization: Bearer …`). Without one, /metrics
 # answers only from loopback unless DEBUG (publishing/views.py).
