@@ -23,7 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.support import postgres_database, postgres_url, progress  # noqa: E402
+from bench.support import (  # noqa: E402
+    SETTINGS_ENV,
+    postgres_database,
+    postgres_url,
+    progress,
+)
 
 
 def environment(database: str, workdir: Path, redis_url: str, pg_name: str) -> dict[str, str]:
@@ -35,8 +40,7 @@ def environment(database: str, workdir: Path, redis_url: str, pg_name: str) -> d
         "CELERY_BROKER_URL": redis_url,
         "PUBLISH_WEBHOOK_URL": "",
         "ALERT_WEBHOOK_URL": "",
-        "DEBUG": "0",
-        "SECRET_KEY": "bench-not-secret",
+        **SETTINGS_ENV,
         "PYTHONUNBUFFERED": "1",
     }
     if database == "postgres":

@@ -38,6 +38,8 @@ FROM generate_series(1, %(n)s) AS n
 def main() -> None:
     import psycopg
 
+    from bench.support import SETTINGS_ENV
+
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
     name = f"bp_plans_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(PG, autocommit=True) as conn:
@@ -46,8 +48,7 @@ def main() -> None:
         DJANGO_SETTINGS_MODULE="config.settings",
         DATABASE_URL=f"{PG.rsplit('/', 1)[0]}/{name}",
         CELERY_BROKER_URL="redis://127.0.0.1:1/0",
-        DEBUG="0",
-        SECRET_KEY="plans",
+        **SETTINGS_ENV,
     )
     try:
         explain_all(count)

@@ -23,6 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
+    from bench.support import SETTINGS_ENV
+
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     database = sys.argv[2] if len(sys.argv) > 2 else "sqlite"
     workdir = Path(tempfile.mkdtemp(prefix="blogpublish-profile-"))
@@ -32,8 +34,7 @@ def main() -> None:
         DJANGO_SETTINGS_MODULE="config.settings",
         SITE_ROOT=str(workdir / "site"),
         CELERY_BROKER_URL="redis://127.0.0.1:1/0",  # refused: deferred passes are not sent
-        DEBUG="0",
-        SECRET_KEY="profile",
+        **SETTINGS_ENV,
     )
     os.environ.pop("PUBLISH_WEBHOOK_URL", None)
     if database == "postgres":

@@ -33,7 +33,10 @@ sys.path.insert(0, str(ROOT))
 def django_in(workdir: Path):
     """Django with config.settings on a fresh SQLite database and SITE_ROOT in workdir.
     No broker is needed: articles are created without signals and published in-process."""
+    from bench.support import SETTINGS_ENV
+
     os.environ.update(
+        **SETTINGS_ENV,
         DJANGO_SETTINGS_MODULE="config.settings",
         DATABASE_URL=f"sqlite:///{workdir / 'bench.sqlite3'}",
         SITE_ROOT=str(workdir / "site"),

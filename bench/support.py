@@ -19,6 +19,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+# The benchmarks run with DEBUG off, as production does; settings then refuse a
+# SECRET_KEY under 50 characters. This one signs nothing anyone sees.
+SETTINGS_ENV = {
+    "DEBUG": "0",
+    "SECRET_KEY": "bench-only-" + "0123456789abcdefghijklmnopqrstuvwxyz" * 2,
+}
 
 # The one set of worker flags, for blogpublish's worker and bare Celery's alike. The rest
 # of the configuration (acks_late, prefetch multiplier 1, serializer, task events, broker

@@ -5,7 +5,8 @@ with a key that lets the receiver drop repeats (docs/site.md, "The webhook"):
 
     Content-Type: application/json
     Idempotency-Key: <sha256 hex of "<uid>:<content_hash>">   same content, same key
-    X-Blogpublish-Signature: sha256=<hex HMAC-SHA256 of the raw body, PUBLISH_WEBHOOK_SECRET>
+    X-Blogpublish-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<key>.<raw body>">
+                             with PUBLISH_WEBHOOK_SECRET (publishing/signing.py)
 
 A timeout, a connection error, 408, 429 or 5xx is transient (the attempt is retried);
 any other answer outside 2xx is permanent (the article goes dead, the status code in
@@ -15,7 +16,6 @@ its last error).
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 
@@ -26,20 +26,13 @@ from blogpublish.site.documents import rfc3339
 from blogpublish.site.paths import article_url
 from blogpublish.site.selectors import has_content
 from publishing.exceptions import PermanentPublishError, TransientPublishError
+from publishing.signing import signed_headers
 
 logger = logging.getLogger(__name__)
 
-SIGNATURE_HEADER = "X-Blogpublish-Signature"
-IDEMPOTENCY_HEADER = "Idempotency-Key"
 TRANSIENT_STATUSES = frozenset({408, 429})
 CONNECT_TIMEOUT = 3.05  # a little over a multiple of 3 s, the TCP retransmission window
 ANSWER_EXCERPT_CHARS = 200
-
-
-def sign(body: bytes, secret: str) -> str:
-    """The signature header's value for `body`, exactly as sent."""
-    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
-    return f"sha256={digest}"
 
 
 def idempotency_key(uid: object, version: str) -> str:
@@ -101,8 +94,6 @@ class WebhookPublisher:
         self.secret = settings.PUBLISH_WEBHOOK_SECRET if secret is None else secret
         read = settings.PUBLISH_WEBHOOK_TIMEOUT
         self.timeout = (min(CONNECT_TIMEOUT, read), read)
-        if not self.secret:
-            logger.warning("PUBLISH_WEBHOOK_SECRET is empty: webhooks are signed with an empty key")
 
     def publish(self, article) -> None:
         """Announce this content, unless it is no longer the article's: then this attempt
@@ -121,10 +112,9 @@ class WebhookPublisher:
 
     def send(self, payload: dict, *, key: str) -> None:
         body = encode(payload)
+        # Signed at each try, so a retry's timestamp is fresh and its key the same.
         headers = {
-            "Content-Type": "application/json",
-            IDEMPOTENCY_HEADER: key,
-            SIGNATURE_HEADER: sign(body, self.secret),
+            **signed_headers(secret=self.secret, key=key, body=body),
             "User-Agent": "blogpublish-webhook/1",
         }
         try:

@@ -1,7 +1,8 @@
-"""Settings that make no sense together stop every process at start-up.
+"""Settings that make no sense together, or leave a door open, stop start-up.
 
-A pure function, so it is tested without starting anything; config/settings.py calls
-it and raises ImproperlyConfigured with every problem, each naming its settings.
+Pure functions, so they are tested without starting anything. config/settings.py calls
+those that concern every process and raises ImproperlyConfigured with every problem,
+each naming its settings; config/flower.py calls Flower's in the Flower process.
 """
 
 from __future__ import annotations
@@ -56,3 +57,79 @@ def publishing_settings_problems(
             "a slow receiver must end as a retry, not as a killed task."
         )
     return problems
+
+
+# --- Secrets that must be strong: refused, never merely warned about ------------------
+
+SECRET_KEY_MIN_LENGTH = 50  # what `manage.py check --deploy` asks for (security.W009)
+WEBHOOK_SECRET_MIN_LENGTH = 32
+FLOWER_PASSWORD_MIN_LENGTH = 12
+
+
+def secret_key_problems(*, secret_key: str, debug: bool) -> list[str]:
+    """Outside DEBUG, SECRET_KEY signs sessions and password resets: a short or missing
+    one is refused. In DEBUG a local key may be anything."""
+    if debug:
+        return []
+    generate = "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+    if len(secret_key) < SECRET_KEY_MIN_LENGTH:
+        has = f"it has {len(secret_key)}" if secret_key else "it is not set"
+        why = f"must be at least {SECRET_KEY_MIN_LENGTH} characters when DEBUG is off ({has})"
+    elif secret_key.startswith("django-insecure-") or len(set(secret_key)) < 5:
+        why = "looks generated for local use (django-insecure-…) or repeats too few characters"
+    else:
+        return []
+    return [f"SECRET_KEY {why}. Generate one: {generate}"]
+
+
+def webhook_secret_problems(*, url_name: str, url: str, secret_name: str, secret: str) -> list[str]:
+    """A webhook URL needs a secret to sign with; a guessable one would let anyone forge
+    our requests. Required with the URL, in DEBUG too: a local run signs like production."""
+    if not url or len(secret) >= WEBHOOK_SECRET_MIN_LENGTH:
+        return []
+    has = f"it has {len(secret)}" if secret else "it is not set"
+    return [
+        f"{url_name} is set, so {secret_name} must be at least {WEBHOOK_SECRET_MIN_LENGTH} "
+        f"characters ({has}): it signs every request (docs/site.md, “The webhook”)."
+    ]
+
+
+def flower_basic_auth_problems(basic_auth: str) -> list[str]:
+    """FLOWER_BASIC_AUTH as Flower reads it: comma-separated `user:password` entries.
+    Flower compares the decoded `Authorization: Basic` value with each entry, so an
+    empty entry lets `Basic =` in, and no entry at all leaves the UI and the task API
+    open to anyone who reaches the port."""
+    if not basic_auth:
+        return [
+            "FLOWER_BASIC_AUTH is not set: Flower would be open to anyone. Set it to "
+            f"user:password with a password of at least {FLOWER_PASSWORD_MIN_LENGTH} characters."
+        ]
+    problems = []
+    for number, entry in enumerate(basic_auth.split(","), start=1):
+        user, colon, password = entry.partition(":")
+        where = f"FLOWER_BASIC_AUTH entry {number}"
+        if not (colon and user.strip() and password):
+            problems.append(f"{where} must be user:password, with both parts non-empty.")
+        elif len(password) < FLOWER_PASSWORD_MIN_LENGTH:
+            problems.append(
+                f"{where}: the password of {user!r} must be at least "
+                f"{FLOWER_PASSWORD_MIN_LENGTH} characters (it has {len(password)})."
+            )
+    return problems
+
+
+# Flower (tornado.options) takes either spelling, always as --name=value.
+_FLOWER_AUTH_FLAGS = frozenset({"--basic-auth", "--basic_auth"})
+
+
+def flower_command_line_problems(argv: list[str]) -> list[str]:
+    """Credentials on Flower's command line would bypass the check of FLOWER_BASIC_AUTH
+    (Flower lets the command line override the environment), and every local user
+    could read them in `ps`."""
+    given = [a.split("=", 1)[0] for a in argv if a.split("=", 1)[0] in _FLOWER_AUTH_FLAGS]
+    if not given:
+        return []
+    return [
+        f"Flower's {', '.join(given)} on the command line is not accepted: set "
+        "FLOWER_BASIC_AUTH in the environment, where start-up checks it."
+    ]

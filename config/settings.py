@@ -1,8 +1,9 @@
 """Settings of blogpublish.
 
 Every environment variable the project reads is read here, each with a working local
-default (`.env.example` lists them all). Secrets have no default outside DEBUG, so a
-production start without them fails loudly instead of running with a known key.
+default (`.env.example` lists them all). Production is the default: DEBUG is off unless
+set (`make run` sets it for local work), and secrets have no default outside DEBUG, so
+a production start without them fails loudly instead of running with a known key.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.checks import publishing_settings_problems
+from config.checks import (
+    publishing_settings_problems,
+    secret_key_problems,
+    webhook_secret_problems,
+)
 from config.queues import celery_queues
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -25,10 +30,14 @@ def env_str(name: str, default: str = "") -> str:
 
 
 def env_bool(name: str, default: bool) -> bool:
-    raw = env_str(name, "1" if default else "0").lower()
+    """1/true/yes/on or 0/false/no/off; empty is the default, as unset is (`NAME=` in
+    .env.example means "the default")."""
+    raw = env_str(name).lower()
+    if not raw:
+        return default
     if raw in {"1", "true", "yes", "on"}:
         return True
-    if raw in {"0", "false", "no", "off", ""}:
+    if raw in {"0", "false", "no", "off"}:
         return False
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use 1 or 0.")
 
@@ -53,14 +62,37 @@ def env_int(name: str, default: int, *, minimum: int) -> int:
 
 # --- Django -------------------------------------------------------------------------
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless set: a deployment that forgets it must not show tracebacks, settings and
+# the URLconf to anyone (issue 8). `make run` sets DEBUG=1 for local work.
+DEBUG = env_bool("DEBUG", False)
+# Outside DEBUG at least 50 characters, or nothing starts (config/checks.py).
 SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+if DEBUG and not SECRET_KEY:
     SECRET_KEY = "django-insecure-local-only-never-deploy-this-key"
 
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+
+# HTTPS (docs/operations.md, "Production settings"). Behind a proxy that terminates TLS,
+# SECURE_PROXY_SSL_HEADER names the header by which it says "https" (X-Forwarded-Proto);
+# set it only when the proxy overwrites that header on every request, or a client could
+# claim https itself. Off by default: redirecting to https, or HSTS, on a deployment that
+# does not serve https would lock everyone out of it.
+_proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER")
+if _proxy_ssl_header and not _proxy_ssl_header.replace("-", "").isalnum():
+    raise ImproperlyConfigured(
+        f"SECURE_PROXY_SSL_HEADER={_proxy_ssl_header!r}: give a header name, e.g. "
+        "X-Forwarded-Proto."
+    )
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Cookies that carry a login travel over https only, unless DEBUG (runserver is http).
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -214,14 +246,16 @@ PUBLISH_REFRESH_LOST_AFTER = 5 + 2 * PUBLISH_REFRESH_INTERVAL
 # often; the other runs refresh from what changed, whose cost does not grow with the site.
 PUBLISH_RECONCILE_EVERY = env_number("PUBLISH_RECONCILE_EVERY", 3600, minimum=0)
 
+# Each webhook request is signed with its secret (at least 32 characters, required with
+# the URL, DEBUG or not): docs/site.md, "The webhook".
 PUBLISH_WEBHOOK_URL = env_str("PUBLISH_WEBHOOK_URL")
 PUBLISH_WEBHOOK_SECRET = env_str("PUBLISH_WEBHOOK_SECRET")
-if PUBLISH_WEBHOOK_URL and not PUBLISH_WEBHOOK_SECRET and not DEBUG:
-    raise ImproperlyConfigured("PUBLISH_WEBHOOK_URL is set but PUBLISH_WEBHOOK_SECRET is not.")
 # Seconds to wait for the receiver's answer (connecting takes at most ~3 s more); the
 # whole call stays inside the task's soft time limit, so a slow receiver is a retry.
 PUBLISH_WEBHOOK_TIMEOUT = env_number("PUBLISH_WEBHOOK_TIMEOUT", 10, minimum=0.1)
+# Alerts as JSON, signed the same way with their own secret (docs/operations.md).
 ALERT_WEBHOOK_URL = env_str("ALERT_WEBHOOK_URL")
+ALERT_WEBHOOK_SECRET = env_str("ALERT_WEBHOOK_SECRET")
 
 # The publishing targets, in order; each is called through publishing.publishers. The
 # site first: a receiver told by the webhook finds the page already there.
@@ -229,9 +263,12 @@ PUBLISH_PUBLISHERS = ["blogpublish.site.StaticSitePublisher"]
 if PUBLISH_WEBHOOK_URL:
     PUBLISH_PUBLISHERS.append("blogpublish.webhooks.WebhookPublisher")
 
+# Flower reads FLOWER_BASIC_AUTH itself; read here too, so the Flower process (and only
+# it: web, worker and beat do not need it) refuses to start without strong credentials
+# (config/flower.py).
 FLOWER_BASIC_AUTH = env_str("FLOWER_BASIC_AUTH")
-if FLOWER_BASIC_AUTH and ":" not in FLOWER_BASIC_AUTH:
-    raise ImproperlyConfigured("FLOWER_BASIC_AUTH must be user:password.")
+# The scrape token of GET /metrics (`Authorization: Bearer …`). Without one, /metrics
+# answers only from loopback unless DEBUG (publishing/views.py).
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 
 # --- Celery -------------------------------------------------------------------------
@@ -344,7 +381,21 @@ _problems = publishing_settings_problems(
     visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
     webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT if PUBLISH_WEBHOOK_URL else None,
 )
+_problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
+_problems += webhook_secret_problems(
+    url_name="PUBLISH_WEBHOOK_URL",
+    url=PUBLISH_WEBHOOK_URL,
+    secret_name="PUBLISH_WEBHOOK_SECRET",
+    secret=PUBLISH_WEBHOOK_SECRET,
+)
+_problems += webhook_secret_problems(
+    url_name="ALERT_WEBHOOK_URL",
+    url=ALERT_WEBHOOK_URL,
+    secret_name="ALERT_WEBHOOK_SECRET",
+    secret=ALERT_WEBHOOK_SECRET,
+)
 if _problems:
     raise ImproperlyConfigured(
-        "blogpublish settings do not fit together:\n  - " + "\n  - ".join(_problems)
+        "blogpublish does not start; these settings are unusable or do not fit together:"
+        "\n  - " + "\n  - ".join(_problems)
     )

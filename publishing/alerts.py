@@ -2,16 +2,25 @@
 
 Alerts run after the state change has committed; a failing channel is logged and
 never undoes or delays the state change.
+
+The alert webhook is a POST of JSON, signed as the publishing webhook is
+(publishing/signing.py) with ALERT_WEBHOOK_SECRET, under an Idempotency-Key of its own
+per alert. It follows no redirect: a POST must not be carried to another address, and
+a 3xx means the URL is wrong, so it is a failure, logged like any other.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
+import uuid
 
 import requests
 from django.conf import settings
 from django.core.mail import mail_admins
+
+from publishing.signing import signed_headers
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +37,20 @@ def send_alert(*, kind: str, subject: str, message: str, data: dict) -> None:
     if not url:
         return
     payload = {"kind": kind, "subject": subject, "message": message, "host": socket.gethostname()}
+    body = json.dumps({**payload, **data}, ensure_ascii=False, default=str).encode("utf-8")
+    headers = signed_headers(secret=settings.ALERT_WEBHOOK_SECRET, key=uuid.uuid4().hex, body=body)
     try:
-        response = requests.post(url, json={**payload, **data}, timeout=WEBHOOK_TIMEOUT)
-        response.raise_for_status()
+        response = requests.post(
+            url, data=body, headers=headers, timeout=WEBHOOK_TIMEOUT, allow_redirects=False
+        )
     except requests.RequestException as exc:
         logger.error("alert %s: ALERT_WEBHOOK_URL failed: %s", kind, exc)
+        return
+    if not 200 <= response.status_code < 300:
+        redirect = " (a redirect: not followed)" if 300 <= response.status_code < 400 else ""
+        logger.error(
+            "alert %s: ALERT_WEBHOOK_URL failed: HTTP %s%s",
+            kind,
+            response.status_code,
+            redirect,
+        )

@@ -19,11 +19,27 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from publishing.models import PublishAttempt
 from publishing.selectors import pipeline_status
 
+# A proxy in front adds one of these: a request that carries one did not come from a
+# scraper on this host, although REMOTE_ADDR (the proxy's) is loopback.
+FORWARDED_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")
+LOOPBACK = frozenset({"127.0.0.1", "::1"})
 
-def _bearer_ok(request: HttpRequest) -> bool:
+
+def _metrics_token_ok(request: HttpRequest) -> bool:
+    """`Authorization: Bearer <METRICS_TOKEN>`; a bare token, or another scheme, is not."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
     token = settings.METRICS_TOKEN
-    given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-    return bool(token) and hmac.compare_digest(given.encode(), token.encode())
+    return (
+        bool(token)
+        and scheme.lower() == "bearer"
+        and hmac.compare_digest(given.strip().encode(), token.encode())
+    )
+
+
+def _from_this_host(request: HttpRequest) -> bool:
+    if request.META.get("REMOTE_ADDR") not in LOOPBACK:
+        return False
+    return not any(request.headers.get(name) for name in FORWARDED_HEADERS)
 
 
 def _broker_state() -> str:
@@ -51,19 +67,28 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def status_json(request: HttpRequest) -> HttpResponse:
-    """Counts, the oldest waiting article and the dead ones (titles and errors: staff,
-    the METRICS_TOKEN bearer, or anyone in DEBUG)."""
-    user = getattr(request, "user", None)
-    if not (settings.DEBUG or _bearer_ok(request) or (user and user.is_staff)):
-        return JsonResponse({"error": "staff login or METRICS_TOKEN bearer required"}, status=401)
+    """Counts, the oldest waiting article and the dead ones with their titles and errors:
+    for a logged-in user who may see articles (publishing.view_article), as the admin
+    would show them. METRICS_TOKEN is a scrape token for /metrics, not a key to this."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"error": "log in (at /admin/) to see the pipeline"}, status=401)
+    if not request.user.has_perm("publishing.view_article"):
+        return JsonResponse({"error": "the permission to view articles is required"}, status=403)
     return JsonResponse(pipeline_status(), json_dumps_params={"ensure_ascii": False})
 
 
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus text; a bearer token is required when METRICS_TOKEN is set."""
-    if settings.METRICS_TOKEN and not _bearer_ok(request):
-        return HttpResponse("METRICS_TOKEN bearer required\n", status=401)
+    """Prometheus text: counts only. With METRICS_TOKEN set, for its bearer; without
+    one, from this host only (a scraper behind a proxy must use the token), or anyone
+    in DEBUG."""
+    if settings.METRICS_TOKEN:
+        if not _metrics_token_ok(request):
+            return HttpResponse("Authorization: Bearer <METRICS_TOKEN> required\n", status=401)
+    elif not (settings.DEBUG or _from_this_host(request)):
+        return HttpResponse(
+            "without METRICS_TOKEN, /metrics answers only on this host\n", status=403
+        )
     status = pipeline_status(dead_limit=0)
     registry = CollectorRegistry()
     articles = Gauge("blogpublish_articles", "Articles by state", ["status"], registry=registry)

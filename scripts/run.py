@@ -1,8 +1,10 @@
 """`make run`: everything a newcomer needs, on local defaults, in one command.
 
-Checks that a broker answers, migrates, makes sure the local admin exists with a
-generated password (kept in var/local-credentials.json, printed every time), then starts
-web, worker, beat and Flower from the Procfile with honcho. Ctrl-C stops them all.
+Sets DEBUG=1 (unless DEBUG is set: production is the default everywhere else), checks
+that a broker answers, migrates, makes sure the local admin exists with a generated
+password, and generates Flower's credentials (both kept in var/local-credentials.json,
+printed every time), then starts web, worker, beat and Flower from the Procfile with
+honcho. Ctrl-C stops them all.
 """
 
 from __future__ import annotations
@@ -30,15 +32,27 @@ def broker_answers(url: str) -> str | None:
     return None
 
 
+def flower_basic_auth(creds: dict) -> str:
+    return f"{creds['flower_user']}:{creds['flower_password']}"
+
+
 def credentials() -> dict:
-    if CREDENTIALS.exists():
-        return json.loads(CREDENTIALS.read_text())
+    """The kept credentials; new ones (24 random characters each) where none are kept,
+    or where the kept Flower password is one Flower would now refuse to start with."""
+    from config.checks import flower_basic_auth_problems
+
+    kept = json.loads(CREDENTIALS.read_text()) if CREDENTIALS.exists() else {}
     creds = {
         "admin_user": "admin",
-        "admin_password": secrets.token_urlsafe(12),
+        "admin_password": secrets.token_urlsafe(18),
         "flower_user": "flower",
-        "flower_password": secrets.token_urlsafe(12),
+        "flower_password": secrets.token_urlsafe(18),
     }
+    if kept and flower_basic_auth_problems(flower_basic_auth(kept)):
+        kept = {k: v for k, v in kept.items() if not k.startswith("flower_")}
+    if kept.keys() >= creds.keys():
+        return kept
+    creds |= kept
     CREDENTIALS.parent.mkdir(exist_ok=True)
     CREDENTIALS.touch(mode=0o600)
     CREDENTIALS.write_text(json.dumps(creds, indent=2))
@@ -61,6 +75,9 @@ def main() -> int:
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # Local work: tracebacks in the browser, http cookies, mail to the console. Every
+    # other way of starting blogpublish runs with DEBUG off unless told otherwise.
+    os.environ.setdefault("DEBUG", "1")
     import django
 
     django.setup()
@@ -103,7 +120,7 @@ def main() -> int:
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "FLOWER_BASIC_AUTH": f"{creds['flower_user']}:{creds['flower_password']}",
+        "FLOWER_BASIC_AUTH": flower_basic_auth(creds),
         "PYTHONUNBUFFERED": "1",
     }
     honcho = shutil.which("honcho", path=env["PATH"]) or "honcho"

@@ -32,7 +32,7 @@ os.environ["SITE_ROOT"] = str(RUN_DIR / "site")
 os.environ["STATIC_ROOT"] = str(RUN_DIR / "static")
 (RUN_DIR / "static").mkdir(exist_ok=True)
 os.environ["DEBUG"] = "0"
-os.environ["SECRET_KEY"] = f"test-{RUN_ID}"
+os.environ["SECRET_KEY"] = f"test-only-secret-key-of-run-{RUN_ID}-{RUN_ID}-{RUN_ID}"
 
 # Short enough that failure paths finish in seconds; each can be overridden per process.
 os.environ.setdefault("PUBLISH_MAX_ATTEMPTS", "3")

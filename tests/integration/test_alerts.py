@@ -1,4 +1,5 @@
-"""Dead-letter alerts: the log, the admins' mail and ALERT_WEBHOOK_URL, once per death."""
+"""Dead-letter alerts: the log, the admins' mail and ALERT_WEBHOOK_URL, once per death.
+The alert webhook is signed like the publishing webhook and follows no redirect."""
 
 from __future__ import annotations
 
@@ -11,32 +12,50 @@ from django.core import mail
 
 from publishing.models import Article, ArticleStatus
 from publishing.services import article_dead_alert
+from tests.support import documented_receiver
 from tests.support.processes import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+ALERT_SECRET = "alert-secret-of-at-least-32-characters"
+
 
 class Receiver(BaseHTTPRequestHandler):
+    """Records what it gets; answers `status`, with `location` when that is set."""
+
     received: list = []
+    requests: list = []  # (headers, raw body)
     status = 200
+    location = ""
 
     def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        Receiver.received.append(json.loads(body))
-        self.send_response(Receiver.status)
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).requests.append((dict(self.headers.items()), body))
+        type(self).received.append(json.loads(body) if body else None)
+        self.send_response(type(self).status)
+        if type(self).location:
+            self.send_header("Location", type(self).location)
+        self.send_header("Content-Length", "0")
         self.end_headers()
+
+    do_GET = do_POST  # a followed 302 arrives as a GET
 
     def log_message(self, *args) -> None:
         pass
 
 
+def serve(handler: type[Receiver]):
+    handler.received, handler.requests = [], []
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 @pytest.fixture
-def receiver():
-    Receiver.received = []
-    Receiver.status = 200
-    server = HTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def receiver(settings):
+    Receiver.status, Receiver.location = 200, ""
+    server = serve(Receiver)
+    settings.ALERT_WEBHOOK_SECRET = ALERT_SECRET
     yield f"http://127.0.0.1:{server.server_port}/alerts", Receiver
     server.shutdown()
     server.server_close()
@@ -64,6 +83,50 @@ def test_dead_alert_goes_to_log_mail_and_webhook_once(make_article, receiver, se
     assert handler.received[0]["last_error"] == "TransientPublishError: boom"
     assert len(mail.outbox) == 1 and "Doomed" in mail.outbox[0].body
     assert any("is dead after 3 attempt(s)" in r.getMessage() for r in caplog.records)
+
+
+def test_alert_webhook_is_signed_as_the_documented_receiver_verifies(
+    make_article, receiver, settings, tmp_path
+):
+    url, handler = receiver
+    settings.ALERT_WEBHOOK_URL = url
+    documented = documented_receiver.load(secret=ALERT_SECRET, workdir=tmp_path)
+
+    assert article_dead_alert(article_id=dead_article(make_article).pk) is True
+
+    [(headers, body)] = handler.requests
+    assert documented["verify"](headers, body)
+    assert len(headers["Idempotency-Key"]) == 32
+    edited = {**headers, "Idempotency-Key": "another-key"}
+    assert not documented["verify"](edited, body)
+    wrong_secret = documented_receiver.load(secret="x" * 32, workdir=tmp_path)
+    assert not wrong_secret["verify"](headers, body)
+
+
+class RedirectTarget(Receiver):
+    """Where the alert receiver's 302 points: nothing may arrive here."""
+
+    received: list = []
+    requests: list = []
+
+
+def test_a_redirect_from_the_alert_hook_is_not_followed(make_article, receiver, settings, caplog):
+    url, handler = receiver
+    target = serve(RedirectTarget)
+    try:
+        handler.status = 302
+        handler.location = f"http://127.0.0.1:{target.server_port}/elsewhere"
+        settings.ALERT_WEBHOOK_URL = url
+        article = dead_article(make_article)
+
+        assert article_dead_alert(article_id=article.pk) is True
+
+        assert len(handler.requests) == 1
+        assert RedirectTarget.requests == []
+        assert any("ALERT_WEBHOOK_URL failed: HTTP 302" in r.getMessage() for r in caplog.records)
+    finally:
+        target.shutdown()
+        target.server_close()
 
 
 @pytest.mark.parametrize("failure", ["500 from the hook", "nothing listening"])

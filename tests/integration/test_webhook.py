@@ -9,10 +9,10 @@ messages, and these tests never depend on whether it runs.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import time
 
 import pytest
+import requests
 from django.conf import settings
 from django.test import override_settings
 
@@ -21,18 +21,26 @@ from blogpublish.webhooks import WebhookPublisher
 from config.celery import app
 from config.queues import celery_queues
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from tests.support import processes
+from publishing.signing import sign
+from tests.support import documented_receiver, processes
 from tests.support.receiver import Receiver
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SECRET = "test-webhook-secret"
+SECRET = "test-webhook-secret-of-at-least-32-characters"
 
 
 @pytest.fixture(scope="module")
-def receiver(django_db_setup, django_db_blocker):
-    receiver = Receiver().start()
+def documented(tmp_path_factory) -> dict:
+    """The receiver of docs/site.md, as written, with the test's secret."""
+    return documented_receiver.load(secret=SECRET, workdir=tmp_path_factory.mktemp("receiver"))
+
+
+@pytest.fixture(scope="module")
+def receiver(django_db_setup, django_db_blocker, documented):
+    # It answers 401 to a request the documented receiver would refuse.
+    receiver = Receiver(verify=documented["verify"]).start()
     # Read before the override: Celery loads its configuration from the settings lazily,
     # at the first access.
     default_queue = app.conf.task_default_queue
@@ -79,9 +87,8 @@ def receiver(django_db_setup, django_db_blocker):
 
 
 def signature_is_valid(received) -> bool:
-    """What a receiver does (docs/site.md): HMAC the raw body, compare in constant time."""
-    expected = "sha256=" + hmac.new(SECRET.encode(), received.body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(received.headers["X-Blogpublish-Signature"], expected)
+    """What the documented receiver decided about this request, as it arrived."""
+    return received.verified is True
 
 
 def wait_status(article: Article, status: str, timeout: float = 30.0) -> Article:
@@ -180,3 +187,32 @@ def test_attempt_of_content_edited_since_is_not_announced(receiver, make_article
 
     hashes = [r.json["content_hash"] for r in receiver.requests_for("edited-meanwhile")]
     assert hashes == [stale.content_hash, article.content_hash]
+
+
+def test_a_captured_request_replayed_with_another_key_or_late_is_refused(
+    receiver, documented, make_article
+):
+    """Issue 8: the signature covered the body only, so a captured request replayed
+    under an edited Idempotency-Key passed every check and was applied again."""
+    wait_status(make_article(slug="captured", title="Captured"), "published")
+    captured = receiver.requests_for("captured")[-1]
+    assert captured.verified and captured.status == 200
+    applied = []
+    documented["apply"] = applied.append  # the receiver's effect, counted
+    handle = documented["handle"]
+
+    assert handle(captured.headers, captured.body) == 200
+    assert handle(captured.headers, captured.body) == 200  # a repeat: deduplicated
+    edited_key = {**captured.headers, "Idempotency-Key": "replayed-" + "0" * 55}
+    assert handle(edited_key, captured.body) == 401
+    tampered = captured.body.replace(b"Captured", b"Tampered")
+    assert handle(captured.headers, tampered) == 401
+    # The same request as blogpublish signed it 301 s ago: too old, although genuine.
+    key = captured.headers["Idempotency-Key"]
+    late = sign(secret=SECRET, key=key, body=captured.body, timestamp=int(time.time()) - 301)
+    assert handle({**captured.headers, "X-Blogpublish-Signature": late}, captured.body) == 401
+    assert [event["slug"] for event in applied] == ["captured"]
+
+    # Replayed over HTTP to the running receiver, with the key edited: refused there too.
+    replay = requests.post(receiver.url, data=captured.body, headers=edited_key, timeout=5)
+    assert replay.status_code == 401

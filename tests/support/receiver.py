@@ -7,12 +7,17 @@ used up, and records everything it received:
 
 "stall" holds the request without answering (past the publisher's read timeout)
 until the receiver stops.
+
+Given `verify(headers, body) -> bool` (the documented receiver's, see
+tests/support/documented_receiver.py), it first answers 401 to a request that fails it,
+as a real receiver would, and records the request with `verified=False`.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -24,6 +29,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     status: int | None  # None: stalled, never answered
+    verified: bool | None = None  # None: the receiver verifies nothing
 
     @property
     def json(self) -> dict:
@@ -31,7 +37,8 @@ class Received:
 
 
 class Receiver:
-    def __init__(self) -> None:
+    def __init__(self, verify: Callable[[dict[str, str], bytes], bool] | None = None) -> None:
+        self.verify = verify
         self.plans: dict[str, list[int | str]] = {}
         self.received: list[Received] = []
         self.lock = threading.Lock()
@@ -78,12 +85,19 @@ class Receiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = dict(self.headers.items())
+                verified = receiver.verify(headers, body) if receiver.verify else None
+                if verified is False:
+                    receiver._record(Received(headers, body, 401, verified))
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 answer = receiver._answer_for(json.loads(body).get("slug", ""))
                 if answer == "stall":
-                    receiver._record(Received(headers, body, None))
+                    receiver._record(Received(headers, body, None, verified))
                     receiver.stopping.wait(STALL_AT_MOST)
                     return  # the client gave up long ago; close without an answer
-                receiver._record(Received(headers, body, int(answer)))
+                receiver._record(Received(headers, body, int(answer), verified))
                 text = b"ok" if answer == 200 else b"refused by the test receiver"
                 self.send_response(int(answer))
                 self.send_header("Content-Length", str(len(text)))

@@ -8,8 +8,16 @@ import sys
 
 import pytest
 
-from config.checks import publishing_settings_problems
+from config.checks import (
+    flower_basic_auth_problems,
+    flower_command_line_problems,
+    publishing_settings_problems,
+    secret_key_problems,
+    webhook_secret_problems,
+)
 from tests.support.processes import ROOT
+
+STRONG_KEY = "k3y-" + "0123456789abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJKLMN"
 
 GOOD = dict(
     lease=120,
@@ -69,6 +77,20 @@ def test_each_bad_combination_is_named(changes, named):
 @pytest.mark.parametrize(
     ("env", "named"),
     [
+        # DEBUG is off unless set, so a start without a strong key is refused
+        ({"DEBUG": "", "SECRET_KEY": ""}, "SECRET_KEY must be at least 50 characters"),
+        ({"DEBUG": "", "SECRET_KEY": "short"}, "SECRET_KEY must be at least 50 characters"),
+        ({"DEBUG": "0", "SECRET_KEY": "x" * 60}, "repeats too few characters"),
+        # a webhook needs a secret of 32 characters, DEBUG or not
+        (
+            {"DEBUG": "1", "PUBLISH_WEBHOOK_URL": "https://hooks.example.com/blog"},
+            "PUBLISH_WEBHOOK_SECRET must be at least 32",
+        ),
+        (
+            {"ALERT_WEBHOOK_URL": "https://hooks.example.com/a", "ALERT_WEBHOOK_SECRET": "s" * 31},
+            "ALERT_WEBHOOK_SECRET must be at least 32 characters (it has 31)",
+        ),
+        ({"SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto: https"}, "SECURE_PROXY_SSL_HEADER"),
         ({"PUBLISH_CATCHUP_INTERVAL": "2000"}, "ETA horizon"),
         ({"PUBLISH_STUCK_AFTER": "30"}, "PUBLISH_STUCK_AFTER"),
         ({"PUBLISH_MAX_ATTEMPTS": "many"}, "PUBLISH_MAX_ATTEMPTS='many' is not a number"),
@@ -79,7 +101,9 @@ def test_a_process_with_bad_settings_does_not_start(env, named):
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=ROOT,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        env={**env_without("DEBUG", "SECRET_KEY"), "DJANGO_SETTINGS_MODULE": "config.settings"}
+        | {"SECRET_KEY": STRONG_KEY}
+        | env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -87,3 +111,123 @@ def test_a_process_with_bad_settings_does_not_start(env, named):
 
     assert result.returncode != 0
     assert named in result.stderr
+
+
+def env_without(*names: str) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in names}
+
+
+def test_debug_is_off_unless_set():
+    code = "from django.conf import settings; print(settings.DEBUG, settings.SESSION_COOKIE_SECURE)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={
+            **env_without("DEBUG"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "SECRET_KEY": STRONG_KEY,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
+
+
+def test_debug_on_starts_without_a_secret_key():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={
+            **env_without("SECRET_KEY"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DEBUG": "1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("secret_key", "debug", "problem"),
+    [
+        ("", True, None),  # local: config/settings.py supplies an insecure local key
+        ("short", True, None),
+        ("", False, "it is not set"),
+        (STRONG_KEY[:49], False, "it has 49"),
+        (STRONG_KEY[:50], False, None),
+        ("django-insecure-" + STRONG_KEY, False, "django-insecure"),
+        ("abcd" * 13, False, "repeats too few"),  # 4 distinct characters
+        (STRONG_KEY, False, None),
+    ],
+)
+def test_secret_key_problems(secret_key, debug, problem):
+    problems = secret_key_problems(secret_key=secret_key, debug=debug)
+
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problem in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    ("url", "secret", "problem"),
+    [
+        ("", "", None),  # no webhook, no secret needed
+        ("https://hooks.example.com/blog", "", "it is not set"),
+        ("https://hooks.example.com/blog", "s" * 31, "it has 31"),
+        ("https://hooks.example.com/blog", "s" * 32, None),
+    ],
+)
+def test_webhook_secret_problems(url, secret, problem):
+    problems = webhook_secret_problems(
+        url_name="PUBLISH_WEBHOOK_URL", url=url, secret_name="PUBLISH_WEBHOOK_SECRET", secret=secret
+    )
+
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and "PUBLISH_WEBHOOK_SECRET" in problems[0]
+        assert problem in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("basic_auth", "problem"),
+    [
+        # what .env.example and compose passed: Flower let `Authorization: Basic =` in
+        ("", "FLOWER_BASIC_AUTH is not set"),
+        (":", "entry 1 must be user:password"),
+        ("flower", "entry 1 must be user:password"),
+        ("flower:", "entry 1 must be user:password"),
+        (":twelve-chars", "entry 1 must be user:password"),
+        ("flower:eleven-char", "at least 12 characters (it has 11)"),
+        ("flower:12-characters,other:", "entry 2 must be user:password"),
+        ("flower:12-characters", None),
+        ("flower:pass:with:colons", None),  # Flower compares the whole "user:password"
+        ("one:12-characters,two:also-12-chars", None),
+    ],
+)
+def test_flower_basic_auth_problems(basic_auth, problem):
+    problems = flower_basic_auth_problems(basic_auth)
+
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("argv", "refused"),
+    [
+        (["--address=127.0.0.1", "--port=5555"], False),
+        (["--basic-auth=flower:12-characters"], True),
+        (["--port=5555", "--basic_auth=a:b"], True),
+    ],
+)
+def test_flower_command_line_problems(argv, refused):
+    assert bool(flower_command_line_problems(argv)) is refused

@@ -8,15 +8,45 @@ import json
 
 import pytest
 
-from blogpublish.webhooks import check_answer, encode, idempotency_key, sign
+from blogpublish.webhooks import check_answer, encode, idempotency_key
 from publishing.exceptions import PermanentPublishError, TransientPublishError
+from publishing.signing import sign, signed_headers
 
 
-def test_sign__hmac_sha256_of_the_raw_body():
+def test_sign__t_and_v1_hmac_sha256_of_timestamp_key_and_raw_body():
     body = encode({"title": "你好"})
-    expected = hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
-    assert sign(body, "s3cret") == f"sha256={expected}"
-    assert sign(body + b" ", "s3cret") != sign(body, "s3cret")
+    signed = b"1767225600.key-1." + body
+    expected = hmac.new(b"s3cret", signed, hashlib.sha256).hexdigest()
+
+    header = sign(secret="s3cret", key="key-1", body=body, timestamp=1767225600)
+
+    assert header == f"t=1767225600,v1={expected}"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # each part of the request is covered: a replay that edits one no longer matches
+        {"body": b"{}"},
+        {"key": "key-2"},
+        {"timestamp": 1767225601},
+        {"secret": "another"},
+    ],
+)
+def test_sign__every_part_is_covered(change):
+    request = {"secret": "s3cret", "key": "key-1", "body": b'{"a":1}', "timestamp": 1767225600}
+    assert sign(**(request | change)).split(",")[1] != sign(**request).split(",")[1]
+
+
+def test_signed_headers__now_with_the_key():
+    headers = signed_headers(secret="s3cret", key="key-1", body=b"{}")
+    t = int(headers["X-Blogpublish-Signature"].split(",")[0].removeprefix("t="))
+
+    assert headers["Idempotency-Key"] == "key-1"
+    assert headers["Content-Type"] == "application/json"
+    assert headers["X-Blogpublish-Signature"] == sign(
+        secret="s3cret", key="key-1", body=b"{}", timestamp=t
+    )
 
 
 def test_encode__utf8_json_as_sent():
