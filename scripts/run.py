@@ -39,7 +39,7 @@ def credentials() -> dict:
         "flower_user": "flower",
         "flower_password": secrets.token_urlsafe(12),
     }
-    CREDENTIALS.parent.mkdir(exist_ok=True)
+    CREDENTIALS.parent.mkdir(mode=0o700, exist_ok=True)  # var/: the database is in it too
     CREDENTIALS.touch(mode=0o600)
     CREDENTIALS.write_text(json.dumps(creds, indent=2))
     return creds
