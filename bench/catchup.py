@@ -46,10 +46,12 @@ def synthetic_exprs(vendor: str) -> dict[str, str]:
         **exprs,
         "title": title,
         "slug": slug,
+        "slug_key": slug,  # an ASCII lowercase slug is its own key
         "body": body,
         "status": "'published'",
         "published_hash": exprs["content_hash"],
         "published_slug": slug,
+        "published_slug_key": slug,
         "published_title": title,
         "published_body": body,
         "published_publish_at": at,

@@ -20,16 +20,17 @@ sys.path.insert(0, str(ROOT))
 PG = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 FILL = """
-INSERT INTO publishing_article (title, slug, body, status, publish_at, attempts, claims,
-    last_error, content_hash, published_hash, published_slug, published_title,
-    published_body, published_publish_at, uid, published_at, created_at, updated_at)
-SELECT 'Article ' || n, 'article-' || n, 'Body ' || n,
+INSERT INTO publishing_article (title, slug, slug_key, body, status, publish_at, attempts,
+    claims, last_error, content_hash, published_hash, published_slug, published_slug_key,
+    published_title, published_body, published_publish_at, uid, published_at, created_at,
+    updated_at)
+SELECT 'Article ' || n, 'article-' || n, 'article-' || n, 'Body ' || n,
     CASE WHEN mod(n, 10000) = 1 THEN 'pending' WHEN mod(n, 10000) = 2 THEN 'dead'
         ELSE 'published' END,
     now() - make_interval(mins => %(n)s - n) + CASE WHEN mod(n, 10000) = 3
         THEN interval '1 day' ELSE interval '0' END,
     0, 1, '', md5(n::text) || md5(n::text), md5(n::text) || md5(n::text), 'article-' || n,
-    'Article ' || n, 'Body ' || n, now() - make_interval(mins => %(n)s - n),
+    'article-' || n, 'Article ' || n, 'Body ' || n, now() - make_interval(mins => %(n)s - n),
     md5('uid' || n)::uuid, now(), now(), now() - interval '1 hour'
 FROM generate_series(1, %(n)s) AS n
 """

@@ -8,6 +8,7 @@ a production start without them fails loudly instead of running with a known key
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -58,6 +59,20 @@ def env_int(name: str, default: int, *, minimum: int) -> int:
     if value != int(value):
         raise ImproperlyConfigured(f"{name}={value} is not a whole number.")
     return int(value)
+
+
+def _create_private_sqlite_file(name: str) -> None:
+    """The SQLite file holds password hashes and sessions: when it is ours to create,
+    its folder is made 0700 and the file 0600 (SQLite gives its -wal and -shm files the
+    file's mode), whatever the umask. An existing folder or file is left as it is
+    (docs/operations.md says how to tighten an older var/)."""
+    if not name or name == ":memory:" or name.startswith("file:"):
+        return
+    path = Path(name)
+    if not path.parent.exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 # --- Django -------------------------------------------------------------------------
@@ -140,15 +155,13 @@ TEMPLATES = [
 # run beside the one writer, IMMEDIATE transactions take the write lock at BEGIN (no
 # "database is locked" when a read lock cannot be upgraded), and the busy timeout makes
 # a worker wait for the lock instead of failing.
-_default_db = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-DATABASE_URL = env_str("DATABASE_URL", _default_db)
-if _default_db == DATABASE_URL:
-    VAR_DIR.mkdir(exist_ok=True)
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
 try:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} is not usable: {exc}") from exc
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    _create_private_sqlite_file(str(DATABASES["default"]["NAME"]))
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",

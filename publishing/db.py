@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 from django.db import connections
-from django.db.models import Model, QuerySet
+from django.db.models import Func, IntegerField, Model, QuerySet
 from django.db.models.sql import UpdateQuery
+
+
+class OctetLength(Func):
+    """The length of a text in bytes of the database's encoding (UTF-8 on SQLite and on
+    a PostgreSQL database created as `UTF8`, the default): what `BODY_MAX_BYTES`
+    limits. Django's `Length` counts characters."""
+
+    function = "OCTET_LENGTH"  # PostgreSQL, MySQL
+    output_field = IntegerField()
+    arity = 1
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))")
 
 
 def update_returning(queryset: QuerySet, **values) -> list[Model]:

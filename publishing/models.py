@@ -3,7 +3,8 @@
 An `Article` whose status is `pending` is work to do, and nothing else is: there is no
 owner, no hand-over record. Moving work (claim, complete, fail, requeue) lives in
 `publishing.services`; this module only keeps a row's own derived fields consistent
-(the slug derived from the title, the content hash, "edited content is pending again").
+(the slug derived from the title, the slug keys, the content hash, "edited content is
+pending again") and refuses content that fails validation, however it is saved.
 """
 
 from __future__ import annotations
@@ -12,19 +13,25 @@ import hashlib
 import json
 import unicodedata
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import Q
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
+from publishing.db import OctetLength
 from publishing.validators import (
     BODY_MAX_BYTES,
     RESERVED_SLUGS,
     SLUG_MAX_BYTES,
+    is_reserved_slug,
+    slug_key,
     validate_body_size,
     validate_not_reserved,
     validate_single_line,
@@ -32,6 +39,8 @@ from publishing.validators import (
 )
 
 TITLE_MAX_LENGTH = 200
+# What a writer edits; save() validates these, whichever way the row is saved.
+CONTENT_FIELDS = ("title", "slug", "body", "publish_at")
 
 
 class ArticleStatus(models.TextChoices):
@@ -83,16 +92,70 @@ def normalize_slug(value: str) -> str:
     return unicodedata.normalize("NFKC", value).strip().lower()
 
 
+def cut_to_bytes(value: str, limit: int) -> str:
+    """The longest prefix of `value` whose UTF-8 fits in `limit` bytes, in linear time
+    (encode once, cut, drop a character split by the cut)."""
+    return value.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+
+
 def slug_from_title(title: str) -> str:
     """A slug for the title: unicode letters kept (a Chinese title gives a Chinese slug),
     cut to what a file name can hold, never empty or reserved."""
-    slug = slugify(title, allow_unicode=True)
-    while len(slug.encode("utf-8")) > SLUG_MAX_BYTES:
-        slug = slug[:-1]
+    slug = cut_to_bytes(slugify(title, allow_unicode=True), SLUG_MAX_BYTES)
     slug = slug.strip("-_") or "article"
-    if slug in RESERVED_SLUGS:
-        slug = f"{slug}-1"
+    if is_reserved_slug(slug):
+        # "admin-1"; but "sitemap-1" is reserved too (a sitemap chunk's name).
+        slug = f"{slug}-1" if not is_reserved_slug(f"{slug}-1") else f"article-{slug}"
     return slug
+
+
+def with_suffix(base: str, n: int) -> str:
+    """`base-n`, the base cut so that the whole still fits a file name."""
+    suffix = f"-{n}"
+    return cut_to_bytes(base, SLUG_MAX_BYTES - len(suffix)) + suffix
+
+
+def key_of(slug: str, current_key: str = "") -> str:
+    """The key save() stores for `slug`. A row that shared its key with an older one
+    before keys existed keeps the key the migration gave it (`<key>#<id>`, see
+    migrations/0007) while its slug stays the same."""
+    key = slug_key(slug) if slug else ""
+    if current_key.partition("#")[0] == key:
+        return current_key
+    return key
+
+
+class ArticleQuerySet(models.QuerySet):
+    """Writes that bypass save() keep the slug keys consistent; the database's check
+    constraints (Article.Meta) still refuse what they can express."""
+
+    def bulk_create(self, objs: Iterable[Article], *args, **kwargs) -> list[Article]:
+        """bulk_create never calls save(), so it does not validate: a bad row fails only
+        at the database's constraints (IntegrityError). To validate every row, use
+        `publishing.services.articles_create_many`."""
+        objs = list(objs)
+        for obj in objs:
+            obj.fill_slug_keys()
+        return super().bulk_create(objs, *args, **kwargs)
+
+    def bulk_update(self, objs: Iterable[Article], fields, *args, **kwargs) -> int:
+        objs, fields = list(objs), list(fields)
+        for obj in objs:
+            obj.fill_slug_keys()
+        for name, key in (("slug", "slug_key"), ("published_slug", "published_slug_key")):
+            if name in fields and key not in fields:
+                fields.append(key)
+        return super().bulk_update(objs, fields, *args, **kwargs)
+
+    def update(self, **kwargs) -> int:
+        for name, key in (("slug", "slug_key"), ("published_slug", "published_slug_key")):
+            if isinstance(kwargs.get(name), str) and key not in kwargs:
+                kwargs[key] = key_of(kwargs[name])
+        return super().update(**kwargs)
+
+
+# For the check constraint: sorted, so the migration is the same on every run.
+RESERVED_SLUG_LIST = sorted(RESERVED_SLUGS | {"sitemap"})
 
 
 class Article(models.Model):
@@ -108,6 +171,9 @@ class Article(models.Model):
             "Left blank, it is made from the title."
         ),
     )
+    # slug_key(slug): what slugs are compared by (ß = ss, ς = σ), so two articles never
+    # share a folder on a case-insensitive file system; set by save() (and bulk_create).
+    slug_key = models.CharField(max_length=800, unique=True, editable=False)
     body = models.TextField(
         validators=[validate_body_size],
         help_text=_("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20},
@@ -136,6 +202,9 @@ class Article(models.Model):
     # The live version, as it was published: what the site lists and where its page is.
     # Edits change title/slug/body/publish_at at once; these only when the edit is live.
     published_slug = models.CharField(max_length=200, blank=True, default="", editable=False)
+    published_slug_key = models.CharField(
+        max_length=800, blank=True, default="", db_index=True, editable=False
+    )
     published_title = models.CharField(max_length=200, blank=True, default="", editable=False)
     published_body = models.TextField(blank=True, default="", editable=False)
     published_publish_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -145,8 +214,38 @@ class Article(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = ArticleQuerySet.as_manager()
+
     class Meta:
         ordering = ["-publish_at", "-id"]
+        # The validators' rules that SQL can say, for writes that bypass save()
+        # (bulk_create, update(), raw SQL). The validators say more (slug characters,
+        # sitemap-<n>) and say it better, so full_clean() skips these (get_constraints).
+        constraints = [
+            models.CheckConstraint(condition=~Q(title=""), name="article_title_not_blank"),
+            # SQLite does not enforce varchar(200).
+            models.CheckConstraint(
+                condition=LessThanOrEqual(Length("title"), TITLE_MAX_LENGTH),
+                name="article_title_max_length",
+            ),
+            models.CheckConstraint(
+                condition=LessThanOrEqual(OctetLength("body"), BODY_MAX_BYTES),
+                name="article_body_max_bytes",
+            ),
+            models.CheckConstraint(
+                condition=~Q(slug="") & ~Q(slug_key=""), name="article_slug_not_blank"
+            ),
+            # One directory name: no "/", no "\\", and no "." at all (so no "..", no
+            # dot-file, no index.html or sitemap-9.xml); the validators allow none either.
+            models.CheckConstraint(
+                condition=~Q(slug__contains="/") & ~Q(slug__contains="\\") & ~Q(slug__contains="."),
+                name="article_slug_one_plain_name",
+            ),
+            models.CheckConstraint(
+                condition=~Q(slug__in=RESERVED_SLUG_LIST) & ~Q(slug_key__in=RESERVED_SLUG_LIST),
+                name="article_slug_not_reserved",
+            ),
+        ]
         indexes = [
             # The catch-up and the backup executor look only at due pending rows; a
             # partial index keeps that cheap however many articles are published.
@@ -182,10 +281,19 @@ class Article(models.Model):
     # --- saving keeps the derived fields consistent ------------------------------------
 
     def save(self, *args, **kwargs) -> None:
+        """Normalise, refuse invalid content (ValidationError, nothing stored), derive.
+
+        Validation is here, not only in full_clean(), so that every way in holds it:
+        the admin, the services, the shell, `objects.create()`. The slug is checked as
+        normalised (NFKC), so `ＡＤＭＩＮ` is the reserved `admin`."""
         self._normalize()
+        self._validate_content()
         derived_slug = not self.slug
         if derived_slug:
             self.slug = self._unique_slug(slug_from_title(self.title))
+        self.fill_slug_keys()
+        if not derived_slug:  # a derived slug is free already
+            self._check_slug_free()
         self.content_hash = self._content_hash()
         if self._state.adding:
             # Read by the post_save receiver, which runs inside super().save().
@@ -220,28 +328,81 @@ class Article(models.Model):
         super().clean_fields(exclude=exclude)
 
     def clean(self) -> None:
-        if not self.slug and self.title:
-            self.slug = self._unique_slug(slug_from_title(self.title))
-        elif self.slug and self._slug_is_live_elsewhere(self.slug):
+        if not self.slug:
+            # An over-long title has its own error; no slug is made of 200,000 characters.
+            if self.title and len(self.title) <= TITLE_MAX_LENGTH:
+                self.slug = self._unique_slug(slug_from_title(self.title))
+        else:
+            self._check_slug_free()
+
+    def validate_unique(self, exclude=None) -> None:
+        # save() sets slug_key; clean() has compared it already, with a clearer message.
+        super().validate_unique(exclude={*(exclude or ()), "slug_key"})
+
+    def get_constraints(self):
+        # Meta.constraints restate the field validators for writes that bypass them;
+        # full_clean() has run the validators, so checking these would only cost a
+        # query each (Django runs one per check constraint).
+        return [
+            (model, [c for c in constraints if not isinstance(c, models.CheckConstraint)])
+            for model, constraints in super().get_constraints()
+        ]
+
+    def _validate_content(self) -> None:
+        """full_clean() of the content, without the queries: the field validators (and
+        the title's length, before a slug is made of it)."""
+        exclude = [f.name for f in self._meta.fields if f.name not in CONTENT_FIELDS]
+        self.clean_fields(exclude=exclude)
+
+    def fill_slug_keys(self) -> None:
+        self.slug_key = key_of(self.slug, self.slug_key or "")
+        self.published_slug_key = key_of(self.published_slug or "")
+
+    def _check_slug_free(self) -> None:
+        """No other article has this slug up to case (its key), or has its live page
+        there: until an article's edit is live, its old page still serves its last
+        version, so that address is not free yet either. One query."""
+        key = key_of(self.slug, self.slug_key or "")
+        if "#" in key:  # kept from before keys: see key_of()
+            return
+        others = Article.objects.exclude(pk=self.pk).filter(
+            Q(slug_key=key) | Q(published_slug_key=key)
+        )
+        keys = set(others.values_list("slug_key", flat=True)[:2])
+        if key in keys:
+            raise ValidationError(
+                {
+                    "slug": _(
+                        "An article with this slug already exists (slugs are compared "
+                        "ignoring case and width: ß = ss, ς = σ); choose another."
+                    )
+                },
+                code="unique",
+            )
+        if keys:
             raise ValidationError(
                 {"slug": _("Another article's live page is at this address; choose another.")}
             )
 
-    def _slug_is_live_elsewhere(self, slug: str) -> bool:
-        """Until an article's edit is live, its old page still serves its last version:
-        that address is not free yet, even though no row has it as `slug`."""
-        return Article.objects.exclude(pk=self.pk).filter(published_slug=slug).exists()
-
-    def _unique_slug(self, base: str) -> str:
-        taken = Article.objects.exclude(pk=self.pk)
+    def _unique_slug(self, base: str, *, also_taken: Iterable[str] = ()) -> str:
+        """`base`, or `base-2`, `base-3`, …: the first whose key no other article has as
+        its slug or live page (nor is in `also_taken`). One query, whatever the count."""
+        base = cut_to_bytes(base, SLUG_MAX_BYTES)
+        # Every candidate's key starts with this: the base's, or when the base is cut to
+        # make room for a suffix (of up to 11 bytes), the cut one's, a few characters
+        # shorter since NFKC may join characters across the cut.
+        stem = cut_to_bytes(base, SLUG_MAX_BYTES - 12)
+        prefix = slug_key(base) if stem == base else slug_key(stem)[:-2]
+        rows = (
+            Article.objects.exclude(pk=self.pk)
+            .filter(Q(slug_key__startswith=prefix) | Q(published_slug_key__startswith=prefix))
+            .values_list("slug_key", "published_slug_key")
+        )
+        taken = {key for row in rows for key in row} | set(also_taken)
         slug, n = base, 1
-        while taken.filter(Q(slug=slug) | Q(published_slug=slug)).exists():
+        while slug_key(slug) in taken or is_reserved_slug(slug):  # ≤ len(taken) + 2 rounds
             n += 1
-            suffix = f"-{n}"
-            stem = base
-            while len((stem + suffix).encode("utf-8")) > SLUG_MAX_BYTES:
-                stem = stem[:-1]
-            slug = stem + suffix
+            slug = with_suffix(base, n)
         return slug
 
     def _save_new(self, derived_slug: bool, *args, **kwargs) -> None:
@@ -255,9 +416,11 @@ class Article(models.Model):
                     super().save(*args, **kwargs)
                 return
             except IntegrityError:
-                if not Article.objects.filter(slug=self.slug).exclude(pk=self.pk).exists():
+                others = Article.objects.exclude(pk=self.pk)
+                if not others.filter(slug_key=self.slug_key).exists():
                     raise
                 self.slug = self._unique_slug(f"{self.slug}-{uuid.uuid4().hex[:4]}")
+                self.fill_slug_keys()
                 self.content_hash = self._content_hash()
         raise ValidationError({"slug": _("Could not find a free slug; please choose one.")})
 
@@ -273,9 +436,7 @@ class Article(models.Model):
             before = rows.select_for_update().values_list("content_hash", flat=True).get()
             # Decided before super().save(), whose post_save receiver reads it.
             self.wants_publish = changed = before != self.content_hash
-            super().save(
-                update_fields=["title", "slug", "body", "publish_at", "content_hash", "updated_at"]
-            )
+            super().save(update_fields=[*CONTENT_FIELDS, "slug_key", "content_hash", "updated_at"])
             if changed:
                 # New content is new work, with a fresh budget of attempts, to try now
                 # rather than after the last failure's backoff. An attempt in flight keeps

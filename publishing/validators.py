@@ -1,6 +1,14 @@
-"""Validators of what a writer types; each error says what is wrong and the limit."""
+"""Validators of what a writer types; each error says what is wrong and the limit.
+
+Slugs are compared by their key, `slug_key()`: NFKC, then `casefold()` (so `ß` = `ss`,
+`ς` = `σ`, `ＡＤＭＩＮ` = `admin`). Two slugs with one key would share a folder on a
+case-insensitive file system, and a reserved name is reserved in every spelling.
+"""
 
 from __future__ import annotations
+
+import re
+import unicodedata
 
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
@@ -8,10 +16,41 @@ from django.utils.translation import gettext_lazy as _
 BODY_MAX_BYTES = 2**20  # 1 MiB of UTF-8
 # A slug is a directory name under SITE_ROOT; most file systems allow 255 bytes.
 SLUG_MAX_BYTES = 200
-# Paths the site or the web app use for themselves.
-RESERVED_SLUGS = frozenset(
-    {"admin", "page", "static", "media", "assets", "feed", "healthz", "metrics", "status"}
+# Names the site writes into SITE_ROOT (blogpublish/site/paths.py takes them from here,
+# and a unit test holds the two together) and paths the web app serves itself. Keys,
+# so lowercase; `sitemap-<n>.xml` and every name starting with "." are reserved too.
+SITE_NAMES = frozenset({"index.html", "feed.xml", "sitemap.xml", "page", ".staging"})
+RESERVED_SLUGS = SITE_NAMES | frozenset(
+    {
+        "admin",
+        "api",
+        "assets",
+        "favicon.ico",
+        "feed",
+        "healthz",
+        "media",
+        "metrics",
+        "robots.txt",
+        "static",
+        "status",
+        "status.json",
+    }
 )
+# sitemap, sitemap.xml, sitemap-9, sitemap-9.xml: the sitemap index and its chunks.
+RESERVED_SLUG_RE = re.compile(r"sitemap(-\d+)?(\.xml)?")
+
+
+def slug_key(value: str) -> str:
+    """What slugs are compared by: NFKC, casefolded, NFKC again (casefolding can undo
+    the normalisation, as Unicode's NFKC_Casefold notes)."""
+    folded = unicodedata.normalize("NFKC", value).casefold()
+    return unicodedata.normalize("NFKC", folded)
+
+
+def is_reserved_slug(value: str) -> bool:
+    """Is `value`, in any spelling, a name the site or the web app uses for itself?"""
+    key = slug_key(value)
+    return key.startswith(".") or key in RESERVED_SLUGS or bool(RESERVED_SLUG_RE.fullmatch(key))
 
 
 def validate_single_line(value: str) -> None:
@@ -32,7 +71,7 @@ def validate_slug_bytes(value: str) -> None:
 
 
 def validate_not_reserved(value: str) -> None:
-    if value in RESERVED_SLUGS:
+    if is_reserved_slug(value):
         raise ValidationError(
             _("“%(slug)s” is used by the site itself; choose another slug."),
             code="slug_reserved",

@@ -53,7 +53,7 @@ def credentials() -> dict:
     if kept.keys() >= creds.keys():
         return kept
     creds |= kept
-    CREDENTIALS.parent.mkdir(exist_ok=True)
+    CREDENTIALS.parent.mkdir(mode=0o700, exist_ok=True)  # var/: the database is in it too
     CREDENTIALS.touch(mode=0o600)
     CREDENTIALS.write_text(json.dumps(creds, indent=2))
     return creds

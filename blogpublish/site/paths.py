@@ -14,8 +14,11 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils.encoding import iri_to_uri
 
-from publishing.validators import RESERVED_SLUGS
+from publishing.validators import is_reserved_slug
 
+# Every name the site writes into SITE_ROOT is a reserved slug (publishing.validators
+# keeps the list: publishing may not import blogpublish); tests/unit/test_site_paths.py
+# holds the two together.
 FRONT_PAGE = "index.html"
 FEED = "feed.xml"
 SITEMAP = "sitemap.xml"  # a sitemap index; the URLs are in sitemap-<n>.xml
@@ -70,7 +73,7 @@ def is_trash(name: str) -> bool:
 def is_article_dir_name(name: str) -> bool:
     """Could this entry of SITE_ROOT be an article's page directory? Dot-files (staging,
     trash of removals) and the site's own names never are."""
-    return not name.startswith(".") and name not in RESERVED_SLUGS
+    return not is_reserved_slug(name)
 
 
 # --- addresses ----------------------------------------------------------------------

@@ -3,7 +3,8 @@
 `articles` holds the transitions of one attempt (claim, complete, fail); `operator`
 what a person does (requeue, publish now); `site` deletes and the full check of the
 targets; `catch_up` the safety net that finds work the event path missed; `alarms` the
-dead-letter and stuck alerts; `refresh` the coalescing refresher of the shared views.
+dead-letter and stuck alerts; `refresh` the coalescing refresher of the shared views;
+`authoring` what a writer does (create, edit), which every way in goes through.
 Callers import from here.
 """
 
@@ -17,6 +18,11 @@ from publishing.services.articles import (
     article_fail,
     article_publish,
     explain_unclaimed,
+)
+from publishing.services.authoring import (
+    article_create,
+    article_update,
+    articles_create_many,
 )
 from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
 from publishing.services.operator import article_publish_now, article_requeue
@@ -40,6 +46,7 @@ __all__ = [
     "Outcome",
     "article_claim",
     "article_complete",
+    "article_create",
     "article_dead_alert",
     "article_fail",
     "article_forget",
@@ -47,6 +54,8 @@ __all__ = [
     "article_publish_now",
     "article_requeue",
     "article_unpublish",
+    "article_update",
+    "articles_create_many",
     "catch_up",
     "explain_unclaimed",
     "publish_pending",

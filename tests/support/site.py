@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 
 import feedparser
 
-from publishing.validators import RESERVED_SLUGS
+from publishing.validators import is_reserved_slug
 
 ENTRY_RE = re.compile(r'<a class="title" href="([^"]+)">([^<]*)</a>')
 OLDER_RE = re.compile(r'<a rel="next" href="([^"]+)">')
@@ -65,11 +65,7 @@ def read_sitemap(root: Path) -> dict[str, str]:
 
 def page_dirs(root: Path) -> set[str]:
     """The article page directories under root (not the site's own names, not dot-files)."""
-    return {
-        p.name
-        for p in root.iterdir()
-        if p.is_dir() and not p.name.startswith(".") and p.name not in RESERVED_SLUGS
-    }
+    return {p.name for p in root.iterdir() if p.is_dir() and not is_reserved_slug(p.name)}
 
 
 def archive_pages(root: Path) -> dict[int, Listing]:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from blogpublish.site import paths
+from publishing.validators import is_reserved_slug
 
 
 @pytest.mark.parametrize("slug", ["", ".", "..", "../etc", "a/b", "/abs", "a\\b", "a\x00"])
@@ -39,6 +40,24 @@ def test_article_dir_names__not_the_sites_own_nor_dot_files():
     for own in ("page", ".staging", ".x.removed-1a2b"):
         assert not paths.is_article_dir_name(own)
     assert paths.is_trash(".x.removed-1a2b") and not paths.is_trash("x")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        paths.FRONT_PAGE,
+        paths.FEED,
+        paths.SITEMAP,
+        paths.sitemap_chunk_name(9),
+        paths.ARCHIVE_DIR,
+        paths.STAGING_DIR,
+        ".lock",
+        ".site-state.json",
+    ],
+)
+def test_every_name_the_site_writes_is_a_reserved_slug(name):
+    assert is_reserved_slug(name)
+    assert not paths.is_article_dir_name(name)
 
 
 def test_sitemap_chunk_names_round_trip():

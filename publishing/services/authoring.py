@@ -1,0 +1,98 @@
+"""What a writer does: create and edit articles. Every way in (the admin, the API, the
+import, a program) goes through these, so all of them normalise and validate alike.
+
+`Article.save()` refuses invalid content too (the shell and any other code are held to
+the same rules), and the database's check constraints refuse what SQL can express
+(for `bulk_create` and `update()`, which bypass `save()`); these functions add the
+whole of `full_clean()`: uniqueness with a clear message, and one error per field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from functools import partial
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from publishing.dispatch import dispatch_when_due
+from publishing.models import CONTENT_FIELDS, Article, slug_from_title
+
+
+def _article(
+    *, title: str, body: str, slug: str = "", publish_at: datetime | None = None
+) -> Article:
+    article = Article(title=title, body=body, slug=slug)
+    if publish_at is not None:
+        article.publish_at = publish_at
+    return article
+
+
+def article_create(
+    *, title: str, body: str, slug: str = "", publish_at: datetime | None = None
+) -> Article:
+    """A new pending article (the slug made from the title when blank); ValidationError
+    with a message per field, and nothing stored, when the content is not acceptable."""
+    article = _article(title=title, body=body, slug=slug, publish_at=publish_at)
+    article.full_clean()
+    article.save()
+    return article
+
+
+def article_update(*, article: Article, **fields) -> Article:
+    """Change what a writer edits (title, slug, body, publish_at) and save; edited
+    content becomes pending again (Article.save). A ValidationError leaves `article`
+    as it was."""
+    unknown = set(fields) - set(CONTENT_FIELDS)
+    if unknown:
+        raise TypeError(f"not an article's content: {', '.join(sorted(unknown))}")
+    before = {name: getattr(article, name) for name in fields}
+    for name, value in fields.items():
+        setattr(article, name, value)
+    try:
+        article.full_clean()
+        article.save()
+    except ValidationError:
+        for name, value in before.items():  # the caller's copy stays what is stored
+            setattr(article, name, value)
+        raise
+    return article
+
+
+def articles_create_many(rows: Iterable[Mapping]) -> list[Article]:
+    """Create many articles at once, each validated as `article_create` validates it.
+
+    `Article.objects.bulk_create()` does not call `save()`, so it does not validate
+    (only the database's constraints hold, with an IntegrityError); this is the bulk
+    path that does. All or nothing: one invalid row raises a ValidationError naming
+    each bad row (`row 3: slug: …`) and stores none. The rows go in one INSERT, and
+    each is sent to be published after the commit, as a save would."""
+    articles, errors, keys = [], [], set()
+    for number, row in enumerate(rows, start=1):
+        article = _article(**row)
+        try:
+            article.clean_fields()
+            if not article.slug:
+                base = slug_from_title(article.title)
+                article.slug = article._unique_slug(base, also_taken=keys)
+            article.full_clean()
+            article.fill_slug_keys()
+            if article.slug_key in keys:
+                raise ValidationError({"slug": "the same slug as an earlier row"})
+        except ValidationError as exc:
+            errors += [f"row {number}: {field}: {m}" for field, ms in exc for m in ms]
+            continue
+        keys.add(article.slug_key)
+        article.content_hash = article._content_hash()
+        articles.append(article)
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        created = Article.objects.bulk_create(articles)
+        for article in created:
+            transaction.on_commit(
+                partial(dispatch_when_due, article_id=article.pk, publish_at=article.publish_at),
+                robust=True,
+            )
+    return created
