@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
+from publishing.text_limits import validate_markdown_limits, validate_xml_chars
 from publishing.validators import (
     BODY_MAX_BYTES,
     RESERVED_SLUGS,
@@ -96,7 +97,9 @@ def slug_from_title(title: str) -> str:
 
 
 class Article(models.Model):
-    title = models.CharField(max_length=TITLE_MAX_LENGTH, validators=[validate_single_line])
+    title = models.CharField(
+        max_length=TITLE_MAX_LENGTH, validators=[validate_single_line, validate_xml_chars]
+    )
     slug = models.SlugField(
         max_length=200,
         unique=True,
@@ -109,7 +112,7 @@ class Article(models.Model):
         ),
     )
     body = models.TextField(
-        validators=[validate_body_size],
+        validators=[validate_body_size, validate_xml_chars, validate_markdown_limits],
         help_text=_("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20},
     )
     status = models.CharField(
