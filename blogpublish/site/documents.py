@@ -130,12 +130,14 @@ def listing_page(
     def item(entry: Entry) -> dict:
         clean = _cleaner(entry, document, report)
         excerpt = plain_excerpt(clean(entry.head, "body")) if page is None and entry.head else ""
+        # Rendered from a clean body, the excerpt may still hold one: "&#1;" is valid
+        # Markdown, and decodes to U+0001. Derived text, so stripped without a word.
         return {
             "title": clean(entry.title, "title"),
             "href": paths.article_href(entry.slug),
             "datetime": rfc3339(entry.publish_at),
             "date": display_date(entry.publish_at),
-            "excerpt": clean(excerpt, "excerpt"),
+            "excerpt": strip_xml_illegal(excerpt),
         }
 
     items = [built for _entry, built in _each(entries, item, document=document, report=report)]
@@ -168,7 +170,7 @@ def atom_feed(entries: Iterable[Entry], *, report: Report = log_problem) -> byte
             "title": clean(entry.title, "title"),
             "link": paths.article_url(entry.slug),
             # type="html": the plain excerpt is escaped once for HTML, once for XML.
-            "description": escape(clean(plain_excerpt(clean(entry.head, "body")), "excerpt")),
+            "description": escape(strip_xml_illegal(plain_excerpt(clean(entry.head, "body")))),
             "unique_id": f"urn:uuid:{entry.uid}",
             "pubdate": entry.publish_at.replace(microsecond=0),
             "updateddate": entry.published_at.replace(microsecond=0),
