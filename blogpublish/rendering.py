@@ -1,4 +1,10 @@
-"""Markdown to safe HTML: `markdown` renders, `nh3` keeps only what cannot run."""
+"""Markdown to safe HTML: `markdown` renders, `nh3` keeps only what cannot run.
+
+Input over the limits of publishing.text_limits (nesting, runs of emphasis marks,
+unclosed brackets: python-markdown's slow paths) is refused before rendering, in
+linear time, so no article can hold a worker for minutes. Validation refuses it too;
+this is the net under rows that got past validation.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,9 @@ from html import unescape
 
 import markdown
 import nh3
+
+from publishing.exceptions import PermanentPublishError
+from publishing.text_limits import markdown_complexity_problems
 
 EXTENSIONS = ["extra", "sane_lists"]  # extra: tables, fenced code, footnotes, abbr, …
 
@@ -33,7 +42,18 @@ ALLOWED_ATTRIBUTES = {
 URL_SCHEMES = {"http", "https", "mailto"}
 
 
+class MarkdownTooComplexError(PermanentPublishError):
+    """The Markdown is over the renderer's limits; edit the article."""
+
+
+def check_complexity(text: str) -> None:
+    problems = markdown_complexity_problems(text)
+    if problems:
+        raise MarkdownTooComplexError("Not rendered: " + " ".join(problems))
+
+
 def render_markdown(text: str) -> str:
+    check_complexity(text)
     html = markdown.markdown(text, extensions=EXTENSIONS, output_format="html")
     return nh3.clean(
         html,
@@ -52,7 +72,9 @@ EXCERPT_SKIPS = {"script", "style", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "
 @lru_cache(maxsize=1024)
 def plain_excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The start of a Markdown text as plain text, cut at a word: for the front page and
-    the feed. Cached, since the same 50 articles are summarised at every refresh."""
+    the feed. Cached, since the same 50 articles are summarised at every refresh.
+    Raises MarkdownTooComplexError, as render_markdown does."""
+    check_complexity(text)
     html = markdown.markdown(text, extensions=EXTENSIONS, output_format="html")
     # Prose only: headings, code and footnotes would read as noise in a summary.
     prose = nh3.clean(html, tags=set(), attributes={}, clean_content_tags=EXCERPT_SKIPS)

@@ -31,3 +31,8 @@ class ArticleDeadError(PublishingError):
     def __init__(self, message: str | None = None, *, article_id: int | None = None):
         super().__init__(message)
         self.article_id = article_id
+
+
+class AttemptTimeLimitExceeded(PublishingError):
+    """The attempt ran past its time limit (PUBLISH_SOFT_TIME_LIMIT) and was stopped; it
+    is retried like any transient failure, and the article is dead after the budget."""

@@ -61,7 +61,7 @@ def validate_single_line(value: str) -> None:
 
 
 def validate_slug_bytes(value: str) -> None:
-    size = len(value.encode("utf-8"))
+    size = len(value.encode("utf-8", "surrogatepass"))  # a lone one is refused elsewhere
     if size > SLUG_MAX_BYTES:
         raise ValidationError(
             _("The slug is %(size)d bytes in UTF-8; at most %(max)d fit in a file name."),
@@ -80,7 +80,7 @@ def validate_not_reserved(value: str) -> None:
 
 
 def validate_body_size(value: str) -> None:
-    size = len(value.encode("utf-8"))
+    size = len(value.encode("utf-8", "surrogatepass"))  # a lone one is refused elsewhere
     if size > BODY_MAX_BYTES:
         raise ValidationError(
             _("The body is %(size)s bytes; the limit is %(max)s bytes (1 MiB)."),

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from blogpublish.files import atomic_write, list_names, remove_tree, unlink, write_if_changed
-from blogpublish.site import documents, paths, selectors
+from blogpublish.site import documents, paths, problems, selectors
 from blogpublish.site.lock import page_guard
 from blogpublish.site.pagination import (
     PAGE_SIZE,
@@ -102,6 +102,7 @@ def write_front_page(root: Path, newest: list[Entry], *, count: int, write: Writ
             page=None,
             newer_href="",
             older_href=paths.archive_href(older) if older else "",
+            report=problems.report,
         ),
     )
 
@@ -116,9 +117,10 @@ def write_archive_page(
         page=page,
         newer_href=paths.archive_href(newer_than(page, count)),
         older_href=paths.archive_href(older) if older else "",
+        report=problems.report,
     )
     write(root, paths.archive_file(page), html)
-    write(root, paths.sitemap_chunk_name(page), documents.sitemap(entries))
+    write(root, paths.sitemap_chunk_name(page), documents.sitemap(entries, report=problems.report))
 
 
 def write_partial_chunk(root: Path, newest: list[Entry], *, count: int, write: Write) -> None:
@@ -126,7 +128,7 @@ def write_partial_chunk(root: Path, newest: list[Entry], *, count: int, write: W
     rest = count % PAGE_SIZE
     if rest:
         chunk = paths.sitemap_chunk_name(full_pages(count) + 1)
-        write(root, chunk, documents.sitemap(newest[:rest]))
+        write(root, chunk, documents.sitemap(newest[:rest], report=problems.report))
 
 
 # --- refresh ---------------------------------------------------------------------------
@@ -159,7 +161,7 @@ def update(root: Path, state: SiteState) -> None:
         )
         write_archive_page(root, page, page_entries, count=count, write=atomic_write)
     newest = selectors.newest(PAGE_SIZE, exclude=hidden)
-    atomic_write(root, paths.FEED, documents.atom_feed(newest))
+    atomic_write(root, paths.FEED, documents.atom_feed(newest, report=problems.report))
     write_partial_chunk(root, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
         atomic_write(root, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
@@ -207,7 +209,7 @@ def rebuild(root: Path, state: SiteState) -> None:
     if held:
         write_archive_page(root, *held, count=count, write=write_if_changed)
     newest = selectors.newest(PAGE_SIZE, exclude=hidden)
-    write_if_changed(root, paths.FEED, documents.atom_feed(newest))
+    write_if_changed(root, paths.FEED, documents.atom_feed(newest, report=problems.report))
     write_partial_chunk(root, newest, count=count, write=write_if_changed)
     write_if_changed(root, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     remove_beyond(root, pages=full_pages(count), chunks=sitemap_chunks(count))

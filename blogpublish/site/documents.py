@@ -1,10 +1,24 @@
-"""What each file of the site contains: pure functions from data to text."""
+"""What each file of the site contains: pure functions from data to text.
+
+One listed article must never cost a whole shared document (issue 8). Every text that
+comes from an article goes through `strip_xml_illegal`: what XML 1.0 cannot carry (a
+control character, U+FFFE) is refused at validation, but rows written past validation
+exist, and such a character would make the whole feed unserialisable or not
+well-formed, so the documents show the text without it and `report` says so. And each
+entry is built on its own: an entry that still fails (its excerpt cannot be rendered,
+the feed cannot serialise it) is left out of that document and reported, and the
+others are written. `report` defaults to a log line; the refresher passes
+`blogpublish.site.problems.report`, which also alerts, once a day per article.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
+from typing import TypeVar
 
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -14,6 +28,57 @@ from django.utils.feedgenerator import Atom1Feed
 from blogpublish.rendering import plain_excerpt, render_markdown
 from blogpublish.site import paths
 from blogpublish.site.selectors import Entry
+from publishing.text_limits import first_xml_illegal, strip_xml_illegal
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class EntryProblem:
+    """An entry a shared document could not show as stored."""
+
+    entry: Entry
+    document: str  # "the front page", "archive page 3", "the feed", "a sitemap chunk"
+    reason: str
+    # True: not in this document at all. False: shown without what XML cannot carry.
+    left_out: bool
+
+
+Report = Callable[[EntryProblem], None]
+
+
+def log_problem(problem: EntryProblem) -> None:
+    what = "left out of" if problem.left_out else "repaired in"
+    logger.warning("article %s %s %s: %s", problem.entry.id, what, problem.document, problem.reason)
+
+
+def _clean(text: str, *, field: str, entry: Entry, document: str, report: Report) -> str:
+    found = first_xml_illegal(text)
+    if found is None:
+        return text
+    position, char = found
+    reason = (
+        f"its {field} has characters XML 1.0 cannot carry (the first: U+{ord(char):04X} "
+        f"at position {position}); shown without them. It was saved past validation: "
+        "edit the article to fix it."
+    )
+    report(EntryProblem(entry, document, reason, left_out=False))
+    return strip_xml_illegal(text)
+
+
+def _each(
+    entries: Iterable[Entry], build: Callable[[Entry], T], *, document: str, report: Report
+) -> Iterator[tuple[Entry, T]]:
+    """(entry, build(entry)) for every entry whose build succeeds; the others reported."""
+    for entry in entries:
+        try:
+            yield entry, build(entry)
+        except Exception as exc:  # RecursionError, a bug: this entry only
+            reason = f"{type(exc).__name__}: {exc}"[:500]
+            report(EntryProblem(entry, document, reason, left_out=True))
+            logger.debug("entry %s of %s", entry.id, document, exc_info=True)
 
 
 def site_context() -> dict:
@@ -36,31 +101,46 @@ def display_date(moment: datetime) -> str:
 
 
 def article_page(article) -> str:
-    return render_to_string(
+    """The article's own page. HTML5 reads most characters, but a control character is
+    a parse error there too: stripped with the rest of what XML 1.0 cannot carry."""
+    page = render_to_string(
         "blogpublish/article.html",
         {
             **site_context(),
             "article": article,
-            "body_html": render_markdown(article.body),
+            # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
+            "body_html": render_markdown(strip_xml_illegal(article.body)),
             "canonical_url": paths.article_url(article.slug),
         },
     )
+    return strip_xml_illegal(page)
 
 
 def listing_page(
-    entries: Iterable[Entry], *, page: int | None, newer_href: str, older_href: str
+    entries: Iterable[Entry],
+    *,
+    page: int | None,
+    newer_href: str,
+    older_href: str,
+    report: Report = log_problem,
 ) -> str:
     """The front page (`page` None: with excerpts) or archive page `page` (titles only)."""
-    items = [
-        {
-            "title": entry.title,
+    document = "the front page" if page is None else f"archive page {page}"
+
+    def item(entry: Entry) -> dict:
+        clean = _cleaner(entry, document, report)
+        excerpt = plain_excerpt(clean(entry.head, "body")) if page is None and entry.head else ""
+        # Rendered from a clean body, the excerpt may still hold one: "&#1;" is valid
+        # Markdown, and decodes to U+0001. Derived text, so stripped without a word.
+        return {
+            "title": clean(entry.title, "title"),
             "href": paths.article_href(entry.slug),
             "datetime": rfc3339(entry.publish_at),
             "date": display_date(entry.publish_at),
-            "excerpt": plain_excerpt(entry.head) if page is None and entry.head else "",
+            "excerpt": strip_xml_illegal(excerpt),
         }
-        for entry in entries
-    ]
+
+    items = [built for _entry, built in _each(entries, item, document=document, report=report)]
     return render_to_string(
         "blogpublish/listing.html",
         {
@@ -73,9 +153,48 @@ def listing_page(
     )
 
 
-def atom_feed(entries: Iterable[Entry]) -> bytes:
+def _cleaner(entry: Entry, document: str, report: Report) -> Callable[[str, str], str]:
+    def clean(text: str, field: str) -> str:
+        return _clean(text, field=field, entry=entry, document=document, report=report)
+
+    return clean
+
+
+def atom_feed(entries: Iterable[Entry], *, report: Report = log_problem) -> bytes:
     """Atom (RFC 4287). Entry ids are `urn:uuid:<article uid>`, stable across edits;
     `updated` is when the entry's current version went live, `published` its date."""
+
+    def item(entry: Entry) -> dict:
+        clean = _cleaner(entry, "the feed", report)
+        return {
+            "title": clean(entry.title, "title"),
+            "link": paths.article_url(entry.slug),
+            # type="html": the plain excerpt is escaped once for HTML, once for XML.
+            "description": escape(strip_xml_illegal(plain_excerpt(clean(entry.head, "body")))),
+            "unique_id": f"urn:uuid:{entry.uid}",
+            "pubdate": entry.publish_at.replace(microsecond=0),
+            "updateddate": entry.published_at.replace(microsecond=0),
+        }
+
+    items = list(_each(entries, item, document="the feed", report=report))
+    try:
+        return _atom([built for _entry, built in items])
+    except Exception:
+        # Not expected once the text is clean; but whatever it is, it costs its entry
+        # only: each is tried alone, and the feed is written without those that fail.
+        built_for = {entry.id: built for entry, built in items}
+
+        def serialisable(entry: Entry) -> dict:
+            _atom([built_for[entry.id]])
+            return built_for[entry.id]
+
+        kept = _each(
+            [entry for entry, _built in items], serialisable, document="the feed", report=report
+        )
+        return _atom([built for _entry, built in kept])
+
+
+def _atom(items: list[dict]) -> bytes:
     home = paths.absolute(paths.archive_href(None))
     feed = Atom1Feed(
         title=settings.SITE_TITLE,
@@ -85,24 +204,18 @@ def atom_feed(entries: Iterable[Entry]) -> bytes:
         feed_guid=home,
         author_name=settings.SITE_TITLE,
     )
-    for entry in entries:
-        feed.add_item(
-            title=entry.title,
-            link=paths.article_url(entry.slug),
-            # type="html": the plain excerpt is escaped once for HTML, once for XML.
-            description=escape(plain_excerpt(entry.head)),
-            unique_id=f"urn:uuid:{entry.uid}",
-            pubdate=entry.publish_at.replace(microsecond=0),
-            updateddate=entry.published_at.replace(microsecond=0),
-        )
+    for item in items:
+        feed.add_item(**item)
     return feed.writeString("utf-8").encode("utf-8")
 
 
-def sitemap(entries: Iterable[Entry]) -> str:
-    items = [
-        {"url": paths.article_url(entry.slug), "lastmod": rfc3339(entry.published_at)}
-        for entry in entries
-    ]
+def sitemap(entries: Iterable[Entry], *, report: Report = log_problem) -> str:
+    def item(entry: Entry) -> dict:
+        # iri_to_uri percent-encodes any character of the slug; stripped all the same.
+        url = strip_xml_illegal(paths.article_url(entry.slug))
+        return {"url": url, "lastmod": rfc3339(entry.published_at)}
+
+    items = [built for _e, built in _each(entries, item, document="a sitemap chunk", report=report)]
     return render_to_string("blogpublish/sitemap.xml", {"entries": items})
 
 

@@ -15,6 +15,7 @@ import enum
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -278,18 +279,22 @@ def article_publish(
     retry_in: Callable[[int], float],
     worker: str = "",
     task_id: str = "",
+    time_limit: Callable[[], AbstractContextManager] = nullcontext,
 ) -> AttemptResult:
     """One attempt: claim, publish to every target, complete or fail.
 
     `retry_in(attempt)` gives the backoff after a transient failure of that attempt:
     the Celery task passes its own retry_backoff policy, the backup executor the same.
+    `time_limit()` bounds the publishers: the backup executor passes its own
+    (publishing.time_limits); a Celery worker enforces the task's limits itself.
     """
     claim = article_claim(article_id=article_id, worker=worker, task_id=task_id)
     if claim is None:
         return explain_unclaimed(article_id=article_id)
     try:
-        for publisher in get_publishers():
-            publisher.publish(claim.article)
+        with time_limit():
+            for publisher in get_publishers():
+                publisher.publish(claim.article)
     except PermanentPublishError as exc:
         return article_fail(claim=claim, error=describe(exc), permanent=True)
     except Exception as exc:  # transient, a time limit, or a bug: retried, then dead

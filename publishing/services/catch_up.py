@@ -30,6 +30,7 @@ from publishing.services.alarms import article_dead_alert, stuck_check
 from publishing.services.articles import article_publish
 from publishing.services.refresh import shared_views_pass
 from publishing.services.site import site_reconcile
+from publishing.time_limits import attempt_time_limit
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +96,8 @@ def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:
     """The backup executor: claim and publish due rows in this process, no broker.
 
     Goes on until nothing is claimable or `limit` attempts were made; returns the
-    count of each outcome.
+    count of each outcome. Each attempt has the worker's time limits, inside the lease
+    (publishing.time_limits), so a hung target or a slow render cannot outlive it.
     """
     worker = f"publish_pending@{socket.gethostname()}:{os.getpid()}"
     outcomes: Counter = Counter()
@@ -104,7 +106,12 @@ def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:
         if not batch:
             break
         for article_id in batch:
-            result = article_publish(article_id=article_id, retry_in=retry_in, worker=worker)
+            result = article_publish(
+                article_id=article_id,
+                retry_in=retry_in,
+                worker=worker,
+                time_limit=attempt_time_limit,
+            )
             outcomes[str(result.outcome)] += 1
     for article_id in dead_unalerted_ids(limit=limit):
         article_dead_alert(article_id=article_id)

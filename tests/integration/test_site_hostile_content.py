@@ -1,0 +1,82 @@
+"""One article the shared views cannot carry never freezes them (issue 8, item 1): rows
+written past validation (a queryset `.update()`), published through the real services
+and the real database, as `publish_pending` runs them (the `site` fixture)."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import mail
+
+from publishing.models import Alarm, Article, ArticleStatus
+from publishing.services import Outcome
+from tests.integration import test_site_builder
+from tests.integration.test_site_builder import Site
+from tests.support.site import assert_lists_exactly, read_feed, read_listing
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+site = test_site_builder.site  # a SITE_ROOT of the test's own; attempts run in-process
+
+
+@pytest.fixture
+def alerts(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    mail.outbox = []
+    return mail.outbox
+
+
+def saved_past_validation(site: Site, **content) -> Article:
+    """A valid article, then content no validator saw, as a shell or a bug could write it."""
+    article = Article(title="Placeholder", slug="hostile", body="x", publish_at=site.base)
+    article.full_clean()
+    article.save()
+    Article.objects.filter(pk=article.pk).update(**content)
+    article.refresh_from_db()
+    return article
+
+
+def test_control_character_in_a_body_does_not_freeze_the_front_page_or_feed(site, alerts):
+    site.add(2)
+    hostile = saved_past_validation(site, title="Hostile\ufffe", body="Hello\x01 world")
+
+    site.attempt(hostile)  # its page is written, and the refresh after it too
+    site.add(2)  # later articles still reach the front page and the feed
+
+    assert_lists_exactly(site.root, site.newest_first())
+    feed = {entry.title: entry.summary for entry in read_feed(site.root).entries}
+    assert feed["Hostile"] == "Hello world"
+    assert "Hostile" in read_listing(site.root / "index.html").titles
+    page = (site.root / "hostile" / "index.html").read_text(encoding="utf-8")
+    assert "Hello world" in page and "\x01" not in page
+    # Said once, although every refresh since met it again.
+    [alert] = [m for m in alerts if f"article {hostile.pk} " in m.subject]
+    assert "U+FFFE" in alert.body and "edit the article" in alert.body.lower()
+    assert Alarm.objects.filter(name=f"site-entry-{hostile.pk}").exists()
+
+
+def test_entry_whose_excerpt_cannot_be_rendered_is_left_out_with_an_alert(site, alerts):
+    site.add(2)
+    (hostile,) = site.add(1, slug="deep")
+    # Its live body replaced past validation by Markdown over the limits.
+    Article.objects.filter(pk=hostile.pk).update(published_body="> " * 1000)
+
+    site.add(1)  # the refresh after this publish meets it
+
+    front = read_listing(site.root / "index.html")
+    feed_slugs = [
+        entry.link.rstrip("/").rsplit("/", 1)[-1] for entry in read_feed(site.root).entries
+    ]
+    others = [slug for slug in site.newest_first() if slug != "deep"]
+    assert front.slugs == others and feed_slugs == others
+    assert any(f"article {hostile.pk} is left out of" in m.subject for m in alerts)
+    assert Article.objects.get(pk=hostile.pk).status == ArticleStatus.PUBLISHED
+
+
+def test_article_over_the_markdown_limits_is_dead_with_a_clear_error(site):
+    article = saved_past_validation(site, body="[" * 16384)
+
+    site.attempt(article, expect=Outcome.DEAD)
+
+    article.refresh_from_db()
+    assert "MarkdownTooComplexError" in article.last_error
+    assert "16,384 square brackets; at most 10,000" in article.last_error
