@@ -72,14 +72,17 @@ def _want() -> None:
         Refresher.objects.get_or_create(pk=REFRESHER_ID, defaults={"wanted": True})
 
 
-def _run_pass(token: int, hook: str) -> None:
+def _run_pass(token: int, hook: str) -> bool:
+    """One pass under the lease `token`; False (and another pass wanted) if it failed."""
     try:
         run_optional_hook(hook, raising=True)
+        return True
     except Exception:
         # A failed pass (a serialization conflict with an attempt, a full disk) is
         # wanted again; the next request or the catch-up runs it.
         logger.warning("shared views: the %s pass failed; another is wanted", hook, exc_info=True)
         _want()
+        return False
     finally:
         _row().filter(passes=token).update(lease_expires_at=None)
 
@@ -137,8 +140,8 @@ def shared_views_pass(*, full: bool = False) -> bool:
         logger.info("shared views: a pass is running elsewhere; one more is deferred")
         _defer()
         return False
-    _run_pass(token, "reconcile" if full else "refresh")
-    if full:
+    # A full check that failed is due again at the next catch-up, not in an hour.
+    if _run_pass(token, "reconcile" if full else "refresh") and full:
         _row().update(reconciled_at=Now())
     return True
 
