@@ -368,3 +368,31 @@ def guard_free_elsewhere(kind: str, name: object) -> bool:
     thread.start()
     thread.join()
     return got[0]
+
+
+def test_pages_of_different_articles_are_written_while_another_is_guarded(site):
+    """No site-wide lock: an attempt writing one page does not wait for another's."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: there the guard is its write lock")
+    held, done = threading.Event(), threading.Event()
+
+    def another_attempt() -> None:
+        from django.db import connection as thread_connection
+
+        try:
+            with page_guard(slugs=["elsewhere"], article_id=10**9):
+                held.set()
+                done.wait(timeout=60)
+        finally:
+            thread_connection.close()
+
+    thread = threading.Thread(target=another_attempt)
+    thread.start()
+    try:
+        assert held.wait(timeout=30)
+        site.add(1, slug="meanwhile")  # published in full while the other guard is held
+        assert (site.root / "meanwhile" / "index.html").exists()
+        assert thread.is_alive()  # the other guard was still held throughout
+    finally:
+        done.set()
+        thread.join()
