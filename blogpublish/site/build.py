@@ -80,13 +80,6 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
     return changed, inserted
 
 
-def uncounted(state: SiteState) -> set[int]:
-    """Articles with an unsettled page that were not listed before it. One of them may
-    complete while this refresh runs, and the listing would then hold one more than
-    the count; so they are left out, and the refresh after their outcome adds them."""
-    return {article_id for article_id, w in state.written.items() if not w.was_listed}
-
-
 # --- writing the views -----------------------------------------------------------------
 
 
@@ -141,9 +134,8 @@ def update(root: Path, state: SiteState) -> None:
         rebuild(root, state)
         return
     old_count, count = state.count, state.count + len(inserted)
-    hidden = uncounted(state)
     entries = selectors.listed_entries(changed)
-    positions = positions_of(entries, inserted=inserted, total=count, hidden=hidden)
+    positions = positions_of(entries, inserted=inserted, total=count)
     if any(not 0 <= position < count for position in positions.values()):
         logger.warning("the site's article count (%s) is out of date; rebuilding", count)
         rebuild(root, state)
@@ -156,11 +148,9 @@ def update(root: Path, state: SiteState) -> None:
         shifted_from=min(shifted, default=None),
     )
     for page in pages:
-        page_entries = selectors.entries_at(
-            first=first_position(page), size=PAGE_SIZE, total=count, exclude=hidden
-        )
+        page_entries = selectors.entries_at(first=first_position(page), size=PAGE_SIZE, total=count)
         write_archive_page(root, page, page_entries, count=count, write=atomic_write)
-    newest = selectors.newest(PAGE_SIZE, exclude=hidden)
+    newest = selectors.newest(PAGE_SIZE)
     atomic_write(root, paths.FEED, documents.atom_feed(newest, report=problems.report))
     write_partial_chunk(root, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
@@ -169,9 +159,7 @@ def update(root: Path, state: SiteState) -> None:
     state.count = count
 
 
-def positions_of(
-    entries: dict[int, Entry], *, inserted: list[int], total: int, hidden: set[int]
-) -> dict[int, int]:
+def positions_of(entries: dict[int, Entry], *, inserted: list[int], total: int) -> dict[int, int]:
     """The positions of the changed entries on a site of `total`. When all of them are
     newly listed and newer than every other listed article (a burst of new articles,
     the usual case), they take the top positions in their order: one query for them
@@ -181,12 +169,12 @@ def positions_of(
         return (entry.publish_at, entry.id)
 
     if entries and set(entries) <= set(inserted):
-        below = selectors.newest(1, exclude=hidden | set(entries))
+        below = selectors.newest(1, exclude=entries)
         if not below or min(map(key, entries.values())) > key(below[0]):
             ranked = sorted(entries.values(), key=key)
             return {entry.id: total - len(ranked) + rank for rank, entry in enumerate(ranked)}
     return {
-        article_id: selectors.position_of(entry, total=total, exclude=hidden)
+        article_id: selectors.position_of(entry, total=total)
         for article_id, entry in entries.items()
     }
 
@@ -195,10 +183,9 @@ def rebuild(root: Path, state: SiteState) -> None:
     """Every view from the database, streaming the articles once; files that did not
     change are left alone (write_if_changed)."""
     settle(state)
-    hidden = uncounted(state)
     count, page, batch = 0, 0, []
     held: tuple[int, list[Entry]] | None = None  # the last full page: is it the newest?
-    for entry in selectors.iter_oldest_first(exclude=hidden):
+    for entry in selectors.iter_oldest_first():
         batch.append(entry)
         count += 1
         if len(batch) == PAGE_SIZE:
@@ -208,7 +195,7 @@ def rebuild(root: Path, state: SiteState) -> None:
             held, batch = (page, batch[::-1]), []
     if held:
         write_archive_page(root, *held, count=count, write=write_if_changed)
-    newest = selectors.newest(PAGE_SIZE, exclude=hidden)
+    newest = selectors.newest(PAGE_SIZE)
     write_if_changed(root, paths.FEED, documents.atom_feed(newest, report=problems.report))
     write_partial_chunk(root, newest, count=count, write=write_if_changed)
     write_if_changed(root, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))

@@ -65,7 +65,7 @@ class Entry:
 
 
 def listed(*, exclude: Iterable[int] = ()) -> QuerySet[Article]:
-    """The listed articles; `exclude`: ids a refresh leaves out (see build.uncounted)."""
+    """The listed articles, less the ids in `exclude`."""
     articles = Article.objects.exclude(published_hash="")
     exclude = list(exclude)
     return articles.exclude(pk__in=exclude) if exclude else articles
@@ -100,11 +100,11 @@ def newest(limit: int, *, exclude: Iterable[int] = ()) -> list[Entry]:
     return [Entry.from_values(row) for row in rows]
 
 
-def entries_at(*, first: int, size: int, total: int, exclude: Iterable[int] = ()) -> list[Entry]:
+def entries_at(*, first: int, size: int, total: int) -> list[Entry]:
     """Positions first … first+size-1 (0 is the oldest), newest first. Read from
     whichever end of the index is nearer, so a page near the top costs as little as one
     near the bottom."""
-    articles = listed(exclude=exclude).values(*ENTRY_FIELDS)
+    articles = listed().values(*ENTRY_FIELDS)
     from_top = total - first - size
     if first <= from_top:
         rows = articles.order_by("published_publish_at", "id")[first : first + size]
@@ -113,9 +113,9 @@ def entries_at(*, first: int, size: int, total: int, exclude: Iterable[int] = ()
     return [Entry.from_values(row) for row in rows]
 
 
-def iter_oldest_first(*, exclude: Iterable[int] = ()) -> Iterator[Entry]:
+def iter_oldest_first() -> Iterator[Entry]:
     """Every listed article, oldest first, streamed: memory stays flat on a large site."""
-    rows = listed(exclude=exclude).order_by("published_publish_at", "id").values(*ENTRY_FIELDS)
+    rows = listed().order_by("published_publish_at", "id").values(*ENTRY_FIELDS)
     for row in rows.iterator(chunk_size=2000):
         yield Entry.from_values(row)
 
@@ -125,9 +125,9 @@ def listed_entries(ids: Iterable[int]) -> dict[int, Entry]:
     return {row["id"]: Entry.from_values(row) for row in rows}
 
 
-def position_of(entry: Entry, *, total: int, exclude: Iterable[int] = ()) -> int:
+def position_of(entry: Entry, *, total: int) -> int:
     """The position of a listed article, 0 being the oldest, on a site of `total`."""
-    articles = listed(exclude=exclude)
+    articles = listed()
     newer = articles.filter(_newer_than(entry)).order_by()[:NEAR_TOP].count()
     if newer < NEAR_TOP:
         return total - 1 - newer
