@@ -19,6 +19,7 @@ from publishing.services import (
     article_publish,
     article_unpublish,
     catch_up,
+    leases_left,
     publish_batch_of_due,
     shared_views_deferred,
 )
@@ -124,8 +125,11 @@ def publish_batch(self: Task) -> dict:
     """Publish up to PUBLISH_BATCH_SIZE due articles (services.batches), then send
     itself again while the backlog lasts: a full batch means more may be due. Rows
     that failed and back off get one batch for when the first is due again, as the
-    single task's retry would; a redelivered batch (its worker died) that finds the
-    dead batch's rows still leased comes back when the first lease runs out."""
+    single task's retry would. A redelivered batch (its worker died mid-batch, and
+    reject_on_worker_lost sent it back) comes back once more when the leases its dead
+    predecessor left have run out; only redeliveries do, so copies never multiply.
+    (A whole worker killed: Redis redelivers only after its visibility timeout, and
+    the catch-up takes the rows once their lease has run out.)"""
     report = publish_batch_of_due(
         retry_in=publish_article.backoff,
         worker=self.request.hostname or "",
@@ -135,12 +139,10 @@ def publish_batch(self: Task) -> dict:
         dispatch_batches(1)
     if report.retry_in is not None and report.retry_in <= settings.PUBLISH_ETA_HORIZON:
         dispatch_batches(1, eta=timezone.now() + timedelta(seconds=report.retry_in))
-    if (
-        not report.claimed
-        and report.lease_left is not None
-        and (self.request.delivery_info or {}).get("redelivered")
-    ):
-        dispatch_batches(1, eta=timezone.now() + timedelta(seconds=report.lease_left))
+    if not report.full and (self.request.delivery_info or {}).get("redelivered"):
+        left = leases_left()
+        if left is not None:
+            dispatch_batches(1, eta=timezone.now() + timedelta(seconds=left + 0.5))
     return {"claimed": report.claimed, "released": report.released, **report.outcomes}
 
 

@@ -28,6 +28,7 @@ from publishing.services.batches import (
     BatchReport,
     articles_claim_batch,
     articles_complete,
+    leases_left,
     publish_batch_of_due,
 )
 from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
@@ -67,6 +68,7 @@ __all__ = [
     "articles_create_many",
     "catch_up",
     "explain_unclaimed",
+    "leases_left",
     "publish_batch_of_due",
     "publish_pending",
     "shared_views_deferred",

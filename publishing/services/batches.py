@@ -35,8 +35,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
-from django.db.models.expressions import RawSQL
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -67,9 +66,6 @@ class BatchReport:
     released: int = 0
     # Seconds until the first row that failed in this batch is due again.
     retry_in: float | None = None
-    # Seconds until the first row held by another attempt's lease is free (when this
-    # batch claimed nothing while such rows exist): for a redelivered batch to come back.
-    lease_left: float | None = None
 
     @property
     def full(self) -> bool:
@@ -77,19 +73,33 @@ class BatchReport:
         return self.claimed > 0 and self.claimed >= settings.PUBLISH_BATCH_SIZE
 
 
-def _claim_subquery(limit: int):
-    """The ids of up to `limit` claimable rows, oldest first; on PostgreSQL locked with
-    SKIP LOCKED, so another batch's statement passes them by instead of waiting."""
+def _claimable(limit: int) -> QuerySet[Article]:
+    """Up to `limit` claimable rows, oldest first: the claim's WHERE.
+
+    On PostgreSQL the ids are locked with SKIP LOCKED, so another batch's statement
+    passes them by instead of waiting, and read as `id = ANY(ARRAY(subquery))`: an
+    InitPlan, run once. (With `id IN (subquery)` the planner may run the subquery
+    again per row, and each run skips the rows the last one locked: more than
+    `limit` rows would be claimed.) SQLite runs an uncorrelated IN subquery once."""
     ids = (
         articles_claimable()
         .filter(attempts__lt=settings.PUBLISH_MAX_ATTEMPTS)
         .order_by("publish_at", "id")
         .values("id")[:limit]
     )
+    # The outer conditions again: on PostgreSQL, a row changed since the subquery read
+    # it is checked again against these (READ COMMITTED's re-check), not against the
+    # subquery's snapshot.
+    rows = Article.objects.filter(
+        due_q() & lease_free_q(), attempts__lt=settings.PUBLISH_MAX_ATTEMPTS
+    )
     if connection.vendor != "postgresql":
-        return ids
+        return rows.filter(pk__in=ids)
     sql, params = ids.query.sql_with_params()
-    return RawSQL(f"{sql} FOR UPDATE SKIP LOCKED", params)
+    table = connection.ops.quote_name(Article._meta.db_table)
+    return rows.extra(
+        where=[f'{table}."id" = ANY(ARRAY({sql} FOR UPDATE SKIP LOCKED))'], params=list(params)
+    )
 
 
 def _give_up_spent(limit: int) -> None:
@@ -107,17 +117,9 @@ def articles_claim_batch(*, limit: int, worker: str = "", task_id: str = "") -> 
     """Claim up to `limit` due rows in one statement (see the module's doc); a Claim
     each, as `article_claim` returns it, oldest first."""
     _give_up_spent(limit)
-    # The outer conditions again: on PostgreSQL, a row changed since the subquery read
-    # it is checked again against these (READ COMMITTED's re-check), not against the
-    # subquery's snapshot.
-    rows = Article.objects.filter(
-        due_q() & lease_free_q(),
-        attempts__lt=settings.PUBLISH_MAX_ATTEMPTS,
-        pk__in=_claim_subquery(limit),
-    )
     with transaction.atomic():
         claimed = update_returning(
-            rows,
+            _claimable(limit),
             lease_expires_at=db_now_plus(settings.PUBLISH_LEASE_SECONDS),
             attempts=F("attempts") + 1,
             claims=F("claims") + 1,
@@ -256,7 +258,6 @@ def publish_batch_of_due(
     claims = articles_claim_batch(limit=limit, worker=worker, task_id=task_id)
     report.claimed = len(claims)
     if not claims:
-        report.lease_left = _first_lease_left()
         return report
     # Stop taking up rows at half the lease: the rest are let go, not left to run out.
     deadline = time.monotonic() + settings.PUBLISH_LEASE_SECONDS / 2
@@ -293,12 +294,12 @@ def publish_batch_of_due(
     return report
 
 
-def _first_lease_left() -> float | None:
-    """Seconds until the first due row held by a lease is free, or None."""
+def leases_left() -> float | None:
+    """Seconds until every due row held by a lease now is free, or None if none is."""
     row = (
         Article.objects.filter(due_q(), lease_expires_at__gt=Now())
         .annotate(db_now=Now())
-        .order_by("lease_expires_at")
+        .order_by("-lease_expires_at")
         .values("lease_expires_at", "db_now")
         .first()
     )
