@@ -139,7 +139,7 @@ def publish_batch(self: Task) -> dict:
         dispatch_batches(1)
     if report.retry_in is not None and report.retry_in <= settings.PUBLISH_ETA_HORIZON:
         dispatch_batches(1, eta=timezone.now() + timedelta(seconds=report.retry_in))
-    if not report.full and (self.request.delivery_info or {}).get("redelivered"):
+    if (self.request.delivery_info or {}).get("redelivered"):
         left = leases_left()
         if left is not None:
             dispatch_batches(1, eta=timezone.now() + timedelta(seconds=left + 0.5))
