@@ -31,11 +31,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import DurationField, ExpressionWrapper, F, Q, QuerySet, Value
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -207,16 +206,17 @@ def articles_complete(*, claims: list[Claim]) -> list[AttemptResult]:
             updated_at=Now(),
         )
         done_ids = {article.pk for article in done}
+        # One UPDATE for all; the duration from the claim (the record's start) to now.
         finished_at = timezone.now()
-        records = []
-        for claim in claims:
-            if claim.article.pk in done_ids:
-                record = claim.record
-                record.outcome = AttemptOutcome.OK
-                record.finished_at = finished_at
-                record.duration = timedelta(seconds=time.monotonic() - claim.started)
-                records.append(record)
-        PublishAttempt.objects.bulk_update(records, ["outcome", "finished_at", "duration"])
+        PublishAttempt.objects.filter(
+            pk__in=[c.record.pk for c in claims if c.article.pk in done_ids]
+        ).update(
+            outcome=AttemptOutcome.OK,
+            finished_at=finished_at,
+            duration=ExpressionWrapper(
+                Value(finished_at) - F("started_at"), output_field=DurationField()
+            ),
+        )
     results = []
     for claim in claims:
         if claim.article.pk in done_ids:
