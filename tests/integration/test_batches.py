@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import threading
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q
+from django.utils import timezone
 
 from publishing.dispatch import dispatch_batches
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from publishing.services import articles_claim_batch, publish_batch_of_due
+from publishing.services import articles_claim_batch, catch_up, publish_batch_of_due
 from publishing.tasks import publish_article
 from tests.integration.test_failures import alert_mails, outcomes, wait_status
 from tests.support.chaos import journal_entries
@@ -130,3 +132,20 @@ def test_two_batch_consumers_on_one_backlog_publish_each_row_once(worker):
     assert attempts.count() == len(articles)  # none claimed twice
     assert attempts.filter(worker="test-process").count() == here
     assert all(len(journal_entries(a.slug)) == 1 for a in articles)
+
+
+def test_the_catch_up_sends_batches_for_a_large_stale_backlog(worker, settings, sent_tasks):
+    """More than PUBLISH_BATCH_THRESHOLD stale rows: batches, not a message per row."""
+    settings.PUBLISH_BATCH_THRESHOLD = 5
+    prefix = f"stale-{uuid.uuid4().hex[:6]}"
+    articles = backlog(prefix, 12)
+    past = timezone.now() - timedelta(seconds=settings.PUBLISH_STALE_AFTER + 5)
+    Article.objects.filter(pk__in=[a.pk for a in articles]).update(publish_at=past, updated_at=past)
+    sent_tasks.clear()
+
+    report = catch_up()
+
+    assert report.stale_found >= 12 and report.stale_sent == report.stale_found
+    assert sent_tasks == []  # no publish_article per row
+    wait_for(lambda: all_published(articles), timeout=60, what="the stale backlog to publish")
+    assert set(ok_counts(articles).values()) == {1}
