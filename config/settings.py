@@ -236,7 +236,7 @@ PUBLISH_CATCHUP_BATCH = 500
 # are stale. A batch publishes its rows one after another inside their lease, so the
 # size times the slowest target's time must stay well under PUBLISH_LEASE_SECONDS; a
 # batch stops taking new rows halfway through the lease and lets the rest go.
-PUBLISH_BATCH_SIZE = env_int("PUBLISH_BATCH_SIZE", 50, minimum=1)
+PUBLISH_BATCH_SIZE = env_int("PUBLISH_BATCH_SIZE", 100, minimum=1)
 PUBLISH_BATCH_TASKS = env_int("PUBLISH_BATCH_TASKS", 4, minimum=1)
 PUBLISH_BATCH_THRESHOLD = env_int("PUBLISH_BATCH_THRESHOLD", 100, minimum=0)
 PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_batches
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from publishing.services import articles_claim_batch, catch_up, publish_batch_of_due
+from publishing.services import articles_claim_batch, batches, catch_up, publish_batch_of_due
 from publishing.tasks import publish_article
 from tests.integration.test_failures import alert_mails, outcomes, wait_status
 from tests.support.chaos import journal_entries
@@ -149,3 +149,16 @@ def test_the_catch_up_sends_batches_for_a_large_stale_backlog(worker, settings, 
     assert sent_tasks == []  # no publish_article per row
     wait_for(lambda: all_published(articles), timeout=60, what="the stale backlog to publish")
     assert set(ok_counts(articles).values()) == {1}
+
+
+def test_a_long_batch_completes_in_groups_each_row_once(transactional_db, monkeypatch):
+    monkeypatch.setattr(batches, "COMPLETE_EVERY", 2)
+    prefix = f"groups-{uuid.uuid4().hex[:6]}"
+    articles = backlog(prefix, 7)
+
+    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=7, worker="here")
+
+    assert report.claimed == 7 and report.outcomes == {"published": 7}
+    assert all_published(articles)
+    assert set(ok_counts(articles).values()) == {1}
+    assert PublishAttempt.objects.filter(article__in=articles).count() == 7
