@@ -365,5 +365,5 @@ def articles_import(
             # After the commit: the batches find the rows. A broker that is down costs a
             # log line; the rows stay pending for the catch-up.
             dispatch_batches()
-    logger.info("import_articles: %s", report.summary)
+    logger.debug("import_articles: %s", report.summary)
     return report
