@@ -118,6 +118,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "publishing.apps.PublishingConfig",
     "blogpublish.apps.BlogpublishConfig",
+    "api.apps.ApiConfig",
 ]
 
 MIDDLEWARE = [
