@@ -133,6 +133,10 @@ class ErrorOut(Schema):
     )
 
 
+def _utc(value: datetime | None) -> datetime | None:
+    return value.astimezone(UTC) if value is not None else None
+
+
 def article_out(article: Article, *, with_body: bool = True) -> dict:
     data = {
         "id": article.pk,
@@ -140,14 +144,14 @@ def article_out(article: Article, *, with_body: bool = True) -> dict:
         "title": article.title,
         "status": article.status,
         "scheduled": article.is_scheduled,
-        "publish_at": article.publish_at,
-        "published_at": article.published_at,
+        "publish_at": _utc(article.publish_at),
+        "published_at": _utc(article.published_at),
         "attempts": article.attempts,
         "last_error": article.last_error,
-        "next_attempt_at": article.next_attempt_at,
+        "next_attempt_at": _utc(article.next_attempt_at),
         "url": article_url(article.slug),
-        "created_at": article.created_at,
-        "updated_at": article.updated_at,
+        "created_at": _utc(article.created_at),
+        "updated_at": _utc(article.updated_at),
     }
     if with_body:
         data["body"] = article.body
