@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
-from api.exceptions import TokenRefused
 from api.models import ApiToken
 from api.tokens import token_create, tokens_revoke
 
@@ -28,21 +26,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None):
         return self.readonly_fields if obj is None else ("user", *self.readonly_fields)
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        if obj is None:
-            base_clean = form.clean
-
-            def clean(form_self):
-                data = base_clean(form_self)
-                user = data.get("user")
-                if user is not None and not (user.is_staff and user.is_active):
-                    raise ValidationError({"user": str(TokenRefused())})
-                return data
-
-            form.clean = clean
-        return form
 
     def save_model(self, request: HttpRequest, obj: ApiToken, form, change: bool) -> None:
         if change:

@@ -11,6 +11,7 @@ import copy
 
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import ProhibitNullCharactersValidator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Header, NinjaAPI, Query, Status
@@ -38,6 +39,7 @@ from publishing.services import article_create, article_requeue, article_update
 NON_FIELD = "__all__"  # as Django names errors that belong to no one field
 MAX_ID = 2**63 - 1  # the largest primary key either database stores
 MAX_PAGE = 1_000_000
+NUL_MESSAGE = str(ProhibitNullCharactersValidator.message)
 
 
 class BearerToken(HttpBearer):
@@ -170,6 +172,11 @@ def _content(payload, *, article: Article | None = None) -> dict:
     publish_at does not parse, a 400 names it together with whatever the model's
     validation says of the other fields, as one response."""
     fields = payload.model_dump(exclude_unset=article is not None)
+    # As the admin's form fields refuse them (ProhibitNullCharactersValidator), before
+    # any query: PostgreSQL cannot even compare a string holding one.
+    nul = {name: [NUL_MESSAGE] for name, value in fields.items() if "\x00" in (value or "")}
+    if nul:
+        raise DjangoValidationError(nul)
     if article is None and fields.get("publish_at") is None:
         fields.pop("publish_at", None)
     if "publish_at" not in fields:

@@ -54,7 +54,7 @@ RFC3339 = re.compile(
 
 
 def parse_publish_at(value: str) -> datetime:
-    """An RFC 3339 date-time, aware; ValueError naming what is wrong."""
+    """An RFC 3339 date-time, in UTC; ValueError naming what is wrong."""
     if not RFC3339.fullmatch(value):
         raise ValueError(
             "Give a date and time in RFC 3339 with its zone, e.g. 2026-12-01T09:30:00Z."
@@ -64,10 +64,10 @@ def parse_publish_at(value: str) -> datetime:
     except ValueError as exc:
         raise ValueError(f"Not a valid date and time: {exc}.") from None
     try:
-        parsed.astimezone(UTC)
+        # In UTC: PostgreSQL stores offsets up to ±15:59 only, RFC 3339 allows ±23:59.
+        return parsed.astimezone(UTC)
     except OverflowError:
         raise ValueError("The date is out of range.") from None
-    return parsed
 
 
 class StatusFilter(StrEnum):
