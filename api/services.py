@@ -6,6 +6,7 @@ import hashlib
 import json
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from api.exceptions import IdempotencyConflict
@@ -29,7 +30,7 @@ def article_create_once(
     the key in the same transaction. IdempotencyConflict for the key with another
     request, or whose article was deleted; ValidationError (nothing stored) as
     `article_create` raises it."""
-    done = IdempotencyKey.objects.filter(user=user, key=key).first()
+    done = _spent(user, key)
     if done is not None:
         return _replay(done, digest), False
     try:
@@ -38,14 +39,20 @@ def article_create_once(
             IdempotencyKey.objects.create(
                 user=user, key=key, request_digest=digest, article=article
             )
-    except IntegrityError:
-        # A request with the same key committed first (the unique constraint decided):
-        # its answer is this one's too. Any other IntegrityError is not ours to explain.
-        done = IdempotencyKey.objects.filter(user=user, key=key).first()
+    except (IntegrityError, ValidationError):
+        # A request with the same key committed meanwhile: the unique constraint on the
+        # key decided, or its article took the slug first (a ValidationError of the slug,
+        # or the slug's unique index). Its answer is this one's too. Without such a key,
+        # the error is this request's own.
+        done = _spent(user, key)
         if done is None:
             raise
         return _replay(done, digest), False
     return article, True
+
+
+def _spent(user: AbstractBaseUser, key: str) -> IdempotencyKey | None:
+    return IdempotencyKey.objects.filter(user=user, key=key).first()
 
 
 def _replay(done: IdempotencyKey, digest: str) -> Article:
