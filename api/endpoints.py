@@ -58,7 +58,9 @@ api = NinjaAPI(
     auth=BearerToken(),
     urls_namespace="api",
     openapi_url="/schema",
-    docs_url=None,  # the schema is the reference; Swagger UI would need scripts the CSP refuses
+    # No docs page: the schema is the reference, and ninja's Swagger UI page would load
+    # its scripts from a CDN.
+    docs_url=None,
 )
 
 # Every operation may answer these.

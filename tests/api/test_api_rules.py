@@ -261,6 +261,16 @@ def test_post_invalid_json_is_400(api):
     assert "JSON" in response.json()["detail"]
 
 
+def test_post_of_a_request_body_over_the_upload_limit_is_413(api, settings):
+    body = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+
+    response = post(api, {"title": "Huge", "body": body})
+
+    assert response.status_code == 413
+    assert "too large" in response.json()["detail"]
+    assert Article.objects.count() == 0
+
+
 def test_post_needs_no_csrf_token_but_the_admin_still_does(api):
     # `api` enforces CSRF checks, as a browser's session would be held to them.
     assert post(api, {"title": "No CSRF", "body": "x"}).status_code == 201
