@@ -106,6 +106,15 @@ def test_only_the_tokens_hash_is_stored(make_token):
     assert token.startswith(row.prefix) and len(row.prefix) < len(token) // 3
 
 
+def test_a_request_records_when_its_token_was_last_used(make_token):
+    user, token = make_token()
+    assert ApiToken.objects.get(user=user).last_used_at is None
+
+    Client(headers={"Authorization": f"Bearer {token}"}).get(ARTICLES)
+
+    assert ApiToken.objects.get(user=user).last_used_at is not None
+
+
 def test_the_schema_is_served_and_names_the_operations(client):
     schema = client.get("/api/schema").json()
 
