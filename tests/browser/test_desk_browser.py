@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connections
 
 from publishing.models import Article, ArticleStatus
 from tests.support.desk import image_bytes
@@ -53,6 +55,13 @@ def browser():
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield browser
         browser.close()
+    # The live server answers each connection in a thread with its own database
+    # connection, closed when the browser's keep-alive connection ends; PostgreSQL
+    # refuses to drop the test database while one is open.
+    wait_for(
+        lambda: not any("process_request_thread" in t.name for t in threading.enumerate()),
+        what="the live server's request threads to end",
+    )
 
 
 @pytest.fixture
@@ -73,13 +82,16 @@ def save_shot(page, folders: list[Path], name: str, **options) -> None:
 
 
 def test_write_preview_add_image_save_and_read_it_on_the_site(
-    worker, live_server, admin_user, browser, screenshots, settings, monkeypatch
+    worker, live_server, admin_user, browser, screenshots, settings, monkeypatch, request
 ):
     from playwright.sync_api import expect
 
     # Playwright's sync API runs an event loop in this thread; the ORM calls below are
-    # ordinary blocking ones (Django would refuse them in a real async context).
+    # ordinary blocking ones (Django would refuse them in a real async context). Their
+    # connections belong to that loop's context, so they are closed here, or PostgreSQL
+    # would refuse to drop the test database.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    request.addfinalizer(connections.close_all)
     settings.SITE_URL = live_server.url  # the admin's "View" links point at this server
     settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
