@@ -5,7 +5,8 @@ under SITE_ROOT by their content, and removed once no article uses them.
   by name (it can carry scripts and links), as is anything else; at most 10 MiB and
   50 megapixels (a small file can unpack to gigabytes of pixels).
 - Location data goes: the EXIF GPS block (JPEG: the EXIF segment rewritten without it,
-  the pixels untouched; PNG and WebP: re-encoded), and XMP that mentions GPS.
+  the compressed pixels untouched; PNG and WebP: re-encoded, losslessly but for a lossy
+  WebP), and XMP that mentions GPS. A file without any is stored byte for byte.
 - Stored as `media/<sha256 of the stored bytes>.<ext>` with `blogpublish.files`, the
   functions the site writes its pages with (atomic, never through a link); "media" is a
   reserved slug, so no article's page can be there and the full check never takes it
@@ -89,24 +90,23 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", PIL.Image.DecompressionBombWarning)
-            image = PIL.Image.open(io.BytesIO(data))
+            # Only the four decoders: Pillow's others never see an upload.
+            image = PIL.Image.open(io.BytesIO(data), formats=list(FORMATS))
+            width, height = image.size
+            if width * height > IMAGE_MAX_PIXELS:
+                raise ImageRefused(
+                    f"“{name}” is {width}×{height} pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
+                )
             image.verify()  # reads the whole file: a truncated or corrupt one fails here
-            image = PIL.Image.open(io.BytesIO(data))  # verify() leaves it unusable
+            image = PIL.Image.open(io.BytesIO(data), formats=list(FORMATS))  # verify() used it up
+    except ImageRefused:
+        raise
     except (PIL.Image.DecompressionBombWarning, PIL.Image.DecompressionBombError):
         raise ImageRefused(f"“{name}” has too many pixels.") from None
     except Exception as exc:  # Pillow raises many kinds for what it cannot read
         raise ImageRefused(
-            f"“{name}” is not an image Pillow can read (PNG, JPEG, GIF or WebP): {exc}"
+            f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read ({exc})."
         ) from None
-    if image.format not in FORMATS:
-        raise ImageRefused(
-            f"“{name}” is a {image.format} image; the site accepts PNG, JPEG, GIF and WebP."
-        )
-    width, height = image.size
-    if width * height > IMAGE_MAX_PIXELS:
-        raise ImageRefused(
-            f"“{name}” is {width}×{height} pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
-        )
     return without_location(data, image), FORMATS[image.format], width, height
 
 
@@ -137,7 +137,8 @@ def without_location(data: bytes, image: PIL.Image.Image) -> bytes:
     if frames > 1:
         options.update(save_all=True)
     if image.format == "WEBP":
-        options.update(quality=90)
+        # A lossless WebP (a VP8L bitstream) stays lossless; a lossy one is re-encoded.
+        options.update({"lossless": True} if b"VP8L" in data else {"quality": 90})
     image.save(out, image.format, **options)
     return out.getvalue()
 
