@@ -99,12 +99,11 @@ class DeskArticleAdmin(ArticleAdmin):
                 article_url(obj.published_slug),
             )
         if obj.status == ArticleStatus.DEAD:
-            # A button of the change form posting elsewhere (forms cannot nest): the
-            # form's CSRF token goes with it; unsaved edits of the form do not.
+            # The button of a form of its own, outside the article's form (forms cannot
+            # nest; desk/change_form.html): unsaved edits of the article are not sent.
             html += format_html(
-                ' <button type="submit" class="button desk-requeue" formaction="{}" '
-                'formnovalidate name="_requeue">Requeue</button>',
-                reverse("admin:publishing_article_requeue", args=[obj.pk]),
+                ' <button type="submit" class="button desk-requeue" form="{}">Requeue</button>',
+                "desk-requeue-form",
             )
         return html
 

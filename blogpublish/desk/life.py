@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.utils import dateformat, timezone
 
-from publishing.models import ArticleStatus
+from publishing.models import Article, ArticleStatus
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def relative(moment: datetime, now: datetime) -> str:
     return f"in {span(seconds)}" if seconds > 0 else f"{span(-seconds)} ago"
 
 
-def life_of(article, *, now: datetime, max_attempts: int) -> Life:
+def life_of(article: Article, *, now: datetime, max_attempts: int) -> Life:
     """What is happening to `article` at `now`, in words."""
     live = bool(article.published_hash) and article.published_at is not None
     live_note = (
@@ -64,7 +64,7 @@ def life_of(article, *, now: datetime, max_attempts: int) -> Life:
     )
 
 
-def publishing_text(article, *, now: datetime, max_attempts: int) -> str:
+def publishing_text(article: Article, *, now: datetime, max_attempts: int) -> str:
     """Pending and due: running, backing off after a failure, or waiting for a worker."""
     if article.lease_expires_at is not None and article.lease_expires_at > now:
         return f"publishing: attempt {article.attempts} of {max_attempts}, running now"

@@ -2,8 +2,9 @@
 against a live server, with the real worker publishing.
 
 A writer logs in, writes an article, watches the preview follow the text, adds an
-image, saves, and opens the published page. Screenshots of the editor with its preview
-and of the published page go to the run's directory, and also to
+image, saves, and opens the published page; then the article dies and Requeue brings it
+back. Screenshots of the editor with its preview, of the published page and of the dead
+article's form go to the run's directory, and also to
 $BLOGPUBLISH_SCREENSHOTS_DIR when set (`docs/img/` holds the committed ones).
 """
 
@@ -162,3 +163,20 @@ def test_write_preview_add_image_save_and_read_it_on_the_site(
     )
     assert site.locator("script").count() == 0
     save_shot(site, screenshots, "published-page.png", full_page=True)
+
+    # Dead (say the disk filled up): the form says why, and Requeue brings it back.
+    Article.objects.filter(pk=article.pk).update(
+        status=ArticleStatus.DEAD, last_error="writing the page failed: disk full"
+    )
+    page.reload()
+    expect(page.locator(".desk-life")).to_contain_text("dead: writing the page failed: disk full")
+    expect(preview.locator("h1")).to_have_text("First day of spring")  # the saved text
+    save_shot(page, screenshots, "desk-dead-requeue.png")
+    page.locator("#id_title").fill("An edit Requeue does not save")
+    page.click("button.desk-requeue")
+    expect(page.locator(".messagelist")).to_contain_text("Requeued")
+    wait_for(
+        lambda: Article.objects.filter(pk=article.pk, status=ArticleStatus.PUBLISHED).exists(),
+        what="the requeued article to be published again",
+    )
+    assert Article.objects.get(pk=article.pk).title == "First day of spring"

@@ -57,7 +57,7 @@ def wait_status(article_id: int, status: str, timeout: float = 30.0) -> Article:
 
 
 @pytest.mark.django_db
-def test_preview__renders_the_sanitised_page_and_changes_nothing(admin_client):
+def test_preview__renders_the_sanitised_page_and_changes_nothing(admin_client, sent_tasks):
     article = Article(title="Saved title", slug="saved", body="Saved body.")
     article.save()
     before = everything()
@@ -86,6 +86,7 @@ def test_preview__renders_the_sanitised_page_and_changes_nothing(admin_client):
     assert 'http-equiv="Content-Security-Policy"' in html
     assert "script-src &#x27;none&#x27;" in html
     assert everything() == before
+    assert sent_tasks == []  # nothing sent to be published
     assert not (settings.SITE_ROOT / "saved").exists()
 
 
@@ -261,12 +262,16 @@ def test_life__dead_article_shows_its_error_and_requeue_publishes_it(worker, adm
 
     assert "dead: disk full; the version live since" in html
     requeue = f"/admin/publishing/article/{article.pk}/requeue/"
-    assert f'formaction="{requeue}"' in html
+    # Its own form, before (outside) the article's, so Enter in a field never requeues.
+    own_form = html.index(f'<form id="desk-requeue-form" method="post" action="{requeue}"')
+    assert own_form < html.index('id="article_form"')
+    assert '<button type="submit" class="button desk-requeue" form="desk-requeue-form">' in html
     assert 'href="http://127.0.0.1:8000/doomed/"' in html  # the live page (SITE_URL)
-    response = admin_client.post(requeue, article_form(title="ignored", body="ignored"))
+    assert admin_client.get(requeue).status_code == 405
+    response = admin_client.post(requeue)
     assert response.status_code == 302 and response["Location"] == change
     article = wait_status(article.pk, ArticleStatus.PUBLISHED)
-    assert article.title == "Doomed"  # the form's other fields were not saved
+    assert article.attempts == 1  # a fresh budget: the requeue reset it, then one attempt
     assert "live since" in admin_client.get(change).content.decode()
 
 
