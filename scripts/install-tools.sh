@@ -8,6 +8,14 @@ if [[ -x /usr/bin/chromium ]]; then
     exit 0
 fi
 echo "Installing Debian's chromium (for the browser test)…"
-if [[ $(id -u) -eq 0 ]]; then sudo=(); else sudo=(sudo); fi
+if [[ $(id -u) -eq 0 ]]; then
+    sudo=()
+elif command -v sudo >/dev/null; then
+    sudo=(sudo)
+else
+    echo "chromium is missing and this is not root: run as root:" >&2
+    echo "  apt-get install -y --no-install-recommends chromium" >&2
+    exit 1
+fi
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends chromium

@@ -316,3 +316,28 @@ def test_desk__form_carries_the_panel_script_and_cheat_sheet(admin_client):
     assert 'data-preview-url="/admin/publishing/article/preview/"' in html
     assert "/static/blogpublish/desk/desk.js" in html
     assert "Markdown help" in html and "Scripts, with their content" in html
+
+
+@pytest.mark.django_db
+def test_preview__body_over_the_limit_is_not_rendered_and_says_why(admin_client):
+    answer = admin_client.post(PREVIEW, {"title": "你好，世界", "body": "字" * 400_000}).json()
+
+    assert answer["html"] == ""
+    assert any("the limit is 1,048,576 bytes" in p for p in answer["problems"]), answer
+
+
+@pytest.mark.django_db
+def test_preview__chinese_title_and_half_typed_date(admin_client):
+    answer = admin_client.post(
+        PREVIEW, {"title": "你好，世界", "body": "正文", "publish_at_0": "2026-1"}
+    ).json()
+
+    assert "<h1>你好，世界</h1>" in answer["html"]
+    assert answer["problems"] == ["The publication date is not a valid date and time yet."]
+
+
+@pytest.mark.django_db
+def test_image__without_a_file_says_so(admin_client):
+    response = admin_client.post(IMAGE, {})
+    assert response.status_code == 400
+    assert response.json() == {"error": "Choose an image file to upload."}
