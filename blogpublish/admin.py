@@ -63,7 +63,7 @@ class DeskArticleAdmin(ArticleAdmin):
             path("preview/", view(self.preview_view), name="publishing_article_preview"),
             path("image/", view(self.image_view), name="publishing_article_image"),
             path(
-                "<path:object_id>/requeue/",
+                "<int:object_id>/requeue/",
                 view(self.requeue_view),
                 name="publishing_article_requeue",
             ),
@@ -122,7 +122,7 @@ class DeskArticleAdmin(ArticleAdmin):
             raise PermissionDenied
 
     @method_post
-    def requeue_view(self, request: HttpRequest, object_id: str) -> HttpResponseRedirect:
+    def requeue_view(self, request: HttpRequest, object_id: int) -> HttpResponseRedirect:
         if not self.has_change_permission(request):
             raise PermissionDenied
         article = get_object_or_404(Article, pk=object_id)
