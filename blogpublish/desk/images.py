@@ -180,7 +180,7 @@ def jpeg_without_location(data: bytes, exif: bytes | None) -> bytes:
 def alt_text(name: str) -> str:
     """The file's name without its extension, as the image's alt text."""
     stem = Path(name).stem if name else ""
-    return re.sub(r"[\[\]\\`*_<>]+", " ", stem).strip()[:100] or "image"
+    return " ".join(re.sub(r"[\[\]\\`*_<>]+", " ", stem).split())[:100] or "image"
 
 
 def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage:

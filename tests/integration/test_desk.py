@@ -229,7 +229,7 @@ def test_image__uploaded_inserted_and_shown_on_the_published_page(worker, admin_
     path = answer["path"]
     assert re.fullmatch(r"media/[0-9a-f]{64}\.png", path)
     assert (settings.SITE_ROOT / path).read_bytes() == png  # no location: stored as sent
-    assert answer["markdown"] == f"![Sunset  1](/{path})"
+    assert answer["markdown"] == f"![Sunset 1](/{path})"
     body = f"Before the picture.\n\n{answer['markdown']}\n\nAfter."
     form = article_form(title="With a picture", slug="with-a-picture", body=body)
 
@@ -238,7 +238,7 @@ def test_image__uploaded_inserted_and_shown_on_the_published_page(worker, admin_
     article = wait_status(Article.objects.get(slug="with-a-picture").pk, ArticleStatus.PUBLISHED)
 
     page = (settings.SITE_ROOT / article.slug / "index.html").read_text(encoding="utf-8")
-    assert f'<img alt="Sunset  1" src="/{path}">' in page
+    assert f'<img alt="Sunset 1" src="/{path}">' in page
     assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", preview) == page
     served = client.get(f"/{path}")
     assert served.status_code == 200

@@ -59,7 +59,7 @@ def test_empty_file_is_refused():
 
 @pytest.mark.parametrize(
     ("name", "alt"),
-    [("Sunset [1].png", "Sunset  1"), ("", "image"), ("***.jpg", "image"), ("猫.webp", "猫")],
+    [("Sunset [1].png", "Sunset 1"), ("", "image"), ("***.jpg", "image"), ("猫.webp", "猫")],
 )
 def test_alt_text_from_the_file_name(name, alt):
     assert alt_text(name) == alt
