@@ -11,10 +11,25 @@ from api.models import ApiToken
 from api.tokens import token_create, tokens_revoke
 
 
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("active", "Active"), ("revoked", "Revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "user", "name", "created_at", "last_used_at", "revoked_at")
-    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    list_display = ("token", "user", "name", "created_at", "last_used_at", "revoked_at")
+    list_filter = (StateFilter,)
     search_fields = ("user__username", "name", "prefix")
     actions = ("revoke",)
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
@@ -51,6 +66,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
         response = TemplateResponse(request, "admin/api/apitoken/created.html", context)
         response["Cache-Control"] = "no-store"  # the token must not stay in any cache
         return response
+
+    @admin.display(description="token", ordering="prefix")
+    def token(self, obj: ApiToken) -> str:
+        return f"{obj.prefix}…"
 
     @admin.action(description="Revoke (the token stops working at once)")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:

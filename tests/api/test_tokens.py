@@ -131,3 +131,6 @@ def test_the_admin_revokes_a_token(admin_client, make_token):
     assert not works(token)
     row.refresh_from_db()
     assert row.revoked_at is not None
+    revoked = admin_client.get("/admin/api/apitoken/?state=revoked").content.decode()
+    active = admin_client.get("/admin/api/apitoken/?state=active").content.decode()
+    assert f"{row.prefix}…" in revoked and f"{row.prefix}…" not in active
