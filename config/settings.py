@@ -187,7 +187,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 # The zone of DIGEST_SCHEDULE and of the digest's days (Celery's too: CELERY_TIMEZONE).
-TIME_ZONE = env_str("TIME_ZONE", "UTC")
+TIME_ZONE = env_str("TIME_ZONE") or "UTC"
 try:
     zoneinfo.ZoneInfo(TIME_ZONE)
 except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -213,7 +213,7 @@ EMAIL_BACKEND = (
     else "django.core.mail.backends.smtp.EmailBackend"
 )
 # The mail server of alerts and the digest (Django's own settings, read from the env).
-EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_HOST = env_str("EMAIL_HOST") or "localhost"
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
@@ -221,8 +221,8 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both.")
-DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "blogpublish@localhost")
-SERVER_EMAIL = env_str("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL") or "blogpublish@localhost"
+SERVER_EMAIL = env_str("SERVER_EMAIL") or DEFAULT_FROM_EMAIL
 
 # --- Publishing ---------------------------------------------------------------------
 
@@ -309,7 +309,7 @@ METRICS_TOKEN = env_str("METRICS_TOKEN")
 # --- The clock's jobs (clock/): the daily digest, and what each scheduled run cost ----
 
 # When Beat sends the digest of the previous day: a crontab expression in TIME_ZONE.
-DIGEST_SCHEDULE = env_str("DIGEST_SCHEDULE", "0 7 * * *")
+DIGEST_SCHEDULE = env_str("DIGEST_SCHEDULE") or "0 7 * * *"
 try:
     DIGEST_CRONTAB = parse_crontab(DIGEST_SCHEDULE)
 except ValueError as exc:

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 from django.conf import settings
+from django.db import connections
 from pythonjsonlogger.json import JsonFormatter
 
 from clock.leases import HEAVY, lease_take
@@ -77,7 +78,14 @@ def test_rows_are_counted_as_fetched_and_as_the_driver_reports_writes(make_artic
 
 def test_a_second_reconcile_while_the_first_runs_is_skipped_and_says_so(caplog, chaos):
     chaos(RECONCILE_RULE, hold=60)
-    first = threading.Thread(target=site_reconcile)
+
+    def reconcile_in_thread() -> None:
+        try:
+            site_reconcile()
+        finally:
+            connections.close_all()  # this thread's connection, or PostgreSQL keeps the DB
+
+    first = threading.Thread(target=reconcile_in_thread)
     first.start()
     try:
         wait_for(

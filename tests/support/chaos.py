@@ -29,7 +29,6 @@ from django.conf import settings
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 from tests.support.waiting import wait_for
 
-
 # The rule (and release file) of the full check: {"(reconcile)": {"hold": 30}}.
 RECONCILE_RULE = "(reconcile)"
 
