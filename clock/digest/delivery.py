@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import json
+
 import requests
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 
-from blogpublish.webhooks import CONNECT_TIMEOUT, check_answer, encode
+from blogpublish.webhooks import CONNECT_TIMEOUT, check_answer
 from clock.digest.content import digest_render, digest_subject
 from clock.exceptions import DigestSendError
 from publishing.exceptions import PermanentPublishError, TransientPublishError
@@ -38,6 +40,12 @@ def mail_digest(content: dict, *, recipients: list[str]) -> None:
         message.send(fail_silently=False)
     except Exception as exc:  # refused, unreachable, timed out: all worth another try
         raise DigestSendError(f"mail to {', '.join(recipients)} failed: {exc}") from exc
+
+
+def encode(content: dict) -> bytes:
+    """The body: keys sorted, so that the content kept on the row (PostgreSQL's jsonb
+    orders keys its own way) is sent byte for byte the same at every try."""
+    return json.dumps(content, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
 
 
 def post_digest(content: dict, *, url: str, secret: str) -> None:
