@@ -5,9 +5,8 @@ digest-YYYY-MM-DD`, so a receiver drops a repeat (a retry, a take-over)."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import json
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
