@@ -121,15 +121,23 @@ def digest_why_not(*, day: date) -> str:
     if row is None:
         return f"the digest of {day} was never planned"
     if row.state == DigestState.SENT:
-        return f"the digest of {day} was sent at {row.sent_at:%Y-%m-%d %H:%M:%S %Z}"
+        return f"the digest of {day} was sent at {_when(row.sent_at)}"
     if row.state != DigestState.PENDING:
         return f"the digest of {day} is {row.state}"
     if row.lease_expires_at and row.lease_expires_at > row.db_now:
         return (
             f"the digest of {day} is being sent by another run "
-            f"(its lease runs until {row.lease_expires_at:%H:%M:%S %Z})"
+            f"(its lease runs until {_when(row.lease_expires_at)})"
         )
-    return f"the digest of {day} waits for its next try at {row.next_attempt_at:%H:%M:%S %Z}"
+    if row.next_attempt_at and row.next_attempt_at > row.db_now:
+        return f"the digest of {day} waits for its next try at {_when(row.next_attempt_at)}"
+    return f"the digest of {day} was taken by another run a moment ago"
+
+
+def _when(moment) -> str:
+    if moment is None:
+        return "an unrecorded time"
+    return timezone.localtime(moment).isoformat(sep=" ", timespec="seconds")
 
 
 def _mine(day: date, token: int):

@@ -75,7 +75,7 @@ def catch_up(*, limit: int | None = None) -> CatchUpReport:
 
     One catch-up at a time: a run that finds the previous one still running is skipped
     (clock.runs), and each run ends with its cost summary line."""
-    with scheduled_run("catch-up", lease_seconds=settings.PUBLISH_CATCHUP_TIME_LIMIT) as run:
+    with scheduled_run("catch-up", lease_seconds=catch_up_run_lease()) as run:
         if run.skipped:
             return CatchUpReport(0, 0, 0, 0, False, skipped=True)
         report = _catch_up(run, limit=limit or settings.PUBLISH_CATCHUP_BATCH)
@@ -85,6 +85,13 @@ def catch_up(*, limit: int | None = None) -> CatchUpReport:
     if full:
         site_reconcile()
     return report
+
+
+def catch_up_run_lease() -> float:
+    """How long a catch-up run holds its job's lease before each step (it renews it as
+    it goes): a catch-up whose worker died delays the next one by at most this, about
+    two intervals, not by the task's time limit."""
+    return max(10.0, 2 * settings.PUBLISH_CATCHUP_INTERVAL)
 
 
 def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
@@ -100,12 +107,17 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         )
         stale = stale[: settings.PUBLISH_CATCHUP_HEAVY_BATCH]
     sent = _send_all([(article_id, None) for article_id in stale])
+    run.renew()
     soon = articles_to_arm(
         horizon=settings.PUBLISH_ETA_HORIZON, stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
     )
     armed = _send_all(soon)
 
-    alerts = sum(article_dead_alert(article_id=i) for i in dead_unalerted_ids(limit=limit))
+    alerts = 0
+    for article_id in dead_unalerted_ids(limit=limit):
+        run.renew()  # each alert may wait for a slow mail server or webhook
+        alerts += article_dead_alert(article_id=article_id)
+    run.renew()
     stuck = stuck_check()
     report = CatchUpReport(len(stale), len(sent), len(armed), alerts, stuck)
     run.detail = (
