@@ -36,6 +36,7 @@ from clock.exceptions import DigestDateError, DigestRetry, DigestSendError
 from clock.leases import now_plus
 from clock.models import Digest, DigestState
 from clock.runs import Run, scheduled_run
+from publishing.alerts import send_alert
 
 logger = logging.getLogger(__name__)
 
@@ -189,8 +190,6 @@ def _fail(day: date, token: int, *, attempt: int, error: str, permanent: bool) -
     if not last:
         logger.warning("digest of %s: try %d failed, tried again later: %s", day, attempt, error)
         return DayOutcome.RETRY
-    from publishing.alerts import send_alert
-
     send_alert(
         kind="digest_failed",
         subject=f"the digest of {day} was not sent",

@@ -127,3 +127,13 @@ def test_a_large_catch_up_batch_beside_the_reconcile_sends_only_a_small_batch(
     assert report.stale_found == 2, report
     assert any("the heavy job reconcile still running" in r.getMessage() for r in caplog.records)
     JobLease.objects.filter(name=HEAVY, takes=held.token).update(lease_expires_at=None)
+
+
+def test_metrics_show_each_jobs_last_run(client, make_article):
+    catch_up()
+    text = client.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode()
+    for job in ("catch-up", "reconcile"):
+        run = JobRun.objects.get(job=job)
+        assert f'blogpublish_job_last_run_rows_read{{job="{job}"}} {float(run.rows_read)}' in text
+        assert f'blogpublish_job_last_run_timestamp_seconds{{job="{job}",outcome="ok"}}' in text
+    assert 'blogpublish_job_last_run_wall_seconds{job="catch-up"}' in text

@@ -248,3 +248,16 @@ def test_the_digest_lists_the_days_publishes_scheduled_dead_slowest_and_counts(m
 
     text, html = digest_render(content)
     assert "Live <one>" in text and "Live &lt;one&gt;" in html and "<one>" not in html
+
+
+def test_the_admin_lists_every_days_digest_with_its_state(admin_client):
+    today = timezone.localdate()
+    Digest.objects.create(day=today - timedelta(days=2), state=DigestState.SKIPPED)
+    Digest.objects.create(
+        day=today - timedelta(days=1),
+        state=DigestState.SENT,
+        sent_at=timezone.now(),
+        mailed_to="editors@example.com",
+    )
+    page = admin_client.get("/admin/clock/digest/").content.decode()
+    assert "Skipped" in page and "Sent" in page and "editors@example.com" in page

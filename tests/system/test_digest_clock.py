@@ -3,6 +3,8 @@ and taken over after the lease when the worker sending it is killed."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
 from collections.abc import Iterator
 
@@ -91,7 +93,7 @@ def test_a_worker_killed_while_sending_is_taken_over_after_the_lease_with_the_sa
     day = digest_yesterday()
     key = f"digest-{day.isoformat()}"
     receiver.plan(key, "stall")  # the first post hangs: the worker is killed meanwhile
-    pipeline.env.update(digest_env(smtp, receiver, DIGEST_LEASE_SECONDS="6"))
+    pipeline.env.update(digest_env(smtp, receiver, DIGEST_LEASE_SECONDS="6", LOG_FORMAT="json"))
     first = pipeline.worker(name="worker-a")
     pipeline.beat()  # its resume, every PUBLISH_CATCHUP_INTERVAL, finds the day unfinished
     digest_daily.delay()
@@ -100,7 +102,7 @@ def test_a_worker_killed_while_sending_is_taken_over_after_the_lease_with_the_sa
     assert len(smtp.messages(f"Digest of {day.isoformat()}")) == 1  # mailed before posting
     first.kill()  # SIGKILL, the whole worker: its message waits for the visibility timeout
     killed = time.monotonic()
-    pipeline.worker(name="worker-b")
+    second = pipeline.worker(name="worker-b")
 
     row = wait_sent(day, timeout=90)
     record_timing("digest: sent by another worker after the sender was killed", since(killed))
@@ -109,3 +111,38 @@ def test_a_worker_killed_while_sending_is_taken_over_after_the_lease_with_the_sa
     assert posts[0].body == posts[1].body  # the content built once, sent as it was
     assert len(smtp.messages(f"Digest of {day.isoformat()}")) == 1  # not mailed again
     assert (row.claims, row.attempts) == (2, 2)
+
+    # The run that sent it ended with its summary line, a JSON object (LOG_FORMAT=json).
+    summary = wait_for(
+        lambda: [
+            line
+            for line in json_lines(second)
+            if line.get("job") == "digest" and line.get("outcome") == "ok"
+        ],
+        timeout=30,
+        what="the digest run's summary line",
+    )[0]
+    assert set(SUMMARY_FIELDS) <= summary.keys(), summary
+    assert summary["rows_read"] > 0 and summary["rows_written"] > 0
+    assert summary["wall_s"] > 0 and summary["peak_rss_bytes"] > 0
+
+
+SUMMARY_FIELDS = (
+    "job",
+    "wall_s",
+    "cpu_s",
+    "rows_read",
+    "rows_written",
+    "io_read_bytes",
+    "io_write_bytes",
+    "peak_rss_bytes",
+)
+
+
+def json_lines(proc) -> list[dict]:
+    lines = []
+    for text in proc.log.read_text(errors="replace").splitlines():
+        if text.startswith("{"):
+            with contextlib.suppress(ValueError):
+                lines.append(json.loads(text))
+    return lines
