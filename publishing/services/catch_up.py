@@ -81,6 +81,7 @@ def catch_up(*, limit: int | None = None) -> CatchUpReport:
         report = _catch_up(run, limit=limit or settings.PUBLISH_CATCHUP_BATCH)
         full = full_check_due()
         if not full:
+            run.renew()
             shared_views_pass()
     if full:
         site_reconcile()

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.db import connections
+from django.utils import timezone
 from pythonjsonlogger.json import JsonFormatter
 
 from clock.leases import HEAVY, lease_take
@@ -40,7 +42,9 @@ def summary_records(caplog, job: str) -> list[logging.LogRecord]:
 def test_each_run_ends_with_one_summary_line_with_every_field_and_a_jobrun(caplog, make_article):
     from publishing.models import Article
 
-    stale = make_article()  # a lost message: the catch-up reads the row and sends it again
+    # Scheduled far ahead, so nothing sends it; then made a lost message of long ago: the
+    # catch-up reads the row and sends it again.
+    stale = make_article(publish_at=timezone.now() + timedelta(days=1))
     Article.objects.filter(pk=stale.pk).update(
         updated_at="2000-01-01T00:00:00Z", publish_at="2000-01-01T00:00:00Z"
     )
