@@ -261,3 +261,35 @@ def test_the_admin_lists_every_days_digest_with_its_state(admin_client):
     )
     page = admin_client.get("/admin/clock/digest/").content.decode()
     assert "Skipped" in page and "Sent" in page and "editors@example.com" in page
+
+
+def test_a_webhook_failing_twice__posted_on_the_third_try_under_one_key_mailed_once(digest):
+    smtp, receiver = digest["smtp"], digest["receiver"]
+    day = digest_yesterday()
+    key = f"digest-{day.isoformat()}"
+    receiver.plan(key, 503, 500)
+    fire(digest)
+
+    row = wait_sent(day)
+    posts = receiver.requests_with_key(key)
+    assert [p.status for p in posts] == [503, 500, 200]
+    assert all(signature_ok(p) for p in posts)
+    assert len({p.body for p in posts}) == 1  # the same content at every try
+    assert len(smtp.messages(subject_of(day))) == 1  # the mail went at the first try only
+    assert row.attempts == 3
+
+
+def test_send_digest_date_that_fails_exits_1_and_a_second_run_sends_it(digest):
+    smtp = digest["smtp"]
+    day = digest_yesterday() - timedelta(days=3)
+    smtp.control(fail=1)
+    with pytest.raises(CommandError, match="failed"):
+        call_command("send_digest", "--date", day.isoformat())
+    row = Digest.objects.get(day=day)
+    assert (row.state, row.attempts, row.mailed_at) == (DigestState.PENDING, 1, None)
+    assert "451" in row.last_error and row.next_attempt_at is not None
+
+    call_command("send_digest", "--date", day.isoformat())  # by hand: no waiting for backoff
+    row.refresh_from_db()
+    assert (row.state, row.attempts) == (DigestState.SENT, 2)
+    assert len(smtp.messages(subject_of(day))) == 1
