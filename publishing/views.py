@@ -16,6 +16,7 @@ from kombu import Connection
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from clock.metrics import add_job_gauges
 from publishing.models import PublishAttempt
 from publishing.selectors import pipeline_status
 
@@ -116,6 +117,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     )
     for outcome, count in _attempt_counts().items():
         attempts.labels(outcome or "running").set(count)
+    add_job_gauges(registry)
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 
