@@ -18,7 +18,9 @@ SITE_ROOT itself may be a link: that is the operator's setting, not content of t
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import functools
 import os
 import shutil
 import stat
@@ -111,8 +113,9 @@ def _payload(data: str | bytes) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else data
 
 
-def _write_temp(dir_fd: int, name: str, payload: bytes) -> str:
-    """A synced temporary file for `name` in the directory; returns its name."""
+def _write_temp(dir_fd: int, name: str, payload: bytes, *, sync: bool = True) -> str:
+    """A temporary file for `name` in the directory, synced unless `sync` is False (the
+    caller syncs many at once: `stage_many`); returns its name."""
     tmp = f".{name}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
     try:
@@ -120,7 +123,8 @@ def _write_temp(dir_fd: int, name: str, payload: bytes) -> str:
             fh.write(payload)
             fh.flush()
             os.fchmod(fh.fileno(), FILE_MODE)
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=dir_fd)
@@ -188,6 +192,63 @@ def move_staged(root: Path, folder: str, staged: str, rel: str) -> None:
         open_dir(root, *target, create=True) as dst_fd,
     ):
         os.replace(staged, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+
+
+def move_many(root: Path, folder: str, moves: list[tuple[str, str]]) -> None:
+    """`move_staged` for many (staged, rel) pairs, the staging folder opened once; the
+    first failure raises (the moves before it are done)."""
+    with open_dir(root, *parts_of(folder)) as src_fd:
+        for staged, rel in moves:
+            *target, name = parts_of(rel)
+            with open_dir(root, *target, create=True) as dst_fd:
+                os.replace(staged, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+
+
+def _syncfs(dir_fd: int) -> bool:
+    """Flush the whole file system holding the directory in one call (Linux `syncfs`):
+    one wait for the disk for a batch of files instead of one `fsync` each. False
+    where the call is missing; the caller then syncs each file."""
+    syncfs = getattr(_libc(), "syncfs", None)
+    if syncfs is None:
+        return False
+    if syncfs(dir_fd) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"syncfs: {os.strerror(err)}")
+    return True
+
+
+@functools.cache
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:  # no C library to load (not Linux): per-file fsync
+        return None
+
+
+def stage_many(
+    root: Path, folder: str, items: list[tuple[str, bytes | str]]
+) -> list[str | OSError]:
+    """`stage` for many files (name, data) at once: every file written, then ONE flush
+    of the file system (`syncfs`) instead of an `fsync` per file, so each staged file
+    is on disk before `move_staged` renames it, as `stage` makes it. Returns, per item,
+    the temporary file's name, or the OSError that kept that one item from being
+    staged (the others are staged)."""
+    results: list[str | OSError] = []
+    with open_dir(root, *parts_of(folder), create=True) as dir_fd:
+        for name, data in items:
+            try:
+                results.append(_write_temp(dir_fd, name, _payload(data), sync=False))
+            except OSError as exc:
+                results.append(exc)
+        staged = [r for r in results if isinstance(r, str)]
+        if staged and not _syncfs(dir_fd):
+            for tmp in staged:
+                fd = os.open(tmp, _READ_FLAGS, dir_fd=dir_fd)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+    return results
 
 
 def discard_staged(root: Path, folder: str, staged: str) -> None:

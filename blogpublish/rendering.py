@@ -8,6 +8,7 @@ this is the net under rows that got past validation.
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from html import unescape
 
@@ -52,9 +53,25 @@ def check_complexity(text: str) -> None:
         raise MarkdownTooComplexError("Not rendered: " + " ".join(problems))
 
 
+_renderers = threading.local()
+
+
+def _to_html(text: str) -> str:
+    """`markdown.markdown(text, …)` through one renderer per thread: building a
+    `Markdown` with its extensions costs more than converting a short article
+    (docs/performance.md, "Import → published"). `reset()` clears what the last text
+    left (footnotes, abbreviations, references), also after a conversion that raised."""
+    renderer = getattr(_renderers, "renderer", None)
+    if renderer is None:
+        renderer = _renderers.renderer = markdown.Markdown(
+            extensions=EXTENSIONS, output_format="html"
+        )
+    return renderer.reset().convert(text)
+
+
 def render_markdown(text: str) -> str:
     check_complexity(text)
-    html = markdown.markdown(text, extensions=EXTENSIONS, output_format="html")
+    html = _to_html(text)
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,
@@ -75,7 +92,7 @@ def plain_excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     the feed. Cached, since the same 50 articles are summarised at every refresh.
     Raises MarkdownTooComplexError, as render_markdown does."""
     check_complexity(text)
-    html = markdown.markdown(text, extensions=EXTENSIONS, output_format="html")
+    html = _to_html(text)
     # Prose only: headings, code and footnotes would read as noise in a summary.
     prose = nh3.clean(html, tags=set(), attributes={}, clean_content_tags=EXCERPT_SKIPS)
     plain = " ".join(unescape(prose).split())

@@ -285,6 +285,17 @@ PUBLISH_DISPATCH_BREAKER_SECONDS = env_number("PUBLISH_DISPATCH_BREAKER_SECONDS"
 # the burst is listed about an interval after its last publish
 # (publishing/services/refresh.py).
 PUBLISH_REFRESH_INTERVAL = env_number("PUBLISH_REFRESH_INTERVAL", 0.25, minimum=0)
+# While a backlog drains by batches (a batch that was full: more is due), its refresh
+# requests ask for at most one pass per this interval: every pass re-renders the feed,
+# the front page and, for an import of older articles, the archive, which would take
+# the workers' time from the backlog. The batch that drains the backlog asks with the
+# usual interval, so the shared views list everything about an interval after the
+# backlog's last publish; meanwhile they lag the backlog by at most about this long
+# (docs/import.md, docs/performance.md). Never below PUBLISH_REFRESH_INTERVAL.
+PUBLISH_REFRESH_BACKLOG_INTERVAL = max(
+    PUBLISH_REFRESH_INTERVAL,
+    env_number("PUBLISH_REFRESH_BACKLOG_INTERVAL", 5, minimum=0),
+)
 # A pass's lease: a refresher that dies lets go after this; a pass stays inside it.
 PUBLISH_REFRESH_LEASE_SECONDS = PUBLISH_LEASE_SECONDS
 # The catch-up task's hard time limit; its full check of the site (which may take

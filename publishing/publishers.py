@@ -22,6 +22,12 @@ and, optionally,
                                  Cheap: its cost follows what changed, not the site.
     reconcile() -> None          the full check, from the catch-up now and then: remove
                                  whatever the database no longer has, then refresh.
+    publish_many(articles) -> dict[int, Exception]
+                                 `publish` for a batch's articles (publishing.services.
+                                 batches): each with `publish`'s guarantees, the
+                                 failures returned by article id instead of raised, so
+                                 one article's failure is its own. A publisher without
+                                 it is called with `publish`, article by article.
 
 `publish` and `unpublish` raise `TransientPublishError` or `PermanentPublishError`
 (publishing.exceptions); any other exception is treated as transient: a bug is

@@ -35,10 +35,14 @@ def advisory_key(kind: str, name: object) -> int:
 
 
 @contextlib.contextmanager
-def page_guard(*, slugs: Iterable[str], article_id: int | None = None) -> Iterator[None]:
+def page_guard(
+    *, slugs: Iterable[str], article_id: int | None = None, article_ids: Iterable[int] = ()
+) -> Iterator[None]:
+    """The guard of the slugs and the article (`article_id`), or of many articles at
+    once (`article_ids`: a batch's pages, all locks taken in the one statement)."""
     keys = {advisory_key("slug", slug) for slug in slugs if slug}
-    if article_id is not None:
-        keys.add(advisory_key("article", article_id))
+    ids = [*article_ids, *([] if article_id is None else [article_id])]
+    keys.update(advisory_key("article", i) for i in ids)
     with transaction.atomic():
         if connection.vendor == "postgresql":
             # One statement; the locks in one order everywhere, so two guards never

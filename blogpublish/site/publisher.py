@@ -9,13 +9,14 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from blogpublish import files
 from blogpublish.desk import images
 from blogpublish.exceptions import SymlinkRefused
 from blogpublish.site import build, documents, paths, selectors
 from blogpublish.site.lock import page_guard, snapshot
-from blogpublish.site.state import SiteState, add_note
+from blogpublish.site.state import Note, SiteState, add_note, add_notes
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,95 @@ class StaticSitePublisher:
             raise PermanentPublishError(str(exc)) from exc
         except OSError as exc:  # disk full, permissions: may pass; retried, then dead
             raise TransientPublishError(f"writing the page failed: {exc}") from exc
+
+    def publish_many(self, articles: list) -> dict[int, Exception]:
+        """`publish` for a batch's articles, with the same guarantees per article and
+        the per-batch costs paid once (docs/performance.md, "Import → published"):
+        every page rendered and staged, the staged files flushed to disk in one call;
+        then ONE page guard over all their slugs and ids, one query for which are still
+        current, their notes written in one statement or two, and the renames. Returns
+        the failures by article id (what `publish` would have raised for each);
+        an article missing from it was written, or was edited meanwhile (not written,
+        and its completion will not match, as with `publish`).
+
+        One article that cannot be rendered or staged fails alone. A failure under the
+        guard (a database error, a link where a page's folder should be) undoes the
+        guard's transaction, and the articles are then published one by one, so only
+        the article it belongs to fails."""
+        failures: dict[int, Exception] = {}
+        rendered = []
+        for article in articles:
+            try:
+                rendered.append((article, documents.article_page(article)))
+            except Exception as exc:  # over the renderer's limits, or a bug: its own
+                failures[article.pk] = exc
+        if not rendered:
+            return failures
+        try:
+            staged = files.stage_many(
+                self.root, paths.STAGING_DIR, [("index.html", html) for _, html in rendered]
+            )
+        except (OSError, SymlinkRefused):  # the staging folder itself: each says its own
+            return failures | self._publish_each([article for article, _ in rendered])
+        ready = []
+        for (article, _), token in zip(rendered, staged, strict=True):
+            if isinstance(token, OSError):
+                failures[article.pk] = TransientPublishError(f"writing the page failed: {token}")
+            else:
+                ready.append((article, token))
+        try:
+            self._write_staged(ready)
+        except (OSError, SymlinkRefused, DatabaseError) as exc:
+            logger.warning("a batch's pages were not written together (%s); one by one", exc)
+            failures |= self._publish_each([article for article, _ in ready])
+        finally:
+            for _, token in ready:
+                with contextlib.suppress(OSError, SymlinkRefused):
+                    files.discard_staged(self.root, paths.STAGING_DIR, token)
+        return failures
+
+    def _write_staged(self, ready: list) -> None:
+        """Under one guard: the current articles' notes, then their pages renamed in."""
+        if not ready:
+            return
+        with page_guard(
+            slugs=[article.slug for article, _ in ready],
+            article_ids=[article.pk for article, _ in ready],
+        ):
+            current = selectors.listed_if_current_many(
+                {article.pk: article.content_hash for article, _ in ready}
+            )
+            live = [(article, token) for article, token in ready if article.pk in current]
+            if len(live) < len(ready):
+                logger.info(
+                    "articles %s were edited or deleted; pages not written",
+                    sorted({a.pk for a, _ in ready} - set(current)),
+                )
+            add_notes(
+                [
+                    Note(
+                        article_id=article.pk,
+                        slugs=[article.slug, article.published_slug],
+                        listed=current[article.pk][0],
+                        listed_at=current[article.pk][1],
+                    )
+                    for article, _ in live
+                ]
+            )
+            files.move_many(
+                self.root,
+                paths.STAGING_DIR,
+                [(token, paths.page_file(article.slug)) for article, token in live],
+            )
+
+    def _publish_each(self, articles: list) -> dict[int, Exception]:
+        failures: dict[int, Exception] = {}
+        for article in articles:
+            try:
+                self.publish(article)
+            except Exception as exc:  # as `publish` raises it, for this article alone
+                failures[article.pk] = exc
+        return failures
 
     def forget(self, article) -> None:
         """The article is being deleted (inside the delete's transaction): the next

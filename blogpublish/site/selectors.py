@@ -156,6 +156,19 @@ def listed_if_current(*, article_id: int, content_hash: str) -> tuple[bool, str]
     return published_hash != "", listed_date(listed_at)
 
 
+def listed_if_current_many(current: dict[int, str]) -> dict[int, tuple[bool, str]]:
+    """`listed_if_current` for many articles ({id: content hash}) in one query: those
+    still at that content, each with whether it is listed now and its listed date."""
+    rows = Article.objects.filter(pk__in=list(current)).values_list(
+        "id", "content_hash", "published_hash", "published_publish_at"
+    )
+    return {
+        article_id: (published_hash != "", listed_date(listed_at))
+        for article_id, content_hash, published_hash, listed_at in rows
+        if current[article_id] == content_hash
+    }
+
+
 def listed_date(moment: datetime | None) -> str:
     return moment.isoformat() if moment else ""
 

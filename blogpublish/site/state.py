@@ -98,3 +98,46 @@ def add_note(*, article_id: int, slugs: list[str], listed: bool, listed_at: str 
     note.slugs = sorted(set(note.slugs) | new)
     note.version += 1
     note.save(update_fields=["slugs", "version"])
+
+
+@dataclass
+class Note:
+    article_id: int
+    slugs: list[str]
+    listed: bool
+    listed_at: str = ""
+
+
+def add_notes(notes: list[Note]) -> None:
+    """`add_note` for many articles, under the page guard of them all: the notes there
+    are read (locked) in one query, updated in one statement, the new ones created in
+    one more."""
+    if not notes:
+        return
+    existing = {
+        note.article_id: note
+        for note in PageNote.objects.select_for_update().filter(
+            article_id__in=[n.article_id for n in notes]
+        )
+    }
+    changed, new = [], []
+    for n in notes:
+        slugs = {slug for slug in n.slugs if slug}
+        note = existing.get(n.article_id)
+        if note is None:
+            new.append(
+                PageNote(
+                    article_id=n.article_id,
+                    slugs=sorted(slugs),
+                    was_listed=n.listed,
+                    listed_at=n.listed_at,
+                )
+            )
+        else:
+            note.slugs = sorted(set(note.slugs) | slugs)
+            note.version += 1
+            changed.append(note)
+    if changed:
+        PageNote.objects.bulk_update(changed, ["slugs", "version"])
+    if new:
+        PageNote.objects.bulk_create(new)

@@ -8,14 +8,18 @@ message per article, with every per-row guarantee of the single path.
   writers take turns anyway. Each row gets its own lease, its attempt counted, its
   claim count (the fencing token) raised, and a `PublishAttempt` of its own, exactly
   as `article_claim` gives them.
-- **Publish**: each row's page, one after another; a failure is that row's
-  (`article_fail`: backoff, dead after PUBLISH_MAX_ATTEMPTS with its alert), never the
-  others'.
+- **Publish**: COMPLETE_EVERY rows at a time; a publisher with `publish_many` (the
+  static site: one page guard, one currency query, one note statement and one disk
+  flush for the group) takes the group at once, the others row by row. A failure is
+  that row's (`article_fail`: backoff, dead after PUBLISH_MAX_ATTEMPTS with its
+  alert), never the others'.
 - **Complete**: the rows that published, in one fenced UPDATE per COMPLETE_EVERY rows
   (`claims = token AND content_hash = hash AND status = pending`, per row); a row
   that does not match (edited meanwhile, or overtaken after its lease ran out) goes
   through `article_complete`, which says which. Then one request to refresh the
-  shared pages, for the whole batch.
+  shared pages, for the whole batch; a full batch (more is due) asks with the
+  backlog's longer interval (PUBLISH_REFRESH_BACKLOG_INTERVAL), the batch that drains
+  the backlog with the usual one (publishing.services.refresh).
 - **Within the lease**: a batch stops taking up rows at half the lease and lets the
   rest go (lease cleared, the attempt not counted), so a slow target cannot make the
   last rows of a batch outlive their lease.
@@ -32,6 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -62,7 +67,7 @@ logger = logging.getLogger(__name__)
 # A long batch completes what it published every this many rows, so its first rows are
 # live (and a worker killed late in the batch loses little) before the batch ends; the
 # shared pages are still refreshed once per batch.
-COMPLETE_EVERY = 25
+COMPLETE_EVERY = 50
 
 
 @dataclass
@@ -234,22 +239,39 @@ def articles_complete(*, claims: list[Claim]) -> list[AttemptResult]:
     return results
 
 
-def _publish_one(claim: Claim, retry_in: Callable[[int], float]) -> AttemptResult | None:
-    """Run the publishers for one claim: None when they succeeded (completed with the
-    batch), else the failure's outcome, recorded."""
-    try:
-        for publisher in get_publishers():
-            publisher.publish(claim.article)
-    except PermanentPublishError as exc:
+def _fail(claim: Claim, exc: Exception, retry_in: Callable[[int], float]) -> AttemptResult:
+    """The outcome of a claim whose publisher raised `exc`, recorded as the single
+    path records it: permanent → dead now; anything else retried, then dead."""
+    if isinstance(exc, PermanentPublishError):
         return article_fail(claim=claim, error=describe(exc), permanent=True)
-    except Exception as exc:  # transient, a time limit, or a bug: retried, then dead
-        logger.warning(
-            "article %s attempt %s raised", claim.article.pk, claim.attempt, exc_info=True
-        )
-        return article_fail(
-            claim=claim, error=describe(exc), permanent=False, retry_in=retry_in(claim.attempt)
-        )
-    return None
+    logger.warning("article %s attempt %s raised", claim.article.pk, claim.attempt, exc_info=exc)
+    return article_fail(
+        claim=claim, error=describe(exc), permanent=False, retry_in=retry_in(claim.attempt)
+    )
+
+
+def _run_publishers(claims: list[Claim]) -> dict[int, Exception]:
+    """Every publisher for a group of claims, in order, as the single path runs them for
+    one: a row that one publisher failed goes to no later one. A publisher with
+    `publish_many` (the static site) takes the group at once; the others row by row.
+    Returns the failures by article id."""
+    failures: dict[int, Exception] = {}
+    alive = list(claims)
+    for publisher in get_publishers():
+        many = getattr(publisher, "publish_many", None)
+        if many is not None:
+            try:
+                failures |= many([claim.article for claim in alive])
+            except Exception as exc:  # not one row's (its rows' failures are returned)
+                failures |= {claim.article.pk: exc for claim in alive}
+        else:
+            for claim in alive:
+                try:
+                    publisher.publish(claim.article)
+                except Exception as exc:  # transient, a time limit, or a bug
+                    failures[claim.article.pk] = exc
+        alive = [claim for claim in alive if claim.article.pk not in failures]
+    return failures
 
 
 def publish_batch_of_due(
@@ -259,7 +281,8 @@ def publish_batch_of_due(
     worker: str = "",
     task_id: str = "",
 ) -> BatchReport:
-    """Claim a batch, publish each row, complete them, ask for one refresh."""
+    """Claim a batch, publish it COMPLETE_EVERY rows at a time (each group's pages
+    written together, then completed in one statement), ask for one refresh."""
     limit = limit or settings.PUBLISH_BATCH_SIZE
     report = BatchReport()
     claims = articles_claim_batch(limit=limit, worker=worker, task_id=task_id)
@@ -270,11 +293,7 @@ def publish_batch_of_due(
     deadline = time.monotonic() + settings.PUBLISH_LEASE_SECONDS / 2
     succeeded: list[Claim] = []
     try:
-        for n, claim in enumerate(claims):
-            if len(succeeded) >= COMPLETE_EVERY:
-                for result in articles_complete(claims=succeeded):
-                    report.outcomes[str(result.outcome)] += 1
-                succeeded = []
+        for n in range(0, len(claims), COMPLETE_EVERY):
             if time.monotonic() > deadline:
                 report.released = articles_release(claims=claims[n:])
                 logger.warning(
@@ -284,19 +303,26 @@ def publish_batch_of_due(
                     report.released,
                 )
                 break
-            failed = _publish_one(claim, retry_in)
-            if failed is None:
-                succeeded.append(claim)
-                continue
-            report.outcomes[str(failed.outcome)] += 1
-            if failed.outcome is Outcome.RETRY and failed.retry_in is not None:
-                report.retry_in = min(report.retry_in or failed.retry_in, failed.retry_in)
+            group = claims[n : n + COMPLETE_EVERY]
+            failures = _run_publishers(group)
+            succeeded = [claim for claim in group if claim.article.pk not in failures]
+            for claim in group:
+                if claim.article.pk not in failures:
+                    continue
+                failed = _fail(claim, failures[claim.article.pk], retry_in)
+                report.outcomes[str(failed.outcome)] += 1
+                if failed.outcome is Outcome.RETRY and failed.retry_in is not None:
+                    report.retry_in = min(report.retry_in or failed.retry_in, failed.retry_in)
+            done, succeeded = succeeded, []
+            for result in articles_complete(claims=done):
+                report.outcomes[str(result.outcome)] += 1
     finally:
-        # Also when the task's time limit stops the loop: what did publish completes.
+        # Also when the task's time limit stops the loop after a group's pages were
+        # written: what did publish completes.
         for result in articles_complete(claims=succeeded):
             report.outcomes[str(result.outcome)] += 1
         if report.outcomes[str(Outcome.PUBLISHED)]:
-            transaction.on_commit(shared_views_request, robust=True)
+            transaction.on_commit(partial(shared_views_request, backlog=report.full), robust=True)
     logger.info(
         "batch: %d claimed; %s",
         report.claimed,

@@ -42,17 +42,21 @@ def _lease_free() -> Q:
     return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=Now())
 
 
-def _acquire(*, forced: bool, lease: float | None = None) -> int | None:
+def _acquire(
+    *, forced: bool, lease: float | None = None, interval: float | None = None
+) -> int | None:
     """Take the lease for one pass; its number (the fencing token), or None.
 
     Unforced: only if a pass is wanted and the last one began PUBLISH_REFRESH_INTERVAL
-    ago. `wanted` is cleared as the pass begins: a request after this point asks for
-    the next pass, since this one may have read the database before its commit."""
+    ago (or `interval`). `wanted` is cleared as the pass begins: a request after this
+    point asks for the next pass, since this one may have read the database before its
+    commit."""
+    if interval is None:
+        interval = settings.PUBLISH_REFRESH_INTERVAL
     rows = _row().filter(_lease_free())
     if not forced:
         rows = rows.filter(wanted=True).filter(
-            Q(last_pass_at__isnull=True)
-            | Q(last_pass_at__lte=db_now_plus(-settings.PUBLISH_REFRESH_INTERVAL))
+            Q(last_pass_at__isnull=True) | Q(last_pass_at__lte=db_now_plus(-interval))
         )
     taken = rows.update(
         lease_expires_at=db_now_plus(lease or settings.PUBLISH_REFRESH_LEASE_SECONDS),
@@ -87,34 +91,48 @@ def _run_pass(token: int, hook: str) -> bool:
         _row().filter(passes=token).update(lease_expires_at=None)
 
 
-def _defer() -> None:
-    """Make sure a pass comes soon: the first request to find none on its way sends one;
-    a deferred pass that never came (a lost message) is sent again."""
-    interval = settings.PUBLISH_REFRESH_INTERVAL
+def _defer(interval: float | None = None) -> None:
+    """Make sure a pass comes within `interval` (PUBLISH_REFRESH_INTERVAL): the first
+    request to find none on its way sends one; a deferred pass that never came (a lost
+    message), or one deferred for later than that (the backlog's), is sent again for
+    sooner. The later message then finds the pass done and nothing wanted."""
+    if interval is None:
+        interval = settings.PUBLISH_REFRESH_INTERVAL
     lost = db_now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
     if (
         _row()
-        .filter(Q(deferred_until__isnull=True) | Q(deferred_until__lte=lost))
+        .filter(
+            Q(deferred_until__isnull=True)
+            | Q(deferred_until__lte=lost)
+            | Q(deferred_until__gt=db_now_plus(interval))
+        )
         .update(deferred_until=db_now_plus(interval))
     ):
         dispatch_refresh(eta=timezone.now() + timedelta(seconds=interval))
 
 
-def shared_views_request() -> None:
+def shared_views_request(*, backlog: bool = False) -> None:
     """An outcome or a delete has committed: the shared views must catch up with it.
     Runs the pass here when none ran lately, else leaves it to one deferred pass.
+    `backlog` (a full batch: more is due): "lately" and "deferred" mean within
+    PUBLISH_REFRESH_BACKLOG_INTERVAL, so a draining backlog pays a pass per that
+    interval; the request of the batch that drains it is an ordinary one, which
+    brings a pass deferred for later forward.
 
     In a burst this costs one UPDATE that changes nothing: a pass is already wanted and
     deferred, and that pass begins after this commit, so it covers it."""
+    interval = (
+        settings.PUBLISH_REFRESH_BACKLOG_INTERVAL if backlog else settings.PUBLISH_REFRESH_INTERVAL
+    )
     fresh = db_now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
-    covered = Q(wanted=True, deferred_until__gt=fresh)
+    covered = Q(wanted=True, deferred_until__gt=fresh, deferred_until__lte=db_now_plus(interval))
     if not _row().exclude(covered).update(wanted=True):
         if _row().exists():
             return
         _want()
-    token = _acquire(forced=False)
+    token = _acquire(forced=False, interval=interval)
     if token is None:
-        _defer()
+        _defer(interval)
         return
     _run_pass(token, "refresh")
 
