@@ -59,7 +59,7 @@ from publishing.services.articles import (
     article_fail,
     describe,
 )
-from publishing.services.refresh import shared_views_request
+from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
 
 logger = logging.getLogger(__name__)
 
@@ -288,6 +288,7 @@ def publish_batch_of_due(
     claims = articles_claim_batch(limit=limit, worker=worker, task_id=task_id)
     report.claimed = len(claims)
     if not claims:
+        shared_views_backlog_drained()
         return report
     # Stop taking up rows at half the lease: the rest are let go, not left to run out.
     deadline = time.monotonic() + settings.PUBLISH_LEASE_SECONDS / 2
@@ -323,6 +324,8 @@ def publish_batch_of_due(
             report.outcomes[str(result.outcome)] += 1
         if report.outcomes[str(Outcome.PUBLISHED)]:
             transaction.on_commit(partial(shared_views_request, backlog=report.full), robust=True)
+        elif not report.full:
+            transaction.on_commit(shared_views_backlog_drained, robust=True)
     logger.info(
         "batch: %d claimed; %s",
         report.claimed,

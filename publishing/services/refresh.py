@@ -137,6 +137,16 @@ def shared_views_request(*, backlog: bool = False) -> None:
     _run_pass(token, "refresh")
 
 
+def shared_views_backlog_drained() -> None:
+    """A batch found the backlog empty (or not full) without publishing anything: if the
+    last full batches left their pass deferred for the backlog's interval, bring it
+    forward, so the shared views list the backlog about an interval after its last
+    publish. One query when there is nothing to bring forward."""
+    later = db_now_plus(settings.PUBLISH_REFRESH_INTERVAL)
+    if _row().filter(wanted=True, deferred_until__gt=later).exists():
+        shared_views_request()
+
+
 def shared_views_deferred() -> None:
     """The deferred pass (the `refresh_site` task): run it if still wanted; if another
     pass holds the lease, come back after an interval."""

@@ -1,0 +1,143 @@
+"""The static site's batch path (StaticSitePublisher.publish_many, driven by
+publishing.services.batches) on a real database and SITE_ROOT: each row keeps the single
+path's guarantees, and the shared views are right once a backlog has drained."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.conf import settings
+
+from blogpublish import files
+from blogpublish.models import PageNote
+from blogpublish.site import StaticSitePublisher, paths
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt, Refresher
+from publishing.services import publish_batch_of_due
+from publishing.tasks import publish_article
+from tests.integration.test_batches import all_published, backlog, ok_counts
+from tests.support.site import assert_lists_exactly
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def page(article: Article):
+    return settings.SITE_ROOT / paths.page_file(article.slug)
+
+
+def edit(article: Article) -> None:
+    """An edit committed by someone else: new content, so a new content hash."""
+    row = Article.objects.get(pk=article.pk)
+    row.body += "\n\nEdited while its batch was running."
+    row.content_hash = row._content_hash()
+    Article.objects.filter(pk=row.pk).update(body=row.body, content_hash=row.content_hash)
+
+
+@pytest.fixture
+def quiet_site(transactional_db):
+    """A site holding only what these tests publish, and a refresher with no pass due."""
+    StaticSitePublisher().reconcile()
+    Refresher.objects.update_or_create(
+        pk=1,
+        defaults={
+            "lease_expires_at": None,
+            "wanted": False,
+            "deferred_until": None,
+            "last_pass_at": None,
+        },
+    )
+    return settings.SITE_ROOT
+
+
+def test_a_row_edited_mid_batch_is_fenced_and_the_others_publish(quiet_site, monkeypatch):
+    prefix = f"fence-{uuid.uuid4().hex[:6]}"
+    articles = backlog(prefix, 6)
+    edited, others = articles[2], articles[:2] + articles[3:]
+    stage_many = files.stage_many
+
+    def edit_then_stage(*args, **kwargs):
+        # After the batch rendered the old content, before its page guard.
+        edit(edited)
+        return stage_many(*args, **kwargs)
+
+    monkeypatch.setattr(files, "stage_many", edit_then_stage)
+
+    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=6, worker="here")
+
+    assert report.claimed == 6
+    assert report.outcomes == {"published": 5, "changed": 1}
+    assert all_published(others)
+    row = Article.objects.get(pk=edited.pk)
+    assert row.status == ArticleStatus.PENDING and row.published_hash == ""
+    assert not page(edited).exists()  # the old content's page never went live
+    assert not PageNote.objects.filter(article_id=edited.pk).exists()
+    for article in others:
+        assert f"Body {article.slug.rsplit('-', 1)[1]}." in page(article).read_text()
+    assert set(ok_counts(others).values()) == {1}
+    assert not PublishAttempt.objects.filter(article=edited, outcome=AttemptOutcome.OK).exists()
+
+
+def test_a_link_where_one_page_goes_makes_that_row_dead_not_the_batch(
+    quiet_site, tmp_path, mailoutbox, request
+):
+    prefix = f"link-{uuid.uuid4().hex[:6]}"
+    articles = backlog(prefix, 5)
+    linked, others = articles[3], articles[:3] + articles[4:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = settings.SITE_ROOT / linked.slug
+    link.symlink_to(elsewhere, target_is_directory=True)
+    request.addfinalizer(link.unlink)  # the full check leaves links alone
+
+    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=5, worker="here")
+
+    assert report.outcomes == {"published": 4, "dead": 1}
+    assert all_published(others) and all(page(a).is_file() for a in others)
+    row = Article.objects.get(pk=linked.pk)
+    assert row.status == ArticleStatus.DEAD and linked.slug in row.last_error
+    assert list(elsewhere.iterdir()) == []  # nothing written through the link
+    assert PublishAttempt.objects.filter(article=linked).count() == 1
+    # Its alert, sent in this process after the commit: one, for it alone.
+    assert [m.subject for m in mailoutbox] == [
+        f"[Django] [blogpublish] article {linked.pk} is dead after 1 attempt(s)"
+    ]
+
+
+def test_a_row_the_renderer_refuses_goes_dead_alone(quiet_site):
+    prefix = f"refused-{uuid.uuid4().hex[:6]}"
+    articles = backlog(prefix, 4)
+    refused, others = articles[0], articles[1:]
+    # Past validation (a row written before the limits existed): nested past the limit.
+    Article.objects.filter(pk=refused.pk).update(body=">" * 40 + " deep")
+
+    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=4, worker="here")
+
+    assert report.outcomes == {"published": 3, "dead": 1}
+    assert all_published(others)
+    row = Article.objects.get(pk=refused.pk)
+    assert row.status == ArticleStatus.DEAD and "Not rendered" in row.last_error
+    assert not page(refused).exists()
+
+
+@pytest.mark.parametrize("rows", [23, 20])  # the last batch short, or full then empty
+def test_the_shared_views_are_right_once_the_backlog_drains(quiet_site, rows, settings):
+    """Full batches ask for a pass per PUBLISH_REFRESH_BACKLOG_INTERVAL (here longer
+    than the test); the batch that finds the backlog short or empty brings the pass
+    forward, so the views list every article without waiting for that interval."""
+    settings.PUBLISH_BATCH_SIZE = 5
+    settings.PUBLISH_REFRESH_INTERVAL = 0
+    settings.PUBLISH_REFRESH_BACKLOG_INTERVAL = 3600
+    passes = Refresher.objects.values_list("passes", flat=True).get(pk=1)
+    articles = backlog(f"drain-{uuid.uuid4().hex[:6]}", rows)
+
+    batches = 0
+    while publish_batch_of_due(retry_in=publish_article.backoff, worker="here").claimed:
+        batches += 1
+
+    assert all_published(articles)
+    assert batches == -(-rows // 5)
+    # One pass for the first full batch (none had run lately), then none until the last.
+    assert Refresher.objects.values_list("passes", flat=True).get(pk=1) - passes == 2
+    live = Article.objects.exclude(published_hash="").order_by("-publish_at", "-id")
+    assert_lists_exactly(quiet_site, [a.slug for a in live])
+    assert not PageNote.objects.exists()  # every note settled by the last pass
