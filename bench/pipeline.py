@@ -58,6 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--import-files", type=int, help="Markdown files imported, then published (issue 9)"
     )
+    group.add_argument(
+        "--only",
+        help=f"comma-separated scenarios of {', '.join(MODES)} (default: all), e.g."
+        " `bench/run.py pipeline --only import --databases postgres`",
+    )
     group.add_argument("--results-dir", type=Path, default=ROOT / "bench" / "results")
 
 
@@ -121,7 +126,14 @@ def environment_facts() -> dict:
 
 def bench_pipeline(args: argparse.Namespace) -> None:
     params = sizes(args)
+    modes = MODES
+    if args.only:
+        modes = tuple(mode.strip() for mode in args.only.split(",") if mode.strip())
+        unknown = set(modes) - set(MODES)
+        if unknown:
+            raise SystemExit(f"--only: no scenario {', '.join(sorted(unknown))} ({MODES})")
     describe(params)
+    load_before = os.getloadavg()
     started_utc, started = datetime.now(UTC).isoformat(), time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-"))
     results: dict[str, dict] = {}
@@ -130,7 +142,7 @@ def bench_pipeline(args: argparse.Namespace) -> None:
             for database in args.databases.split(","):
                 child_params = {**params, "redis_url": redis_url}
                 results[database] = {
-                    mode: run_child(mode, database, child_params) for mode in MODES
+                    mode: run_child(mode, database, child_params) for mode in modes
                 }
                 print(database_report(database, results[database]), flush=True)
     finally:
@@ -139,6 +151,10 @@ def bench_pipeline(args: argparse.Namespace) -> None:
         "started_utc": started_utc,
         "wall_s": time.monotonic() - started,
         "quick": args.quick,
+        "scenarios": list(modes),
+        # The machine's 1/5/15-minute load averages as the run began and ended: on a
+        # shared machine, the figures are comparable only within one run.
+        "load_average": {"before": load_before, "after": os.getloadavg()},
         "params": params,
         "worker_flags": WORKER_FLAGS,
         "environment": environment_facts(),

@@ -108,6 +108,10 @@ def article_page(article) -> str:
         {
             **site_context(),
             "article": article,
+            # Formatted here, not with the template's `date` filter (its cost is most
+            # of the template's; display_date): the same text.
+            "date_iso": dateformat.format(timezone.localtime(article.publish_at), "c"),
+            "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
             "body_html": render_markdown(strip_xml_illegal(article.body)),
             "canonical_url": paths.article_url(article.slug),
