@@ -133,3 +133,17 @@ def flower_command_line_problems(argv: list[str]) -> list[str]:
         f"Flower's {', '.join(given)} on the command line is not accepted: set "
         "FLOWER_BASIC_AUTH in the environment, where start-up checks it."
     ]
+
+
+# --- Where the site is written ---------------------------------------------------------
+
+
+def site_root_problems(site_root: str) -> list[str]:
+    """SITE_ROOT must be an absolute path or an s3://BUCKET/PREFIX URL (config/site_root.py)."""
+    from config.site_root import parse_site_root
+
+    try:
+        parse_site_root(site_root)
+    except ValueError as exc:
+        return [str(exc)]
+    return []
