@@ -30,7 +30,12 @@ class StaticSitePublisher:
     """
 
     def __init__(self, storage: SiteStorage | None = None):
-        self.site = storage or site_storage()
+        self._storage = storage
+
+    @property
+    def site(self) -> SiteStorage:
+        """The given storage, else SITE_ROOT's, read when used (blogpublish.storage)."""
+        return self._storage or site_storage()
 
     def publish(self, article) -> None:
         """Write the article's page, unless its content changed since the claim: then

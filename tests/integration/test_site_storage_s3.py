@@ -142,3 +142,11 @@ def test_an_unreachable_endpoint_is_a_clear_error_not_a_hang(
         article = make_article()
         with pytest.raises(TransientPublishError, match=r"writing the page failed.*s3://"):
             StaticSitePublisher().publish(article)
+
+
+def test_the_view_answers_503_when_the_bucket_cannot_be_reached(s3_server, client):
+    config = s3_server.settings_for("s3://bp-nowhere/site")
+    with override_settings(**config | {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}):
+        response = client.get("/some-page/")
+
+    assert response.status_code == 503
