@@ -105,10 +105,13 @@ def test_nothing_outside_the_prefix_is_listed_or_deleted(storage, s3_server, buc
     client.put_object(Bucket=bucket, Key="other/a/index.html", Body=b"not ours")
     client.put_object(Bucket=bucket, Key="site-old/a/index.html", Body=b"not ours")
     storage.write("a/index.html", "ours")
+    storage.write("你好/index.html", "ours too")
+    storage.write("draft/notes.txt", "a folder without its page")
 
-    assert list(storage.list()) == ["a/index.html"]
-    assert storage.page_dirs() == {"a": True}
-    storage.delete_tree("a")
+    assert sorted(storage.list()) == ["a/index.html", "draft/notes.txt", "你好/index.html"]
+    assert storage.page_dirs() == {"a": True, "draft": False, "你好": True}
+    for folder in ("a", "draft", "你好"):
+        storage.delete_tree(folder)
 
     assert keys(client, bucket) == {"other/a/index.html", "site-old/a/index.html"}
 
