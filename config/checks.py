@@ -147,3 +147,17 @@ def mail_address_problems(*, name: str, addresses: list[str]) -> list[str]:
         except ValidationError:
             problems.append(f"{name}: {address!r} is not a mail address.")
     return problems
+
+
+# --- Where the site is written ---------------------------------------------------------
+
+
+def site_root_problems(site_root: str) -> list[str]:
+    """SITE_ROOT must be an absolute path or an s3://BUCKET/PREFIX URL (config/site_root.py)."""
+    from config.site_root import parse_site_root
+
+    try:
+        parse_site_root(site_root)
+    except ValueError as exc:
+        return [str(exc)]
+    return []

@@ -20,10 +20,12 @@ from config.checks import (
     mail_address_problems,
     publishing_settings_problems,
     secret_key_problems,
+    site_root_problems,
     webhook_secret_problems,
 )
 from config.crontab import parse_crontab
 from config.queues import celery_queues
+from config.site_root import parse_site_root
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -227,7 +229,30 @@ SERVER_EMAIL = env_str("SERVER_EMAIL") or DEFAULT_FROM_EMAIL
 
 # --- Publishing ---------------------------------------------------------------------
 
-SITE_ROOT = Path(env_str("SITE_ROOT", str(VAR_DIR / "site"))).resolve()
+# Where the site is written: a local folder (an absolute path; the default) or
+# S3-compatible object storage, s3://BUCKET/PREFIX (docs/site.md, "Where the site lives").
+# Anything else stops start-up (config/site_root.py). A path stays a Path here; a URL a str.
+_site_root = env_str("SITE_ROOT") or str(VAR_DIR / "site")
+_site_root_problems = site_root_problems(_site_root)
+SITE_ROOT: Path | str = _site_root
+if not _site_root_problems and not parse_site_root(_site_root).is_s3:
+    SITE_ROOT = Path(_site_root).resolve()
+# Object storage (SITE_ROOT=s3://…) through django-storages' S3 backend (boto3), with the
+# standard AWS variables, so AWS S3, MinIO, Cloudflare R2 and the like all work. Unset
+# keys leave boto3 its own chain (an instance role, ~/.aws); AWS_ENDPOINT_URL is needed
+# for anything but AWS itself.
+AWS_ENDPOINT_URL = env_str("AWS_ENDPOINT_URL") or None
+AWS_ACCESS_KEY_ID = env_str("AWS_ACCESS_KEY_ID") or None
+AWS_SECRET_ACCESS_KEY = env_str("AWS_SECRET_ACCESS_KEY") or None
+AWS_DEFAULT_REGION = env_str("AWS_DEFAULT_REGION") or None
+# "path" (bucket in the path: MinIO, R2, an IP address) or "virtual" (bucket in the
+# host name); empty: path with AWS_ENDPOINT_URL, else botocore's choice (AWS).
+AWS_S3_ADDRESSING_STYLE = env_str("AWS_S3_ADDRESSING_STYLE") or (
+    "path" if AWS_ENDPOINT_URL else None
+)
+# Cache-Control of every object (front page, archive, feed, sitemap, article pages): a
+# CDN or browser may keep a document this long, so an edit shows within it.
+SITE_CACHE_CONTROL = env_str("SITE_CACHE_CONTROL", "public, max-age=60")
 # The address under which SITE_ROOT is served; used for links in the feed and webhook.
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
@@ -246,6 +271,14 @@ PUBLISH_LEASE_SECONDS = env_number("PUBLISH_LEASE_SECONDS", 120, minimum=2)
 # taken over (DESIGN.md, "The paths", 2).
 PUBLISH_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.9
 PUBLISH_SOFT_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.8
+# Each request to the object storage (SITE_ROOT=s3://…) is bounded and retried once
+# (botocore's "standard" retries: throttling, 5xx, broken connections), so an unreachable
+# endpoint costs a write well under the soft time limit and ends as a retry of the
+# attempt with the error named, never as a hung worker. botocore's own defaults (60 s
+# per read, several retries) could outlive the lease.
+SITE_STORAGE_CONNECT_TIMEOUT = min(3.0, PUBLISH_SOFT_TIME_LIMIT / 8)
+SITE_STORAGE_READ_TIMEOUT = min(10.0, PUBLISH_SOFT_TIME_LIMIT / 4)
+SITE_STORAGE_MAX_ATTEMPTS = 2  # botocore counts the first request too
 # Upper bound of the retry backoff (Celery's retry_backoff_max); stays far below the
 # broker's visibility timeout (see CELERY_BROKER_TRANSPORT_OPTIONS).
 PUBLISH_RETRY_BACKOFF_MAX = env_int("PUBLISH_RETRY_BACKOFF_MAX", 600, minimum=1)
@@ -476,6 +509,7 @@ _problems = publishing_settings_problems(
     webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT if PUBLISH_WEBHOOK_URL else None,
 )
 _problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
+_problems += _site_root_problems
 _problems += webhook_secret_problems(
     url_name="PUBLISH_WEBHOOK_URL",
     url=PUBLISH_WEBHOOK_URL,

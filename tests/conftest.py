@@ -40,6 +40,17 @@ def worker(django_db_setup, django_db_blocker):
     proc.stop()
 
 
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible HTTP server (moto's server mode) on a free port, for the
+    session; stopped by its PID (tests/support/s3.py)."""
+    from tests.support.s3 import S3Server
+
+    server = S3Server(port=processes.free_port()).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def make_article(transactional_db):
     """make_article(**fields) -> a saved, validated Article with a unique slug."""

@@ -28,7 +28,9 @@ else:
 _redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
 os.environ.setdefault("BLOGPUBLISH_TEST_BROKER", f"{_redis}/{random.randint(1, 15)}")
 os.environ["CELERY_BROKER_URL"] = os.environ["BLOGPUBLISH_TEST_BROKER"]
-os.environ["SITE_ROOT"] = str(RUN_DIR / "site")
+# A worker that writes the site to object storage is given its s3:// URL here
+# (tests/support/s3.py); every other process writes the run's folder.
+os.environ["SITE_ROOT"] = os.environ.get("BLOGPUBLISH_TEST_SITE_ROOT") or str(RUN_DIR / "site")
 os.environ["STATIC_ROOT"] = str(RUN_DIR / "static")
 (RUN_DIR / "static").mkdir(exist_ok=True)
 os.environ["DEBUG"] = "0"

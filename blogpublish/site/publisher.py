@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
-from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError
 
-from blogpublish import files
 from blogpublish.desk import images
-from blogpublish.exceptions import SymlinkRefused
+from blogpublish.exceptions import StorageError, SymlinkRefused
 from blogpublish.site import build, documents, paths, selectors
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.state import Note, SiteState, add_note, add_notes
+from blogpublish.storage import SiteStorage, site_storage
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 
 logger = logging.getLogger(__name__)
 
 
 class StaticSitePublisher:
-    """SITE_ROOT: `<slug>/index.html` per article, `index.html` (the newest 50),
+    """The site under SITE_ROOT (a folder or a bucket, blogpublish.storage):
+    `<slug>/index.html` per article, `index.html` (the newest 50),
     `page/<n>/index.html` (the archive), `feed.xml` (Atom) and `sitemap.xml`.
 
     No site-wide lock: an attempt writes its own page under the guard of its slug and
@@ -32,18 +31,24 @@ class StaticSitePublisher:
     Every write is atomic. Layout and choices: docs/site.md.
     """
 
-    def __init__(self, root: Path | None = None):
-        self.root = Path(root or settings.SITE_ROOT)
+    def __init__(self, storage: SiteStorage | None = None):
+        self._storage = storage
+
+    @property
+    def site(self) -> SiteStorage:
+        """The given storage, else SITE_ROOT's, read when used (blogpublish.storage)."""
+        return self._storage or site_storage()
 
     def publish(self, article) -> None:
         """Write the article's page, unless its content changed since the claim: then
         newer content is on its way, and this attempt's completion will not match."""
         page = paths.page_file(article.slug)
         try:
-            # Rendering and the synced temporary file happen outside the guard, in a
-            # staging folder: no page directory appears before the guard says it may.
+            # Rendering and staging (on disk: a synced temporary file in a staging
+            # folder) happen outside the guard: no page appears before the guard says
+            # it may, and the guard is held for a rename or one PUT.
             html = documents.article_page(article)
-            staged = files.stage(self.root, paths.STAGING_DIR, "index.html", html)
+            staged = self.site.stage(page, html)
             try:
                 with page_guard(slugs=[article.slug], article_id=article.pk):
                     current = selectors.listed_if_current(
@@ -63,9 +68,9 @@ class StaticSitePublisher:
                         listed=current[0],
                         listed_at=current[1],
                     )
-                    files.move_staged(self.root, paths.STAGING_DIR, staged, page)
+                    self.site.commit(staged)
             finally:
-                files.discard_staged(self.root, paths.STAGING_DIR, staged)
+                self.site.discard(staged)
         except SymlinkRefused as exc:
             # A link where the page's folder (or .staging) should be is an operator's
             # problem that no retry solves: not written through, dead now with an alert
@@ -73,19 +78,23 @@ class StaticSitePublisher:
             raise PermanentPublishError(str(exc)) from exc
         except OSError as exc:  # disk full, permissions: may pass; retried, then dead
             raise TransientPublishError(f"writing the page failed: {exc}") from exc
+        except StorageError as exc:  # the bucket unreachable or refusing: the same
+            raise TransientPublishError(f"writing the page failed: {exc}") from exc
 
     def publish_many(self, articles: list) -> dict[int, Exception]:
         """`publish` for a batch's articles, with the same guarantees per article and
         the per-batch costs paid once (docs/performance.md, "Import → published"):
-        every page rendered and staged, the staged files flushed to disk in one call;
-        then ONE page guard over all their slugs and ids, one query for which are still
-        current, their notes written in one statement or two, and the renames. Returns
+        every page rendered and staged (on disk: the staged files flushed in one call;
+        `SiteStorage.stage_many`); then ONE page guard over all their slugs and ids, one
+        query for which are still current, their notes written in one statement or
+        two, and the pages made live (renames on disk, a PUT each in a bucket). Returns
         the failures by article id (what `publish` would have raised for each);
         an article missing from it was written, or was edited meanwhile (not written,
         and its completion will not match, as with `publish`).
 
         One article that cannot be rendered or staged fails alone. A failure under the
-        guard (a database error, a link where a page's folder should be) undoes the
+        guard (a database error, a link where a page's folder should be, a bucket
+        refusing a PUT) undoes the
         guard's transaction, and the articles are then published one by one, so only
         the article it belongs to fails."""
         failures: dict[int, Exception] = {}
@@ -97,31 +106,30 @@ class StaticSitePublisher:
                 failures[article.pk] = exc
         if not rendered:
             return failures
+        site = self.site
         try:
-            staged = files.stage_many(
-                self.root, paths.STAGING_DIR, [("index.html", html) for _, html in rendered]
-            )
-        except (OSError, SymlinkRefused):  # the staging folder itself: each says its own
+            staged = site.stage_many([(paths.page_file(a.slug), html) for a, html in rendered])
+        except (OSError, SymlinkRefused, StorageError):  # the staging folder itself
             return failures | self._publish_each([article for article, _ in rendered])
         ready = []
-        for (article, _), token in zip(rendered, staged, strict=True):
-            if isinstance(token, OSError):
-                failures[article.pk] = TransientPublishError(f"writing the page failed: {token}")
+        for (article, _), item in zip(rendered, staged, strict=True):
+            if isinstance(item, Exception):
+                failures[article.pk] = TransientPublishError(f"writing the page failed: {item}")
             else:
-                ready.append((article, token))
+                ready.append((article, item))
         try:
-            self._write_staged(ready)
-        except (OSError, SymlinkRefused, DatabaseError) as exc:
+            self._write_staged(site, ready)
+        except (OSError, SymlinkRefused, StorageError, DatabaseError) as exc:
             logger.warning("a batch's pages were not written together (%s); one by one", exc)
             failures |= self._publish_each([article for article, _ in ready])
         finally:
-            for _, token in ready:
-                with contextlib.suppress(OSError, SymlinkRefused):
-                    files.discard_staged(self.root, paths.STAGING_DIR, token)
+            for _, item in ready:
+                with contextlib.suppress(OSError, SymlinkRefused, StorageError):
+                    site.discard(item)
         return failures
 
-    def _write_staged(self, ready: list) -> None:
-        """Under one guard: the current articles' notes, then their pages renamed in."""
+    def _write_staged(self, site: SiteStorage, ready: list) -> None:
+        """Under one guard: the current articles' notes, then their pages made live."""
         if not ready:
             return
         with page_guard(
@@ -131,7 +139,7 @@ class StaticSitePublisher:
             current = selectors.listed_if_current_many(
                 {article.pk: article.content_hash for article, _ in ready}
             )
-            live = [(article, token) for article, token in ready if article.pk in current]
+            live = [(article, item) for article, item in ready if article.pk in current]
             if len(live) < len(ready):
                 logger.info(
                     "articles %s were edited or deleted; pages not written",
@@ -148,11 +156,7 @@ class StaticSitePublisher:
                     for article, _ in live
                 ]
             )
-            files.move_many(
-                self.root,
-                paths.STAGING_DIR,
-                [(token, paths.page_file(article.slug)) for article, token in live],
-            )
+            site.commit_many([item for _, item in live])
 
     def _publish_each(self, articles: list) -> dict[int, Exception]:
         failures: dict[int, Exception] = {}
@@ -191,57 +195,56 @@ class StaticSitePublisher:
         with snapshot():
             state = SiteState.load()
             if state.rebuild:
-                build.rebuild(self.root, state)
+                build.rebuild(self.site, state)
             else:
-                build.update(self.root, state)
+                build.update(self.site, state)
             state.save_pass()
         self._remove(state)
 
     def reconcile(self) -> None:
-        """The full check: remove every page directory no article needs (a delete that
-        bypassed the signals, a crash between a pass and its removals), then rebuild."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """The full check: list the site (a folder or every key of the bucket, page by
+        page), remove every page directory no article needs (a delete that bypassed the
+        signals, a crash between a pass and its removals), write the live pages that are
+        missing, then rebuild the shared views (each rewritten only if it differs)."""
         needed = selectors.owned_slugs()
-        # lstat only (follow_symlinks=False): a link is neither a page directory nor
-        # trash, whatever it points to, so it is left alone and never deleted through.
-        for entry in os.scandir(self.root):
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            if paths.is_trash(entry.name):  # a removal interrupted by a crash
-                files.remove_tree(self.root, entry.name, aside=False)
-            elif paths.is_article_dir_name(entry.name) and entry.name not in needed:
-                logger.info("reconcile: removing %s/, which no article needs", entry.name)
-                build.remove_unneeded(self.root, [entry.name])
-        self._sweep_staging()
+        present = self.site.page_dirs()
+        for name in sorted(present):
+            if paths.is_article_dir_name(name) and name not in needed:
+                logger.info("reconcile: removing %s/, which no article needs", name)
+                build.remove_unneeded(self.site, [name])
+        self._restore_missing({slug for slug, has_page in present.items() if has_page})
+        try:
+            self.site.sweep(older_than=time.time() - 2 * settings.PUBLISH_LEASE_SECONDS)
+        except SymlinkRefused as exc:
+            logger.error("reconcile: %s", exc)
         self._sweep_images()
         with snapshot():
             state = SiteState.load()
-            build.rebuild(self.root, state)
+            build.rebuild(self.site, state)
             state.save_pass()
         self._remove(state)
 
-    def _sweep_staging(self) -> None:
-        """Staged pages a crash left behind (older than any attempt can be)."""
-        cutoff = time.time() - 2 * settings.PUBLISH_LEASE_SECONDS
-        try:
-            with files.open_dir(self.root, paths.STAGING_DIR) as staging:
-                for name in os.listdir(staging):
-                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                        if os.lstat(name, dir_fd=staging).st_mtime < cutoff:
-                            os.unlink(name, dir_fd=staging)
-        except FileNotFoundError:
-            pass
-        except SymlinkRefused as exc:
-            logger.error("reconcile: %s", exc)
+    def _restore_missing(self, with_page: set[str]) -> None:
+        """Live articles whose page is gone (deleted by hand, lost by the storage): the
+        live version written again, under the page guard, and only while it is still
+        live and still missing, so an attempt writing newer content meanwhile wins."""
+        for live in selectors.live_versions(exclude_slugs=with_page):
+            with page_guard(slugs=[live.slug], article_id=live.id):
+                page = paths.page_file(live.slug)
+                if not selectors.is_live(live) or self.site.exists(page):
+                    continue
+                logger.warning("reconcile: writing the missing page %s", page)
+                self.site.write(page, documents.article_page(live))
 
     def _sweep_images(self) -> None:
         """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)."""
         try:
-            images.sweep(self.root)
-        except (OSError, SymlinkRefused) as exc:  # the next full check tries again
+            images.sweep(self.site)
+        except (OSError, SymlinkRefused, StorageError) as exc:  # the next full check tries again
             logger.error("reconcile: the images were not swept: %s", exc)
 
     def _remove(self, state: SiteState) -> None:
         for slugs, article_id in state.removals:
-            with contextlib.suppress(OSError):  # the full check removes what is left
-                build.remove_unneeded(self.root, slugs, besides=article_id)
+            # The full check removes what is left.
+            with contextlib.suppress(OSError, StorageError):
+                build.remove_unneeded(self.site, slugs, besides=article_id)
