@@ -241,3 +241,34 @@ def test_sqlite_with_object_storage_is_a_warning_at_start_up(site):
         assert "SQLite" in warning.msg and "one host" in warning.hint
     else:
         assert found == []
+
+
+def test_a_batch_puts_its_pages_and_fences_a_row_edited_meanwhile(site, monkeypatch):
+    """The batch path (StaticSitePublisher.publish_many) on object storage: no rename,
+    no fsync, a PUT per page under one page guard; a row edited after its page was
+    rendered is not PUT, and the others are live."""
+    from blogpublish.storage.base import SiteStorage
+    from publishing.services import publish_batch_of_due
+    from publishing.tasks import publish_article
+    from tests.integration.test_batch_site import edit
+    from tests.integration.test_batches import all_published, backlog
+
+    articles = backlog("s3-batch", 5)
+    edited, others = articles[1], articles[:1] + articles[2:]
+    stage_many = SiteStorage.stage_many
+
+    def edit_then_stage(self, items):
+        edit(edited)  # after the batch rendered the old content, before its guard
+        return stage_many(self, items)
+
+    monkeypatch.setattr(SiteStorage, "stage_many", edit_then_stage)
+
+    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=5, worker="here")
+
+    assert report.outcomes == {"published": 4, "changed": 1}
+    assert all_published(others)
+    assert f"{edited.slug}/index.html" not in site.keys
+    for article in others:
+        page = site.read(f"{article.slug}/index.html").decode()
+        assert f"Body {article.slug.rsplit('-', 1)[1]}." in page
+        assert site.head(f"{article.slug}/index.html")["ContentType"].startswith("text/html")
