@@ -16,6 +16,7 @@ from kombu import Connection
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from publishing.broker_status import queue_message_counts
 from publishing.models import PublishAttempt
 from publishing.selectors import pipeline_status
 
@@ -116,6 +117,18 @@ def metrics(request: HttpRequest) -> HttpResponse:
     )
     for outcome, count in _attempt_counts().items():
         attempts.labels(outcome or "running").set(count)
+    queued = Gauge(
+        "blogpublish_queue_messages",
+        "Messages waiting in the broker's task queues (not yet taken by a worker)",
+        ["queue"],
+        registry=registry,
+    )
+    try:
+        counts = queue_message_counts(timeout=1)
+    except Exception:  # the broker is down: /healthz says so; the DB gauges still count
+        counts = {}
+    for queue, count in counts.items():
+        queued.labels(queue).set(count)
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 

@@ -50,22 +50,29 @@ def save_in_subprocess(slug: str, broker_url: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_save_with_broker_refusing_connections_returns_quickly_and_stays_pending():
+def broker_url(scheme: str, port: int) -> str:
+    return f"redis://127.0.0.1:{port}/0" if scheme == "redis" else f"amqp://127.0.0.1:{port}//"
+
+
+# Both brokers: redis-py's socket timeouts and py-amqp's connect/read timeouts bound it.
+@pytest.mark.parametrize("scheme", ["redis", "amqp"])
+def test_save_with_broker_refusing_connections_returns_quickly_and_stays_pending(scheme):
     closed_port = free_port()  # nothing listens here
 
-    result = save_in_subprocess("refused-broker", f"redis://127.0.0.1:{closed_port}/0")
+    result = save_in_subprocess(f"refused-{scheme}", broker_url(scheme, closed_port))
 
     assert result["seconds"] < SAVE_BOUND_SECONDS
     assert Article.objects.get(pk=result["id"]).status == ArticleStatus.PENDING
 
 
-def test_save_with_broker_that_never_answers_returns_in_bounded_time():
+@pytest.mark.parametrize("scheme", ["redis", "amqp"])
+def test_save_with_broker_that_never_answers_returns_in_bounded_time(scheme):
     with socket.socket() as black_hole:
         black_hole.bind(("127.0.0.1", 0))
         black_hole.listen(64)  # the kernel accepts connections; nobody ever replies
         port = black_hole.getsockname()[1]
 
-        result = save_in_subprocess("silent-broker", f"redis://127.0.0.1:{port}/0")
+        result = save_in_subprocess(f"silent-{scheme}", broker_url(scheme, port))
 
     assert result["seconds"] < SAVE_BOUND_SECONDS
     assert Article.objects.get(pk=result["id"]).status == ArticleStatus.PENDING
