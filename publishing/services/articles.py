@@ -287,13 +287,28 @@ def article_publish(
     the Celery task passes its own retry_backoff policy, the backup executor the same.
     `time_limit()` bounds the publishers: the backup executor passes its own
     (publishing.time_limits); a Celery worker enforces the task's limits itself.
+
+    Before each publisher after the first, the attempt checks that it still holds the
+    row (its token): one that was overtaken meanwhile (its host cut off, or stalled,
+    past its lease) stops there, so a late attempt sends no second webhook and writes
+    nothing after the newer one (the site's page write checks the token too, under its
+    guard); its completion then records it as overtaken.
     """
     claim = article_claim(article_id=article_id, worker=worker, task_id=task_id)
     if claim is None:
         return explain_unclaimed(article_id=article_id)
     try:
         with time_limit():
-            for publisher in get_publishers():
+            for number, publisher in enumerate(get_publishers()):
+                if number and not _fenced(claim).exists():
+                    logger.warning(
+                        "article %s attempt %s was overtaken; %s and what follows are left "
+                        "to the newer attempt",
+                        article_id,
+                        claim.attempt,
+                        type(publisher).__name__,
+                    )
+                    break
                 publisher.publish(claim.article)
     except PermanentPublishError as exc:
         return article_fail(claim=claim, error=describe(exc), permanent=True)
