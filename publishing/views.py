@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from publishing.broker_status import queue_message_counts
+from publishing.dispatch import send_options
 from publishing.models import PublishAttempt
 from publishing.selectors import pipeline_status
 
@@ -45,8 +46,9 @@ def _from_this_host(request: HttpRequest) -> bool:
 
 def _broker_state() -> str:
     try:
+        # The sends' short timeouts, Redis' or RabbitMQ's (publishing.dispatch).
         with Connection(
-            settings.CELERY_BROKER_URL, connect_timeout=1, transport_options={"socket_timeout": 1}
+            settings.CELERY_BROKER_URL, connect_timeout=1, transport_options=send_options()
         ) as conn:
             conn.ensure_connection(max_retries=0, timeout=2)
     except Exception as exc:

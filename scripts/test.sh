@@ -6,7 +6,7 @@
 # (tests/settings.py); the RabbitMQ run also gets a vhost of its own, made here with
 # rabbitmqctl and deleted when the run ends, so runs never see each other's data.
 #   scripts/test.sh [sqlite|postgres|rabbitmq|all] [pytest args…]
-# `rabbitmq` without pytest args runs tests/integration and tests/system/test_rabbitmq.py.
+# `rabbitmq` without paths runs tests/integration and tests/system/test_rabbitmq.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"; [[ $# -gt 0 ]] && shift
@@ -28,8 +28,16 @@ if [[ "$which" == all || "$which" == rabbitmq ]]; then
     rabbitmqctl -q add_vhost "$vhost" >/dev/null
     trap 'rabbitmqctl -q delete_vhost "$vhost" >/dev/null || true' EXIT
     rabbitmqctl -q set_permissions -p "$vhost" guest ".*" ".*" ".*" >/dev/null
+    # The broker-dependent tests, unless paths were given (options alone keep them).
     args=("$@")
-    [[ $# -eq 0 ]] && args=(tests/integration tests/system/test_rabbitmq.py)
+    paths=0 skip=0
+    for arg in "$@"; do
+        if [[ $skip -eq 1 ]]; then skip=0
+        elif [[ "$arg" =~ ^-[kmpo]$ ]]; then skip=1  # an option whose value follows
+        elif [[ "$arg" != -* ]]; then paths=1
+        fi
+    done
+    [[ $paths -eq 0 ]] && args=(tests/integration tests/system/test_rabbitmq.py "$@")
     env -u DATABASE_URL BLOGPUBLISH_TEST_DB=postgres \
         TEST_AMQP_URL="amqp://guest:guest@${RABBITMQ_HOST}/${vhost}" \
         .venv/bin/pytest "${args[@]}" || status=$?

@@ -10,6 +10,8 @@ from kombu import Queue
 
 from config.celery import app
 from publishing.broker_status import queue_message_counts
+from tests.support.broker import broker
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,3 +51,22 @@ def test_metrics_list_the_queue_lengths(idle_queues, client, settings):
     body = client.get("/metrics").content.decode()
 
     assert f'blogpublish_queue_messages{{queue="{waiting.name}"}} 1.0' in body
+
+
+def test_healthz_reports_the_runs_broker(client):
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response.json() == {"database": "ok", "broker": "ok"}
+
+
+@pytest.mark.parametrize("scheme", ["redis", "amqp"])
+def test_healthz_with_the_broker_down_still_answers_200(client, settings, scheme):
+    port = free_port()  # nothing listens here
+    url = f"redis://127.0.0.1:{port}/0" if scheme == "redis" else f"amqp://127.0.0.1:{port}//"
+    settings.CELERY_BROKER_URL = url
+    with broker(url):
+        response = client.get("/healthz")
+
+    assert response.status_code == 200  # saves work without it; the catch-up sends later
+    assert response.json()["broker"].startswith("unreachable")
