@@ -81,7 +81,7 @@ def dispatch_transport_options(kind: str) -> dict:
         # connect_timeout covers the TCP connect and the handshake (several round
         # trips); read_timeout bounds the wait for the publish confirm.
         return {
-            "connect_timeout": 1.0,
+            "connect_timeout": 0.5,
             "read_timeout": 0.5,
             "write_timeout": 0.5,
             "confirm_publish": True,

@@ -302,3 +302,30 @@ def test_the_catch_up_tries_the_broker_even_while_the_breaker_is_open(
     assert (report.stale_found, report.stale_sent) == (1, 1)
     assert queued(redis_client(private_broker)) == 1
     assert not dispatch.breaker_is_open()
+
+
+# --- the same bounds on RabbitMQ ----------------------------------------------------
+
+
+@pytest.mark.parametrize("failure", ["refused", "silent"])
+def test_rabbitmq_unreachable_costs_one_send_then_the_breaker_skips_it(
+    make_article, send_attempts, failure
+):
+    with socket.socket() as black_hole:
+        black_hole.bind(("127.0.0.1", 0))
+        if failure == "silent":
+            black_hole.listen(64)  # accepts at the kernel; no AMQP handshake ever comes
+        port = black_hole.getsockname()[1]  # "refused": bound, not listening
+
+        with broker(f"amqp://guest:guest@127.0.0.1:{port}//"):
+            started = time.monotonic()
+            first = make_article()
+            first_seconds = time.monotonic() - started
+            rest = [make_article() for _ in range(10)]
+            breaker_open = dispatch.breaker_is_open()
+
+    assert first_seconds < SAVE_BOUND_SECONDS
+    assert send_attempts == [(PUBLISH_TASK, first.pk)]  # the other 10 skipped the broker
+    assert breaker_open
+    ids = [first.pk, *(a.pk for a in rest)]
+    assert Article.objects.filter(pk__in=ids, status=ArticleStatus.PENDING).count() == 11
