@@ -39,5 +39,8 @@ def celery_queues(
     routes = {
         "publishing.tasks.publish_catch_up": {"queue": catch_up},
         "publishing.tasks.refresh_site": {"queue": catch_up},
+        # The clock's other jobs: the daily digest, and its resume.
+        "clock.tasks.digest_daily": {"queue": catch_up},
+        "clock.tasks.digest_resume": {"queue": catch_up},
     }
     return routes, (_queue(default_queue, queue_type), _queue(catch_up, queue_type))

@@ -16,6 +16,7 @@ from kombu import Connection
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from clock.metrics import add_job_gauges
 from publishing.broker_status import queue_message_counts
 from publishing.dispatch import send_options
 from publishing.models import PublishAttempt
@@ -131,6 +132,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         counts = {}
     for queue, count in counts.items():
         queued.labels(queue).set(count)
+    add_job_gauges(registry)
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 

@@ -67,5 +67,9 @@ JOURNAL_FILE = RUN_DIR / "journal.log"
 ADMINS = [("Test admin", "admin@example.com")]
 EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
 EMAIL_FILE_PATH = RUN_DIR / "mail"
+# A process started beside a real SMTP server (tests/support/smtp.py) mails through it
+# (EMAIL_HOST and EMAIL_PORT come from its environment).
+if os.environ.get("BLOGPUBLISH_TEST_SMTP"):
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
