@@ -256,6 +256,17 @@ PUBLISH_CATCHUP_INTERVAL = env_number("PUBLISH_CATCHUP_INTERVAL", 120, minimum=0
 PUBLISH_STALE_AFTER = env_number("PUBLISH_STALE_AFTER", 60, minimum=0)
 # At most this many rows are sent, and as many armed, per catch-up run.
 PUBLISH_CATCHUP_BATCH = 500
+# Backlogs (an import, a large catch-up) are published by batch tasks
+# (publishing.tasks.publish_batch, docs/import.md): each claims up to PUBLISH_BATCH_SIZE
+# due rows in one statement; PUBLISH_BATCH_TASKS of them go out at once (at least the
+# worker processes that should share the backlog, on every host), and the catch-up
+# uses them instead of one message per row when more than PUBLISH_BATCH_THRESHOLD rows
+# are stale. A batch publishes its rows one after another inside their lease, so the
+# size times the slowest target's time must stay well under PUBLISH_LEASE_SECONDS; a
+# batch stops taking new rows halfway through the lease and lets the rest go.
+PUBLISH_BATCH_SIZE = env_int("PUBLISH_BATCH_SIZE", 100, minimum=1)
+PUBLISH_BATCH_TASKS = env_int("PUBLISH_BATCH_TASKS", 4, minimum=1)
+PUBLISH_BATCH_THRESHOLD = env_int("PUBLISH_BATCH_THRESHOLD", 100, minimum=0)
 PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 # A save (or the catch-up) arms a scheduled article with an ETA once it is due within
 # this many seconds; two catch-up intervals, so one missed run loses nothing.

@@ -41,6 +41,9 @@ os.environ["SECRET_KEY"] = f"test-only-secret-key-of-run-{RUN_ID}-{RUN_ID}-{RUN_
 os.environ.setdefault("PUBLISH_MAX_ATTEMPTS", "3")
 os.environ.setdefault("PUBLISH_LEASE_SECONDS", "10")
 os.environ.setdefault("PUBLISH_RETRY_BACKOFF_MAX", "2")
+# Small batches, so that a backlog of a few dozen rows takes several (services.batches).
+os.environ.setdefault("PUBLISH_BATCH_SIZE", "5")
+os.environ.setdefault("PUBLISH_BATCH_TASKS", "2")
 
 from config.queues import celery_queues  # noqa: E402
 from config.settings import *  # noqa: E402, F403

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db.models.functions import Now
 
 from clock.runs import Run, busy_message, scheduled_run
-from publishing.dispatch import dispatch_many
+from publishing.dispatch import dispatch_batches, dispatch_many
 from publishing.models import Article
 from publishing.selectors import (
     article_ids_claimable,
@@ -68,6 +68,17 @@ def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
     return sent
 
 
+def _send_batches(stale: list[int]) -> list[int]:
+    """A large backlog: batch tasks (services.batches) instead of one message per row.
+    They claim the oldest due rows, these among them, and send themselves again while
+    any are due. Returns the rows counted as sent (all, or none if the broker is down)."""
+    if not dispatch_batches(past_breaker=True):
+        logger.warning("catch-up: the broker is unreachable; %d left for the next run", len(stale))
+        return []
+    _mark_dispatched(stale)
+    return stale
+
+
 def catch_up(*, limit: int | None = None) -> CatchUpReport:
     """Re-send stale due rows, arm the soon-scheduled ones, alert unalerted deaths,
     check for a stuck pipeline, and let the publishers refresh the site; then, when it
@@ -107,7 +118,10 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
             settings.PUBLISH_CATCHUP_HEAVY_BATCH,
         )
         stale = stale[: settings.PUBLISH_CATCHUP_HEAVY_BATCH]
-    sent = _send_all([(article_id, None) for article_id in stale])
+    if len(stale) > settings.PUBLISH_BATCH_THRESHOLD:
+        sent = _send_batches(stale)
+    else:
+        sent = _send_all([(article_id, None) for article_id in stale])
     run.renew()
     soon = articles_to_arm(
         horizon=settings.PUBLISH_ETA_HORIZON, stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
