@@ -4,8 +4,9 @@ A dispatch only speeds things up: the pending row is the work, so a broker that 
 costs a log line, never a failed save.
 
 - **Pooled.** Each process (web, admin, Beat's catch-up, a worker sending again) keeps
-  a pool of producers on connections of its own with short socket timeouts
-  (PUBLISH_DISPATCH_TRANSPORT_OPTIONS), reused from save to save; the workers'
+  a pool of producers on connections of its own with short timeouts (`send_options`:
+  socket timeouts on Redis; connect/read/write timeouts and publisher confirms on
+  RabbitMQ), reused from save to save; the workers'
   consumers keep their longer ones (CELERY_BROKER_TRANSPORT_OPTIONS). A pool made
   before a fork is never used after it: the child makes its own.
 - **Bounded.** The timeouts and the publish retry policy (config/settings.py) bound what
@@ -37,6 +38,7 @@ from kombu import Producer
 from kombu.exceptions import OperationalError
 from kombu.pools import ProducerPool
 
+from config.brokers import broker_kind, dispatch_transport_options
 from config.celery import app
 from publishing.breaker import Breaker
 
@@ -46,6 +48,12 @@ PUBLISH_TASK = "publishing.tasks.publish_article"
 UNPUBLISH_TASK = "publishing.tasks.unpublish_article"
 REFRESH_TASK = "publishing.tasks.refresh_site"
 BATCH_TASK = "publishing.tasks.publish_batch"
+
+
+def send_options() -> dict:
+    """The transport options of the sending connections, for the broker this process
+    is configured with (read when used: a process pointed at another broker gets its)."""
+    return dispatch_transport_options(broker_kind(app.conf.broker_write_url or app.conf.broker_url))
 
 
 class _Dispatcher:
@@ -69,9 +77,7 @@ class _Dispatcher:
     def producers(self) -> ProducerPool:
         with self._lock:
             if self._pool is None:
-                connection = app.connection_for_write(
-                    transport_options=settings.PUBLISH_DISPATCH_TRANSPORT_OPTIONS
-                )
+                connection = app.connection_for_write(transport_options=send_options())
                 limit = app.conf.broker_pool_limit
                 self._pool = ProducerPool(
                     connection.Pool(limit=limit), limit=limit, Producer=app.amqp.Producer

@@ -17,6 +17,8 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from clock.metrics import add_job_gauges
+from publishing.broker_status import queue_message_counts
+from publishing.dispatch import send_options
 from publishing.models import PublishAttempt
 from publishing.selectors import pipeline_status
 
@@ -45,8 +47,9 @@ def _from_this_host(request: HttpRequest) -> bool:
 
 def _broker_state() -> str:
     try:
+        # The sends' short timeouts, Redis' or RabbitMQ's (publishing.dispatch).
         with Connection(
-            settings.CELERY_BROKER_URL, connect_timeout=1, transport_options={"socket_timeout": 1}
+            settings.CELERY_BROKER_URL, connect_timeout=1, transport_options=send_options()
         ) as conn:
             conn.ensure_connection(max_retries=0, timeout=2)
     except Exception as exc:
@@ -117,6 +120,18 @@ def metrics(request: HttpRequest) -> HttpResponse:
     )
     for outcome, count in _attempt_counts().items():
         attempts.labels(outcome or "running").set(count)
+    queued = Gauge(
+        "blogpublish_queue_messages",
+        "Messages waiting in the broker's task queues (not yet taken by a worker)",
+        ["queue"],
+        registry=registry,
+    )
+    try:
+        counts = queue_message_counts(timeout=1)
+    except Exception:  # the broker is down: /healthz says so; the DB gauges still count
+        counts = {}
+    for queue, count in counts.items():
+        queued.labels(queue).set(count)
     add_job_gauges(registry)
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 

@@ -50,12 +50,18 @@ class StaticSitePublisher:
             staged = self.site.stage(page, html)
             try:
                 with page_guard(slugs=[article.slug], article_id=article.pk):
+                    # The attempt's token too: an attempt overtaken meanwhile (a host
+                    # cut off past its lease) never writes over the newer one's page.
                     current = selectors.listed_if_current(
-                        article_id=article.pk, content_hash=article.content_hash
+                        article_id=article.pk,
+                        content_hash=article.content_hash,
+                        claims=article.claims,
                     )
                     if current is None:
                         logger.info(
-                            "article %s was edited or deleted; page not written", article.pk
+                            "article %s was edited, deleted or taken over by a newer "
+                            "attempt; page not written",
+                            article.pk,
                         )
                         return
                     add_note(

@@ -142,11 +142,15 @@ def has_content(*, article_id: int, content_hash: str) -> bool:
     return Article.objects.filter(pk=article_id, content_hash=content_hash).exists()
 
 
-def listed_if_current(*, article_id: int, content_hash: str) -> tuple[bool, str] | None:
-    """None once the article was edited or deleted; else whether it is listed now, and
-    its listed date (ISO, "" when not listed)."""
+def listed_if_current(
+    *, article_id: int, content_hash: str, claims: int | None = None
+) -> tuple[bool, str] | None:
+    """None once the article was edited or deleted, or (given the attempt's `claims`
+    token) once the attempt was overtaken by a newer one; else whether it is listed
+    now, and its listed date (ISO, "" when not listed)."""
+    fence = Q() if claims is None else Q(claims=claims, status=ArticleStatus.PENDING)
     row = (
-        Article.objects.filter(pk=article_id, content_hash=content_hash)
+        Article.objects.filter(fence, pk=article_id, content_hash=content_hash)
         .values_list("published_hash", "published_publish_at")
         .first()
     )

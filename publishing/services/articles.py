@@ -276,6 +276,25 @@ def article_fail(
 # --- the attempt ---------------------------------------------------------------------
 
 
+def run_publishers(*, claim: Claim) -> None:
+    """Every publisher, in order, for the claimed content. Before each one after the
+    first, the attempt checks that it still holds the row (its token): one overtaken
+    meanwhile (its host cut off, or stalled, past its lease) stops there, so a late
+    attempt sends no second webhook and writes nothing after the newer one (the site's
+    page write checks the token too, under its guard)."""
+    for number, publisher in enumerate(get_publishers()):
+        if number and not _fenced(claim).exists():
+            logger.warning(
+                "article %s attempt %s was overtaken; %s and what follows are left to the "
+                "newer attempt",
+                claim.article.pk,
+                claim.attempt,
+                type(publisher).__name__,
+            )
+            return
+        publisher.publish(claim.article)
+
+
 def article_publish(
     *,
     article_id: int,
@@ -290,14 +309,16 @@ def article_publish(
     the Celery task passes its own retry_backoff policy, the backup executor the same.
     `time_limit()` bounds the publishers: the backup executor passes its own
     (publishing.time_limits); a Celery worker enforces the task's limits itself.
+
+    The publishers run through `run_publishers`, which stops an attempt that was
+    overtaken meanwhile; its completion then records it as overtaken.
     """
     claim = article_claim(article_id=article_id, worker=worker, task_id=task_id)
     if claim is None:
         return explain_unclaimed(article_id=article_id)
     try:
         with time_limit():
-            for publisher in get_publishers():
-                publisher.publish(claim.article)
+            run_publishers(claim=claim)
     except PermanentPublishError as exc:
         return article_fail(claim=claim, error=describe(exc), permanent=True)
     except Exception as exc:  # transient, a time limit, or a bug: retried, then dead

@@ -42,7 +42,6 @@ from django.utils import timezone
 from publishing.db import update_returning
 from publishing.exceptions import PermanentPublishError
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from publishing.publishers import get_publishers
 from publishing.selectors import articles_claimable, db_now_plus, due_q, lease_free_q
 from publishing.services.articles import (
     UNFINISHED,
@@ -53,6 +52,7 @@ from publishing.services.articles import (
     article_complete,
     article_fail,
     describe,
+    run_publishers,
 )
 from publishing.services.refresh import shared_views_request
 
@@ -238,8 +238,7 @@ def _publish_one(claim: Claim, retry_in: Callable[[int], float]) -> AttemptResul
     """Run the publishers for one claim: None when they succeeded (completed with the
     batch), else the failure's outcome, recorded."""
     try:
-        for publisher in get_publishers():
-            publisher.publish(claim.article)
+        run_publishers(claim=claim)  # stops, as a single attempt does, once overtaken
     except PermanentPublishError as exc:
         return article_fail(claim=claim, error=describe(exc), permanent=True)
     except Exception as exc:  # transient, a time limit, or a bug: retried, then dead
