@@ -4,6 +4,8 @@ them. Workers consume both."""
 
 from __future__ import annotations
 
+import contextlib
+
 from kombu import Queue
 
 
@@ -21,3 +23,40 @@ def celery_queues(default_queue: str) -> tuple[dict, tuple[Queue, ...]]:
         "publishing.tasks.refresh_site": {"queue": catch_up},
     }
     return routes, (Queue(default_queue), Queue(catch_up))
+
+
+def queue_names(default_queue: str) -> tuple[str, ...]:
+    """The queues the workers consume, in the order celery_queues() lists them."""
+    return tuple(queue.name for queue in celery_queues(default_queue)[1])
+
+
+def queue_lengths(broker_url: str, names: tuple[str, ...]) -> dict[str, int | None]:
+    """Messages waiting in each queue, read from the broker: {name: count}, None for a
+    queue the broker could not say (unreachable, or the queue is not declared yet).
+
+    The one place that asks the broker (GET /metrics, the dashboard). A passive
+    `queue.declare` returns the count on every kombu transport: on Redis the length of
+    the list (and its priority lists), on RabbitMQ the ready messages (not the unacked
+    ones a worker holds). It creates nothing: an undeclared queue raises, which costs
+    that queue's channel only."""
+    from kombu import Connection
+
+    lengths: dict[str, int | None] = dict.fromkeys(names)
+    try:
+        with Connection(
+            broker_url, connect_timeout=1, transport_options={"socket_timeout": 1}
+        ) as conn:
+            conn.ensure_connection(max_retries=0, timeout=2)
+            for name in names:
+                channel = conn.channel()
+                try:
+                    lengths[name] = channel.queue_declare(queue=name, passive=True).message_count
+                except Exception:
+                    lengths[name] = None
+                finally:
+                    # A channel the broker closed (queue not found) may fail to close.
+                    with contextlib.suppress(Exception):
+                        channel.close()
+    except Exception:
+        return dict.fromkeys(names)
+    return lengths

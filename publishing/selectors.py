@@ -99,11 +99,11 @@ def stuck_articles(*, stuck_after: float, limit: int = 100) -> list[dict]:
 def pipeline_status(*, dead_limit: int = 20) -> dict:
     """Counts and the oldest waiting work: /status.json, publishing_status, /metrics."""
     from django.conf import settings
-    from django.db.models import Count
 
-    by_status = dict(
-        Article.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
-    )
+    # One count per state rather than a GROUP BY over the table: each is answered from
+    # that state's partial index (Article.Meta.indexes), so a million published rows
+    # cost an index scan, not a table scan.
+    by_status = {state: Article.objects.filter(status=state).count() for state in ArticleStatus}
     scheduled = Article.objects.filter(status=ArticleStatus.PENDING, publish_at__gt=Now()).count()
     oldest = (
         Article.objects.filter(due_q())
@@ -132,3 +132,21 @@ def pipeline_status(*, dead_limit: int = 20) -> dict:
             .values("id", "title", "slug", "attempts", "last_error", "updated_at")[:dead_limit]
         ),
     }
+
+
+def broker_queue_lengths() -> dict[str, int | None]:
+    """Messages waiting in each of the workers' queues ({name: None} when the broker
+    does not say). The broker-specific part is config.queues.queue_lengths."""
+    from django.conf import settings
+
+    from config.queues import queue_lengths
+
+    names = tuple(queue.name for queue in settings.CELERY_TASK_QUEUES)
+    return queue_lengths(settings.CELERY_BROKER_URL, names)
+
+
+def catch_up_last_run():
+    """When the catch-up last ran (the database's record), or None if it never did."""
+    from publishing.models import CatchUpRun
+
+    return CatchUpRun.objects.filter(pk=1).values_list("ran_at", flat=True).first()

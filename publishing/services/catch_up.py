@@ -7,19 +7,22 @@ the same services as a worker. Both may run any number of times, anywhere, at on
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
+from publishing import rollup
 from publishing.dispatch import dispatch_many
-from publishing.models import Article
+from publishing.models import Article, CatchUpRun
 from publishing.selectors import (
     article_ids_claimable,
     articles_due_for_catch_up,
@@ -79,7 +82,9 @@ def catch_up(*, limit: int | None = None) -> CatchUpReport:
     alerts = sum(article_dead_alert(article_id=i) for i in dead_unalerted_ids(limit=limit))
     stuck = stuck_check()
     site_reconcile()
+    rollup.compact()
     report = CatchUpReport(len(stale), len(sent), len(armed), alerts, stuck)
+    catch_up_recorded(report=report)
     logger.info(
         "catch-up: %d stale due article(s) found, %d sent; %d scheduled armed; "
         "%d dead-letter alert(s); stuck: %s",
@@ -90,6 +95,16 @@ def catch_up(*, limit: int | None = None) -> CatchUpReport:
         report.stuck,
     )
     return report
+
+
+def catch_up_recorded(*, report: CatchUpReport) -> None:
+    """Keep when the catch-up last ran and what it did (the dashboard shows it, and
+    blogpublish_catch_up_last_run_timestamp_seconds lets an alert see it stop)."""
+    values = {"ran_at": Now(), "host": socket.gethostname(), "report": asdict(report)}
+    if not CatchUpRun.objects.filter(pk=1).update(**values):
+        # Two Beats: the other one may have created it meanwhile.
+        with contextlib.suppress(IntegrityError), transaction.atomic():
+            CatchUpRun.objects.create(pk=1, **values)
 
 
 def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:

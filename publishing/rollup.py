@@ -1,0 +1,246 @@
+"""The metrics rollup: what /metrics and the dashboard's charts read.
+
+Every finished attempt adds to a few `MetricsBucket` rows of its minute (its outcome,
+its duration's histogram bucket and, when it published, its save-to-published latency's)
+with one UPSERT in the transaction that records the outcome: the figures are the
+database's, the same whichever host scrapes, and exactly as committed. The catch-up
+folds minutes older than `MINUTES_KEPT` into hours and hours older than `HOURS_KEPT` into
+one running total (`compact`), so a scrape sums a few thousand rows however many
+millions of attempts there were.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from publishing.models import MetricsBucket
+
+# Upper bounds (seconds) of the histogram buckets; +Inf is implied.
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600)
+DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+BUCKETS = {"latency": LATENCY_BUCKETS, "duration": DURATION_BUCKETS}
+INF = "+Inf"
+OUTCOMES = ("ok", "retry", "dead")
+
+MINUTE, HOUR, TOTAL = "m", "h", "t"
+MINUTES_KEPT = timedelta(hours=2)  # the per-minute chart shows the last hour
+HOURS_KEPT = timedelta(hours=26)  # the hourly charts show the last 24
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+SHARDS = 8
+
+
+def bucket_label(seconds: float, bounds: Iterable[float]) -> str:
+    """The label of the bucket `seconds` falls in (its upper bound, as Prometheus writes
+    `le`)."""
+    for bound in bounds:
+        if seconds <= bound:
+            return format_bound(bound)
+    return INF
+
+
+def format_bound(bound: float) -> str:
+    return repr(float(bound))
+
+
+def bound_of(label: str) -> float:
+    return math.inf if label == INF else float(label)
+
+
+# --- writes --------------------------------------------------------------------------
+
+
+def record(
+    *,
+    outcome: str,
+    count: int = 1,
+    duration: float | None = None,
+    latency: float | None = None,
+    now: datetime | None = None,
+) -> None:
+    """Add `count` finished attempts with this outcome (and one duration and latency
+    when given) to this minute's rows. Call it inside the transaction that records the
+    outcome: the counts then commit, or roll back, with it."""
+    if count <= 0:
+        return
+    start = (now or timezone.now()).replace(second=0, microsecond=0)
+    rows = [("attempts", outcome, count, 0.0)]
+    if duration is not None:
+        rows.append(("duration", bucket_label(duration, DURATION_BUCKETS), 1, duration))
+    if latency is not None:
+        rows.append(("latency", bucket_label(latency, LATENCY_BUCKETS), 1, latency))
+    _upsert(MINUTE, start, rows, shard=os.getpid() % SHARDS)
+
+
+def _upsert(span: str, start: datetime, rows: list[tuple[str, str, int, float]], *, shard: int):
+    """INSERT … ON CONFLICT DO UPDATE SET n = n + excluded.n: the same SQL on
+    PostgreSQL and SQLite (≥ 3.24), atomic under concurrent writers."""
+    table = connection.ops.quote_name(MetricsBucket._meta.db_table)
+    when = connection.ops.adapt_datetimefield_value(start)
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(rows))
+    params: list = []
+    for metric, label, n, total in rows:
+        params += [span, when, metric, label, shard, n, total]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (span, start, metric, label, shard, n, total) VALUES {values} "
+            "ON CONFLICT (span, start, metric, label, shard) DO UPDATE SET "
+            f"n = {table}.n + excluded.n, total = {table}.total + excluded.total",
+            params,
+        )
+
+
+def compact(*, now: datetime | None = None) -> int:
+    """Fold minutes older than MINUTES_KEPT into their hours, and hours older than
+    HOURS_KEPT into the running total. Sums are unchanged; returns the rows folded.
+    Safe to run anywhere, at any time, twice at once: the rows are locked, summed and
+    deleted in one transaction."""
+    now = now or timezone.now()
+    folded = _fold(MINUTE, HOUR, before=now - MINUTES_KEPT)
+    return folded + _fold(HOUR, TOTAL, before=now - HOURS_KEPT)
+
+
+def _fold(span: str, into: str, *, before: datetime) -> int:
+    with transaction.atomic():
+        rows = list(
+            MetricsBucket.objects.select_for_update()
+            .filter(span=span, start__lt=before)
+            .values_list("id", "start", "metric", "label", "n", "total")
+        )
+        if not rows:
+            return 0
+        sums: dict[tuple, list] = defaultdict(lambda: [0, 0.0])
+        for _id, start, metric, label, n, total in rows:
+            target = EPOCH if into == TOTAL else start.replace(minute=0, second=0, microsecond=0)
+            sums[target, metric, label][0] += n
+            sums[target, metric, label][1] += total
+        by_start: dict[datetime, list] = defaultdict(list)
+        for (target, metric, label), (n, total) in sums.items():
+            by_start[target].append((metric, label, n, total))
+        for target, values in by_start.items():
+            _upsert(into, target, values, shard=0)
+        ids = [row[0] for row in rows]
+        for i in range(0, len(ids), 500):
+            MetricsBucket.objects.filter(id__in=ids[i : i + 500]).delete()
+    return len(rows)
+
+
+# --- reads ---------------------------------------------------------------------------
+
+
+@dataclass
+class Histogram:
+    bounds: tuple[float, ...]
+    counts: dict[str, int] = field(default_factory=dict)  # per bucket, not cumulative
+    total: float = 0.0
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts.values())
+
+    def cumulative(self) -> list[tuple[str, int]]:
+        """[(le, observations ≤ le)], +Inf last, as Prometheus exposes them."""
+        running, out = 0, []
+        for label in [*map(format_bound, self.bounds), INF]:
+            running += self.counts.get(label, 0)
+            out.append((label, running))
+        return out
+
+    def quantile(self, q: float) -> float | None:
+        """Estimated as Prometheus' histogram_quantile does: linear within the bucket;
+        the highest finite bound when it falls in +Inf. None without observations."""
+        total = self.count
+        if not total:
+            return None
+        rank, lower = q * total, 0.0
+        for label, running in self.cumulative():
+            upper = bound_of(label)
+            before = running - self.counts.get(label, 0)
+            if running >= rank and self.counts.get(label, 0):
+                if math.isinf(upper):
+                    return lower
+                return lower + (upper - lower) * (rank - before) / self.counts[label]
+            if not math.isinf(upper):
+                lower = upper
+        return lower
+
+
+@dataclass
+class Totals:
+    attempts: dict[str, int]
+    latency: Histogram
+    duration: Histogram
+
+
+def totals() -> Totals:
+    """Everything ever recorded (the counters and histograms of /metrics)."""
+    return _totals(_sums(MetricsBucket.objects.all()))
+
+
+def _sums(queryset) -> list[tuple[str, str, int, float]]:
+    return list(
+        queryset.order_by()
+        .values_list("metric", "label")
+        .annotate(n=Sum("n"), total=Sum("total"))
+        .values_list("metric", "label", "n", "total")
+    )
+
+
+def _totals(rows: Iterable[tuple[str, str, int, float]]) -> Totals:
+    result = Totals(
+        attempts=dict.fromkeys(OUTCOMES, 0),
+        latency=Histogram(LATENCY_BUCKETS),
+        duration=Histogram(DURATION_BUCKETS),
+    )
+    for metric, label, n, total in rows:
+        if metric == "attempts":
+            result.attempts[label] = result.attempts.get(label, 0) + int(n or 0)
+        elif metric in BUCKETS:
+            histogram = getattr(result, metric)
+            histogram.counts[label] = histogram.counts.get(label, 0) + int(n or 0)
+            histogram.total += float(total or 0.0)
+    return result
+
+
+def hourly(*, now: datetime | None = None, hours: int = 24) -> list[tuple[datetime, Totals]]:
+    """The last `hours` hours, oldest first (the current one included): attempts by
+    outcome and both histograms of each hour."""
+    now = now or timezone.now()
+    this_hour = now.replace(minute=0, second=0, microsecond=0)
+    first = this_hour - timedelta(hours=hours - 1)
+    per_hour: dict[datetime, list] = defaultdict(list)
+    rows = MetricsBucket.objects.filter(span__in=[MINUTE, HOUR], start__gte=first).values_list(
+        "start", "metric", "label", "n", "total"
+    )
+    for start, metric, label, n, total in rows:
+        per_hour[start.replace(minute=0, second=0, microsecond=0)].append((metric, label, n, total))
+    return [
+        (first + timedelta(hours=i), _totals(per_hour.get(first + timedelta(hours=i), ())))
+        for i in range(hours)
+    ]
+
+
+def publishes_per_minute(*, now: datetime | None = None, minutes: int = 60) -> list:
+    """[(minute, attempts that published)] for the last `minutes` minutes, oldest first."""
+    now = now or timezone.now()
+    this_minute = now.replace(second=0, microsecond=0)
+    first = this_minute - timedelta(minutes=minutes - 1)
+    counts = dict(
+        MetricsBucket.objects.filter(span=MINUTE, start__gte=first, metric="attempts", label="ok")
+        .order_by()
+        .values_list("start")
+        .annotate(n=Sum("n"))
+        .values_list("start", "n")
+    )
+    return [
+        (first + timedelta(minutes=i), int(counts.get(first + timedelta(minutes=i), 0)))
+        for i in range(minutes)
+    ]
