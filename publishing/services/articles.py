@@ -29,6 +29,7 @@ from django.utils import timezone
 from publishing import rollup
 from publishing.db import update_returning
 from publishing.exceptions import PermanentPublishError
+from publishing.logcontext import log_context
 from publishing.models import (
     Article,
     ArticleStatus,
@@ -301,9 +302,22 @@ def article_publish(
     `time_limit()` bounds the publishers: the backup executor passes its own
     (publishing.time_limits); a Celery worker enforces the task's limits itself.
     """
-    claim = article_claim(article_id=article_id, worker=worker, task_id=task_id)
-    if claim is None:
-        return explain_unclaimed(article_id=article_id)
+    with log_context(article_id=article_id, task_id=task_id):
+        claim = article_claim(article_id=article_id, worker=worker, task_id=task_id)
+        if claim is None:
+            return explain_unclaimed(article_id=article_id)
+        with log_context(attempt=claim.attempt):
+            return _attempt(claim, retry_in=retry_in, time_limit=time_limit)
+
+
+def _attempt(
+    claim: Claim,
+    *,
+    retry_in: Callable[[int], float],
+    time_limit: Callable[[], AbstractContextManager],
+) -> AttemptResult:
+    """Publish the claimed content to every target, then complete or fail."""
+    article_id = claim.article.pk
     try:
         with time_limit():
             for publisher in get_publishers():
