@@ -4,9 +4,22 @@ from django.contrib import admin
 from django.urls import path, re_path
 
 from blogpublish.views import site
+from publishing.dashboard import dashboard, dashboard_requeue
 from publishing.views import healthz, metrics, status_json
 
 urlpatterns = [
+    # Before admin.site.urls, whose catch-all would take these; admin_view sends
+    # anonymous users to the login page and lets only staff in.
+    path(
+        "admin/publishing/dashboard/",
+        admin.site.admin_view(dashboard),
+        name="publishing-dashboard",
+    ),
+    path(
+        "admin/publishing/dashboard/requeue/",
+        admin.site.admin_view(dashboard_requeue),
+        name="publishing-dashboard-requeue",
+    ),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("status.json", status_json, name="status-json"),

@@ -47,7 +47,7 @@ def _from_this_host(request: HttpRequest) -> bool:
     return not any(request.headers.get(name) for name in FORWARDED_HEADERS)
 
 
-def _broker_state() -> str:
+def broker_state() -> str:
     try:
         with Connection(
             settings.CELERY_BROKER_URL, connect_timeout=1, transport_options={"socket_timeout": 1}
@@ -67,7 +67,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
             cursor.execute("SELECT 1")
     except Exception as exc:
         return JsonResponse({"database": f"unreachable: {type(exc).__name__}"}, status=503)
-    return JsonResponse({"database": "ok", "broker": _broker_state()})
+    return JsonResponse({"database": "ok", "broker": broker_state()})
 
 
 @require_GET
