@@ -30,15 +30,23 @@ def queue_names(default_queue: str) -> tuple[str, ...]:
     return tuple(queue.name for queue in celery_queues(default_queue)[1])
 
 
+def _length(channel, name: str) -> int:
+    size = getattr(channel, "_size", None)  # kombu.transport.virtual.Channel (Redis)
+    if size is not None:
+        return int(size(name))
+    return int(channel.queue_declare(queue=name, passive=True).message_count)
+
+
 def queue_lengths(broker_url: str, names: tuple[str, ...]) -> dict[str, int | None]:
     """Messages waiting in each queue, read from the broker: {name: count}, None for a
     queue the broker could not say (unreachable, or the queue is not declared yet).
 
-    The one place that asks the broker (GET /metrics, the dashboard). A passive
-    `queue.declare` returns the count on every kombu transport: on Redis the length of
-    the list (and its priority lists), on RabbitMQ the ready messages (not the unacked
-    ones a worker holds). It creates nothing: an undeclared queue raises, which costs
-    that queue's channel only."""
+    The one place that asks the broker (GET /metrics, the dashboard): a broker added
+    later is one more case in `_length`. On Redis (kombu's virtual transports) the
+    length of the queue's lists (its priority lists included; an empty queue has no
+    list, so 0); on RabbitMQ a passive `queue.declare`, which counts the ready messages
+    (not the unacked ones a worker holds) and creates nothing (an undeclared queue
+    raises, costing that queue's channel only)."""
     from kombu import Connection
 
     lengths: dict[str, int | None] = dict.fromkeys(names)
@@ -50,7 +58,7 @@ def queue_lengths(broker_url: str, names: tuple[str, ...]) -> dict[str, int | No
             for name in names:
                 channel = conn.channel()
                 try:
-                    lengths[name] = channel.queue_declare(queue=name, passive=True).message_count
+                    lengths[name] = _length(channel, name)
                 except Exception:
                     lengths[name] = None
                 finally:

@@ -105,9 +105,7 @@ def test_dashboard__staff_without_the_article_permission_are_forbidden(client, s
     assert client.get(URL).status_code == 403
 
 
-def test_dashboard__view_only_staff_see_no_requeue_and_cannot_post_one(
-    client, staff, make_article
-):
+def test_dashboard__view_only_staff_see_no_requeue_and_cannot_post_one(client, staff, make_article):
     staff("view_article")
     dead = dead_article(make_article)
 
