@@ -4,29 +4,33 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-sqlite test-postgres bench lint install clean
+.PHONY: run test test-sqlite test-postgres bench lint install tools clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -qq --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) tools
+
+## make tools: the system tools the tests use (promtool, chromium), from Debian, when missing.
+tools:
+	@scripts/install-tools.sh
 
 ## make run: migrate, create the local admin, start web, worker, beat and Flower.
 run: $(STAMP)
 	@$(BIN)/python scripts/run.py
 
 ## make test: lint, then the whole suite on SQLite and again on PostgreSQL.
-test: $(STAMP)
+test: $(STAMP) tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@scripts/test.sh
 
-test-sqlite: $(STAMP)
+test-sqlite: $(STAMP) tools
 	@scripts/test.sh sqlite
 
-test-postgres: $(STAMP)
+test-postgres: $(STAMP) tools
 	@scripts/test.sh postgres
 
 ## make bench: blogpublish side by side with bare Celery on PostgreSQL and SQLite, and the

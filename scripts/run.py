@@ -103,6 +103,7 @@ def main() -> int:
     ensure_admin(creds["admin_user"], creds["admin_password"])
     settings.SITE_ROOT.mkdir(parents=True, exist_ok=True)
     settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+    (ROOT / "var" / "flower").mkdir(mode=0o700, exist_ok=True)  # Flower's --persistent db
 
     print(
         "\nblogpublish is starting (Ctrl-C stops everything):\n"
