@@ -5,6 +5,8 @@ them. Workers consume both."""
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 
 from kombu import Queue
 
@@ -37,6 +39,10 @@ def _length(channel, name: str) -> int:
     return int(channel.queue_declare(queue=name, passive=True).message_count)
 
 
+_connections: dict[str, object] = {}
+_connections_lock = threading.Lock()
+
+
 def queue_lengths(broker_url: str, names: tuple[str, ...]) -> dict[str, int | None]:
     """Messages waiting in each queue, read from the broker: {name: count}, None for a
     queue the broker could not say (unreachable, or the queue is not declared yet).
@@ -46,25 +52,45 @@ def queue_lengths(broker_url: str, names: tuple[str, ...]) -> dict[str, int | No
     length of the queue's lists (its priority lists included; an empty queue has no
     list, so 0); on RabbitMQ a passive `queue.declare`, which counts the ready messages
     (not the unacked ones a worker holds) and creates nothing (an undeclared queue
-    raises, costing that queue's channel only)."""
-    from kombu import Connection
-
-    lengths: dict[str, int | None] = dict.fromkeys(names)
-    try:
-        with Connection(
-            broker_url, connect_timeout=1, transport_options={"socket_timeout": 1}
-        ) as conn:
-            conn.ensure_connection(max_retries=0, timeout=2)
+    raises, costing that queue's channel only). One connection per process and broker
+    is kept between calls (a scrape every few seconds need not connect each time), with
+    short timeouts; after an error it is dropped and the next call connects afresh."""
+    with _connections_lock:
+        try:
+            conn = _connection(broker_url)
+            lengths: dict[str, int | None] = {}
+            channel = conn.default_channel
             for name in names:
-                channel = conn.channel()
                 try:
                     lengths[name] = _length(channel, name)
+                except conn.connection_errors:
+                    raise
                 except Exception:
+                    # RabbitMQ closes the channel of a failed passive declare.
                     lengths[name] = None
-                finally:
-                    # A channel the broker closed (queue not found) may fail to close.
                     with contextlib.suppress(Exception):
                         channel.close()
-    except Exception:
-        return dict.fromkeys(names)
-    return lengths
+                    channel = conn.channel()
+            return lengths
+        except Exception:
+            _drop(broker_url)
+            return dict.fromkeys(names)
+
+
+def _connection(broker_url: str):
+    from kombu import Connection
+
+    conn = _connections.get(broker_url)
+    if conn is None or getattr(conn, "_pid", None) != os.getpid():
+        conn = Connection(broker_url, connect_timeout=1, transport_options={"socket_timeout": 1})
+        conn.ensure_connection(max_retries=0, timeout=2)
+        conn._pid = os.getpid()  # a connection made before a fork is not the child's
+        _connections[broker_url] = conn
+    return conn
+
+
+def _drop(broker_url: str) -> None:
+    conn = _connections.pop(broker_url, None)
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            conn.release()
