@@ -6,8 +6,8 @@
 Per database (a fresh one, in a child process: bench/child.py operator …): N published
 articles made by one set-based INSERT (bench/catchup.py), a few hundred of them then
 made dead and pending-with-failed-attempts, M PublishAttempt rows by one more INSERT, and
-26 hours of metrics rollup as busy workers would leave it (every minute on every shard,
-then folded as the catch-up's compaction does). Then,
+26 hours of metrics rollup as busy workers would leave it (publishing.rollup: every hour
+and the last 70 minutes, on every shard, compacted as the catch-up does). Then,
 in this process through Django's test client (server time: the view, its queries, the
 template, and the broker's queue lengths from the private Redis), after one warm-up
 each: the dashboard page, its live fragment (what the page fetches every 5 s), and
@@ -79,8 +79,9 @@ def unfinished_work(articles: int) -> dict:
 
 
 def busy_rollup() -> int:
-    """26 hours of rollup rows, every minute on every shard, then folded as the catch-up's
-    compaction does (publishing.rollup.compact): about what a busy site keeps."""
+    """26 hours of a busy site's rollup, on every shard: every hour's outcomes and both
+    histograms, and the last 70 minutes' outcomes per minute (what publishing.rollup
+    keeps), then compacted as the catch-up does."""
     from django.db import connection
     from django.utils import timezone
 
@@ -88,36 +89,43 @@ def busy_rollup() -> int:
     from publishing.models import MetricsBucket
 
     now = timezone.now().replace(second=0, microsecond=0)
+    shards = range(1 if connection.vendor == "sqlite" else rollup.SHARDS)
     rows = []
-    for minutes_ago in range(26 * 60):
-        start = now - timedelta(minutes=minutes_ago)
-        for shard in range(1 if connection.vendor == "sqlite" else rollup.SHARDS):
-            rows.append(
-                MetricsBucket(
-                    span="m", start=start, metric="attempts", label="ok", shard=shard, n=40
+    for hours_ago in range(27):
+        start = now.replace(minute=0) - timedelta(hours=hours_ago)
+        for shard in shards:
+            for outcome, n in (("ok", 2400), ("retry", 120), ("dead", 1)):
+                rows.append(
+                    MetricsBucket(
+                        span="h", start=start, metric="attempts", label=outcome, shard=shard, n=n
+                    )
                 )
-            )
-            rows.append(
-                MetricsBucket(
-                    span="m", start=start, metric="attempts", label="retry", shard=shard, n=2
-                )
-            )
-            for bounds, metric in (
-                (rollup.DURATION_BUCKETS, "duration"),
-                (rollup.LATENCY_BUCKETS, "latency"),
+            for metric, bounds in (
+                ("duration", rollup.DURATION_BUCKETS),
+                ("latency", rollup.LATENCY_BUCKETS),
             ):
-                for bound in bounds[:6]:
+                for bound in bounds:
+                    label = rollup.format_bound(bound)
                     rows.append(
                         MetricsBucket(
-                            span="m",
+                            span="h",
                             start=start,
                             metric=metric,
-                            label=rollup.format_bound(bound),
+                            label=label,
                             shard=shard,
-                            n=7,
-                            total=7 * bound * 0.8,
+                            n=200,
+                            total=160 * bound,
                         )
                     )
+    for minutes_ago in range(70):
+        start = now - timedelta(minutes=minutes_ago)
+        for shard in shards:
+            for outcome, n in (("ok", 40), ("retry", 2)):
+                rows.append(
+                    MetricsBucket(
+                        span="m", start=start, metric="attempts", label=outcome, shard=shard, n=n
+                    )
+                )
     MetricsBucket.objects.bulk_create(rows, batch_size=2000)
     rollup.compact(now=now)
     return MetricsBucket.objects.count()

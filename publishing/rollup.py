@@ -1,12 +1,13 @@
 """The metrics rollup: what /metrics and the dashboard's charts read.
 
-Every finished attempt adds to a few `MetricsBucket` rows of its minute (its outcome,
-its duration's histogram bucket and, when it published, its save-to-published latency's)
-with one UPSERT in the transaction that records the outcome: the figures are the
-database's, the same whichever host scrapes, and exactly as committed. The catch-up
-folds minutes older than `MINUTES_KEPT` into hours and hours older than `HOURS_KEPT` into
-one running total (`compact`), so a scrape sums a few thousand rows however many
-millions of attempts there were.
+Every finished attempt adds to a few `MetricsBucket` rows of its hour (its outcome, its
+duration's histogram bucket and, when it published, its save-to-published latency's)
+and to its minute's outcome row, with one UPSERT in the transaction that records the
+outcome: the figures are the database's, the same whichever host scrapes, and exactly
+as committed. The catch-up (`compact`) deletes minutes older than `MINUTES_KEPT` (their
+hours hold them too) and folds hours older than `HOURS_KEPT` into one running total, so
+a scrape sums a few hundred rows however many millions of attempts there were, and the
+hourly charts read one row per hour and label.
 """
 
 from __future__ import annotations
@@ -74,24 +75,31 @@ def record(
     outcome: the counts then commit, or roll back, with it."""
     if count <= 0:
         return
-    start = (now or timezone.now()).replace(second=0, microsecond=0)
-    rows = [("attempts", outcome, count, 0.0)]
+    minute = (now or timezone.now()).replace(second=0, microsecond=0)
+    hour = minute.replace(minute=0)
+    rows = [
+        (MINUTE, minute, "attempts", outcome, count, 0.0),
+        (HOUR, hour, "attempts", outcome, count, 0.0),
+    ]
     if duration is not None:
-        rows.append(("duration", bucket_label(duration, DURATION_BUCKETS), 1, duration))
+        rows.append((HOUR, hour, "duration", bucket_label(duration, DURATION_BUCKETS), 1, duration))
     if latency is not None:
-        rows.append(("latency", bucket_label(latency, LATENCY_BUCKETS), 1, latency))
+        rows.append((HOUR, hour, "latency", bucket_label(latency, LATENCY_BUCKETS), 1, latency))
     shards = 1 if connection.vendor == "sqlite" else SHARDS
-    _upsert(MINUTE, start, rows, shard=os.getpid() % shards)
+    _upsert(rows, shard=os.getpid() % shards)
 
 
-def _upsert(span: str, start: datetime, rows: list[tuple[str, str, int, float]], *, shard: int):
+Row = tuple[str, datetime, str, str, int, float]  # span, start, metric, label, n, total
+
+
+def _upsert(rows: list[Row], *, shard: int) -> None:
     """INSERT … ON CONFLICT DO UPDATE SET n = n + excluded.n: the same SQL on
     PostgreSQL and SQLite (≥ 3.24), atomic under concurrent writers."""
     table = connection.ops.quote_name(MetricsBucket._meta.db_table)
-    when = connection.ops.adapt_datetimefield_value(start)
     values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(rows))
     params: list = []
-    for metric, label, n, total in rows:
+    for span, start, metric, label, n, total in rows:
+        when = connection.ops.adapt_datetimefield_value(start)
         params += [span, when, metric, label, shard, n, total]
     with connection.cursor() as cursor:
         cursor.execute(
@@ -103,34 +111,36 @@ def _upsert(span: str, start: datetime, rows: list[tuple[str, str, int, float]],
 
 
 def compact(*, now: datetime | None = None) -> int:
-    """Fold minutes older than MINUTES_KEPT into their hours, and hours older than
-    HOURS_KEPT into the running total. Sums are unchanged; returns the rows folded.
-    Safe to run anywhere, at any time, twice at once: the rows are locked, summed and
-    deleted in one transaction."""
+    """Delete minutes older than MINUTES_KEPT (their hours count them too) and fold hours
+    older than HOURS_KEPT into the running total. The totals are unchanged; returns the
+    rows removed. Safe anywhere, at any time, twice at once: the hours are locked,
+    summed and deleted in one transaction."""
     now = now or timezone.now()
-    folded = _fold(MINUTE, HOUR, before=now - MINUTES_KEPT)
-    return folded + _fold(HOUR, TOTAL, before=now - HOURS_KEPT)
+    deleted, _ = MetricsBucket.objects.filter(span=MINUTE, start__lt=now - MINUTES_KEPT).delete()
+    return deleted + _fold_hours(before=now - HOURS_KEPT)
 
 
-def _fold(span: str, into: str, *, before: datetime) -> int:
+def _fold_hours(*, before: datetime) -> int:
+    """Add the hours before `before` to the running total and delete them."""
     with transaction.atomic():
         rows = list(
             MetricsBucket.objects.select_for_update()
-            .filter(span=span, start__lt=before)
+            .filter(span=HOUR, start__lt=before)
             .values_list("id", "start", "metric", "label", "n", "total")
         )
         if not rows:
             return 0
         sums: dict[tuple, list] = defaultdict(lambda: [0, 0.0])
-        for _id, start, metric, label, n, total in rows:
-            target = EPOCH if into == TOTAL else start.replace(minute=0, second=0, microsecond=0)
-            sums[target, metric, label][0] += n
-            sums[target, metric, label][1] += total
-        by_start: dict[datetime, list] = defaultdict(list)
-        for (target, metric, label), (n, total) in sums.items():
-            by_start[target].append((metric, label, n, total))
-        for target, values in by_start.items():
-            _upsert(into, target, values, shard=0)
+        for _id, _start, metric, label, n, total in rows:
+            sums[metric, label][0] += n
+            sums[metric, label][1] += total
+        _upsert(
+            [
+                (TOTAL, EPOCH, metric, label, n, total)
+                for (metric, label), (n, total) in sums.items()
+            ],
+            shard=0,
+        )
         ids = [row[0] for row in rows]
         for i in range(0, len(ids), 500):
             MetricsBucket.objects.filter(id__in=ids[i : i + 500]).delete()
@@ -186,7 +196,7 @@ class Totals:
 
 def totals() -> Totals:
     """Everything ever recorded (the counters and histograms of /metrics)."""
-    return _totals(_sums(MetricsBucket.objects.all()))
+    return _totals(_sums(MetricsBucket.objects.filter(span__in=[HOUR, TOTAL])))
 
 
 def _sums(queryset) -> list[tuple[str, str, int, float]]:
@@ -221,18 +231,16 @@ def hourly(*, now: datetime | None = None, hours: int = 24) -> list[tuple[dateti
     this_hour = now.replace(minute=0, second=0, microsecond=0)
     first = this_hour - timedelta(hours=hours - 1)
     per_hour: dict[datetime, list] = defaultdict(list)
-    # Summed by the database over the shards (a GROUP BY on plain columns: a function of
-    # `start` per row would cost SQLite a Python call per row); folded into hours here,
-    # from at most MINUTES_KEPT of minutes and the hours before.
+    # One row per hour and label (the shards summed by the database).
     rows = (
-        MetricsBucket.objects.filter(span__in=[MINUTE, HOUR], start__gte=first)
+        MetricsBucket.objects.filter(span=HOUR, start__gte=first)
         .order_by()
         .values_list("start", "metric", "label")
         .annotate(n=Sum("n"), total=Sum("total"))
         .values_list("start", "metric", "label", "n", "total")
     )
     for start, metric, label, n, total in rows:
-        per_hour[start.replace(minute=0, second=0, microsecond=0)].append((metric, label, n, total))
+        per_hour[start].append((metric, label, n, total))
     return [
         (first + timedelta(hours=i), _totals(per_hour.get(first + timedelta(hours=i), ())))
         for i in range(hours)

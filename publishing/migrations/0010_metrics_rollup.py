@@ -4,6 +4,90 @@ import django.utils.timezone
 from django.db import migrations, models
 
 
+# Articles per status (publishing.models.ArticleCount), kept by the database itself on
+# every insert, delete and change of status, however the row is written. An UPSERT, not
+# an UPDATE of seeded rows, so a TRUNCATE of both tables (test flushes) starts again
+# consistently from nothing.
+SQLITE_UPSERT = (
+    "INSERT INTO publishing_articlecount (status, shard, n) VALUES ({status}, 0, {delta}) "
+    "ON CONFLICT (status, shard) DO UPDATE SET n = n + {delta};"
+)
+SQLITE_TRIGGERS = [
+    "CREATE TRIGGER publishing_article_count_insert AFTER INSERT ON publishing_article "
+    "BEGIN " + SQLITE_UPSERT.format(status="NEW.status", delta="1") + " END",
+    "CREATE TRIGGER publishing_article_count_delete AFTER DELETE ON publishing_article "
+    "BEGIN " + SQLITE_UPSERT.format(status="OLD.status", delta="-1") + " END",
+    "CREATE TRIGGER publishing_article_count_update AFTER UPDATE OF status ON publishing_article "
+    "WHEN OLD.status IS NOT NEW.status BEGIN "
+    + SQLITE_UPSERT.format(status="OLD.status", delta="-1")
+    + " "
+    + SQLITE_UPSERT.format(status="NEW.status", delta="1")
+    + " END",
+]
+POSTGRES_TRIGGERS = [
+    """
+    CREATE FUNCTION publishing_article_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        -- Concurrent writers update different rows: no waiting on one hot row.
+        s smallint := pg_backend_pid() % 8;
+    BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+            INSERT INTO publishing_articlecount (status, shard, n) VALUES (OLD.status, s, -1)
+            ON CONFLICT (status, shard)
+            DO UPDATE SET n = publishing_articlecount.n - 1;
+        END IF;
+        IF TG_OP IN ('UPDATE', 'INSERT') THEN
+            INSERT INTO publishing_articlecount (status, shard, n) VALUES (NEW.status, s, 1)
+            ON CONFLICT (status, shard)
+            DO UPDATE SET n = publishing_articlecount.n + 1;
+        END IF;
+        RETURN NULL;
+    END
+    $$
+    """,
+    "CREATE TRIGGER publishing_article_count_insert_delete AFTER INSERT OR DELETE "
+    "ON publishing_article FOR EACH ROW EXECUTE FUNCTION publishing_article_count()",
+    "CREATE TRIGGER publishing_article_count_update AFTER UPDATE OF status "
+    "ON publishing_article FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) "
+    "EXECUTE FUNCTION publishing_article_count()",
+]
+DROP = {
+    "sqlite": [
+        "DROP TRIGGER IF EXISTS publishing_article_count_insert",
+        "DROP TRIGGER IF EXISTS publishing_article_count_delete",
+        "DROP TRIGGER IF EXISTS publishing_article_count_update",
+    ],
+    "postgresql": [
+        "DROP TRIGGER IF EXISTS publishing_article_count_insert_delete ON publishing_article",
+        "DROP TRIGGER IF EXISTS publishing_article_count_update ON publishing_article",
+        "DROP FUNCTION IF EXISTS publishing_article_count()",
+    ],
+}
+
+
+def install_count_triggers(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    if vendor not in ("sqlite", "postgresql"):
+        raise RuntimeError(f"publishing 0010: no article count triggers for {vendor}")
+    with schema_editor.connection.cursor() as cursor:
+        # Triggers first, then the count of what exists: on PostgreSQL CREATE TRIGGER
+        # locks out writers of the table until this migration commits, and SQLite has
+        # one writer, so nothing is counted twice or missed.
+        for sql in SQLITE_TRIGGERS if vendor == "sqlite" else POSTGRES_TRIGGERS:
+            cursor.execute(sql)
+        cursor.execute("DELETE FROM publishing_articlecount")
+        cursor.execute(
+            "INSERT INTO publishing_articlecount (status, shard, n) "
+            "SELECT status, 0, COUNT(*) FROM publishing_article GROUP BY status"
+        )
+
+
+def remove_count_triggers(apps, schema_editor):
+    with schema_editor.connection.cursor() as cursor:
+        for sql in DROP.get(schema_editor.connection.vendor, []):
+            cursor.execute(sql)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -11,6 +95,19 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.CreateModel(
+            name='ArticleCount',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('status', models.CharField(max_length=16)),
+                ('shard', models.SmallIntegerField(default=0)),
+                ('n', models.BigIntegerField(default=0)),
+            ],
+            options={
+                'constraints': [models.UniqueConstraint(fields=('status', 'shard'), name='articlecount_key')],
+            },
+        ),
+        migrations.RunPython(install_count_triggers, remove_count_triggers),
         migrations.CreateModel(
             name='CatchUpRun',
             fields=[

@@ -1,0 +1,53 @@
+"""Articles per status as the database keeps them (ArticleCount, kept by triggers):
+equal to counting the table after every way of writing rows (save, bulk_create,
+update(), the services, delete), so /metrics and the dashboard need not count."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.models import Count
+
+from publishing.models import Article, ArticleStatus
+from publishing.selectors import article_counts, pipeline_status
+from publishing.services import article_requeue
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def counted() -> dict[str, int]:
+    by_status = dict(
+        Article.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    return {status: by_status.get(status, 0) for status in ArticleStatus}
+
+
+def test_counts_follow_every_way_of_writing_rows(make_article):
+    articles = [make_article() for _ in range(5)]
+    assert article_counts() == counted() == {"pending": 5, "published": 0, "dead": 0}
+
+    bulk = Article.objects.bulk_create(
+        [
+            Article(title=f"Bulk {i}", slug=f"bulk-{i}", body="x", content_hash="0" * 64)
+            for i in range(3)
+        ]
+    )
+    Article.objects.filter(pk__in=[a.pk for a in articles[:3]]).update(
+        status=ArticleStatus.PUBLISHED
+    )
+    Article.objects.filter(pk=articles[3].pk).update(status=ArticleStatus.DEAD)
+    Article.objects.filter(pk=articles[0].pk).update(status=ArticleStatus.PUBLISHED)  # no change
+    assert article_counts() == counted() == {"pending": 4, "published": 3, "dead": 1}
+
+    assert article_requeue(article_id=articles[3].pk)
+    edited = Article.objects.get(pk=articles[1].pk)
+    edited.body = "Edited, so pending again."
+    edited.save()
+    Article.objects.filter(pk=articles[2].pk).delete()
+    Article.objects.filter(pk__in=[a.pk for a in bulk]).delete()
+    with connection.cursor() as cursor:  # raw SQL too
+        cursor.execute(
+            "UPDATE publishing_article SET status = 'dead' WHERE id = %s", [articles[4].pk]
+        )
+    assert article_counts() == counted() == {"pending": 2, "published": 1, "dead": 1}
+    assert pipeline_status()["counts"]["dead"] == 1
