@@ -134,12 +134,20 @@ def test_flower_as_the_procfile_runs_it_lists_publishes_by_article_and_keeps_the
 
     proc = start()
     try:
-        article = make_article(title="Watched in Flower")
-        task = wait_for(lambda: task_of(article.pk), timeout=60, what="the task in Flower")
+        # Flower sees only the events sent after it subscribed, which may be a moment
+        # after it answers: publish until one is seen.
+        def published_and_seen() -> tuple[int, dict] | None:
+            article = make_article(title="Watched in Flower")
+            try:
+                return article.pk, wait_for(lambda: task_of(article.pk), timeout=5)
+            except AssertionError:
+                return None
+
+        article_id, task = wait_for(published_and_seen, timeout=90, what="a task in Flower")
         assert task["name"] == "publishing.tasks.publish_article"
         assert task["sent"] is not None  # the sender's event (CELERY_TASK_SEND_SENT_EVENT)
         proc.stop()  # SIGTERM: Flower saves its state
         proc = start()
-        assert task_of(article.pk) is not None
+        assert task_of(article_id) is not None
     finally:
         proc.stop()
