@@ -151,6 +151,8 @@ def dashboard_requeue(request: HttpRequest) -> HttpResponse:
         try:
             article_id = int(request.POST.get("article_id", ""))
         except ValueError:
+            article_id = 0
+        if not 0 < article_id < 2**63:  # what a bigint key can be
             messages.error(request, "No article to requeue was given.")
         else:
             if article_requeue(article_id=article_id):

@@ -153,7 +153,9 @@ def test_dashboard__requeue_of_an_article_that_is_not_dead_says_so(client, staff
     response = client.post(URL + "requeue/", {"article_id": pending.pk}, follow=True)
 
     assert "is not dead" in response.content.decode()
-    assert client.post(URL + "requeue/", {"article_id": "x"}).status_code == 302
+    for bad in ("x", "", "-1", str(2**70)):
+        response = client.post(URL + "requeue/", {"article_id": bad}, follow=True)
+        assert "No article to requeue was given." in response.content.decode(), bad
 
 
 def test_dashboard__charts_show_the_rollup(client, staff):
