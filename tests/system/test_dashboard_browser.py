@@ -18,7 +18,7 @@ from publishing.services import catch_up
 from tests.support import processes
 from tests.support.waiting import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.system]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
