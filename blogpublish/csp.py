@@ -16,6 +16,7 @@ import hashlib
 import re
 from functools import lru_cache
 
+from django.conf import settings
 from django.template.loader import get_template
 
 STYLE_BLOCK = re.compile(r"<style>(.*?)</style>", re.DOTALL)
@@ -31,18 +32,27 @@ def style_hashes() -> tuple[str, ...]:
 
 
 def site_policy(*, images_self_only: bool) -> str:
+    return "; ".join(policy_directives(images_self_only=images_self_only))
+
+
+def meta_policy() -> str:
+    """The site's policy for a `<meta>` element (the admin's preview): the same, less
+    `frame-ancestors`, which browsers ignore there (the preview lives in a frame)."""
+    directives = policy_directives(images_self_only=settings.SITE_IMAGES_SELF_ONLY)
+    return "; ".join(d for d in directives if not d.startswith("frame-ancestors"))
+
+
+def policy_directives(*, images_self_only: bool) -> list[str]:
     images = "'self'" if images_self_only else "'self' https:"
     styles = " ".join(style_hashes()) or "'none'"
-    return "; ".join(
-        [
-            "default-src 'none'",
-            f"img-src {images}",
-            f"style-src {styles}",
-            "style-src-attr 'unsafe-inline'",
-            "script-src 'none'",
-            "object-src 'none'",
-            "base-uri 'none'",
-            "form-action 'none'",
-            "frame-ancestors 'none'",
-        ]
-    )
+    return [
+        "default-src 'none'",
+        f"img-src {images}",
+        f"style-src {styles}",
+        "style-src-attr 'unsafe-inline'",
+        "script-src 'none'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    ]

@@ -7,6 +7,7 @@
 - `PageNote`: a page written by an attempt, or an article deleted, that the refresher
   has not settled yet. A refresh reads the notes to know which archive entries changed
   and which page directories may have to go; its cost follows the notes, not the site.
+- `Image`: an image uploaded from the article form, stored under SITE_ROOT/media/.
 """
 
 from __future__ import annotations
@@ -46,3 +47,26 @@ class PageNote(models.Model):
 
     def __str__(self) -> str:
         return f"article {self.article_id}: {', '.join(self.slugs)}"
+
+
+class Image(models.Model):
+    """An image a writer uploaded from the article form (blogpublish.desk.images),
+    stored under SITE_ROOT at `path` (`media/<sha256 of the bytes>.<ext>`).
+
+    The full check (reconcile) removes it once no article uses it, neither its text nor
+    its live version, for IMAGE_GRACE_SECONDS since it was uploaded or last seen in use.
+    """
+
+    path = models.CharField(max_length=120, unique=True)
+    # The name it had on the writer's machine (the alt text's default).
+    original_name = models.CharField(max_length=255, blank=True, default="")
+    size = models.PositiveIntegerField()
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    # Uploading the same bytes again sets it anew: a fresh grace period.
+    uploaded_at = models.DateTimeField()
+    # When the full check last found an article using it.
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.path

@@ -118,6 +118,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "publishing.apps.PublishingConfig",
     "blogpublish.apps.BlogpublishConfig",
+    "api.apps.ApiConfig",
 ]
 
 MIDDLEWARE = [
@@ -213,6 +214,10 @@ SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
 # The Content-Security-Policy of the site's pages (blogpublish.csp) allows images from
 # the site and over https; 1: from the site only (no hot-linked images, no tracking pixels).
 SITE_IMAGES_SELF_ONLY = env_bool("SITE_IMAGES_SELF_ONLY", False)
+# An uploaded image (SITE_ROOT/media/) that no article uses is removed by the full check
+# once this long has passed since it was uploaded or last seen in use (a day: a writer
+# who uploads and saves later, or undoes a removal, keeps it).
+IMAGE_GRACE_SECONDS = env_number("IMAGE_GRACE_SECONDS", 86400, minimum=0)
 
 PUBLISH_MAX_ATTEMPTS = env_int("PUBLISH_MAX_ATTEMPTS", 5, minimum=1)
 # How long one claimed attempt may run before any executor may take the row over.

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import path, re_path
 
+from api.endpoints import api
 from blogpublish.views import site
 from publishing.dashboard import dashboard, dashboard_requeue
 from publishing.views import healthz, metrics, status_json
@@ -21,6 +22,8 @@ urlpatterns = [
         name="publishing-dashboard-requeue",
     ),
     path("admin/", admin.site.urls),
+    # The HTTP API (docs/api.md), before the blog's catch-all.
+    path("api/", api.urls),
     path("healthz", healthz, name="healthz"),
     path("status.json", status_json, name="status-json"),
     path("metrics", metrics, name="metrics"),

@@ -338,6 +338,10 @@ class Article(models.Model):
         self.body = normalize_body(self.body or "")
         if self.publish_at:  # whole seconds: what the admin's date and time fields keep
             self.publish_at = self.publish_at.replace(microsecond=0)
+            if timezone.is_aware(self.publish_at):
+                # UTC, as stored: PostgreSQL refuses offsets past ±15:59 (+23:00 is valid
+                # ISO 8601), and every way in (admin, API, import) then agrees.
+                self.publish_at = self.publish_at.astimezone(UTC)
 
     def _content_hash(self) -> str:
         return content_hash_of(
@@ -385,6 +389,8 @@ class Article(models.Model):
         version, so that address is not free yet either. One query."""
         key = key_of(self.slug, self.slug_key or "")
         if "#" in key:  # kept from before keys: see key_of()
+            return
+        if "\x00" in key:  # the slug's validator names it; PostgreSQL refuses NUL in a query
             return
         others = Article.objects.exclude(pk=self.pk).filter(
             Q(slug_key=key) | Q(published_slug_key=key)

@@ -11,6 +11,7 @@ from pathlib import Path
 from django.conf import settings
 
 from blogpublish import files
+from blogpublish.desk import images
 from blogpublish.exceptions import SymlinkRefused
 from blogpublish.site import build, documents, paths, selectors
 from blogpublish.site.lock import page_guard, snapshot
@@ -122,6 +123,7 @@ class StaticSitePublisher:
                 logger.info("reconcile: removing %s/, which no article needs", entry.name)
                 build.remove_unneeded(self.root, [entry.name])
         self._sweep_staging()
+        self._sweep_images()
         with snapshot():
             state = SiteState.load()
             build.rebuild(self.root, state)
@@ -141,6 +143,13 @@ class StaticSitePublisher:
             pass
         except SymlinkRefused as exc:
             logger.error("reconcile: %s", exc)
+
+    def _sweep_images(self) -> None:
+        """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)."""
+        try:
+            images.sweep(self.root)
+        except (OSError, SymlinkRefused) as exc:  # the next full check tries again
+            logger.error("reconcile: the images were not swept: %s", exc)
 
     def _remove(self, state: SiteState) -> None:
         for slugs, article_id in state.removals:

@@ -22,7 +22,7 @@ import sys
 
 from tests.support.processes import ROOT
 
-PACKAGES = ("config", "publishing", "blogpublish")
+PACKAGES = ("config", "publishing", "blogpublish", "api")
 
 IMPORT_FIRST = """
 import importlib

@@ -1,0 +1,80 @@
+"""API tokens in the admin: make one (shown once), revoke, see when each was last used."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+
+from api.models import ApiToken
+from api.tokens import token_create, tokens_revoke
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("active", "Active"), ("revoked", "Revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("token", "user", "name", "created_at", "last_used_at", "revoked_at")
+    list_filter = (StateFilter,)
+    search_fields = ("user__username", "name", "prefix")
+    actions = ("revoke",)
+    readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
+
+    def get_fields(self, request: HttpRequest, obj: ApiToken | None = None):
+        if obj is None:  # adding: whose token, and what for; the token itself is made here
+            return ("user", "name")
+        return ("user", "name", *self.readonly_fields)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None):
+        return self.readonly_fields if obj is None else ("user", *self.readonly_fields)
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        row, token = token_create(user=obj.user, name=obj.name)
+        for field in ApiToken._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(row, field.attname))
+        obj._state.adding, obj._state.db = False, row._state.db
+        request._api_token_made = token  # for response_add: shown once, stored nowhere
+
+    def response_add(self, request: HttpRequest, obj: ApiToken, post_url_continue=None):
+        token = getattr(request, "_api_token_made", None)
+        if token is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "API token created",
+            "opts": self.opts,
+            "token_row": obj,
+            "token": token,
+        }
+        response = TemplateResponse(request, "admin/api/apitoken/created.html", context)
+        response["Cache-Control"] = "no-store"  # the token must not stay in any cache
+        return response
+
+    @admin.display(description="token", ordering="prefix")
+    def token(self, obj: ApiToken) -> str:
+        return f"{obj.prefix}…"
+
+    @admin.action(description="Revoke (the token stops working at once)")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        done = tokens_revoke(token_ids=ids)
+        self.message_user(request, f"{done} token(s) revoked.", messages.SUCCESS)
+        if done < len(ids):
+            self.message_user(request, f"{len(ids) - done} were revoked already.", messages.WARNING)

@@ -1,0 +1,321 @@
+"""The HTTP API: /api/articles and /api/schema (django-ninja).
+
+Every write goes through `publishing.services` (article_create, article_update,
+article_requeue), the functions the admin calls, so the API takes exactly what the
+admin takes and publishes the same way: a pending row, dispatched after the commit.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import ProhibitNullCharactersValidator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from ninja import Header, NinjaAPI, Query, Status
+from ninja import Path as PathParam
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.security import HttpBearer
+
+from api.exceptions import ApiError, NotRequeueable
+from api.schemas import (
+    ArticleCreateIn,
+    ArticleOut,
+    ArticlePage,
+    ArticlePatchIn,
+    ErrorOut,
+    StatusFilter,
+    article_out,
+    parse_publish_at,
+)
+from api.services import article_create_once, request_digest
+from api.tokens import token_user
+from publishing.models import Article
+from publishing.services import article_create, article_requeue, article_update
+
+NON_FIELD = "__all__"  # as Django names errors that belong to no one field
+MAX_ID = 2**63 - 1  # the largest primary key either database stores
+MAX_PAGE = 1_000_000
+NUL_MESSAGE = str(ProhibitNullCharactersValidator.message)
+
+
+class BearerToken(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str):
+        return token_user(token)
+
+
+api = NinjaAPI(
+    title="blogpublish API",
+    version="1",
+    description=(
+        "Write articles from programs. Authenticate with `Authorization: Bearer <token>` "
+        "(a staff user's token: `python manage.py api_token USERNAME`, or the admin). "
+        "docs/api.md has examples."
+    ),
+    auth=BearerToken(),
+    urls_namespace="api",
+    openapi_url="/schema",
+    # No docs page: the schema is the reference, and ninja's Swagger UI page would load
+    # its scripts from a CDN.
+    docs_url=None,
+)
+
+# Every operation may answer these.
+COMMON = {400: ErrorOut, 401: ErrorOut}
+ONE = {**COMMON, 404: ErrorOut}
+ArticleId = PathParam(..., ge=1, le=MAX_ID, description="The article's id.")
+
+
+# --- errors: one shape, {"detail": …, "errors": {field: [messages]}} ---------------------
+
+
+def error(request: HttpRequest, status: int, detail: str, errors: dict | None = None):
+    return api.create_response(request, {"detail": detail, "errors": errors or {}}, status=status)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    given = bool(request.headers.get("Authorization"))
+    response = error(
+        request,
+        401,
+        "The token is not valid (unknown, revoked, or its user is not an active staff user)."
+        if given
+        else "Authentication required: send Authorization: Bearer <token>.",
+    )
+    # RFC 6750 §3: a 401 says which scheme; `invalid_token` when one was sent.
+    response["WWW-Authenticate"] = (
+        'Bearer realm="blogpublish", error="invalid_token"'
+        if given
+        else 'Bearer realm="blogpublish"'
+    )
+    return response
+
+
+@api.exception_handler(NinjaValidationError)
+def invalid_request(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+    """The request's shape (ninja/pydantic): each field and its problem."""
+    errors: dict[str, list[str]] = {}
+    for problem in exc.errors:
+        errors.setdefault(_field_name(problem), []).append(_message(problem))
+    return error(request, 400, "The request is not valid.", errors)
+
+
+@api.exception_handler(DjangoValidationError)
+def invalid_content(request: HttpRequest, exc: DjangoValidationError) -> HttpResponse:
+    """The content, as the admin validates it: the model's messages, per field."""
+    return error(request, 400, "The article is not valid; nothing was stored.", _messages(exc))
+
+
+@api.exception_handler(ApiError)
+def refused(request: HttpRequest, exc: ApiError) -> HttpResponse:
+    return error(request, exc.status, str(exc))
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, ValueError) and exc.status_code == 400:  # ninja's JSON parse
+        return error(request, 400, "The request body is not valid JSON.")
+    return error(request, exc.status_code, str(exc))
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error(request, 404, "No article with this id.")
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return error(
+        request, 413, "The request body is too large (an article's body is at most 1 MiB)."
+    )
+
+
+def _field_name(problem: dict) -> str:
+    # loc is ("body", "payload", "title"), ("query", "status"), ("path", "id"),
+    # ("header", "Idempotency-Key"); ("body", "payload") alone is the whole body.
+    loc = [str(part) for part in problem.get("loc", ())]
+    if loc[:2] == ["body", "payload"]:
+        loc = loc[2:]
+    elif loc[:1] in (["query"], ["path"], ["header"]):
+        loc = loc[1:]
+    return ".".join(loc) or NON_FIELD
+
+
+def _message(problem: dict) -> str:
+    kind = problem.get("type", "")
+    if kind == "extra_forbidden":
+        return "Not a field of an article here (title, body, slug, publish_at)."
+    if kind == "missing":
+        return "This field is required."
+    if kind in {"dict_type", "model_attributes_type"}:
+        return "The request body must be a JSON object."
+    return str(problem.get("msg", "Not valid."))
+
+
+def _known_query(request: HttpRequest, *allowed: str) -> None:
+    """Refuse query parameters the operation does not have: a typo (`?stauts=dead`)
+    would otherwise answer as if no filter had been asked for."""
+    unknown = sorted(set(request.GET) - set(allowed))
+    if unknown:
+        raise DjangoValidationError(
+            {
+                name or "(empty name)": ["Not a query parameter of this operation."]
+                for name in unknown
+            }
+        )
+
+
+def _content(payload, *, article: Article | None = None) -> dict:
+    """The fields given (all of them for a new article), publish_at parsed. When
+    publish_at does not parse, a 400 names it together with whatever the model's
+    validation says of the other fields, as one response."""
+    fields = payload.model_dump(exclude_unset=article is not None)
+    # As the admin's form fields refuse them (ProhibitNullCharactersValidator), before
+    # any query: PostgreSQL cannot even compare a string holding one.
+    nul = {name: [NUL_MESSAGE] for name, value in fields.items() if "\x00" in (value or "")}
+    if nul:
+        raise DjangoValidationError(nul)
+    if article is None and fields.get("publish_at") is None:
+        fields.pop("publish_at", None)
+    if "publish_at" not in fields:
+        return fields
+    try:
+        fields["publish_at"] = parse_publish_at(fields["publish_at"])
+    except ValueError as exc:
+        errors = {"publish_at": [str(exc)]}
+        del fields["publish_at"]
+        try:
+            _check_without_saving(fields, article)
+        except DjangoValidationError as others:
+            errors = {**_messages(others), **errors}
+        raise DjangoValidationError(errors) from None
+    return fields
+
+
+def _check_without_saving(fields: dict, article: Article | None) -> None:
+    """full_clean() of `fields` on a copy (of `article`, or a new one): the validation
+    the service would run, for the messages only."""
+    candidate = copy.copy(article) if article is not None else Article()
+    for name, value in fields.items():
+        setattr(candidate, name, value)
+    candidate.full_clean()
+
+
+def _messages(exc: DjangoValidationError) -> dict[str, list[str]]:
+    return exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD: exc.messages}
+
+
+# --- the operations ---------------------------------------------------------------------
+
+
+@api.post(
+    "/articles",
+    response={200: ArticleOut, 201: ArticleOut, 409: ErrorOut, 413: ErrorOut, **COMMON},
+    summary="Create an article (pending; published as soon as a worker takes it)",
+    description=(
+        "201 with the new article. With an `Idempotency-Key`, the same key and the same "
+        "body again answer 200 with the article the first request created (as it is "
+        "now); the same key with another body answers 409."
+    ),
+)
+def create_article(
+    request: HttpRequest,
+    payload: ArticleCreateIn,
+    idempotency_key: str = Header(
+        None,
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        pattern=r"^[\x21-\x7e]+$",
+        description="Any 1-255 visible ASCII characters, e.g. a UUID; kept per user.",
+    ),
+):
+    _known_query(request)
+    fields = _content(payload)
+    if idempotency_key is None:
+        return Status(201, article_out(article_create(**fields)))
+    article, created = article_create_once(
+        user=request.auth,
+        key=idempotency_key,
+        digest=request_digest(payload.model_dump(mode="json", exclude_unset=True)),
+        fields=fields,
+    )
+    return Status(201 if created else 200, article_out(article))
+
+
+@api.get(
+    "/articles",
+    response={200: ArticlePage, **COMMON},
+    summary="List articles, newest first (filter by status)",
+)
+def list_articles(
+    request: HttpRequest,
+    status: StatusFilter = Query(None, description="Only articles with this status."),
+    page: int = Query(1, ge=1, le=MAX_PAGE),
+    page_size: int = Query(50, ge=1, le=200),
+):
+    _known_query(request, "status", "page", "page_size")
+    articles = Article.objects.order_by("-id")
+    if status is not None:
+        articles = articles.filter(status=status.value)
+    start = (page - 1) * page_size
+    return {
+        "count": articles.count(),
+        "page": page,
+        "page_size": page_size,
+        "items": [
+            article_out(a, with_body=False)
+            for a in articles.defer("body", "published_body")[start : start + page_size]
+        ],
+    }
+
+
+@api.get("/articles/{id}", response={200: ArticleOut, **ONE}, summary="One article")
+def get_article(request: HttpRequest, id: int = ArticleId):
+    _known_query(request)
+    return article_out(get_object_or_404(Article, pk=id))
+
+
+@api.patch(
+    "/articles/{id}",
+    response={200: ArticleOut, 413: ErrorOut, **ONE},
+    summary="Edit an article (only the fields given); changed content is published again",
+)
+def patch_article(request: HttpRequest, payload: ArticlePatchIn, id: int = ArticleId):
+    _known_query(request)
+    article = get_object_or_404(Article, pk=id)
+    fields = _content(payload, article=article)
+    if fields:
+        article_update(article=article, **fields)
+        article.refresh_from_db()
+    return article_out(article)
+
+
+@api.delete(
+    "/articles/{id}",
+    response={204: None, **ONE},
+    summary="Delete an article (its page leaves the site)",
+)
+def delete_article(request: HttpRequest, id: int = ArticleId):
+    _known_query(request)
+    get_object_or_404(Article, pk=id).delete()
+    return Status(204, None)
+
+
+@api.post(
+    "/articles/{id}/requeue",
+    response={200: ArticleOut, 409: ErrorOut, **ONE},
+    summary="Requeue a dead article (pending again, attempts reset), as the admin's action",
+)
+def requeue_article(request: HttpRequest, id: int = ArticleId):
+    _known_query(request)
+    article = get_object_or_404(Article, pk=id)
+    if not article_requeue(article_id=article.pk):
+        article.refresh_from_db()
+        raise NotRequeueable(f"Only a dead article can be requeued; this one is {article.status}.")
+    article.refresh_from_db()
+    return article_out(article)

@@ -1,0 +1,31 @@
+"""The API's errors that are not a field's (those are Django's ValidationError)."""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    """The request cannot be done."""
+
+    status = 400
+
+    def __init__(self, message: str | None = None):
+        super().__init__(message or self.__doc__)
+
+
+class IdempotencyConflict(ApiError):
+    """This Idempotency-Key was already used with another request."""
+
+    status = 409
+
+
+class NotRequeueable(ApiError):
+    """Only a dead article can be requeued."""
+
+    status = 409
+
+
+class TokenRefused(Exception):
+    """Only an active staff user can have an API token."""
+
+    def __init__(self, message: str | None = None):
+        super().__init__(message or self.__doc__)

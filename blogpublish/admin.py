@@ -1,0 +1,171 @@
+"""The writer's desk on the article's admin page (issue 12).
+
+`publishing.admin.ArticleAdmin` is the pipeline's screen and knows no HTML; this
+subclass, registered in its place, adds what renders: the life sentence with its live
+link and Requeue button, the preview, image uploads and the Markdown help (docs/writing.md).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
+
+from blogpublish.desk import cheatsheet, images
+from blogpublish.desk.life import life_of
+from blogpublish.desk.preview import preview_of
+from blogpublish.site.paths import article_url
+from publishing.admin import ArticleAdmin
+from publishing.models import Article, ArticleStatus
+from publishing.services import article_requeue
+
+method_post = method_decorator(require_POST)
+
+LIFE_COLOURS = {
+    "live": "#2e7d32",
+    "scheduled": "#3465a4",
+    "publishing": "#b26b00",
+    "dead": "#c62828",
+}
+
+
+class DeskArticleAdmin(ArticleAdmin):
+    change_form_template = "blogpublish/desk/change_form.html"
+    list_display = (*ArticleAdmin.list_display, "view_link")
+    readonly_fields = ("life", *ArticleAdmin.readonly_fields)
+
+    class Media:
+        css = {"all": ["blogpublish/desk/desk.css"]}
+        js = ["blogpublish/desk/desk.js"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Article | None = None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        return (("At a glance", {"fields": ("life",)}), *fieldsets)
+
+    def get_ordering(self, request: HttpRequest):
+        # The scheduled articles in calendar order: the next to go out first.
+        if request.GET.get("state") == "scheduled":
+            return ("publish_at", "id")
+        return super().get_ordering(request)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("preview/", view(self.preview_view), name="publishing_article_preview"),
+            path("image/", view(self.image_view), name="publishing_article_image"),
+            path(
+                "<int:object_id>/requeue/",
+                view(self.requeue_view),
+                name="publishing_article_requeue",
+            ),
+            *super().get_urls(),
+        ]
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context.update(
+            desk_preview_url=reverse("admin:publishing_article_preview"),
+            desk_image_url=reverse("admin:publishing_article_image"),
+            desk_supported=cheatsheet.SUPPORTED,
+            desk_removed=cheatsheet.REMOVED,
+            desk_image_max_mib=images.IMAGE_MAX_BYTES // 2**20,
+            desk_images_self_only=settings.SITE_IMAGES_SELF_ONLY,
+        )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    # --- the article's life -------------------------------------------------------------
+
+    @admin.display(description="state")
+    def life(self, obj: Article) -> str:
+        life = life_of(obj, now=timezone.now(), max_attempts=settings.PUBLISH_MAX_ATTEMPTS)
+        html = format_html(
+            '<span class="desk-life" data-kind="{}" style="color:{}">{}</span>',
+            life.kind,
+            LIFE_COLOURS[life.kind],
+            life.text,
+        )
+        if obj.published_hash and obj.published_slug:
+            html += format_html(
+                ' · <a class="desk-live-link" href="{}" target="_blank" rel="noopener">'
+                "View the live page</a>",
+                article_url(obj.published_slug),
+            )
+        if obj.status == ArticleStatus.DEAD:
+            # The button of a form of its own, outside the article's form (forms cannot
+            # nest; desk/change_form.html): unsaved edits of the article are not sent.
+            html += format_html(
+                ' <button type="submit" class="button desk-requeue" form="{}">Requeue</button>',
+                "desk-requeue-form",
+            )
+        return html
+
+    @admin.display(description="page")
+    def view_link(self, obj: Article) -> str:
+        if not (obj.published_hash and obj.published_slug):
+            return "–"
+        return format_html(
+            '<a href="{}" target="_blank" rel="noopener">View</a>', article_url(obj.published_slug)
+        )
+
+    # --- views ---------------------------------------------------------------------------
+
+    def _check_writer(self, request: HttpRequest) -> None:
+        if not (self.has_add_permission(request) or self.has_change_permission(request)):
+            raise PermissionDenied
+
+    @method_post
+    def requeue_view(self, request: HttpRequest, object_id: int) -> HttpResponseRedirect:
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        article = get_object_or_404(Article, pk=object_id)
+        if article_requeue(article_id=article.pk):
+            self.message_user(request, "Requeued: it will be published again.", messages.SUCCESS)
+        else:
+            self.message_user(request, "It was not dead; nothing to requeue.", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:publishing_article_change", args=[article.pk]))
+
+    @method_post
+    def preview_view(self, request: HttpRequest) -> JsonResponse:
+        """The page as the site would render the form's text; reads and writes no row."""
+        self._check_writer(request)
+        preview = preview_of(request.POST)
+        response = JsonResponse({"html": preview.html, "problems": preview.problems})
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @method_post
+    def image_view(self, request: HttpRequest) -> JsonResponse:
+        """Store an uploaded image; the Markdown that shows it, or why it was refused."""
+        self._check_writer(request)
+        upload = request.FILES.get("image")
+        if upload is None:
+            return JsonResponse({"error": "Choose an image file to upload."}, status=400)
+        if upload.size > images.IMAGE_MAX_BYTES:
+            return JsonResponse(
+                {
+                    "error": f"“{upload.name}” is {upload.size / 2**20:.1f} MiB; "
+                    "an image may be at most 10 MiB."
+                },
+                status=400,
+            )
+        try:
+            stored = images.store(
+                upload.read(), name=upload.name or "", content_type=upload.content_type or ""
+            )
+        except images.ImageRefused as exc:
+            return JsonResponse({"error": str(exc)}, status=400)
+        return JsonResponse(
+            {"markdown": stored.markdown, "href": stored.href, "path": stored.path}, status=201
+        )
+
+
+admin.site.unregister(Article)
+admin.site.register(Article, DeskArticleAdmin)

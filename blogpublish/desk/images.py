@@ -1,0 +1,253 @@
+"""Images uploaded from the article form: checked, stripped of location data, stored
+under SITE_ROOT by their content, and removed once no article uses them.
+
+- Only real images: Pillow must read the file as PNG, JPEG, GIF or WebP. SVG is refused
+  by name (it can carry scripts and links), as is anything else; at most 10 MiB and
+  50 megapixels (a small file can unpack to gigabytes of pixels).
+- Location data goes: the EXIF GPS block (JPEG: the EXIF segment rewritten without it,
+  the compressed pixels untouched; PNG and WebP: re-encoded, losslessly but for a lossy
+  WebP), and XMP that mentions GPS. A file without any is stored byte for byte.
+- Stored as `media/<sha256 of the stored bytes>.<ext>` with `blogpublish.files`, the
+  functions the site writes its pages with (atomic, never through a link); "media" is a
+  reserved slug, so no article's page can be there and the full check never takes it
+  for one. The same image uploaded twice is one file.
+- The full check (`sweep`, from `StaticSitePublisher.reconcile`) removes an image that
+  no article uses, in its text or its live version, once IMAGE_GRACE_SECONDS have
+  passed since it was uploaded or last seen in use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import re
+import warnings
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import PIL.Image
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from blogpublish import files
+from blogpublish.exceptions import BlogpublishError
+from blogpublish.models import Image
+from blogpublish.site import paths
+from publishing.models import Article
+
+logger = logging.getLogger(__name__)
+
+MEDIA_DIR = "media"  # a reserved slug (publishing.validators)
+IMAGE_MAX_BYTES = 10 * 2**20
+IMAGE_MAX_PIXELS = 50_000_000
+FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp"}
+GPS_IFD = 0x8825
+XMP_HEADER = b"http://ns.adobe.com/xap/"
+# What an article's Markdown names an image by: media/<64 hex>.<ext>.
+IMAGE_REF_RE = re.compile(r"media/([0-9a-f]{64}\.(?:png|jpg|gif|webp))")
+
+
+class ImageRefused(BlogpublishError):
+    """This file is not an image the site accepts."""
+
+
+@dataclass(frozen=True)
+class StoredImage:
+    path: str  # relative to SITE_ROOT: media/<sha256>.<ext>
+    href: str  # root-relative address readers use
+    markdown: str  # what the form inserts
+    width: int
+    height: int
+
+
+def looks_like_svg(head: bytes, name: str, content_type: str) -> bool:
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    return (
+        name.lower().endswith((".svg", ".svgz"))
+        or "svg" in content_type.lower()
+        or text.startswith((b"<svg", b"<?xml", b"<!doctype svg"))
+        or b"<svg" in text[:1024]
+    )
+
+
+def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes, str, int, int]:
+    """(the bytes to store, their extension, width, height), or ImageRefused saying why."""
+    if len(data) > IMAGE_MAX_BYTES:
+        raise ImageRefused(
+            f"“{name}” is {len(data) / 2**20:.1f} MiB; an image may be at most 10 MiB."
+        )
+    if not data:
+        raise ImageRefused(f"“{name}” is empty.")
+    if looks_like_svg(data[:4096], name, content_type):
+        raise ImageRefused(
+            f"“{name}” is an SVG: refused, since an SVG can carry scripts and links. "
+            "Export it as PNG or WebP."
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PIL.Image.DecompressionBombWarning)
+            # Only the four decoders: Pillow's others never see an upload.
+            image = PIL.Image.open(io.BytesIO(data), formats=list(FORMATS))
+            width, height = image.size
+            if width * height > IMAGE_MAX_PIXELS:
+                raise ImageRefused(
+                    f"“{name}” is {width}×{height} pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
+                )
+            image.verify()  # reads the whole file: a truncated or corrupt one fails here
+            image = PIL.Image.open(io.BytesIO(data), formats=list(FORMATS))  # verify() used it up
+    except ImageRefused:
+        raise
+    except (PIL.Image.DecompressionBombWarning, PIL.Image.DecompressionBombError):
+        raise ImageRefused(f"“{name}” has too many pixels.") from None
+    except Exception as exc:  # Pillow raises many kinds for what it cannot read
+        raise ImageRefused(
+            f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read ({exc})."
+        ) from None
+    return without_location(data, image), FORMATS[image.format], width, height
+
+
+# --- location data -----------------------------------------------------------------
+
+
+def has_location(image: PIL.Image.Image) -> bool:
+    exif = image.getexif()
+    xmp = image.info.get("xmp") or b""
+    if isinstance(xmp, str):
+        xmp = xmp.encode()
+    return GPS_IFD in exif or b"GPS" in xmp
+
+
+def without_location(data: bytes, image: PIL.Image.Image) -> bytes:
+    """`data` with no GPS block in its EXIF and no XMP that mentions GPS. Untouched (and
+    so byte-exact) when it has none."""
+    if not has_location(image):
+        return data
+    exif = image.getexif()
+    exif.pop(GPS_IFD, None)
+    if image.format == "JPEG":
+        return jpeg_without_location(data, exif.tobytes() if len(exif) else None)
+    # PNG, WebP (GIF carries no EXIF): re-encoded with the EXIF less its GPS block.
+    out = io.BytesIO()
+    options: dict = {"exif": exif} if len(exif) else {}
+    frames = getattr(image, "n_frames", 1)
+    if frames > 1:
+        options.update(save_all=True)
+    if image.format == "WEBP":
+        # A lossless WebP (a VP8L bitstream) stays lossless; a lossy one is re-encoded.
+        options.update({"lossless": True} if b"VP8L" in data else {"quality": 90})
+    image.save(out, image.format, **options)
+    return out.getvalue()
+
+
+def jpeg_without_location(data: bytes, exif: bytes | None) -> bytes:
+    """The JPEG with its EXIF segment replaced by `exif` (None: removed) and any XMP
+    segment that mentions GPS removed; every other byte (the pixels) as it was."""
+    if data[:2] != b"\xff\xd8":
+        raise ImageRefused("the JPEG does not start as a JPEG does")
+    out, i = [data[:2]], 2
+    while i + 4 <= len(data):
+        if data[i] != 0xFF:
+            raise ImageRefused("the JPEG's segments are damaged")
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker == 0xDA:  # start of scan: the compressed pixels, then the end
+            out.append(data[i:])
+            break
+        length = int.from_bytes(data[i + 2 : i + 4], "big")
+        segment, payload = data[i : i + 2 + length], data[i + 4 : i + 2 + length]
+        i += 2 + length
+        if marker == 0xE1 and payload.startswith(b"Exif\x00\x00"):
+            if exif is None or len(exif) + 2 > 0xFFFF:
+                continue
+            segment = b"\xff\xe1" + (len(exif) + 2).to_bytes(2, "big") + exif
+        elif (
+            marker == 0xE1 and payload.startswith(b"http://ns.adobe.com/xap/") and b"GPS" in payload
+        ):
+            continue
+        out.append(segment)
+    return b"".join(out)
+
+
+# --- storing ---------------------------------------------------------------------------
+
+
+def alt_text(name: str) -> str:
+    """The file's name without its extension, as the image's alt text."""
+    stem = Path(name).stem if name else ""
+    return " ".join(re.sub(r"[\[\]\\`*_<>]+", " ", stem).split())[:100] or "image"
+
+
+def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage:
+    """Check, clean and store an upload; ImageRefused (nothing stored) when refused."""
+    cleaned, ext, width, height = check(data, name=name, content_type=content_type)
+    rel = f"{MEDIA_DIR}/{hashlib.sha256(cleaned).hexdigest()}.{ext}"
+    root = Path(settings.SITE_ROOT)
+    # The row first, then the file, in one transaction: the sweep deletes a row under
+    # the row's lock and unlinks inside it, so it can never unlink a file being stored.
+    for last_try in (False, True):
+        try:
+            with transaction.atomic():
+                # Waits for a sweep holding the row; finds it gone then, and makes it anew.
+                if not Image.objects.filter(path=rel).update(uploaded_at=timezone.now()):
+                    Image.objects.create(
+                        path=rel,
+                        original_name=name[:255],
+                        size=len(cleaned),
+                        width=width,
+                        height=height,
+                        uploaded_at=timezone.now(),
+                    )
+                files.atomic_write(root, rel, cleaned)
+            break
+        except IntegrityError:  # the same bytes uploaded at the same moment
+            if last_try:
+                raise
+    href = f"{paths.site_path()}/{rel}"
+    return StoredImage(rel, href, f"![{alt_text(name)}]({href})", width, height)
+
+
+# --- the full check ----------------------------------------------------------------------
+
+
+def used_paths() -> set[str]:
+    """Every image path named by some article's text or live version (one pass over the
+    bodies; the full check reads the whole site anyway)."""
+    used: set[str] = set()
+    rows = Article.objects.filter(
+        Q(body__contains=f"{MEDIA_DIR}/") | Q(published_body__contains=f"{MEDIA_DIR}/")
+    ).values_list("body", "published_body")
+    for body, published in rows.iterator(chunk_size=200):
+        for text in (body, published):
+            used.update(f"{MEDIA_DIR}/{m}" for m in IMAGE_REF_RE.findall(text or ""))
+    return used
+
+
+def sweep(root: Path) -> list[str]:
+    """Remove the images no article has used for IMAGE_GRACE_SECONDS; returns their paths."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.IMAGE_GRACE_SECONDS)
+    if not Image.objects.filter(uploaded_at__lt=cutoff).exists():
+        return []
+    used = used_paths()
+    Image.objects.filter(path__in=used).update(last_used_at=now)
+    stale = Q(uploaded_at__lt=cutoff) & (Q(last_used_at__isnull=True) | Q(last_used_at__lt=cutoff))
+    removed = []
+    for pk, rel in Image.objects.filter(stale).exclude(path__in=used).values_list("pk", "path"):
+        with transaction.atomic():
+            # Locked and checked again: an upload of the same bytes meanwhile renews it.
+            if not Image.objects.select_for_update().filter(stale, pk=pk).exists():
+                continue
+            refs = Q(body__contains=rel) | Q(published_body__contains=rel)
+            if Article.objects.filter(refs).exists():  # used since the pass began
+                continue
+            Image.objects.filter(pk=pk).delete()
+            files.unlink(root, rel)
+        logger.info("removed %s, which no article has used since the grace period", rel)
+        removed.append(rel)
+    return removed

@@ -1,0 +1,84 @@
+"""The preview: the article as the site would render it, from the form's unsaved text.
+
+The page is built by the very function that writes the published page
+(`blogpublish.site.documents.article_page`: the same Markdown renderer, sanitiser and
+templates), from an `Article` that is never saved. The desk shows it in a sandboxed
+frame (no scripts), with the site's own Content-Security-Policy in a `<meta>` element
+(blogpublish.csp), so what the browser allows in the preview is what it allows on the
+site.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.html import escape
+
+from blogpublish.csp import meta_policy
+from blogpublish.rendering import MarkdownTooComplexError
+from blogpublish.site import documents
+from publishing.models import (
+    TITLE_MAX_LENGTH,
+    Article,
+    normalize_body,
+    normalize_slug,
+    slug_from_title,
+)
+from publishing.text_limits import validate_markdown_limits, validate_xml_chars
+from publishing.validators import BODY_MAX_BYTES, validate_body_size
+
+UNTITLED = "(no title yet)"
+
+
+@dataclass
+class Preview:
+    html: str  # the whole page, "" when the body cannot be rendered
+    problems: list[str] = field(default_factory=list)  # what publishing would refuse
+
+
+def publish_at_from(data) -> tuple:
+    """The form's date and time (the admin's split widget), or now while they are not
+    a valid date yet."""
+    try:
+        value = forms.SplitDateTimeField().clean(
+            [data.get("publish_at_0", ""), data.get("publish_at_1", "")]
+        )
+    except ValidationError:
+        return timezone.now(), ["The publication date is not a valid date and time yet."]
+    return value, []
+
+
+def body_problems(body: str) -> list[str]:
+    problems = []
+    for validate in (validate_body_size, validate_xml_chars, validate_markdown_limits):
+        try:
+            validate(body)
+        except ValidationError as exc:
+            problems += list(exc.messages)
+    return problems
+
+
+def preview_of(data) -> Preview:
+    """The page for the form data `data` (a QueryDict or dict). Reads and writes no row."""
+    title = " ".join((data.get("title") or "").split())[:TITLE_MAX_LENGTH] or UNTITLED
+    body = normalize_body(data.get("body") or "")
+    slug = normalize_slug(data.get("slug") or "") or slug_from_title(title)
+    publish_at, problems = publish_at_from(data)
+    problems += body_problems(body)
+    if len(body.encode("utf-8", "surrogatepass")) > BODY_MAX_BYTES:
+        return Preview(html="", problems=problems)  # over 1 MiB: not worth rendering
+    article = Article(title=title, slug=slug, body=body, publish_at=publish_at)
+    try:
+        page = documents.article_page(article)
+    except MarkdownTooComplexError as exc:
+        return Preview(html="", problems=[*problems, str(exc)])
+    return Preview(html=with_policy_meta(page), problems=problems)
+
+
+def with_policy_meta(page: str) -> str:
+    """The page with the site's policy as its first element in <head>."""
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{escape(meta_policy())}">'
+    return page.replace("<head>", "<head>\n" + meta, 1)

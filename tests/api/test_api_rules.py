@@ -1,0 +1,520 @@
+"""Every rule of the HTTP API, through the whole Django app (middleware included), on
+the test database: tokens, validation, idempotency, and each operation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.test import Client
+
+from api.models import ApiToken, IdempotencyKey
+from api.tokens import tokens_revoke
+from publishing.models import Article, ArticleStatus
+from publishing.services import article_create
+
+pytestmark = pytest.mark.django_db
+
+ARTICLES = "/api/articles"
+
+
+def post(client: Client, data, **headers):
+    body = data if isinstance(data, str | bytes) else json.dumps(data)
+    return client.post(ARTICLES, body, content_type="application/json", headers=headers)
+
+
+def patch(client: Client, article_id: int, data):
+    return client.patch(
+        f"{ARTICLES}/{article_id}", json.dumps(data), content_type="application/json"
+    )
+
+
+def stored(status=None, **fields) -> Article:
+    article = Article(**{"body": "Text.", **fields})
+    article.full_clean()
+    article.save()
+    if status:
+        Article.objects.filter(pk=article.pk).update(status=status, last_error="boom", attempts=3)
+        article.refresh_from_db()
+    return article
+
+
+# --- tokens: 401 --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,  # no header
+        "Bearer",  # the scheme without a token
+        "Bearer bp_not-a-token-anyone-was-given",
+        "Basic d3JpdGVyOnB3",  # another scheme
+        "bp_token-without-scheme",
+    ],
+)
+def test_a_request_without_a_valid_token_is_401_with_www_authenticate(authorization):
+    headers = {"Authorization": authorization} if authorization else {}
+    client = Client(headers=headers)
+
+    responses = [
+        client.get(ARTICLES),
+        client.post(ARTICLES, "{}", content_type="application/json"),
+        client.get(f"{ARTICLES}/1"),
+        client.delete(f"{ARTICLES}/1"),
+        client.post(f"{ARTICLES}/1/requeue"),
+    ]
+
+    for response in responses:
+        assert response.status_code == 401
+        assert response["WWW-Authenticate"].startswith("Bearer ")
+        assert response.json()["detail"]
+    assert Article.objects.count() == 0
+
+
+def test_a_revoked_token_is_401_at_once(make_token):
+    user, token = make_token()
+    client = Client(headers={"Authorization": f"Bearer {token}"})
+    assert client.get(ARTICLES).status_code == 200
+
+    tokens_revoke(token_ids=[user.api_tokens.get().pk])
+
+    response = client.get(ARTICLES)
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response["WWW-Authenticate"]
+
+
+@pytest.mark.parametrize("change", [{"is_staff": False}, {"is_active": False}])
+def test_a_token_stops_working_when_its_user_is_no_longer_active_staff(make_token, change):
+    user, token = make_token()
+    get_user_model().objects.filter(pk=user.pk).update(**change)
+
+    response = Client(headers={"Authorization": f"Bearer {token}"}).get(ARTICLES)
+
+    assert response.status_code == 401
+
+
+def test_only_the_tokens_hash_is_stored(make_token):
+    user, token = make_token()
+
+    row = ApiToken.objects.get(user=user)
+    assert row.digest == hashlib.sha256(token.encode()).hexdigest()
+    stored_text = " ".join(str(getattr(row, f.attname)) for f in ApiToken._meta.concrete_fields)
+    assert token not in stored_text
+    assert token.startswith(row.prefix) and len(row.prefix) < len(token) // 3
+
+
+def test_a_request_records_when_its_token_was_last_used(make_token):
+    user, token = make_token()
+    assert ApiToken.objects.get(user=user).last_used_at is None
+
+    Client(headers={"Authorization": f"Bearer {token}"}).get(ARTICLES)
+
+    assert ApiToken.objects.get(user=user).last_used_at is not None
+
+
+def test_the_schema_is_served_and_names_the_operations(client):
+    schema = client.get("/api/schema").json()
+
+    assert set(schema["paths"]) == {
+        "/api/articles",
+        "/api/articles/{id}",
+        "/api/articles/{id}/requeue",
+    }
+    assert set(schema["paths"]["/api/articles"]) == {"get", "post"}
+    assert set(schema["paths"]["/api/articles/{id}"]) == {"get", "patch", "delete"}
+    assert schema["components"]["securitySchemes"]["BearerToken"]["scheme"] == "bearer"
+
+
+# --- POST: 201, and 400 naming each field ------------------------------------------
+
+
+def test_post_creates_a_pending_article(api):
+    response = post(api, {"title": "标题：你好，世界", "body": "# Hi\n\n<script>x</script>"})
+
+    assert response.status_code == 201
+    data = response.json()
+    article = Article.objects.get(pk=data["id"])
+    assert data["status"] == article.status == ArticleStatus.PENDING
+    assert data["slug"] == article.slug == "标题你好世界"
+    assert data["url"].endswith("/%E6%A0%87%E9%A2%98%E4%BD%A0%E5%A5%BD%E4%B8%96%E7%95%8C/")
+    assert article.body == "# Hi\n\n<script>x</script>"  # kept as written; sanitised on render
+
+
+def test_post_with_slug_and_publish_at(api):
+    response = post(
+        api,
+        {
+            "title": "Later",
+            "body": "x",
+            "slug": "Later-On",
+            "publish_at": "2030-01-02T03:04:05+01:00",
+        },
+    )
+
+    assert response.status_code == 201
+    data = response.json()
+    assert data["slug"] == "later-on"
+    assert data["publish_at"] == "2030-01-02T02:04:05Z"
+    assert data["scheduled"] is True
+
+
+@pytest.mark.parametrize(
+    ("given", "stored_as"),
+    [
+        ("2030-01-02T03:04:05.678Z", "2030-01-02T03:04:05Z"),  # whole seconds, as the admin
+        ("2030-01-02t03:04:05z", "2030-01-02T03:04:05Z"),
+        # RFC 3339 allows offsets to ±23:59, PostgreSQL stores ±15:59: kept in UTC.
+        ("1999-03-04T09:42:10+17:48", "1999-03-03T15:54:10Z"),
+    ],
+)
+def test_post_publish_at_in_any_rfc3339_form(api, given, stored_as):
+    response = post(api, {"title": "When", "body": "x", "publish_at": given})
+
+    assert response.status_code == 201
+    assert response.json()["publish_at"] == stored_as
+    assert Article.objects.get().publish_at.isoformat() == stored_as.replace("Z", "+00:00")
+
+
+def admin_messages(**fields) -> dict:
+    """What the admin's service says of these fields (the API must say the same)."""
+    with pytest.raises(ValidationError) as caught:
+        article_create(**{"title": "A title", "body": "Text.", **fields})
+    return caught.value.message_dict
+
+
+# Each bad field, and the field the 400 must name. The messages are the admin's.
+CONTENT_CASES = [
+    ({"title": ""}, "title"),
+    ({"title": "   "}, "title"),
+    ({"title": "x" * 201}, "title"),
+    ({"title": "two\nlines"}, "title"),
+    ({"slug": "admin"}, "slug"),  # reserved
+    ({"slug": "ＡＰＩ"}, "slug"),  # reserved in another width
+    ({"slug": "a/b"}, "slug"),
+    ({"slug": "has space"}, "slug"),
+    ({"slug": "..", "title": "dots"}, "slug"),
+    ({"slug": "é" * 101}, "slug"),  # 202 bytes of UTF-8
+    ({"body": ""}, "body"),
+    ({"body": "x" * (2**20 + 1)}, "body"),
+    ({"body": "control \x01 char"}, "body"),  # a character XML 1.0 cannot carry
+    ({"body": "*" * 100 + "x"}, "body"),  # Markdown the renderer reads too slowly
+]
+
+
+@pytest.mark.parametrize(("fields", "field"), CONTENT_CASES)
+def test_post_invalid_content_is_400_with_the_admins_message_and_stores_nothing(api, fields, field):
+    expected = admin_messages(**fields)
+
+    response = post(api, {"title": "A title", "body": "Text.", **fields})
+
+    assert response.status_code == 400
+    assert response.json()["errors"][field] == expected[field]
+    assert Article.objects.count() == 0
+
+
+def test_post_a_slug_taken_in_another_case_is_400(api):
+    stored(title="First", slug="straße")
+
+    response = post(api, {"title": "Second", "body": "x", "slug": "STRASSE"})
+
+    assert response.status_code == 400
+    assert "already exists" in response.json()["errors"]["slug"][0]
+    assert Article.objects.count() == 1
+
+
+def test_post_names_every_bad_field_at_once(api):
+    response = post(api, {"title": "", "body": "", "slug": "feed", "publish_at": "tomorrow"})
+
+    assert response.status_code == 400
+    assert set(response.json()["errors"]) == {"title", "body", "slug", "publish_at"}
+    assert Article.objects.count() == 0
+
+
+# Input whose shape is wrong: the field named, nothing stored.
+SHAPE_CASES = [
+    ({"title": 5, "body": "x"}, "title"),
+    ({"title": "x", "body": ["a"]}, "body"),
+    ({"title": "x", "body": None}, "body"),
+    ({"body": "x"}, "title"),  # missing
+    ({"title": "x", "body": "x", "status": "published"}, "status"),  # not writable
+    ({"title": "x", "body": "x", "publish_at": "2030-01-02"}, "publish_at"),  # no time
+    ({"title": "x", "body": "x", "publish_at": "2030-01-02T03:04:05"}, "publish_at"),  # no zone
+    ({"title": "x", "body": "x", "publish_at": "2030-02-30T03:04:05Z"}, "publish_at"),
+    ({"title": "x", "body": "x", "publish_at": 1700000000}, "publish_at"),
+    ({"title": "x", "body": "x", "publish_at": "0001-01-01T00:00:00+01:00"}, "publish_at"),
+    (["not", "an", "object"], "__all__"),
+    # As the admin's form refuses it, before any query (PostgreSQL cannot compare it).
+    ({"title": "x", "body": "x", "slug": "nul\x00"}, "slug"),
+    ({"title": "nul\x00", "body": "x"}, "title"),
+    ({"title": "x", "body": "nul \x00 char"}, "body"),
+]
+
+
+@pytest.mark.parametrize(("data", "field"), SHAPE_CASES)
+def test_post_input_of_the_wrong_shape_is_400_naming_the_field(api, data, field):
+    response = post(api, data)
+
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert field in errors and all(errors[field])
+    assert Article.objects.count() == 0
+
+
+def test_post_invalid_json_is_400(api):
+    response = post(api, '{"title": "x", ')
+
+    assert response.status_code == 400
+    assert "JSON" in response.json()["detail"]
+
+
+def test_post_of_a_request_body_over_the_upload_limit_is_413(api, settings):
+    body = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+
+    response = post(api, {"title": "Huge", "body": body})
+
+    assert response.status_code == 413
+    assert "too large" in response.json()["detail"]
+    assert Article.objects.count() == 0
+
+
+def test_post_needs_no_csrf_token_but_the_admin_still_does(api):
+    # `api` enforces CSRF checks, as a browser's session would be held to them.
+    assert post(api, {"title": "No CSRF", "body": "x"}).status_code == 201
+
+    response = Client(enforce_csrf_checks=True).post(
+        "/admin/login/", {"username": "x", "password": "y"}
+    )
+    assert response.status_code == 403
+
+
+# --- Idempotency-Key: 201, then 200 with the same article, 409 with another body ----
+
+
+def test_the_same_key_and_body_return_the_same_article(api):
+    data = {"title": "Once", "body": "Only once.", "slug": "once"}
+
+    first = post(api, data, **{"Idempotency-Key": "k-1"})
+    again = post(api, data, **{"Idempotency-Key": "k-1"})
+    # The same JSON in another order and layout is the same request.
+    reordered = post(
+        api, '{ "slug":"once" , "body":"Only once.", "title":"Once"}', **{"Idempotency-Key": "k-1"}
+    )
+
+    assert first.status_code == 201
+    assert again.status_code == 200 and reordered.status_code == 200
+    assert first.json()["id"] == again.json()["id"] == reordered.json()["id"]
+    assert Article.objects.count() == 1
+    assert IdempotencyKey.objects.get(key="k-1").article_id == first.json()["id"]
+
+
+def test_the_same_key_with_another_body_is_409_and_stores_nothing(api):
+    post(api, {"title": "Once", "body": "x"}, **{"Idempotency-Key": "k-2"})
+
+    response = post(api, {"title": "Another", "body": "x"}, **{"Idempotency-Key": "k-2"})
+
+    assert response.status_code == 409
+    assert "another request body" in response.json()["detail"]
+    assert list(Article.objects.values_list("title", flat=True)) == ["Once"]
+
+
+def test_keys_belong_to_their_user(api, make_token):
+    _other, other_token = make_token()
+    other = Client(headers={"Authorization": f"Bearer {other_token}"})
+
+    mine = post(api, {"title": "Mine", "body": "x"}, **{"Idempotency-Key": "shared"})
+    theirs = post(other, {"title": "Theirs", "body": "x"}, **{"Idempotency-Key": "shared"})
+
+    assert mine.status_code == theirs.status_code == 201
+    assert mine.json()["id"] != theirs.json()["id"]
+
+
+def test_a_rejected_request_does_not_spend_its_key(api):
+    bad = post(api, {"title": "", "body": "x"}, **{"Idempotency-Key": "k-3"})
+    good = post(api, {"title": "Fixed", "body": "x"}, **{"Idempotency-Key": "k-3"})
+
+    assert (bad.status_code, good.status_code) == (400, 201)
+
+
+def test_a_key_whose_article_was_deleted_is_409(api):
+    created = post(api, {"title": "Gone", "body": "x"}, **{"Idempotency-Key": "k-4"}).json()
+    api.delete(f"{ARTICLES}/{created['id']}")
+
+    response = post(api, {"title": "Gone", "body": "x"}, **{"Idempotency-Key": "k-4"})
+
+    assert response.status_code == 409
+    assert "deleted" in response.json()["detail"]
+    assert Article.objects.count() == 0
+
+
+def test_the_keys_are_kept_in_the_database(api, token):
+    first = post(api, {"title": "Durable", "body": "x"}, **{"Idempotency-Key": "k-5"}).json()
+    # A new client (as another web process would be) finds the key in the database.
+    fresh = Client(headers={"Authorization": f"Bearer {token}"})
+
+    again = post(fresh, {"title": "Durable", "body": "x"}, **{"Idempotency-Key": "k-5"})
+
+    assert (again.status_code, again.json()["id"]) == (200, first["id"])
+
+
+@pytest.mark.parametrize("key", ["x" * 256, "has space", "tab\tkey"])
+def test_a_malformed_key_is_400(api, key):
+    response = post(api, {"title": "K", "body": "x"}, **{"Idempotency-Key": key})
+
+    assert response.status_code == 400
+    assert "Idempotency-Key" in response.json()["errors"]
+    assert Article.objects.count() == 0
+
+
+# --- GET, list, PATCH, DELETE, requeue -----------------------------------------------
+
+
+def test_get_one_article_says_status_attempts_error_and_url(api):
+    article = stored(title="Broken", slug="broken", status=ArticleStatus.DEAD)
+
+    data = api.get(f"{ARTICLES}/{article.pk}").json()
+
+    assert data["status"] == "dead"
+    assert (data["attempts"], data["last_error"]) == (3, "boom")
+    assert data["url"] == "http://127.0.0.1:8000/broken/"
+    assert data["body"] == "Text."
+
+
+def test_get_an_unknown_article_is_404(api):
+    response = api.get(f"{ARTICLES}/987654")
+
+    assert response.status_code == 404
+    assert response.json()["detail"]
+
+
+@pytest.mark.parametrize("bad_id", ["abc", "0", "-1", "99999999999999999999"])
+def test_a_malformed_id_is_400(api, bad_id):
+    assert api.get(f"{ARTICLES}/{bad_id}").status_code == 400
+
+
+def test_list_filters_by_status_and_pages(api):
+    dead = [
+        stored(title=f"Dead {n}", slug=f"dead-{n}", status=ArticleStatus.DEAD) for n in range(3)
+    ]
+    stored(title="Alive", slug="alive")
+
+    first = api.get(f"{ARTICLES}?status=dead&page_size=2").json()
+    second = api.get(f"{ARTICLES}?status=dead&page_size=2&page=2").json()
+    everything = api.get(ARTICLES).json()
+
+    assert first["count"] == second["count"] == 3
+    ids = [a["id"] for a in first["items"] + second["items"]]
+    assert ids == sorted((a.pk for a in dead), reverse=True)  # newest first
+    assert {a["status"] for a in first["items"] + second["items"]} == {"dead"}
+    assert everything["count"] == 4
+    assert "body" not in everything["items"][0]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("status=gone", "status"),
+        ("page=0", "page"),
+        ("page_size=500", "page_size"),
+        ("stauts=dead", "stauts"),
+    ],
+)
+def test_list_with_a_bad_query_is_400_naming_it(api, query, field):
+    response = api.get(f"{ARTICLES}?{query}")
+
+    assert response.status_code == 400
+    assert field in response.json()["errors"]
+
+
+def test_patch_changes_only_the_fields_given(api):
+    article = stored(title="Before", slug="before")
+
+    response = patch(api, article.pk, {"title": "After"})
+
+    assert response.status_code == 200
+    article.refresh_from_db()
+    assert (article.title, article.slug, article.body) == ("After", "before", "Text.")
+
+
+def test_patch_of_a_published_article_makes_it_pending_again(api):
+    article = stored(title="Live", slug="live", status=ArticleStatus.PUBLISHED)
+    Article.objects.filter(pk=article.pk).update(published_hash=article.content_hash)
+
+    data = patch(api, article.pk, {"body": "New text."}).json()
+
+    assert data["status"] == "pending"
+
+
+def test_patch_of_a_dead_article_resets_its_attempts(api):
+    article = stored(title="Dead", slug="dead-one", status=ArticleStatus.DEAD)
+
+    data = patch(api, article.pk, {"body": "Fixed."}).json()
+
+    assert (data["status"], data["attempts"], data["last_error"]) == ("pending", 0, "")
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"slug": "admin"}, "slug"),
+        ({"title": ""}, "title"),
+        ({"publish_at": "soon"}, "publish_at"),
+        ({"id": 5}, "id"),
+        ({"title": None}, "title"),
+    ],
+)
+def test_patch_invalid_is_400_and_changes_nothing(api, fields, field):
+    article = stored(title="Kept", slug="kept")
+
+    response = patch(api, article.pk, fields)
+
+    assert response.status_code == 400
+    assert field in response.json()["errors"]
+    article.refresh_from_db()
+    assert (article.title, article.slug) == ("Kept", "kept")
+
+
+def test_patch_to_a_taken_slug_is_400(api):
+    stored(title="Other", slug="taken")
+    article = stored(title="Mine", slug="mine")
+
+    response = patch(api, article.pk, {"slug": "TAKEN"})
+
+    assert response.status_code == 400
+    assert Article.objects.get(pk=article.pk).slug == "mine"
+
+
+def test_delete_removes_the_article(api):
+    article = stored(title="Bye", slug="bye")
+
+    response = api.delete(f"{ARTICLES}/{article.pk}")
+
+    assert response.status_code == 204
+    assert not Article.objects.filter(pk=article.pk).exists()
+    assert api.delete(f"{ARTICLES}/{article.pk}").status_code == 404
+
+
+def test_requeue_makes_a_dead_article_pending_with_a_fresh_budget(api):
+    article = stored(title="Again", slug="again", status=ArticleStatus.DEAD)
+
+    response = api.post(f"{ARTICLES}/{article.pk}/requeue")
+
+    assert response.status_code == 200
+    data = response.json()
+    assert (data["status"], data["attempts"], data["last_error"]) == ("pending", 0, "")
+
+
+@pytest.mark.parametrize("status", [ArticleStatus.PENDING, ArticleStatus.PUBLISHED])
+def test_requeue_of_an_article_that_is_not_dead_is_409(api, status):
+    article = stored(title="Alive", slug="alive", status=status)
+
+    response = api.post(f"{ARTICLES}/{article.pk}/requeue")
+
+    assert response.status_code == 409
+    assert Article.objects.get(pk=article.pk).status == status
+
+
+def test_requeue_of_an_unknown_article_is_404(api):
+    assert api.post(f"{ARTICLES}/987654/requeue").status_code == 404

@@ -1,0 +1,136 @@
+"""Tokens are made by `manage.py api_token USERNAME` and in the admin, and revoked there."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from api.models import ApiToken
+from tests.support.processes import ROOT
+
+TOKEN = re.compile(r"bp_[A-Za-z0-9_-]{40,}")
+
+
+def works(token: str) -> bool:
+    return (
+        Client(headers={"Authorization": f"Bearer {token}"}).get("/api/articles").status_code == 200
+    )
+
+
+@pytest.mark.django_db
+def test_api_token_prints_a_new_token_that_works(capsys):
+    get_user_model().objects.create_user("editor", is_staff=True)
+
+    call_command("api_token", "editor", "--name", "ci job")
+
+    token = capsys.readouterr().out.strip()
+    assert TOKEN.fullmatch(token)
+    assert works(token)
+    assert ApiToken.objects.get().name == "ci job"
+
+
+@pytest.mark.django_db
+def test_each_run_makes_another_token(capsys):
+    get_user_model().objects.create_user("editor", is_staff=True)
+
+    call_command("api_token", "editor")
+    call_command("api_token", "editor")
+
+    first, second = capsys.readouterr().out.split()
+    assert first != second and works(first) and works(second)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("username", "message"),
+    [
+        ("nobody", "No user named 'nobody'"),
+        ("reader", "not a staff user"),
+        ("gone", "not an active user"),
+    ],
+)
+def test_api_token_refuses_an_unknown_or_non_staff_user(username, message):
+    get_user_model().objects.create_user("reader")
+    get_user_model().objects.create_user("gone", is_staff=True, is_active=False)
+
+    with pytest.raises(CommandError, match=message):
+        call_command("api_token", username)
+
+    assert ApiToken.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_api_token_exits_non_zero_with_the_reason_on_stderr():
+    get_user_model().objects.create_user("reader")
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "api_token", "reader"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode != 0
+    assert "not a staff user" in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.fixture
+def admin_client(db):
+    admin = get_user_model().objects.create_superuser("boss", "boss@example.com", "pw-123456")
+    client = Client()
+    client.force_login(admin)
+    return client
+
+
+def test_the_admin_makes_a_token_and_shows_it_once(admin_client):
+    editor = get_user_model().objects.create_user("editor", is_staff=True)
+
+    response = admin_client.post(
+        "/admin/api/apitoken/add/", {"user": editor.pk, "name": "newsroom"}
+    )
+
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    token = TOKEN.search(response.content.decode()).group()
+    assert works(token)
+    row = ApiToken.objects.get()
+    assert (row.user, row.name) == (editor, "newsroom")
+    # Not shown again: the change page has its prefix only.
+    page = admin_client.get(f"/admin/api/apitoken/{row.pk}/change/").content.decode()
+    assert row.prefix in page and token not in page
+
+
+def test_the_admin_refuses_a_token_for_a_non_staff_user(admin_client):
+    reader = get_user_model().objects.create_user("reader")
+
+    response = admin_client.post("/admin/api/apitoken/add/", {"user": reader.pk})
+
+    assert response.status_code == 200  # the form again, with its error
+    assert ApiToken.objects.count() == 0
+
+
+def test_the_admin_revokes_a_token(admin_client, make_token):
+    _user, token = make_token()
+    row = ApiToken.objects.get()
+
+    response = admin_client.post(
+        "/admin/api/apitoken/", {"action": "revoke", "_selected_action": [row.pk]}, follow=True
+    )
+
+    assert response.status_code == 200
+    assert not works(token)
+    row.refresh_from_db()
+    assert row.revoked_at is not None
+    revoked = admin_client.get("/admin/api/apitoken/?state=revoked").content.decode()
+    active = admin_client.get("/admin/api/apitoken/?state=active").content.decode()
+    assert f"{row.prefix}…" in revoked and f"{row.prefix}…" not in active

@@ -1,0 +1,182 @@
+"""The writer's desk in a real browser (issue 12): Playwright drives Debian's Chromium
+against a live server, with the real worker publishing.
+
+A writer logs in, writes an article, watches the preview follow the text, adds an
+image, saves, and opens the published page; then the article dies and Requeue brings it
+back. Screenshots of the editor with its preview, of the published page and of the dead
+article's form go to the run's directory, and also to
+$BLOGPUBLISH_SCREENSHOTS_DIR when set (`docs/img/` holds the committed ones).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connections
+
+from publishing.models import Article, ArticleStatus
+from tests.support.desk import image_bytes
+from tests.support.waiting import wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+TIMEOUT_MS = 30_000
+BODY = """Spring came **early** this year, and the blog noticed.
+
+- the preview follows every keystroke
+- what it shows is what readers get
+
+<script>alert("never runs")</script>
+"""
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/install-tools.sh (make install does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+    # The live server answers each connection in a thread with its own database
+    # connection, closed when the browser's keep-alive connection ends; PostgreSQL
+    # refuses to drop the test database while one is open.
+    wait_for(
+        lambda: not any("process_request_thread" in t.name for t in threading.enumerate()),
+        what="the live server's request threads to end",
+    )
+
+
+@pytest.fixture
+def screenshots() -> list[Path]:
+    """Where the screenshots go: the run's directory, and the docs' when asked."""
+    folders = [settings.RUN_DIR / "screenshots"]
+    if os.environ.get("BLOGPUBLISH_SCREENSHOTS_DIR"):
+        folders.append(Path(os.environ["BLOGPUBLISH_SCREENSHOTS_DIR"]))
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    return folders
+
+
+def save_shot(page, folders: list[Path], name: str, **options) -> None:
+    page.screenshot(path=str(folders[0] / name), **options)
+    for folder in folders[1:]:
+        shutil.copyfile(folders[0] / name, folder / name)
+
+
+def test_write_preview_add_image_save_and_read_it_on_the_site(
+    worker, live_server, admin_user, browser, screenshots, settings, monkeypatch, request
+):
+    from playwright.sync_api import expect
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls below are
+    # ordinary blocking ones (Django would refuse them in a real async context). Their
+    # connections belong to that loop's context, so they are closed here, or PostgreSQL
+    # would refuse to drop the test database.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    request.addfinalizer(connections.close_all)
+    settings.SITE_URL = live_server.url  # the admin's "View" links point at this server
+    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+
+    page.goto(f"{live_server.url}/admin/login/?next=/admin/publishing/article/add/")
+    page.fill("#id_username", admin_user.username)
+    page.fill("#id_password", "password")
+    page.click("input[type=submit]")
+    page.wait_for_url("**/admin/publishing/article/add/")
+
+    # Write: the preview follows, rendered by the site (sanitised: no script).
+    page.fill("#id_title", "First day of spring")
+    page.fill("#id_body", BODY)
+    preview = page.frame_locator("#desk-frame")
+    expect(preview.locator("h1")).to_have_text("First day of spring")
+    expect(preview.locator("strong")).to_have_text("early")
+    expect(preview.locator("li")).to_have_count(2)
+    assert preview.locator("script").count() == 0
+    assert Article.objects.count() == 0  # the preview saved nothing
+
+    # Add an image: its Markdown lands at the cursor, the preview shows it.
+    page.locator("#id_body").press("End")
+    page.set_input_files(
+        "#desk-image-input",
+        files=[
+            {
+                "name": "blossom.png",
+                "mimeType": "image/png",
+                "buffer": image_bytes(size=(480, 240), colour="palevioletred"),
+            }
+        ],
+    )
+    expect(page.locator("#id_body")).to_have_value(
+        re.compile(r"!\[blossom\]\(/media/[0-9a-f]{64}\.png\)")
+    )
+    image = preview.locator("img")
+    expect(image).to_have_attribute("alt", "blossom")
+    wait_for(
+        lambda: image.evaluate("i => i.complete && i.naturalWidth") == 480, what="preview image"
+    )
+    save_shot(page, screenshots, "desk-editor-preview.png", full_page=True)
+
+    # Save; the worker publishes it; the change form says so and links the page.
+    page.click("input[name=_save]")
+    page.wait_for_url("**/admin/publishing/article/")
+    article = wait_for(
+        lambda: Article.objects.filter(status=ArticleStatus.PUBLISHED).first(),
+        what="the article to be published",
+    )
+    assert article.slug == "first-day-of-spring"
+    page.goto(f"{live_server.url}/admin/publishing/article/{article.pk}/change/")
+    expect(page.locator(".desk-life")).to_contain_text("live since")
+    with page.context.expect_page() as opened:
+        page.click("a.desk-live-link")
+    site = opened.value
+    site.set_viewport_size({"width": 1000, "height": 900})
+    site.wait_for_load_state()
+    assert site.url == f"{live_server.url}/first-day-of-spring/"
+    expect(site.locator("h1")).to_have_text("First day of spring")
+    expect(site.locator("strong")).to_have_text("early")
+    published = site.locator("article img")
+    expect(published).to_have_attribute("alt", "blossom")
+    wait_for(
+        lambda: published.evaluate("i => i.complete && i.naturalWidth") == 480,
+        what="the published image to load",
+    )
+    assert site.locator("script").count() == 0
+    save_shot(site, screenshots, "published-page.png", full_page=True)
+
+    # Dead (say the disk filled up): the form says why, and Requeue brings it back.
+    Article.objects.filter(pk=article.pk).update(
+        status=ArticleStatus.DEAD, last_error="writing the page failed: disk full"
+    )
+    page.reload()
+    expect(page.locator(".desk-life")).to_contain_text("dead: writing the page failed: disk full")
+    expect(preview.locator("h1")).to_have_text("First day of spring")  # the saved text
+    save_shot(page, screenshots, "desk-dead-requeue.png")
+    page.locator("#id_title").fill("An edit Requeue does not save")
+    page.click("button.desk-requeue")
+    expect(page.locator(".messagelist")).to_contain_text("Requeued")
+    wait_for(
+        lambda: Article.objects.filter(pk=article.pk, status=ArticleStatus.PUBLISHED).exists(),
+        what="the requeued article to be published again",
+    )
+    assert Article.objects.get(pk=article.pk).title == "First day of spring"

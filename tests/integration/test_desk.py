@@ -1,0 +1,343 @@
+"""The writer's desk in the admin (issue 12): preview, images, the article's life.
+
+Preview and refusals need no worker; the publish paths run with the real worker,
+Redis and database."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.forms.models import model_to_dict
+from django.test import Client
+from django.utils import timezone
+from PIL import Image as Pil
+
+from blogpublish.models import Image, PageNote
+from blogpublish.site import documents
+from publishing.models import Article, ArticleStatus, PublishAttempt
+from tests.support.desk import article_form, image_bytes
+from tests.support.waiting import wait_for
+
+PREVIEW = "/admin/publishing/article/preview/"
+IMAGE = "/admin/publishing/article/image/"
+HOSTILE = (
+    "# Heading\n\nSome **bold** text.\n\n<script>alert('x')</script>\n\n"
+    '<img src="x.png" onerror="alert(1)"> [link](javascript:alert(1))'
+)
+
+
+def everything() -> dict:
+    """Every row the pipeline and the site keep, as values."""
+    return {
+        "articles": [
+            model_to_dict(a) | {"updated_at": a.updated_at} for a in Article.objects.all()
+        ],
+        "attempts": list(PublishAttempt.objects.values()),
+        "notes": list(PageNote.objects.values()),
+        "images": list(Image.objects.values()),
+    }
+
+
+def wait_status(article_id: int, status: str, timeout: float = 30.0) -> Article:
+    wait_for(
+        lambda: Article.objects.filter(pk=article_id, status=status).exists(),
+        timeout=timeout,
+        what=f"article {article_id} to be {status}",
+    )
+    return Article.objects.get(pk=article_id)
+
+
+# --- preview -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_preview__renders_the_sanitised_page_and_changes_nothing(admin_client, sent_tasks):
+    article = Article(title="Saved title", slug="saved", body="Saved body.")
+    article.save()
+    before = everything()
+
+    response = admin_client.post(
+        PREVIEW,
+        {
+            "title": "Unsaved <title>",
+            "slug": "saved",
+            "body": HOSTILE,
+            "publish_at_0": "2026-12-01",
+            "publish_at_1": "09:30:00",
+        },
+    )
+
+    assert response.status_code == 200
+    answer = response.json()
+    html = answer["html"]
+    assert answer["problems"] == []
+    assert "<h1>Unsaved &lt;title&gt;</h1>" in html
+    assert "<strong>bold</strong>" in html
+    assert "<h1>Heading</h1>" in html
+    assert '<img src="x.png">' in html
+    for removed in ("<script", "onerror", "javascript:"):
+        assert removed not in html
+    assert 'http-equiv="Content-Security-Policy"' in html
+    assert "script-src &#x27;none&#x27;" in html
+    assert everything() == before
+    assert sent_tasks == []  # nothing sent to be published
+    assert not (settings.SITE_ROOT / "saved").exists()
+
+
+@pytest.mark.django_db
+def test_preview__is_the_page_the_site_writes(admin_client):
+    when = timezone.now().replace(microsecond=0)
+    form = article_form(title="Same page", slug="same-page", body=HOSTILE, when=when)
+
+    html = admin_client.post(PREVIEW, form).json()["html"]
+
+    page = documents.article_page(
+        Article(title="Same page", slug="same-page", body=HOSTILE, publish_at=when)
+    )
+    assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", html) == page
+
+
+@pytest.mark.django_db
+def test_preview__says_what_publishing_would_refuse(admin_client):
+    answer = admin_client.post(PREVIEW, {"title": "x", "body": "[" * 10_001}).json()
+
+    assert answer["html"] == ""
+    assert any("square brackets" in p or "Not rendered" in p for p in answer["problems"]), answer
+
+
+@pytest.mark.django_db
+def test_preview__staff_only_post_with_csrf(admin_user, client):
+    assert client.post(PREVIEW, {"body": "x"}).status_code == 302  # to the login page
+    staff = Client(enforce_csrf_checks=True)
+    staff.force_login(admin_user)
+    assert staff.post(PREVIEW, {"body": "x"}).status_code == 403  # no CSRF token
+    assert staff.get(PREVIEW).status_code == 405
+
+
+@pytest.mark.django_db
+def test_preview__refused_to_staff_without_article_permissions(django_user_model, client):
+    user = django_user_model.objects.create_user("viewer", password="pw-pw-pw-pw", is_staff=True)
+    client.force_login(user)
+    assert client.post(PREVIEW, {"body": "x"}).status_code == 403
+
+
+# --- images ----------------------------------------------------------------------------
+
+
+def upload(client, data: bytes, name: str, content_type: str = "application/octet-stream"):
+    return client.post(IMAGE, {"image": SimpleUploadedFile(name, data, content_type)})
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "content_type", "reason"),
+    [
+        # a text file named like an image
+        (b"just some text\n" * 10, "notes.png", "image/png", "not a PNG, JPEG, GIF or WebP image"),
+        # an SVG, with a script in it
+        (
+            b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+            "logo.svg",
+            "image/svg+xml",
+            "SVG",
+        ),
+        # an SVG under another name and type
+        (b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>', "x.png", "", "SVG"),
+        # a real image, one byte over 10 MiB
+        (None, "huge.png", "image/png", "at most 10 MiB"),
+        # a BMP: an image, but not one of the four formats
+        ("BMP", "old.bmp", "image/bmp", "not a PNG, JPEG, GIF or WebP image"),
+        # half a PNG
+        ("half", "cut.png", "image/png", "not a PNG, JPEG, GIF or WebP image"),
+    ],
+)
+@pytest.mark.django_db
+def test_image__refused_with_its_reason_and_nothing_stored(
+    admin_client, data, name, content_type, reason
+):
+    if data is None:
+        png = image_bytes()
+        data = png + b"\0" * (10 * 2**20 + 1 - len(png))
+    elif data == "BMP":
+        data = image_bytes("BMP")
+    elif data == "half":
+        data = image_bytes(size=(300, 300))[:200]
+
+    response = upload(admin_client, data, name, content_type)
+
+    assert response.status_code == 400
+    assert reason in response.json()["error"], response.json()
+    assert Image.objects.count() == 0
+    assert not (settings.SITE_ROOT / "media").exists() or not any(
+        (settings.SITE_ROOT / "media").iterdir()
+    )
+
+
+@pytest.mark.django_db
+def test_image__location_data_stripped_pixels_and_orientation_kept(admin_client):
+
+    jpeg = image_bytes("JPEG", gps=True)
+    assert Pil.open(io.BytesIO(jpeg)).getexif().get_ifd(0x8825)  # it has GPS
+
+    answer = upload(admin_client, jpeg, "holiday.jpg", "image/jpeg").json()
+
+    stored = (settings.SITE_ROOT / answer["path"]).read_bytes()
+    assert answer["path"] == f"media/{hashlib.sha256(stored).hexdigest()}.jpg"
+    exif = Pil.open(io.BytesIO(stored)).getexif()
+    assert 0x8825 not in exif
+    assert exif.get_ifd(0x8825) == {}
+    assert exif[0x0112] == 6
+    # The compressed pixels are byte for byte the same (from the start of scan on).
+    assert stored[stored.index(b"\xff\xda") :] == jpeg[jpeg.index(b"\xff\xda") :]
+
+
+@pytest.mark.django_db
+def test_image__png_with_location_is_re_encoded_without_it(admin_client):
+
+    png = image_bytes("PNG", gps=True)
+    answer = upload(admin_client, png, "map.png", "image/png").json()
+
+    stored = (settings.SITE_ROOT / answer["path"]).read_bytes()
+    image = Pil.open(io.BytesIO(stored))
+    assert image.getexif().get_ifd(0x8825) == {}
+    assert image.convert("RGB").tobytes() == Pil.open(io.BytesIO(png)).tobytes()
+
+
+@pytest.mark.django_db
+def test_image__same_bytes_twice_is_one_file(admin_client):
+    png = image_bytes()
+    first = upload(admin_client, png, "a.png").json()
+    second = upload(admin_client, png, "b.png").json()
+    assert first["path"] == second["path"]
+    assert Image.objects.count() == 1
+    assert second["markdown"] == f"![b](/{second['path']})"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_image__uploaded_inserted_and_shown_on_the_published_page(worker, admin_client, client):
+    png = image_bytes(colour="orange")
+
+    response = upload(admin_client, png, "Sunset [1].png", "image/png")
+
+    assert response.status_code == 201, response.content
+    answer = response.json()
+    path = answer["path"]
+    assert re.fullmatch(r"media/[0-9a-f]{64}\.png", path)
+    assert (settings.SITE_ROOT / path).read_bytes() == png  # no location: stored as sent
+    assert answer["markdown"] == f"![Sunset 1](/{path})"
+    body = f"Before the picture.\n\n{answer['markdown']}\n\nAfter."
+    form = article_form(title="With a picture", slug="with-a-picture", body=body)
+
+    preview = admin_client.post(PREVIEW, form).json()["html"]
+    assert admin_client.post("/admin/publishing/article/add/", form).status_code == 302
+    article = wait_status(Article.objects.get(slug="with-a-picture").pk, ArticleStatus.PUBLISHED)
+
+    page = (settings.SITE_ROOT / article.slug / "index.html").read_text(encoding="utf-8")
+    assert f'<img alt="Sunset 1" src="/{path}">' in page
+    assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", preview) == page
+    served = client.get(f"/{path}")
+    assert served.status_code == 200
+    assert served["Content-Type"] == "image/png"
+    assert served.content == png
+    assert "img-src 'self'" in served["Content-Security-Policy"]
+
+
+# --- the article's life ------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_life__dead_article_shows_its_error_and_requeue_publishes_it(worker, admin_client):
+    article = Article(title="Doomed", slug="doomed", body="Text.", publish_at=timezone.now())
+    article.save()
+    wait_status(article.pk, ArticleStatus.PUBLISHED)
+    Article.objects.filter(pk=article.pk).update(status=ArticleStatus.DEAD, last_error="disk full")
+    change = f"/admin/publishing/article/{article.pk}/change/"
+
+    html = admin_client.get(change).content.decode()
+
+    assert "dead: disk full; the version live since" in html
+    requeue = f"/admin/publishing/article/{article.pk}/requeue/"
+    # Its own form, before (outside) the article's, so Enter in a field never requeues.
+    own_form = html.index(f'<form id="desk-requeue-form" method="post" action="{requeue}"')
+    assert own_form < html.index('id="article_form"')
+    assert '<button type="submit" class="button desk-requeue" form="desk-requeue-form">' in html
+    assert 'href="http://127.0.0.1:8000/doomed/"' in html  # the live page (SITE_URL)
+    assert admin_client.get(requeue).status_code == 405
+    response = admin_client.post(requeue)
+    assert response.status_code == 302 and response["Location"] == change
+    article = wait_status(article.pk, ArticleStatus.PUBLISHED)
+    assert article.attempts == 1  # a fresh budget: the requeue reset it, then one attempt
+    assert "live since" in admin_client.get(change).content.decode()
+
+
+@pytest.mark.django_db
+def test_life__scheduled_publishing_and_list_links(admin_client):
+    soon = Article(
+        title="Soon", slug="soon", body="x", publish_at=timezone.now() + timedelta(hours=2)
+    )
+    later = Article(
+        title="Later", slug="later", body="x", publish_at=timezone.now() + timedelta(days=3)
+    )
+    live = Article(title="Live", slug="live", body="x")
+    for article in (later, soon, live):
+        article.save()
+    Article.objects.filter(pk=live.pk).update(
+        status=ArticleStatus.PUBLISHED,
+        published_hash=live.content_hash,
+        published_slug="live",
+        published_at=timezone.now(),
+    )
+    Article.objects.filter(pk=soon.pk).update(attempts=0)
+
+    html = admin_client.get(f"/admin/publishing/article/{soon.pk}/change/").content.decode()
+    assert "scheduled for" in html and "(in 2 h)" in html
+    assert "Requeue" not in html
+
+    listing = admin_client.get("/admin/publishing/article/").content.decode()
+    assert listing.count(">View</a>") == 1
+    assert 'href="http://127.0.0.1:8000/live/"' in listing
+
+    scheduled = admin_client.get("/admin/publishing/article/?state=scheduled").content.decode()
+    titles = re.findall(
+        r'<a href="/admin/publishing/article/\d+/change/[^"]*">([^<]+)</a>', scheduled
+    )
+    assert titles == ["Soon", "Later"]  # calendar order: the next to go out first
+
+
+@pytest.mark.django_db
+def test_desk__form_carries_the_panel_script_and_cheat_sheet(admin_client):
+    html = admin_client.get("/admin/publishing/article/add/").content.decode()
+    assert 'id="desk-panel"' in html
+    assert 'data-preview-url="/admin/publishing/article/preview/"' in html
+    assert "/static/blogpublish/desk/desk.js" in html
+    assert "Markdown help" in html and "Scripts, with their content" in html
+
+
+@pytest.mark.django_db
+def test_preview__body_over_the_limit_is_not_rendered_and_says_why(admin_client):
+    answer = admin_client.post(PREVIEW, {"title": "你好，世界", "body": "字" * 400_000}).json()
+
+    assert answer["html"] == ""
+    assert any("the limit is 1,048,576 bytes" in p for p in answer["problems"]), answer
+
+
+@pytest.mark.django_db
+def test_preview__chinese_title_and_half_typed_date(admin_client):
+    answer = admin_client.post(
+        PREVIEW, {"title": "你好，世界", "body": "正文", "publish_at_0": "2026-1"}
+    ).json()
+
+    assert "<h1>你好，世界</h1>" in answer["html"]
+    assert answer["problems"] == ["The publication date is not a valid date and time yet."]
+
+
+@pytest.mark.django_db
+def test_image__without_a_file_says_so(admin_client):
+    response = admin_client.post(IMAGE, {})
+    assert response.status_code == 400
+    assert response.json() == {"error": "Choose an image file to upload."}

@@ -1,0 +1,67 @@
+"""Uploaded images that no article uses leave the site with the full check (reconcile),
+after IMAGE_GRACE_SECONDS since their upload or their last use; used ones stay."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from blogpublish.desk import images
+from blogpublish.models import Image
+from publishing.models import Article
+from tests.integration.test_site_builder import site  # noqa: F401  (the fixture)
+from tests.support.desk import image_bytes
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+COLOURS = ["red", "green", "blue", "gold", "plum"]
+
+
+def test_reconcile_removes_only_images_unused_past_the_grace_period(site, settings):  # noqa: F811
+    settings.IMAGE_GRACE_SECONDS = 3600
+    in_text, in_live, stale, fresh, lately_used = (
+        images.store(image_bytes(colour=colour), name=f"{colour}.png") for colour in COLOURS
+    )
+    long_ago = timezone.now() - timedelta(hours=2)
+    Image.objects.exclude(path=fresh.path).update(uploaded_at=long_ago)
+    Image.objects.filter(path=lately_used.path).update(
+        last_used_at=timezone.now() - timedelta(minutes=5)
+    )
+    draft = Article(title="Draft", slug="draft", body=f"Look: {in_text.markdown}")
+    draft.save()
+    live = Article(title="Live", slug="live", body="Edited: the picture is gone.")
+    live.save()
+    # Its live version still shows the image (the edit that removed it is not live yet).
+    Article.objects.filter(pk=live.pk).update(published_body=f"Old: {in_live.markdown}")
+
+    site.publisher.reconcile()
+
+    left = set(Image.objects.values_list("path", flat=True))
+    assert left == {in_text.path, in_live.path, fresh.path, lately_used.path}
+    assert not (site.root / stale.path).exists()
+    for kept in left:
+        assert (site.root / kept).is_file(), kept
+    seen = Image.objects.filter(path__in=[in_text.path, in_live.path])
+    assert all(row.last_used_at and row.last_used_at > long_ago for row in seen)
+
+
+def test_uploading_again_renews_the_grace_period(site, settings):  # noqa: F811
+    settings.IMAGE_GRACE_SECONDS = 3600
+    stored = images.store(image_bytes(), name="a.png")
+    Image.objects.update(uploaded_at=timezone.now() - timedelta(hours=2))
+
+    images.store(image_bytes(), name="again.png")
+    site.publisher.reconcile()
+
+    assert (site.root / stored.path).is_file()
+    assert Image.objects.filter(path=stored.path).exists()
+
+
+def test_media_folder_is_never_taken_for_a_page(site):  # noqa: F811
+    stored = images.store(image_bytes(), name="a.png")  # just uploaded: within the grace
+
+    site.publisher.reconcile()
+
+    assert (site.root / stored.path).is_file()

@@ -1,0 +1,65 @@
+"""What an upload must be (blogpublish.desk.images.check): the four formats accepted,
+location data removed from each that can carry it, and the rest of the file kept."""
+
+from __future__ import annotations
+
+import io
+
+import PIL.Image
+import pytest
+
+from blogpublish.desk.images import ImageRefused, alt_text, check, jpeg_without_location
+from tests.support.desk import image_bytes
+
+
+@pytest.mark.parametrize(
+    ("fmt", "ext"), [("PNG", "png"), ("JPEG", "jpg"), ("GIF", "gif"), ("WEBP", "webp")]
+)
+def test_each_accepted_format_is_stored_as_sent(fmt, ext):
+    data = image_bytes(fmt)
+    assert check(data, name=f"x.{ext}") == (data, ext, 64, 48)
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP"])
+def test_gps_is_removed_from_every_format_that_carries_exif(fmt):
+    data = image_bytes(fmt, gps=True)
+    assert PIL.Image.open(io.BytesIO(data)).getexif().get_ifd(0x8825)
+
+    cleaned, *_ = check(data, name="x")
+
+    image = PIL.Image.open(io.BytesIO(cleaned))
+    assert image.format == fmt
+    assert image.getexif().get_ifd(0x8825) == {}
+    assert image.getexif().get(0x0112) == 6  # the orientation stays
+
+
+def test_jpeg_xmp_naming_gps_is_dropped_and_other_segments_kept():
+    jpeg = image_bytes("JPEG")
+    xmp = b"http://ns.adobe.com/xap/1.0/\x00<x:xmpmeta><exif:GPSLatitude>52</exif:GPSLatitude>"
+    segment = b"\xff\xe1" + (len(xmp) + 2).to_bytes(2, "big") + xmp
+    with_xmp = jpeg[:2] + segment + jpeg[2:]
+
+    assert jpeg_without_location(with_xmp, None) == jpeg
+    cleaned, *_ = check(with_xmp, name="x.jpg")
+    assert b"GPSLatitude" not in cleaned
+
+
+def test_too_many_pixels_is_refused():
+    out = io.BytesIO()
+    PIL.Image.new("1", (10_000, 6_000)).save(out, "PNG")  # 60 million pixels, 1 bit each
+    data = out.getvalue()
+    with pytest.raises(ImageRefused, match="pixels"):
+        check(data, name="wide.png")
+
+
+def test_empty_file_is_refused():
+    with pytest.raises(ImageRefused, match="empty"):
+        check(b"", name="nothing.png")
+
+
+@pytest.mark.parametrize(
+    ("name", "alt"),
+    [("Sunset [1].png", "Sunset 1"), ("", "image"), ("***.jpg", "image"), ("猫.webp", "猫")],
+)
+def test_alt_text_from_the_file_name(name, alt):
+    assert alt_text(name) == alt
