@@ -1,6 +1,6 @@
 """One database, in a process of its own (Django is set up once per process).
 
-    python bench/child.py pipeline|catchup|operator sqlite|postgres '<params as JSON>'
+    python bench/child.py pipeline|import|catchup|operator sqlite|postgres '<params as JSON>'
 
 Makes a fresh database (a SQLite file, or `CREATE DATABASE bp_bench_<random>` on the
 PostgreSQL at TEST_POSTGRES_URL, dropped afterwards) and a fresh SITE_ROOT, migrates,
@@ -91,6 +91,10 @@ def measure(mode: str) -> Callable[[Path, dict, dict], dict]:
         from bench.phases import measure_pipeline
 
         return measure_pipeline
+    if mode == "import":
+        from bench.importing import measure_import
+
+        return measure_import
     if mode == "catchup":
         from bench.catchup import measure_catch_up
 

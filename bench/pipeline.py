@@ -6,6 +6,8 @@ per database, two child processes (bench/child.py), each on a fresh database:
 - pipeline: bare Celery's no-op drain and idle round trip (bench/bare.py), then
   blogpublish's idle save→published, burst drain, shared-page lag and worker RSS
   (bench/phases.py). Both workers: `celery -A <app>` + bench.support.WORKER_FLAGS.
+- import: N Markdown files imported (files/s), then published by batch tasks, beside
+  bare Celery's no-op drain of N tasks measured in the same child (bench/importing.py).
 - catchup: catch-up + reconcile time with 10 k, 100 k (and 1 M) articles in the table
   (bench/catchup.py).
 
@@ -38,9 +40,10 @@ FULL = {
     "rss_total": 20_000,
     "catchup_sizes": [10_000, 100_000, 1_000_000],
     "catchup_runs": 3,
+    "import_files": 10_000,
 }
-MODES = ("pipeline", "catchup")  # bench/child.py's, each on a fresh database
-QUICK = {**FULL, "rss_total": 5_000, "catchup_sizes": [10_000, 100_000]}
+MODES = ("pipeline", "import", "catchup")  # bench/child.py's, each on a fresh database
+QUICK = {**FULL, "rss_total": 5_000, "catchup_sizes": [10_000, 100_000], "import_files": 2_000}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,12 +55,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--rss-total", type=int, help="publishes before the second RSS reading")
     group.add_argument("--catchup-sizes", help="comma-separated article counts")
     group.add_argument("--catchup-runs", type=int, help="timed catch-ups per size")
+    group.add_argument(
+        "--import-files", type=int, help="Markdown files imported, then published (issue 9)"
+    )
     group.add_argument("--results-dir", type=Path, default=ROOT / "bench" / "results")
 
 
 def sizes(args: argparse.Namespace) -> dict:
     params = dict(QUICK if args.quick else FULL)
-    for name in ("bare", "idle", "burst", "rss_total", "catchup_runs"):
+    for name in ("bare", "idle", "burst", "rss_total", "catchup_runs", "import_files"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
     if args.catchup_sizes:
@@ -84,7 +90,8 @@ def describe(params: dict) -> None:
         f"  sizes: drain {params['bare']:,} tasks / {params['burst']:,} articles; idle"
         f" {params['idle']} each; RSS after {params['burst']:,} and {params['rss_total']:,}"
         f" publishes; catch-up at {', '.join(f'{n:,}' for n in params['catchup_sizes'])}"
-        f" articles, median of {params['catchup_runs']} after a warm-up"
+        f" articles, median of {params['catchup_runs']} after a warm-up;"
+        f" import {params['import_files']:,} Markdown files (bare drain of as many no-ops)"
     )
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 Row = tuple[str, str, str, str, str]
-HEADER: Row = ("", "blogpublish", "bare Celery", "ratio", "target (issue 7)")
+HEADER: Row = ("", "blogpublish", "bare Celery", "ratio", "target (issues 7, 9)")
 TITLES = {"postgres": "PostgreSQL", "sqlite": "SQLite"}
 
 
@@ -26,6 +26,11 @@ def ratios(result: dict) -> dict[str, float | None]:
         out["idle_p99_per_bare_p99"] = idle["p99_ms"] / trip["p99_ms"]
         rss = blog["rss"]["rss_bytes"]
         out["rss_last_per_first"] = rss[1] / rss[0]
+    imported = result.get("import", {})
+    if "bare" in imported:
+        out["import_publish_per_bare_drain"] = (
+            imported["publish"]["per_second"] / imported["bare"]["per_second"]
+        )
     sizes = catch.get("catch_up", [])
     if len(sizes) > 1:
         out["catch_up_largest_per_smallest"] = sizes[-1]["median_s"] / sizes[0]["median_s"]
@@ -86,6 +91,34 @@ def pipeline_rows(pipe: dict, r: dict) -> list[Row]:
     ]
 
 
+def import_rows(imported: dict, r: dict) -> list[Row]:
+    bare, files, publish = imported["bare"], imported["import"], imported["publish"]
+    return [
+        (
+            f"import: {files['files']:,} Markdown files → pending rows (no worker)",
+            f"{files['files_per_second']:,.0f} files/s",
+            "",
+            "",
+            "≥ 2,000 files/s (issue 9)",
+        ),
+        (
+            f"import → published: {publish['n']:,} by batches / {bare['n']:,} no-ops sent"
+            " (n / worker ready → last)",
+            f"{publish['per_second']:,.1f} /s",
+            f"{bare['per_second']:,.0f} /s",
+            f"{r['import_publish_per_bare_drain']:.3f}×",
+            "≥ 1.0× (1.3× stretch)",
+        ),
+        (
+            "import → published: worker ready → last published / last no-op run",
+            f"{publish['worker_ready_to_last_s']:,.1f} s",
+            f"{bare['worker_ready_to_last_s']:,.1f} s",
+            "",
+            "",
+        ),
+    ]
+
+
 def catch_up_rows(sizes: list[dict], r: dict) -> list[Row]:
     rows: list[Row] = []
     for n, size in enumerate(sizes):
@@ -125,12 +158,14 @@ def database_report(database: str, result: dict) -> str:
     r = ratios(result)
     rows: list[Row] = []
     notes = []
-    for part in ("pipeline", "catchup"):
+    for part in ("pipeline", "import", "catchup"):
         got = result.get(part, {})
         if "skipped" in got or "failed" in got:
             notes.append(f"{part}: {got.get('skipped') or got.get('failed')}")
     if "bare" in result.get("pipeline", {}):
         rows += pipeline_rows(result["pipeline"], r)
+    if "bare" in result.get("import", {}):
+        rows += import_rows(result["import"], r)
     if result.get("catchup", {}).get("catch_up"):
         rows += catch_up_rows(result["catchup"]["catch_up"], r)
     out = [f"\n{TITLES.get(database, database)}\n"]

@@ -133,3 +133,17 @@ def flower_command_line_problems(argv: list[str]) -> list[str]:
         f"Flower's {', '.join(given)} on the command line is not accepted: set "
         "FLOWER_BASIC_AUTH in the environment, where start-up checks it."
     ]
+
+
+def mail_address_problems(*, name: str, addresses: list[str]) -> list[str]:
+    """Each of `addresses` must be a mail address."""
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    problems = []
+    for address in addresses:
+        try:
+            validate_email(address)
+        except ValidationError:
+            problems.append(f"{name}: {address!r} is not a mail address.")
+    return problems

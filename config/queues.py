@@ -23,6 +23,9 @@ def celery_queues(default_queue: str) -> tuple[dict, tuple[Queue, ...]]:
     routes = {
         "publishing.tasks.publish_catch_up": {"queue": catch_up},
         "publishing.tasks.refresh_site": {"queue": catch_up},
+        # The clock's other jobs: the daily digest, and its resume.
+        "clock.tasks.digest_daily": {"queue": catch_up},
+        "clock.tasks.digest_resume": {"queue": catch_up},
     }
     return routes, (Queue(default_queue), Queue(catch_up))
 

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import zoneinfo
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.checks import (
+    mail_address_problems,
     publishing_settings_problems,
     secret_key_problems,
     webhook_secret_problems,
 )
+from config.crontab import parse_crontab
 from config.queues import celery_queues
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -119,6 +122,7 @@ INSTALLED_APPS = [
     "publishing.apps.PublishingConfig",
     "blogpublish.apps.BlogpublishConfig",
     "api.apps.ApiConfig",
+    "clock.apps.ClockConfig",
 ]
 
 MIDDLEWARE = [
@@ -185,7 +189,14 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = "UTC"
+# The zone of DIGEST_SCHEDULE and of the digest's days (Celery's too: CELERY_TIMEZONE).
+TIME_ZONE = env_str("TIME_ZONE") or "UTC"
+try:
+    zoneinfo.ZoneInfo(TIME_ZONE)
+except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(
+        f"TIME_ZONE={TIME_ZONE!r} is not a time zone name (e.g. UTC, Europe/Berlin)."
+    ) from None
 USE_I18N = True
 USE_TZ = True
 
@@ -204,6 +215,17 @@ EMAIL_BACKEND = (
     if DEBUG
     else "django.core.mail.backends.smtp.EmailBackend"
 )
+# The mail server of alerts and the digest (Django's own settings, read from the env).
+EMAIL_HOST = env_str("EMAIL_HOST") or "localhost"
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both.")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL") or "blogpublish@localhost"
+SERVER_EMAIL = env_str("SERVER_EMAIL") or DEFAULT_FROM_EMAIL
 
 # --- Publishing ---------------------------------------------------------------------
 
@@ -235,6 +257,17 @@ PUBLISH_CATCHUP_INTERVAL = env_number("PUBLISH_CATCHUP_INTERVAL", 120, minimum=0
 PUBLISH_STALE_AFTER = env_number("PUBLISH_STALE_AFTER", 60, minimum=0)
 # At most this many rows are sent, and as many armed, per catch-up run.
 PUBLISH_CATCHUP_BATCH = 500
+# Backlogs (an import, a large catch-up) are published by batch tasks
+# (publishing.tasks.publish_batch, docs/import.md): each claims up to PUBLISH_BATCH_SIZE
+# due rows in one statement; PUBLISH_BATCH_TASKS of them go out at once (at least the
+# worker processes that should share the backlog, on every host), and the catch-up
+# uses them instead of one message per row when more than PUBLISH_BATCH_THRESHOLD rows
+# are stale. A batch publishes its rows one after another inside their lease, so the
+# size times the slowest target's time must stay well under PUBLISH_LEASE_SECONDS; a
+# batch stops taking new rows halfway through the lease and lets the rest go.
+PUBLISH_BATCH_SIZE = env_int("PUBLISH_BATCH_SIZE", 100, minimum=1)
+PUBLISH_BATCH_TASKS = env_int("PUBLISH_BATCH_TASKS", 4, minimum=1)
+PUBLISH_BATCH_THRESHOLD = env_int("PUBLISH_BATCH_THRESHOLD", 100, minimum=0)
 PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 # A save (or the catch-up) arms a scheduled article with an ETA once it is due within
 # this many seconds; two catch-up intervals, so one missed run loses nothing.
@@ -290,6 +323,28 @@ FLOWER_BASIC_AUTH = env_str("FLOWER_BASIC_AUTH")
 # The scrape token of GET /metrics (`Authorization: Bearer …`). Without one, /metrics
 # answers only from loopback unless DEBUG (publishing/views.py).
 METRICS_TOKEN = env_str("METRICS_TOKEN")
+
+# --- The clock's jobs (clock/): the daily digest, and what each scheduled run cost ----
+
+# When Beat sends the digest of the previous day: a crontab expression in TIME_ZONE.
+DIGEST_SCHEDULE = env_str("DIGEST_SCHEDULE") or "0 7 * * *"
+try:
+    DIGEST_CRONTAB = parse_crontab(DIGEST_SCHEDULE)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+# Who gets it by mail (comma-separated addresses), and where it is posted (signed with
+# DIGEST_WEBHOOK_SECRET, at least 32 characters). Neither set: no digest.
+DIGEST_RECIPIENTS = [a.strip() for a in env_str("DIGEST_RECIPIENTS").split(",") if a.strip()]
+DIGEST_WEBHOOK_URL = env_str("DIGEST_WEBHOOK_URL")
+DIGEST_WEBHOOK_SECRET = env_str("DIGEST_WEBHOOK_SECRET")
+# After downtime, the missed days sent (oldest first); older missed days are skipped.
+DIGEST_CATCHUP_DAYS = env_int("DIGEST_CATCHUP_DAYS", 3, minimum=1)
+# One try of one day's digest may hold it this long; then another run takes it over.
+DIGEST_LEASE_SECONDS = env_number("DIGEST_LEASE_SECONDS", 120, minimum=2)
+DIGEST_MAX_ATTEMPTS = env_int("DIGEST_MAX_ATTEMPTS", 5, minimum=1)
+# A catch-up that finds more stale rows than this is a heavy job: it takes the heavy
+# lease (the reconcile's), or sends only this many while the reconcile runs.
+PUBLISH_CATCHUP_HEAVY_BATCH = 100
 
 # --- Celery -------------------------------------------------------------------------
 # Read by config/celery.py through config_from_object(namespace="CELERY").
@@ -350,6 +405,16 @@ CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE
 CELERY_BEAT_SCHEDULE = {
     "publish-catch-up": {
         "task": "publishing.tasks.publish_catch_up",
+        "schedule": PUBLISH_CATCHUP_INTERVAL,
+        "options": {"expires": PUBLISH_CATCHUP_INTERVAL * 0.9},
+    },
+    # The digest of the previous day (and missed days: clock/digest/days.py). No
+    # `expires`: a message that waited for a worker is still the day's digest, and any
+    # number of them sends it once.
+    "digest": {"task": "clock.tasks.digest_daily", "schedule": DIGEST_CRONTAB},
+    # Finishes a day whose try failed or whose worker died; one query when there is none.
+    "digest-resume": {
+        "task": "clock.tasks.digest_resume",
         "schedule": PUBLISH_CATCHUP_INTERVAL,
         "options": {"expires": PUBLISH_CATCHUP_INTERVAL * 0.9},
     },
@@ -421,6 +486,13 @@ _problems += webhook_secret_problems(
     secret_name="PUBLISH_WEBHOOK_SECRET",
     secret=PUBLISH_WEBHOOK_SECRET,
 )
+_problems += webhook_secret_problems(
+    url_name="DIGEST_WEBHOOK_URL",
+    url=DIGEST_WEBHOOK_URL,
+    secret_name="DIGEST_WEBHOOK_SECRET",
+    secret=DIGEST_WEBHOOK_SECRET,
+)
+_problems += mail_address_problems(name="DIGEST_RECIPIENTS", addresses=DIGEST_RECIPIENTS)
 _problems += webhook_secret_problems(
     url_name="ALERT_WEBHOOK_URL",
     url=ALERT_WEBHOOK_URL,

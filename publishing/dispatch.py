@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 PUBLISH_TASK = "publishing.tasks.publish_article"
 UNPUBLISH_TASK = "publishing.tasks.unpublish_article"
 REFRESH_TASK = "publishing.tasks.refresh_site"
+BATCH_TASK = "publishing.tasks.publish_batch"
 
 
 class _Dispatcher:
@@ -222,6 +223,9 @@ def _describe(messages: list[Message], exc: Exception) -> tuple[str, str, Except
     if name == UNPUBLISH_TASK:
         what = f"article {args[0].get('id')} deleted{more}"
         then = "the catch-up will take it off the site"
+    elif name == BATCH_TASK:
+        what = f"a batch of the backlog{more}"
+        then = "the rows stay pending and the catch-up will publish them"
     elif name == REFRESH_TASK:
         what = f"the shared views' deferred refresh{more}"
         then = "the next request or the catch-up will run the pass"
@@ -269,3 +273,13 @@ def dispatch_refresh(*, eta: datetime) -> bool:
     """Send the deferred pass of the shared views' refresher (publishing.services.refresh);
     if the broker is down, the next request or the catch-up's pass does it instead."""
     return send_batch([(REFRESH_TASK, (), eta)]) == 1
+
+
+def dispatch_batches(
+    count: int | None = None, *, eta: datetime | None = None, past_breaker: bool = False
+) -> int:
+    """Send `count` (PUBLISH_BATCH_TASKS) `publish_batch` messages: enough to keep every
+    worker process busy on a backlog; each sends itself again while rows remain due,
+    and those that find nothing due stop. Returns how many were sent."""
+    count = settings.PUBLISH_BATCH_TASKS if count is None else count
+    return send_batch([(BATCH_TASK, (), eta)] * count, past_breaker=past_breaker)

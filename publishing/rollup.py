@@ -89,6 +89,42 @@ def record(
     _upsert(rows, shard=os.getpid() % shards)
 
 
+def record_published(*, observations: list[tuple[float, float]], now: datetime | None = None):
+    """`record` for many published attempts at once (a batch's completion): each
+    (duration, latency) counted, in one UPSERT."""
+    if not observations:
+        return
+    minute = (now or timezone.now()).replace(second=0, microsecond=0)
+    hour = minute.replace(minute=0)
+    sums: dict[tuple, list] = defaultdict(lambda: [0, 0.0])
+    for duration, latency in observations:
+        for metric, bounds, value in (
+            ("duration", DURATION_BUCKETS, duration),
+            ("latency", LATENCY_BUCKETS, latency),
+        ):
+            key = (HOUR, hour, metric, bucket_label(value, bounds))
+            sums[key][0] += 1
+            sums[key][1] += value
+    count = len(observations)
+    rows = [
+        (MINUTE, minute, "attempts", "ok", count, 0.0),
+        (HOUR, hour, "attempts", "ok", count, 0.0),
+        *(
+            (span, start, metric, label, n, total)
+            for (span, start, metric, label), (n, total) in sums.items()
+        ),
+    ]
+    shards = 1 if connection.vendor == "sqlite" else SHARDS
+    _upsert(rows, shard=os.getpid() % shards)
+
+
+def latency_of(*, pending_since, created_at, publish_at, published_at: datetime) -> float:
+    """Seconds from when the content became work (its save or requeue, or its publish_at
+    when later) until it was published."""
+    became_work = max(pending_since or created_at, publish_at)
+    return max(0.0, (published_at - became_work).total_seconds())
+
+
 Row = tuple[str, datetime, str, str, int, float]  # span, start, metric, label, n, total
 
 

@@ -12,13 +12,15 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from publishing.dispatch import dispatch_publish
+from publishing.dispatch import dispatch_batches, dispatch_publish
 from publishing.exceptions import ArticleDeadError, TransientPublishError
 from publishing.services import (
     Outcome,
     article_publish,
     article_unpublish,
     catch_up,
+    leases_left,
+    publish_batch_of_due,
     shared_views_deferred,
 )
 
@@ -111,6 +113,37 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         # than wait for the catch-up. Only redeliveries re-arm, so copies never multiply.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.lease_left))
     return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
+
+
+@shared_task(
+    bind=True,
+    ignore_result=True,
+    max_retries=5,  # a database that stays away: the catch-up sends batches again
+    **DURABLE,
+)
+def publish_batch(self: Task) -> dict:
+    """Publish up to PUBLISH_BATCH_SIZE due articles (services.batches), then send
+    itself again while the backlog lasts: a full batch means more may be due. Rows
+    that failed and back off get one batch for when the first is due again, as the
+    single task's retry would. A redelivered batch (its worker died mid-batch, and
+    reject_on_worker_lost sent it back) comes back once more when the leases its dead
+    predecessor left have run out; only redeliveries do, so copies never multiply.
+    (A whole worker killed: Redis redelivers only after its visibility timeout, and
+    the catch-up takes the rows once their lease has run out.)"""
+    report = publish_batch_of_due(
+        retry_in=publish_article.backoff,
+        worker=self.request.hostname or "",
+        task_id=self.request.id or "",
+    )
+    if report.full or report.outcomes[str(Outcome.CHANGED)]:
+        dispatch_batches(1)
+    if report.retry_in is not None and report.retry_in <= settings.PUBLISH_ETA_HORIZON:
+        dispatch_batches(1, eta=timezone.now() + timedelta(seconds=report.retry_in))
+    if (self.request.delivery_info or {}).get("redelivered"):
+        left = leases_left()
+        if left is not None:
+            dispatch_batches(1, eta=timezone.now() + timedelta(seconds=left + 0.5))
+    return {"claimed": report.claimed, "released": report.released, **report.outcomes}
 
 
 @shared_task(

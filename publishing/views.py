@@ -21,6 +21,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from clock.metrics import add_job_gauges
 from publishing import rollup
 from publishing.selectors import broker_queue_lengths, catch_up_last_run, pipeline_status
 
@@ -96,6 +97,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         )
     registry = CollectorRegistry()
     registry.register(PipelineCollector())
+    add_job_gauges(registry)
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 

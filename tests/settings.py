@@ -38,6 +38,9 @@ os.environ["SECRET_KEY"] = f"test-only-secret-key-of-run-{RUN_ID}-{RUN_ID}-{RUN_
 os.environ.setdefault("PUBLISH_MAX_ATTEMPTS", "3")
 os.environ.setdefault("PUBLISH_LEASE_SECONDS", "10")
 os.environ.setdefault("PUBLISH_RETRY_BACKOFF_MAX", "2")
+# Small batches, so that a backlog of a few dozen rows takes several (services.batches).
+os.environ.setdefault("PUBLISH_BATCH_SIZE", "5")
+os.environ.setdefault("PUBLISH_BATCH_TASKS", "2")
 
 from config.queues import celery_queues  # noqa: E402
 from config.settings import *  # noqa: E402, F403
@@ -64,5 +67,9 @@ JOURNAL_FILE = RUN_DIR / "journal.log"
 ADMINS = [("Test admin", "admin@example.com")]
 EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
 EMAIL_FILE_PATH = RUN_DIR / "mail"
+# A process started beside a real SMTP server (tests/support/smtp.py) mails through it
+# (EMAIL_HOST and EMAIL_PORT come from its environment).
+if os.environ.get("BLOGPUBLISH_TEST_SMTP"):
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

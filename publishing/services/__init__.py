@@ -24,6 +24,13 @@ from publishing.services.authoring import (
     article_update,
     articles_create_many,
 )
+from publishing.services.batches import (
+    BatchReport,
+    articles_claim_batch,
+    articles_complete,
+    leases_left,
+    publish_batch_of_due,
+)
 from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
 from publishing.services.operator import article_publish_now, article_requeue
 from publishing.services.refresh import (
@@ -41,6 +48,7 @@ from publishing.services.site import (
 __all__ = [
     "UNPUBLISH_FIELDS",
     "AttemptResult",
+    "BatchReport",
     "CatchUpReport",
     "Claim",
     "Outcome",
@@ -55,9 +63,13 @@ __all__ = [
     "article_requeue",
     "article_unpublish",
     "article_update",
+    "articles_claim_batch",
+    "articles_complete",
     "articles_create_many",
     "catch_up",
     "explain_unclaimed",
+    "leases_left",
+    "publish_batch_of_due",
     "publish_pending",
     "shared_views_deferred",
     "shared_views_pass",

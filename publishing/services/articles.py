@@ -194,8 +194,12 @@ def _finish(claim: Claim, outcome: AttemptOutcome, error: str = "") -> None:
     latency = None
     if outcome == AttemptOutcome.OK:
         article = claim.article
-        became_work = max(article.pending_since or article.created_at, article.publish_at)
-        latency = max(0.0, (now - became_work).total_seconds())
+        latency = rollup.latency_of(
+            pending_since=article.pending_since,
+            created_at=article.created_at,
+            publish_at=article.publish_at,
+            published_at=now,
+        )
     rollup.record(outcome=outcome, duration=seconds, latency=latency, now=now)
 
 
@@ -205,8 +209,10 @@ def _fenced(claim: Claim):
     )
 
 
-def article_complete(*, claim: Claim) -> AttemptResult:
-    """The publishers succeeded: published, unless the content changed or we were overtaken."""
+def article_complete(*, claim: Claim, request_refresh: bool = True) -> AttemptResult:
+    """The publishers succeeded: published, unless the content changed or we were overtaken.
+    `request_refresh=False`: the caller asks for the shared views' refresh itself (a
+    batch asks once for all its rows)."""
     article_id, attempt = claim.article.pk, claim.attempt
     with transaction.atomic():
         if (
@@ -230,7 +236,8 @@ def article_complete(*, claim: Claim) -> AttemptResult:
             _finish(claim, AttemptOutcome.OK)
             # The shared views (index, feed) are refreshed from the database after the
             # commit, by a pass that begins after it: coalesced, never waited for.
-            transaction.on_commit(shared_views_request, robust=True)
+            if request_refresh:
+                transaction.on_commit(shared_views_request, robust=True)
             logger.info("article %s published (attempt %s)", article_id, attempt)
             return AttemptResult(Outcome.PUBLISHED, article_id, attempt)
         if _fenced(claim).update(lease_expires_at=None, updated_at=Now()):

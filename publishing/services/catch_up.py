@@ -20,8 +20,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
+from clock.runs import Run, busy_message, scheduled_run
 from publishing import rollup
-from publishing.dispatch import dispatch_many
+from publishing.dispatch import dispatch_batches, dispatch_many
 from publishing.models import Article, CatchUpRun
 from publishing.selectors import (
     article_ids_claimable,
@@ -31,7 +32,7 @@ from publishing.selectors import (
 )
 from publishing.services.alarms import article_dead_alert, stuck_check
 from publishing.services.articles import article_publish
-from publishing.services.refresh import shared_views_pass
+from publishing.services.refresh import full_check_due, shared_views_pass
 from publishing.services.site import site_reconcile
 from publishing.time_limits import attempt_time_limit
 
@@ -45,6 +46,8 @@ class CatchUpReport:
     armed: int
     alerts_sent: int
     stuck: bool
+    # Not run: the previous catch-up still held its lease.
+    skipped: bool = False
 
 
 def _mark_dispatched(ids: list[int]) -> None:
@@ -68,22 +71,78 @@ def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
     return sent
 
 
+def _send_batches(stale: list[int]) -> list[int]:
+    """A large backlog: batch tasks (services.batches) instead of one message per row.
+    They claim the oldest due rows, these among them, and send themselves again while
+    any are due. Returns the rows counted as sent (all, or none if the broker is down)."""
+    if not dispatch_batches(past_breaker=True):
+        logger.warning("catch-up: the broker is unreachable; %d left for the next run", len(stale))
+        return []
+    _mark_dispatched(stale)
+    return stale
+
+
 def catch_up(*, limit: int | None = None) -> CatchUpReport:
     """Re-send stale due rows, arm the soon-scheduled ones, alert unalerted deaths,
-    check for a stuck pipeline, and let the publishers reconcile the site."""
-    limit = limit or settings.PUBLISH_CATCHUP_BATCH
+    check for a stuck pipeline, and let the publishers refresh the site; then, when it
+    is due, the full check (reconcile), a run of its own.
+
+    One catch-up at a time: a run that finds the previous one still running is skipped
+    (clock.runs), and each run ends with its cost summary line."""
+    with scheduled_run("catch-up", lease_seconds=catch_up_run_lease()) as run:
+        if run.skipped:
+            return CatchUpReport(0, 0, 0, 0, False, skipped=True)
+        report = _catch_up(run, limit=limit or settings.PUBLISH_CATCHUP_BATCH)
+        full = full_check_due()
+        if not full:
+            run.renew()
+            shared_views_pass()
+    if full:
+        site_reconcile()
+    return report
+
+
+def catch_up_run_lease() -> float:
+    """How long a catch-up run holds its job's lease before each step (it renews it as
+    it goes): a catch-up whose worker died delays the next one by at most this, about
+    two intervals, not by the task's time limit."""
+    return max(10.0, 2 * settings.PUBLISH_CATCHUP_INTERVAL)
+
+
+def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
     stale = articles_due_for_catch_up(stale_after=settings.PUBLISH_STALE_AFTER, limit=limit)
-    sent = _send_all([(article_id, None) for article_id in stale])
+    if len(stale) > settings.PUBLISH_CATCHUP_HEAVY_BATCH and (busy := run.take_heavy()) is not None:
+        # A large batch is heavy: it does not run beside the reconcile. This run sends
+        # a small batch; the next ones send the rest.
+        logger.info(
+            "catch-up: %d stale rows; %s; sending %d now",
+            len(stale),
+            busy_message("catch-up", busy).removeprefix("skipped: catch-up: "),
+            settings.PUBLISH_CATCHUP_HEAVY_BATCH,
+        )
+        stale = stale[: settings.PUBLISH_CATCHUP_HEAVY_BATCH]
+    if len(stale) > settings.PUBLISH_BATCH_THRESHOLD:
+        sent = _send_batches(stale)
+    else:
+        sent = _send_all([(article_id, None) for article_id in stale])
+    run.renew()
     soon = articles_to_arm(
         horizon=settings.PUBLISH_ETA_HORIZON, stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
     )
     armed = _send_all(soon)
 
-    alerts = sum(article_dead_alert(article_id=i) for i in dead_unalerted_ids(limit=limit))
+    alerts = 0
+    for article_id in dead_unalerted_ids(limit=limit):
+        run.renew()  # each alert may wait for a slow mail server or webhook
+        alerts += article_dead_alert(article_id=article_id)
+    run.renew()
     stuck = stuck_check()
-    site_reconcile()
-    rollup.compact()
     report = CatchUpReport(len(stale), len(sent), len(armed), alerts, stuck)
+    run.detail = (
+        f"{report.stale_found} stale found, {report.stale_sent} sent, {report.armed} armed, "
+        f"{report.alerts_sent} alerts, stuck: {report.stuck}"
+    )
+    rollup.compact()
     catch_up_recorded(report=report)
     logger.info(
         "catch-up: %d stale due article(s) found, %d sent; %d scheduled armed; "

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+
+from clock.runs import scheduled_run
 from publishing.models import Article
 from publishing.publishers import get_publishers, run_optional_hook
-from publishing.services.refresh import full_check_due, shared_views_pass, shared_views_request
+from publishing.services.refresh import shared_views_pass, shared_views_request
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +40,15 @@ def article_unpublish(*, snapshot: dict) -> None:
 
 
 def site_reconcile() -> None:
-    """The catch-up's pass over the shared views: the full check (targets drop what the
-    database no longer has) every PUBLISH_RECONCILE_EVERY, a refresh otherwise."""
-    shared_views_pass(full=full_check_due())
+    """The full check (targets drop what the database no longer has, every view is
+    rebuilt): run by the catch-up every PUBLISH_RECONCILE_EVERY. A run of its own, one
+    at a time and never beside another heavy job (clock.runs); one that finds the
+    previous still running, or a large catch-up batch, is skipped and due again at the
+    next catch-up."""
+    with scheduled_run(
+        "reconcile", lease_seconds=settings.PUBLISH_CATCHUP_TIME_LIMIT, heavy=True
+    ) as run:
+        if run.skipped:
+            return
+        done = shared_views_pass(full=True)
+        run.detail = "full check done" if done else "another pass held the refresher's lease"

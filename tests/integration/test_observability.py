@@ -202,3 +202,26 @@ def test_rollup__compaction_keeps_every_count(transactional_db):
     assert after.duration.total == pytest.approx(before.duration.total)
     assert set(MetricsBucket.objects.values_list("span", flat=True)) == {"m", "h", "t"}
     assert rollup.compact(now=now) == 0
+
+
+def test_rollup__a_batch_of_publishes_is_counted_like_single_ones(transactional_db):
+    """The batch path (services.batches, a backlog claimed in one statement) counts its
+    publishes in the histograms and the counter too."""
+    from publishing.services.batches import publish_batch_of_due
+
+    Article.objects.bulk_create(
+        [
+            Article(title=f"Batch {i}", slug=f"batch-{i}", body="x", content_hash="0" * 64)
+            for i in range(4)
+        ]
+    )  # no signals: nothing is dispatched
+    before = rollup.totals()
+
+    report = publish_batch_of_due(retry_in=lambda attempt: 0, limit=10)
+
+    after = rollup.totals()
+    assert report.claimed == 4
+    assert after.attempts["ok"] - before.attempts["ok"] == 4
+    assert after.latency.count - before.latency.count == 4
+    assert after.duration.count - before.duration.count == 4
+    assert Article.objects.filter(status=ArticleStatus.PUBLISHED).count() == 4

@@ -29,6 +29,9 @@ from django.conf import settings
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 from tests.support.waiting import wait_for
 
+# The rule (and release file) of the full check: {"(reconcile)": {"hold": 30}}.
+RECONCILE_RULE = "(reconcile)"
+
 
 def read_chaos() -> dict:
     try:
@@ -83,6 +86,16 @@ class ChaosPublisher:
 
     def unpublish(self, article) -> None:
         return None
+
+    def reconcile(self) -> None:
+        """The full check: held like an attempt by the rule of RECONCILE_RULE."""
+        rule = read_chaos().get(RECONCILE_RULE)
+        if rule and rule.get("hold"):
+            pid_file = settings.RUN_DIR / "pids" / RECONCILE_RULE
+            pid_file.parent.mkdir(exist_ok=True)
+            pid_file.write_text(str(os.getpid()))
+            with contextlib.suppress(AssertionError):
+                wait_for(release_file(RECONCILE_RULE).exists, timeout=rule["hold"], interval=0.02)
 
 
 class JournalPublisher:

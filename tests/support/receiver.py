@@ -1,7 +1,8 @@
 """A real HTTP webhook receiver for tests: stdlib http.server on 127.0.0.1, in a thread.
 
-It answers each request by the plan for the article's slug, then 200 once the plan is
-used up, and records everything it received:
+It answers each request by the plan for the article's slug (or, for a body without one,
+such as the digest's, its Idempotency-Key), then 200 once the plan is used up, and
+records everything it received:
 
     receiver.plan("some-slug", 500, "stall", 400)
 
@@ -69,6 +70,10 @@ class Receiver:
         with self.lock:
             return [r for r in self.received if r.json.get("slug") == slug]
 
+    def requests_with_key(self, key: str) -> list[Received]:
+        with self.lock:
+            return [r for r in self.received if r.headers.get("Idempotency-Key") == key]
+
     def _answer_for(self, slug: str) -> int | str:
         with self.lock:
             plan = self.plans.get(slug) or []
@@ -92,7 +97,8 @@ class Receiver:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                answer = receiver._answer_for(json.loads(body).get("slug", ""))
+                plan_key = json.loads(body).get("slug") or headers.get("Idempotency-Key", "")
+                answer = receiver._answer_for(plan_key)
                 if answer == "stall":
                     receiver._record(Received(headers, body, None, verified))
                     receiver.stopping.wait(STALL_AT_MOST)

@@ -30,9 +30,11 @@ def test_site_benchmark_runs_on_a_small_site():
 )
 def test_side_by_side_benchmark_runs_at_tiny_sizes(tmp_path):
     """Every code path of `make bench`'s pipeline part (bare Celery, blogpublish's idle,
-    burst, shared pages, RSS, catch-up with synthetic rows), on SQLite, at tiny sizes."""
+    burst, shared pages, RSS, catch-up with synthetic rows, import → published by batches),
+    on SQLite, at tiny sizes."""
     tiny = ["--bare", "20", "--idle", "10", "--burst", "20", "--rss-total", "30"]
     tiny += ["--catchup-sizes", "50,120", "--catchup-runs", "1", "--databases", "sqlite"]
+    tiny += ["--import-files", "30"]
     result = subprocess.run(
         [sys.executable, "bench/run.py", "pipeline", *tiny, "--results-dir", str(tmp_path)],
         cwd=ROOT,
@@ -50,7 +52,11 @@ def test_side_by_side_benchmark_runs_at_tiny_sizes(tmp_path):
         "idle_p99_per_bare_p99",
         "rss_last_per_first",
         "catch_up_largest_per_smallest",
+        "import_publish_per_bare_drain",
     }
+    imported = document["results"]["sqlite"]["import"]
+    assert imported["import"]["counts"] == {"created": 30}
+    assert imported["publish"]["n"] == 30
     assert [s["articles"] for s in document["results"]["sqlite"]["catchup"]["catch_up"]] == [
         50,
         120,

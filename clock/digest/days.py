@@ -1,0 +1,273 @@
+"""Once per day, whatever fires it; missed days by a stated policy.
+
+A day's digest is a `Digest` row unique by day. Whoever fires the digest (two Beats, a
+retry, a manual run, cron) inserts the rows it wants or finds them (insert-or-nothing),
+then moves a row on only by conditional UPDATEs, like an article:
+
+- **claim**: `state=pending`, lease free, next try due → lease, `attempts+1`,
+  `claims+1`; the `claims` read after it is the fencing token.
+- **deliver**: the content is built once and kept; the mail, then the webhook, each
+  recorded as it goes (`mailed_at`, `posted_at`) under the token, so a try after the
+  mail went (a retry, a take-over after the lease) posts the webhook without mailing
+  again. A take-over posts under the same `Idempotency-Key`.
+- **complete**: `state=sent`; **fail**: the lease let go and the next try after a
+  backoff, or `failed` after DIGEST_MAX_ATTEMPTS (with an alert).
+
+Missed days (docs/operations.md, "The daily digest"): the days after the last digest
+sent, oldest first, at most DIGEST_CATCHUP_DAYS of them; older missed days are recorded
+as skipped. When none was ever sent, only yesterday's.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from enum import StrEnum
+
+from django.conf import settings
+from django.db.models import F, Max, Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from clock.digest.content import digest_build
+from clock.digest.delivery import digest_key, mail_digest, post_digest
+from clock.exceptions import DigestDateError, DigestRetry, DigestSendError
+from clock.leases import now_plus
+from clock.models import Digest, DigestState
+from clock.runs import Run, scheduled_run
+from publishing.alerts import send_alert
+
+logger = logging.getLogger(__name__)
+
+
+class DayOutcome(StrEnum):
+    SENT = "sent"  # sent by this run
+    NOT_CLAIMED = "not claimed"  # sent already, being sent elsewhere, or backing off
+    RETRY = "retry"  # failed; tried again after a backoff
+    FAILED = "failed"  # failed for the last time
+    OVERTAKEN = "overtaken"  # this try outlived its lease and another took the day over
+
+
+@dataclass
+class DigestReport:
+    planned: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    days: dict[str, str] = field(default_factory=dict)
+
+
+def digest_enabled() -> bool:
+    return bool(settings.DIGEST_RECIPIENTS or settings.DIGEST_WEBHOOK_URL)
+
+
+def digest_yesterday() -> date:
+    return timezone.localdate() - timedelta(days=1)
+
+
+def digest_plan(*, yesterday: date) -> tuple[list[date], list[date]]:
+    """Insert (or find) the rows of the days to send, and record the older missed days
+    as skipped: (days to send, days skipped), oldest first."""
+    last = Digest.objects.filter(state=DigestState.SENT).aggregate(last=Max("day"))["last"]
+    if last is None:
+        wanted, skipped = [yesterday], []
+    else:
+        missed = [last + timedelta(days=n) for n in range(1, (yesterday - last).days + 1)]
+        keep = settings.DIGEST_CATCHUP_DAYS
+        wanted, skipped = missed[-keep:] if missed else [], missed[:-keep] if missed else []
+    rows = [Digest(day=d, state=DigestState.SKIPPED) for d in skipped]
+    rows += [Digest(day=d, state=DigestState.PENDING) for d in wanted]
+    # Insert-or-nothing: a row another run made first (or a day sent by hand) stays.
+    Digest.objects.bulk_create(rows, ignore_conflicts=True)
+    return wanted, skipped
+
+
+def digest_reopen(*, day: date) -> None:
+    """`send_digest --date`: the day is to be sent, also when it was skipped or failed
+    (with a fresh budget of tries). A day sent already stays sent."""
+    if day > digest_yesterday():
+        raise DigestDateError(f"{day} is not over yet in {settings.TIME_ZONE}: no digest.")
+    Digest.objects.bulk_create([Digest(day=day, state=DigestState.PENDING)], ignore_conflicts=True)
+    Digest.objects.filter(day=day, state__in=[DigestState.SKIPPED, DigestState.FAILED]).update(
+        state=DigestState.PENDING, attempts=0, next_attempt_at=None, last_error=""
+    )
+
+
+def _lease_free() -> Q:
+    return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=Now())
+
+
+def _due() -> Q:
+    return Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=Now())
+
+
+def digest_claim(*, day: date, now: bool = False) -> int | None:
+    """Take the day's digest for one try; the fencing token, or None. `now`: without
+    waiting for the backoff (a person asked)."""
+    rows = Digest.objects.filter(day=day, state=DigestState.PENDING).filter(_lease_free())
+    if not now:
+        rows = rows.filter(_due())
+    taken = rows.update(
+        lease_expires_at=now_plus(settings.DIGEST_LEASE_SECONDS),
+        attempts=F("attempts") + 1,
+        claims=F("claims") + 1,
+    )
+    if not taken:
+        return None
+    return Digest.objects.filter(day=day).values_list("claims", flat=True).get()
+
+
+def digest_why_not(*, day: date) -> str:
+    """Why the day's digest could not be claimed, in words."""
+    row = Digest.objects.filter(day=day).annotate(db_now=Now()).first()
+    if row is None:
+        return f"the digest of {day} was never planned"
+    if row.state == DigestState.SENT:
+        return f"the digest of {day} was sent at {_when(row.sent_at)}"
+    if row.state != DigestState.PENDING:
+        return f"the digest of {day} is {row.state}"
+    if row.lease_expires_at and row.lease_expires_at > row.db_now:
+        return (
+            f"the digest of {day} is being sent by another run "
+            f"(its lease runs until {_when(row.lease_expires_at)})"
+        )
+    if row.next_attempt_at and row.next_attempt_at > row.db_now:
+        return f"the digest of {day} waits for its next try at {_when(row.next_attempt_at)}"
+    return f"the digest of {day} was taken by another run a moment ago"
+
+
+def _when(moment) -> str:
+    if moment is None:
+        return "an unrecorded time"
+    return timezone.localtime(moment).isoformat(sep=" ", timespec="seconds")
+
+
+def _mine(day: date, token: int):
+    return Digest.objects.filter(day=day, claims=token, state=DigestState.PENDING)
+
+
+def _backoff(attempt: int) -> float:
+    return float(min(settings.PUBLISH_RETRY_BACKOFF_MAX, 2 ** max(0, attempt - 1)))
+
+
+def digest_deliver(*, day: date, token: int) -> DayOutcome:
+    """One try of the claimed day: build (once), mail (once), post (once), complete."""
+    row = Digest.objects.get(day=day)
+    content = row.content
+    if content is None:
+        content = digest_build(day=day)
+        if not _mine(day, token).update(content=content):
+            return DayOutcome.OVERTAKEN
+    recipients = list(settings.DIGEST_RECIPIENTS)
+    url = settings.DIGEST_WEBHOOK_URL
+    try:
+        if recipients and row.mailed_at is None:
+            mail_digest(content, recipients=recipients)
+            if not _mine(day, token).update(mailed_at=Now(), mailed_to=", ".join(recipients)):
+                return DayOutcome.OVERTAKEN
+        if url and row.posted_at is None:
+            post_digest(content, url=url, secret=settings.DIGEST_WEBHOOK_SECRET)
+            if not _mine(day, token).update(posted_at=Now(), posted_to=url):
+                return DayOutcome.OVERTAKEN
+    except DigestSendError as exc:
+        return _fail(day, token, attempt=row.attempts, error=str(exc), permanent=exc.permanent)
+    if not _mine(day, token).update(
+        state=DigestState.SENT, sent_at=Now(), lease_expires_at=None, last_error=""
+    ):
+        return DayOutcome.OVERTAKEN
+    logger.info("digest of %s sent (key %s)", day, digest_key(day.isoformat()))
+    return DayOutcome.SENT
+
+
+def _fail(day: date, token: int, *, attempt: int, error: str, permanent: bool) -> DayOutcome:
+    last = permanent or attempt >= settings.DIGEST_MAX_ATTEMPTS
+    changes = {"lease_expires_at": None, "last_error": error[:2000]}
+    if last:
+        changes["state"] = DigestState.FAILED
+    else:
+        changes["next_attempt_at"] = now_plus(_backoff(attempt))
+    if not _mine(day, token).update(**changes):
+        return DayOutcome.OVERTAKEN
+    if not last:
+        logger.warning("digest of %s: try %d failed, tried again later: %s", day, attempt, error)
+        return DayOutcome.RETRY
+    send_alert(
+        kind="digest_failed",
+        subject=f"the digest of {day} was not sent",
+        message=f"after {attempt} tries: {error}. `manage.py send_digest --date {day}` "
+        "sends it once the cause is fixed.",
+        data={"day": day.isoformat(), "attempts": attempt, "error": error},
+    )
+    return DayOutcome.FAILED
+
+
+def digest_send(*, day: date, now: bool = False) -> tuple[DayOutcome, str]:
+    """Claim and send one day: (outcome, what happened in words)."""
+    token = digest_claim(day=day, now=now)
+    if token is None:
+        return DayOutcome.NOT_CLAIMED, digest_why_not(day=day)
+    outcome = digest_deliver(day=day, token=token)
+    row = Digest.objects.get(day=day)
+    if outcome is DayOutcome.SENT:
+        return outcome, f"the digest of {day} was sent"
+    if outcome is DayOutcome.OVERTAKEN:
+        return outcome, f"the digest of {day}: this try was overtaken by another"
+    return outcome, f"the digest of {day} failed ({row.state}): {row.last_error}"
+
+
+def _unfinished() -> list[date]:
+    return list(
+        Digest.objects.filter(state=DigestState.PENDING)
+        .order_by("day")
+        .values_list("day", flat=True)
+    )
+
+
+def _send_unfinished(run: Run, report: DigestReport) -> None:
+    """Every pending day, oldest first; a failed day stops the run (newer days wait, so
+    they go out in order) and is tried again after its backoff."""
+    for day in _unfinished():
+        run.renew()
+        outcome, words = digest_send(day=day)
+        report.days[day.isoformat()] = outcome.value
+        logger.info("digest: %s", words)
+        if outcome is DayOutcome.NOT_CLAIMED and day in _unfinished():
+            # Being sent by another run, or backing off: the newer days wait for it.
+            break
+        if outcome is DayOutcome.RETRY:
+            row = Digest.objects.annotate(db_now=Now()).get(day=day)
+            wait = (row.next_attempt_at - row.db_now).total_seconds() if row.next_attempt_at else 1
+            raise DigestRetry(words, retry_in=max(0.5, wait))
+
+
+def digest_run(*, plan: bool) -> DigestReport | None:
+    """The scheduled job: with `plan` (DIGEST_SCHEDULE) the days the policy wants, and
+    every unfinished day; without (the resume, every PUBLISH_CATCHUP_INTERVAL) only the
+    unfinished days: a failed try whose retry message was lost, a worker that died.
+    None when there was nothing to do or the previous run still runs."""
+    if not digest_enabled():
+        if plan:
+            logger.info("digest: neither DIGEST_RECIPIENTS nor DIGEST_WEBHOOK_URL is set")
+        return None
+    if not plan and not Digest.objects.filter(state=DigestState.PENDING).exists():
+        return None  # the common case of the resume: one cheap query, no run recorded
+    report = DigestReport()
+    with scheduled_run("digest", lease_seconds=settings.DIGEST_LEASE_SECONDS) as run:
+        if run.skipped:
+            return None
+        try:
+            if plan:
+                wanted, skipped = digest_plan(yesterday=digest_yesterday())
+                report.planned = [d.isoformat() for d in wanted]
+                report.skipped = [d.isoformat() for d in skipped]
+                if skipped:
+                    logger.warning(
+                        "digest: %d missed day(s) older than DIGEST_CATCHUP_DAYS=%d skipped: "
+                        "%s (send_digest --date sends one)",
+                        len(skipped),
+                        settings.DIGEST_CATCHUP_DAYS,
+                        ", ".join(report.skipped),
+                    )
+            _send_unfinished(run, report)
+        finally:
+            run.detail = f"days: {report.days or 'none'}; skipped: {report.skipped or 'none'}"
+    return report

@@ -1,0 +1,49 @@
+"""The clock's tasks: thin, each calls the digest's job (clock.digest.days)."""
+
+from __future__ import annotations
+
+from celery import Task, shared_task
+from django.conf import settings
+
+from clock.digest.days import digest_run
+from clock.exceptions import DigestRetry
+
+# Beyond the days' own leases (each day renews the job's lease as it begins), the task is
+# stopped before a run of every catch-up day could be taken over twice.
+_LIMIT = settings.DIGEST_LEASE_SECONDS * (settings.DIGEST_CATCHUP_DAYS + 1)
+
+DIGEST_TASK = {
+    "bind": True,
+    # Requeued when the worker child dies mid-send; the run finds the day's lease and the
+    # resume (every PUBLISH_CATCHUP_INTERVAL) takes the day over once it ran out.
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    # The database counts the tries and gives up (DIGEST_MAX_ATTEMPTS), not Celery.
+    "max_retries": None,
+    "ignore_result": True,
+    "soft_time_limit": _LIMIT * 0.8,
+    "time_limit": _LIMIT * 0.9,
+}
+
+
+def _run(task: Task, *, plan: bool) -> dict | None:
+    try:
+        report = digest_run(plan=plan)
+    except DigestRetry as exc:
+        # A failed day is tried again after its backoff (recorded on the row); if this
+        # message is lost, the resume sends the day once the backoff is over.
+        raise task.retry(countdown=exc.retry_in, exc=exc) from exc
+    return vars(report) if report else None
+
+
+@shared_task(**DIGEST_TASK)
+def digest_daily(self: Task) -> dict | None:
+    """DIGEST_SCHEDULE (Celery Beat): the days the missed-run policy wants, and any
+    unfinished day."""
+    return _run(self, plan=True)
+
+
+@shared_task(**DIGEST_TASK)
+def digest_resume(self: Task) -> dict | None:
+    """Every PUBLISH_CATCHUP_INTERVAL (Celery Beat): finish an unfinished day, if any."""
+    return _run(self, plan=False)

@@ -1,0 +1,369 @@
+"""Bringing a blog in: Markdown files → pending articles (`manage.py import_articles`).
+
+Each file is validated as the admin validates an article (the field validators, the
+slug's key and the reserved names, the live pages of other articles), then written in
+chunks: one transaction per chunk, new rows in one INSERT, edits in one UPDATE. Rows
+written this way send no message each (no `save()`, so no `post_save`): after each
+chunk's commit, a few batch tasks go out (`publishing.tasks.publish_batch`), which
+claim the due rows many at a time. docs/import.md says what a user sees.
+
+Idempotent by slug: a file whose article exists with the same content changes nothing
+(no attempt, no webhook); different content is an edit, pending again with a fresh
+budget of attempts, as an edit in the admin is.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from publishing import markdown_files
+from publishing.dispatch import dispatch_batches
+from publishing.markdown_files import BadFile, Draft, ParsedFile
+from publishing.models import (
+    CONTENT_FIELDS,
+    FRESH_PENDING,
+    Article,
+    ArticleStatus,
+)
+from publishing.validators import BODY_MAX_BYTES
+
+logger = logging.getLogger(__name__)
+
+# Rows per transaction: large enough that a commit costs little per row, small enough
+# that publishing starts while the rest is still being read.
+CHUNK = 500
+# A file this large cannot hold a body of at most 1 MiB and sensible front matter:
+# refused without reading it.
+FILE_MAX_BYTES = BODY_MAX_BYTES + 64 * 1024
+
+
+class Action:
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+    ALL = (CREATED, UPDATED, UNCHANGED, SKIPPED, FAILED)
+
+
+@dataclass
+class FileResult:
+    path: Path
+    action: str
+    reason: str = ""
+    slug: str = ""
+
+
+@dataclass
+class ImportReport:
+    counts: Counter = field(default_factory=Counter)
+    failures: list[FileResult] = field(default_factory=list)
+    ignored_keys: set[str] = field(default_factory=set)
+    # Article ids written (created or updated), for the caller's information.
+    written_ids: list[int] = field(default_factory=list)
+
+    def add(self, result: FileResult) -> None:
+        self.counts[result.action] += 1
+        if result.action == Action.FAILED:
+            self.failures.append(result)
+
+    @property
+    def summary(self) -> str:
+        return ", ".join(f"{action} {self.counts[action]}" for action in Action.ALL)
+
+
+# --- finding and reading the files -------------------------------------------------
+
+
+def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
+    """Each file named, and each Markdown file (.md, .markdown) under each folder named,
+    recursively, in name order; hidden files and folders are left out. A path that
+    does not exist gives a failure, not an exception."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = []
+            for folder, dirs, files in os.walk(path):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                found += [
+                    Path(folder, name)
+                    for name in files
+                    if name.lower().endswith(markdown_files.MARKDOWN_SUFFIXES)
+                    and not name.startswith(".")
+                ]
+            yield from sorted(found)
+        elif path.is_file():
+            yield path
+        else:
+            yield FileResult(path, Action.FAILED, "no such file or folder")
+
+
+def read_file(path: Path) -> ParsedFile | Draft:
+    """Parse one file; BadFile with the reason when it cannot be imported."""
+    try:
+        size = path.stat().st_size
+        if size > FILE_MAX_BYTES:
+            raise BadFile(
+                f"the file is {size:,} bytes; a body is at most {BODY_MAX_BYTES:,} bytes (1 MiB)"
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BadFile(f"cannot read it: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadFile(f"not UTF-8 text (byte {exc.start + 1})") from None
+    parsed = markdown_files.parse(text)
+    if isinstance(parsed, ParsedFile) and not parsed.slug:
+        parsed.slug = markdown_files.slug_from_path(path)
+        if not parsed.slug:
+            raise BadFile("its file name gives no slug: set `slug:` in the front matter")
+    return parsed
+
+
+# --- validating -----------------------------------------------------------------------
+
+
+def _messages(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{name}: {' '.join(msgs)}" for name, msgs in exc.message_dict.items())
+    return "; ".join(exc.messages)
+
+
+_NON_CONTENT = [f.name for f in Article._meta.fields if f.name not in CONTENT_FIELDS]
+
+
+def _article(parsed: ParsedFile, *, now) -> Article:
+    """An unsaved Article of the file's content, validated as the admin validates it
+    (the field validators; the slug's uniqueness is checked by chunk, in one query)."""
+    article = Article(title=parsed.title, slug=parsed.slug, body=parsed.body)
+    article.publish_at = parsed.publish_at or now
+    article.clean_fields(exclude=_NON_CONTENT)  # normalises first, as save() does
+    article.fill_slug_keys()
+    return article
+
+
+@dataclass
+class _Planned:
+    path: Path
+    article: Article
+    dated: bool  # the file gave a date (else an existing article keeps its own)
+
+
+def _plan_chunk(
+    planned: list[_Planned], report: ImportReport, on_result: Callable[[FileResult], None]
+) -> tuple[list[_Planned], list[_Planned]]:
+    """(new, changed) of a chunk: each file matched by its slug's key against the
+    database; the unchanged and the conflicting reported here."""
+    keys = [p.article.slug_key for p in planned]
+    existing = {}
+    live_pages = {}
+    rows = Article.objects.filter(Q(slug_key__in=keys) | Q(published_slug_key__in=keys)).values(
+        "id", "slug_key", "published_slug_key", "content_hash", "publish_at", "status"
+    )
+    for row in rows:
+        existing[row["slug_key"]] = row
+        if row["published_slug_key"]:
+            live_pages[row["published_slug_key"]] = row["id"]
+    new, changed = [], []
+    for p in planned:
+        article, key = p.article, p.article.slug_key
+        row = existing.get(key)
+        other_page = live_pages.get(key)
+        if other_page is not None and (row is None or row["id"] != other_page):
+            _report(
+                report,
+                on_result,
+                FileResult(
+                    p.path,
+                    Action.FAILED,
+                    "slug: another article's live page is at this address; choose another",
+                    article.slug,
+                ),
+            )
+            continue
+        if row is not None:
+            article.pk = row["id"]
+            article._state.adding = False
+            if not p.dated:
+                article.publish_at = row["publish_at"]
+        article.content_hash = article._content_hash()
+        if row is None:
+            new.append(p)
+        elif row["content_hash"] == article.content_hash:
+            _report(report, on_result, FileResult(p.path, Action.UNCHANGED, slug=article.slug))
+        else:
+            changed.append(p)
+    return new, changed
+
+
+def _report(report: ImportReport, on_result, result: FileResult) -> None:
+    report.add(result)
+    on_result(result)
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def _create(new: list[_Planned]) -> list[tuple[_Planned, str]]:
+    """INSERT the new rows in one statement; if a concurrent writer took one of the
+    slugs meanwhile, row by row, and the ones refused are returned with the reason."""
+    if not new:
+        return []
+    try:
+        with transaction.atomic():
+            Article.objects.bulk_create([p.article for p in new])
+        return []
+    except IntegrityError:
+        pass
+    refused = []
+    for p in new:
+        p.article.pk = None
+        try:
+            with transaction.atomic():
+                Article.objects.bulk_create([p.article])
+        except IntegrityError:
+            refused.append((p, "slug: another article took this slug meanwhile"))
+    return refused
+
+
+def _update(changed: list[_Planned]) -> list[_Planned]:
+    """The edits: the content written in one UPDATE, then pending again as an edit in
+    the admin makes it (Article._save_edit). Returns those that really changed (a
+    concurrent edit may have written the same content meanwhile)."""
+    if not changed:
+        return []
+    by_id = {p.article.pk: p for p in changed}
+    current = dict(
+        Article.objects.select_for_update().filter(pk__in=by_id).values_list("id", "content_hash")
+    )
+    edits = [p for pk, p in by_id.items() if current.get(pk) not in (None, p.article.content_hash)]
+    if not edits:
+        return []
+    now = timezone.now()
+    for p in edits:
+        p.article.updated_at = now
+    Article.objects.bulk_update(
+        [p.article for p in edits], [*CONTENT_FIELDS, "content_hash", "updated_at"]
+    )
+    rows = Article.objects.filter(pk__in=[p.article.pk for p in edits])
+    # An attempt in flight keeps its lease: its content no longer matches, so it cannot
+    # complete, and the new content goes once it lets go.
+    rows.filter(status__in=[ArticleStatus.PUBLISHED, ArticleStatus.DEAD]).update(
+        **FRESH_PENDING, updated_at=Now()
+    )
+    rows.filter(status=ArticleStatus.PENDING).update(
+        **{k: v for k, v in FRESH_PENDING.items() if k != "lease_expires_at"}, updated_at=Now()
+    )
+    return edits
+
+
+def _write_chunk(
+    new: list[_Planned], changed: list[_Planned], report: ImportReport, on_result
+) -> bool:
+    """One transaction. Returns whether a due row was written (then batches go out)."""
+    with transaction.atomic():
+        refused = _create(new)
+        edits = _update(changed)
+    refused_ids = {id(p) for p, _reason in refused}
+    for p, reason in refused:
+        _report(report, on_result, FileResult(p.path, Action.FAILED, reason, p.article.slug))
+    for p in new:
+        if id(p) not in refused_ids:
+            report.written_ids.append(p.article.pk)
+            _report(report, on_result, FileResult(p.path, Action.CREATED, slug=p.article.slug))
+    edited = {id(p) for p in edits}
+    for p in changed:
+        action = Action.UPDATED if id(p) in edited else Action.UNCHANGED
+        if action == Action.UPDATED:
+            report.written_ids.append(p.article.pk)
+        _report(report, on_result, FileResult(p.path, action, slug=p.article.slug))
+    now = timezone.now()
+    written = [p for p in new if id(p) not in refused_ids] + edits
+    return any(p.article.publish_at <= now for p in written)
+
+
+# --- the import ----------------------------------------------------------------------------
+
+
+def articles_import(
+    paths: Iterable[str | Path],
+    *,
+    dry_run: bool = False,
+    chunk: int = CHUNK,
+    on_result: Callable[[FileResult], None] = lambda result: None,
+) -> ImportReport:
+    """Import every Markdown file under `paths` (docs/import.md). A bad file is
+    reported with its reason and never stops the others. With `dry_run`, every file
+    is read, validated and matched as for real, and nothing is written or sent."""
+    report = ImportReport()
+    now = timezone.now().replace(microsecond=0)
+    parsed: list[tuple[Path, ParsedFile]] = []
+    for found in find_files(paths):
+        if isinstance(found, FileResult):
+            _report(report, on_result, found)
+            continue
+        try:
+            result = read_file(found)
+        except BadFile as exc:
+            _report(report, on_result, FileResult(found, Action.FAILED, exc.reason))
+            continue
+        if isinstance(result, Draft):
+            _report(report, on_result, FileResult(found, Action.SKIPPED, "draft"))
+            continue
+        report.ignored_keys |= result.ignored_keys
+        parsed.append((found, result))
+
+    planned: list[_Planned] = []
+    for path, result in parsed:
+        try:
+            article = _article(result, now=now)
+        except ValidationError as exc:
+            reason = _messages(exc)
+            _report(report, on_result, FileResult(path, Action.FAILED, reason, result.slug))
+            continue
+        planned.append(_Planned(path, article, dated=result.publish_at is not None))
+
+    # Two files with one slug (up to case and width): which one is meant is not ours to
+    # guess, so neither is imported, and each names the other.
+    by_key: dict[str, list[_Planned]] = {}
+    for p in planned:
+        by_key.setdefault(p.article.slug_key, []).append(p)
+    unique = []
+    for group in by_key.values():
+        if len(group) == 1:
+            unique.append(group[0])
+            continue
+        for p in group:
+            others = ", ".join(str(o.path) for o in group if o is not p)
+            reason = f"slug: {p.article.slug!r} is also the slug of {others}"
+            _report(report, on_result, FileResult(p.path, Action.FAILED, reason, p.article.slug))
+    unique.sort(key=lambda p: str(p.path))
+
+    for start in range(0, len(unique), chunk):
+        part = unique[start : start + chunk]
+        new, changed = _plan_chunk(part, report, on_result)
+        if dry_run:
+            for p in new:
+                _report(report, on_result, FileResult(p.path, Action.CREATED, slug=p.article.slug))
+            for p in changed:
+                _report(report, on_result, FileResult(p.path, Action.UPDATED, slug=p.article.slug))
+            continue
+        if _write_chunk(new, changed, report, on_result):
+            # After the commit: the batches find the rows. A broker that is down costs a
+            # log line; the rows stay pending for the catch-up.
+            dispatch_batches()
+    logger.debug("import_articles: %s", report.summary)
+    return report

@@ -1,0 +1,187 @@
+"""`manage.py import_articles` and `export_articles` against a real worker, Redis and
+database: the summary and the exit status, idempotency, edits, the round trip; the
+rows are published by batch tasks, never one message per article."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from tests.support.chaos import journal_entries
+from tests.support.settling import wait_settled
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def post(title: str, body: str = "Some *Markdown*.", **meta: str) -> str:
+    lines = [f"title: {title}", *(f"{key}: {value}" for key, value in meta.items())]
+    return "---\n" + "\n".join(lines) + "\n---\n\n" + body + "\n"
+
+
+def run_import(*args: str) -> tuple[str, str, int]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("import_articles", *args, stdout=out, stderr=err)
+        code = 0
+    except CommandError as exc:
+        code = exc.returncode
+    return out.getvalue(), err.getvalue(), code
+
+
+def published(slugs: list[str]) -> bool:
+    rows = Article.objects.filter(slug__in=slugs, status=ArticleStatus.PUBLISHED)
+    return rows.count() == len(slugs)
+
+
+@pytest.fixture
+def blog(tmp_path) -> Path:
+    """A folder of unique slugs (a prefix per test, so journal lines never mix)."""
+    return tmp_path / f"blog-{uuid.uuid4().hex[:6]}"
+
+
+def test_import_of_good_bad_draft_and_duplicate_files(worker, blog, sent_tasks):
+    p = blog.name
+    write(
+        blog,
+        f"2024-03-01-{p}-hello.md",
+        post("Hello", date="2024-03-01 10:00:00 +0100", tags="[a]"),
+    )
+    write(blog, "hugo/index.md", post("A Hugo bundle", slug=f"{p}-hugo", date="2024-03-02"))
+    write(blog, "cn.md", post("你好，世界", "中文正文。", slug=f"{p}-你好"))
+    write(blog, "draft.md", post("Not yet", slug=f"{p}-draft", draft="true"))
+    write(blog, "no-title.md", f"---\nslug: {p}-nt\n---\nbody\n")
+    write(blog, "bad-yaml.md", "---\ntitle: [unclosed\n---\nbody\n")
+    write(blog, "reserved.md", post("Admin", slug="admin"))
+    write(blog, "bad-slug.md", post("Slash", slug="a/b"))
+    write(blog, "huge.md", post("Huge", "x" * (2**20 + 1), slug=f"{p}-huge"))
+    write(blog, "dup-1.md", post("One", slug=f"{p}-dup"))
+    write(blog, "sub/dup-2.md", post("Two", slug=f"{p}-DUP"))
+
+    out, err, code = run_import(str(blog))
+
+    assert code == 1
+    assert out.splitlines()[-1] == (
+        "import_articles: created 3, updated 0, unchanged 0, skipped 1, failed 7"
+    )
+    assert "ignored front matter keys: tags" in out
+    for name, reason in [
+        ("no-title.md", "no title"),
+        ("bad-yaml.md", "not valid YAML"),
+        ("reserved.md", "is used by the site itself"),
+        ("bad-slug.md", "slug: Enter a valid"),
+        ("huge.md", "the limit is 1,048,576 bytes"),
+        ("dup-1.md", "is also the slug of"),
+        ("sub/dup-2.md", "is also the slug of"),
+    ]:
+        [line] = [line for line in err.splitlines() if line.startswith(f"failed: {blog / name}:")]
+        assert reason in line, line
+    good = [f"{p}-hello", f"{p}-hugo", f"{p}-你好"]
+    assert set(Article.objects.filter(slug__startswith=p).values_list("slug", flat=True)) == set(
+        good
+    )
+    hello = Article.objects.get(slug=f"{p}-hello")
+    assert hello.publish_at.isoformat() == "2024-03-01T09:00:00+00:00"
+    assert Article.objects.get(slug=f"{p}-hugo").publish_at.isoformat() == (
+        "2024-03-02T00:00:00+00:00"
+    )
+    wait_for(lambda: published(good), timeout=60, what="the imported articles to be published")
+    assert sent_tasks == []  # batches, not one publish_article message per article
+    assert set(
+        PublishAttempt.objects.filter(article__slug__in=good).values_list("task_id", flat=True)
+    ) != {""}
+
+
+def test_reimport_changes_nothing_and_an_edited_file_republishes_once(worker, blog):
+    p = blog.name
+    for i in range(12):
+        write(blog, f"{p}-{i}.md", post(f"Post {i}", f"Body {i}."))
+    slugs = [f"{p}-{i}" for i in range(12)]
+    assert run_import(str(blog))[2] == 0
+    wait_for(lambda: published(slugs), timeout=60, what="12 articles to be published")
+    wait_settled()
+    attempts = PublishAttempt.objects.filter(article__slug__startswith=p).count()
+    assert attempts == 12
+
+    out, _err, code = run_import(str(blog))
+
+    assert code == 0
+    assert out.splitlines()[-1] == (
+        "import_articles: created 0, updated 0, unchanged 12, skipped 0, failed 0"
+    )
+    wait_settled()
+    assert PublishAttempt.objects.filter(article__slug__startswith=p).count() == attempts
+    assert all(len(journal_entries(slug)) == 1 for slug in slugs)
+
+    write(blog, f"{p}-3.md", post("Post 3, edited", "Body 3, edited."))
+    out, _err, code = run_import(str(blog))
+
+    assert code == 0
+    assert out.splitlines()[-1] == (
+        "import_articles: created 0, updated 1, unchanged 11, skipped 0, failed 0"
+    )
+    edited = Article.objects.get(slug=f"{p}-3")
+    wait_for(
+        lambda: Article.objects.filter(
+            pk=edited.pk, status=ArticleStatus.PUBLISHED, published_title="Post 3, edited"
+        ).exists(),
+        timeout=60,
+        what="the edit to be published",
+    )
+    wait_settled()
+    assert PublishAttempt.objects.filter(article__slug__startswith=p).count() == attempts + 1
+    assert [e[1] for e in journal_entries(f"{p}-3")][-1] == Article.objects.get(
+        pk=edited.pk
+    ).content_hash
+    assert len(journal_entries(f"{p}-3")) == 2
+    assert edited.publish_attempts.filter(outcome=AttemptOutcome.OK).count() == 2
+
+
+def test_dry_run_writes_and_sends_nothing(blog, transactional_db, sent_tasks):
+    p = blog.name
+    write(blog, "a.md", post("A", slug=f"{p}-a"))
+    write(blog, "b.md", post("B", slug=f"{p}-b"))
+
+    out, _err, code = run_import("--dry-run", str(blog))
+
+    assert code == 0
+    assert f"would create: {blog / 'a.md'} ({p}-a)" in out
+    assert out.splitlines()[-1].endswith("created 2, updated 0, unchanged 0, skipped 0, failed 0")
+    assert not Article.objects.filter(slug__startswith=p).exists()
+    assert sent_tasks == []
+
+
+def test_export_then_import_into_an_empty_database_gives_the_same_articles(
+    worker, make_article, tmp_path
+):
+    make_article(title="Plain", body="Some *Markdown*\n\n- a\n- b")
+    make_article(title="你好，世界", slug="你好-世界", body="中文正文。\n\n<script>x</script>")
+    make_article(title="yes", body="A title YAML would read as a boolean.")
+    make_article(title="Quotes: 'single' \"double\" # hash", body="---\n\nA rule first.")
+    make_article(
+        title="Later", body="Scheduled.", publish_at=datetime(2031, 5, 1, 10, 30, tzinfo=UTC)
+    )
+    fields = ("title", "slug", "body", "publish_at", "content_hash")
+    before = sorted(Article.objects.values_list(*fields))
+    folder = tmp_path / "export"
+
+    call_command("export_articles", str(folder), stdout=io.StringIO())
+    Article.objects.all().delete()
+    out, err, code = run_import(str(folder))
+
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith(f"import_articles: created {len(before)}, updated 0")
+    assert sorted(Article.objects.values_list(*fields)) == before
