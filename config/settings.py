@@ -16,6 +16,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config import brokers
 from config.checks import (
     mail_address_problems,
     publishing_settings_problems,
@@ -129,6 +130,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A request id for the log lines of this request and of the tasks it sends.
+    "publishing.middleware.RequestIdMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -304,10 +307,10 @@ PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 # this many seconds; two catch-up intervals, so one missed run loses nothing.
 PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
 # Saves, admin actions and the catch-up hand their messages to the broker on a pool of
-# connections kept per process with these socket timeouts (publishing/dispatch.py): with
-# one retry, a broker that is down, or accepts and never answers, costs a send about a
-# second. redis-py waits forever by default.
-PUBLISH_DISPATCH_TRANSPORT_OPTIONS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
+# connections kept per process with short timeouts (publishing/dispatch.py,
+# config/brokers.py `dispatch_transport_options`, for the broker in use): with one retry,
+# a broker that is down, or accepts and never answers, costs a send about a second.
+# redis-py and py-amqp wait forever by default.
 # After a send failed, a process skips the broker for this many seconds (its rows stay
 # pending for the catch-up), so a burst of saves or a bulk action during an outage costs
 # one timeout, not one per row; then it tries again. 0 turns the breaker off.
@@ -392,20 +395,28 @@ PUBLISH_CATCHUP_HEAVY_BATCH = 100
 # Read by config/celery.py through config_from_object(namespace="CELERY").
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+# Redis or RabbitMQ (config/brokers.py says what differs; docs/operations.md, "Brokers").
+try:
+    BROKER_KIND = brokers.broker_kind(CELERY_BROKER_URL)
+except brokers.BrokerUrlError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 # Redis redelivers a message that was not acked within the visibility timeout, even
 # while it is still running (kombu#337, celery#5935). It must exceed every lease,
 # retry countdown and ETA the system uses; the DB lease is the real guard.
 BROKER_VISIBILITY_TIMEOUT = 3600
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT,
-    # Workers, Beat and Flower notice a broker that stopped answering within seconds
-    # (without them redis-py waits forever), yet a momentary stall of Redis (a fork to
-    # save, a busy host) is not taken for a lost connection, which would cancel the
-    # running tasks. Saves use shorter ones (PUBLISH_DISPATCH_TRANSPORT_OPTIONS).
-    "socket_connect_timeout": 5,
-    "socket_timeout": 10,
-    "socket_keepalive": True,
-}
+# RabbitMQ closes the channel of a consumer that holds one delivery longer than its
+# consumer_timeout (30 min unless the server's rabbitmq.conf says otherwise: give its
+# value here, in seconds). The same rule as the visibility timeout: every hold stays
+# below it.
+RABBITMQ_CONSUMER_TIMEOUT = env_number(
+    "RABBITMQ_CONSUMER_TIMEOUT", brokers.RABBITMQ_DEFAULT_CONSUMER_TIMEOUT, minimum=1
+)
+# classic (default) or quorum (RabbitMQ only): replicated queues, and ETAs held by
+# RabbitMQ's delayed-delivery exchanges instead of the workers (config/queues.py).
+BROKER_QUEUE_TYPE = env_str("BROKER_QUEUE_TYPE", "classic").lower() or "classic"
+CELERY_BROKER_TRANSPORT_OPTIONS = brokers.worker_transport_options(
+    BROKER_KIND, visibility_timeout=BROKER_VISIBILITY_TIMEOUT
+)
 # One retry, quickly: a broker that is down costs a save about a second; the row stays
 # pending and the catch-up sends it later.
 CELERY_TASK_PUBLISH_RETRY = True
@@ -440,7 +451,10 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_DEFAULT_QUEUE = "blogpublish"
 # The catch-up has a queue of its own, so a backlog of publish messages cannot starve
 # the safety net; a worker started without -Q consumes both.
-CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE)
+CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE, BROKER_QUEUE_TYPE)
+# Quorum queues: the queue type of queues Celery makes itself, and of the delayed-delivery
+# queues behind native delayed delivery (Celery ≥ 5.5).
+CELERY_TASK_DEFAULT_QUEUE_TYPE = BROKER_QUEUE_TYPE
 # Celery Beat is the alarm clock, not the main path: every PUBLISH_CATCHUP_INTERVAL it
 # sends the catch-up. `expires` makes a worker drop a run that waited past the next one
 # (Redis has no message TTL, so they are not deleted, just never run twice).
@@ -480,14 +494,27 @@ if LOG_FORMAT not in {"text", "json"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # article_id, attempt, task_id and request_id on every line of the pipeline: keys
+    # of the JSON object, or `[article_id=… attempt=… task_id=…]` after a text line
+    # (publishing/logcontext.py).
+    "filters": {"context": {"()": "publishing.logcontext.ContextFilter"}},
     "formatters": {
-        "text": {"format": "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"},
+        "text": {
+            "()": "publishing.logcontext.TextFormatter",
+            "format": "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s",
+        },
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
             "format": "%(asctime)s %(levelname)s %(processName)s %(name)s %(message)s",
         },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": "INFO"},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
@@ -505,9 +532,15 @@ _problems = publishing_settings_problems(
     eta_horizon=PUBLISH_ETA_HORIZON,
     stale_after=PUBLISH_STALE_AFTER,
     stuck_after=PUBLISH_STUCK_AFTER,
-    visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
+    broker_hold_limit=brokers.broker_hold_limit(
+        BROKER_KIND,
+        visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
+        consumer_timeout=RABBITMQ_CONSUMER_TIMEOUT,
+    ),
+    delayed_by_broker=BROKER_QUEUE_TYPE == "quorum",
     webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT if PUBLISH_WEBHOOK_URL else None,
 )
+_problems += brokers.queue_type_problems(kind=BROKER_KIND, queue_type=BROKER_QUEUE_TYPE)
 _problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
 _problems += _site_root_problems
 _problems += webhook_secret_problems(

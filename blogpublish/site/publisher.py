@@ -51,12 +51,18 @@ class StaticSitePublisher:
             staged = self.site.stage(page, html)
             try:
                 with page_guard(slugs=[article.slug], article_id=article.pk):
+                    # The attempt's token too: an attempt overtaken meanwhile (a host
+                    # cut off past its lease) never writes over the newer one's page.
                     current = selectors.listed_if_current(
-                        article_id=article.pk, content_hash=article.content_hash
+                        article_id=article.pk,
+                        content_hash=article.content_hash,
+                        claims=article.claims,
                     )
                     if current is None:
                         logger.info(
-                            "article %s was edited or deleted; page not written", article.pk
+                            "article %s was edited, deleted or taken over by a newer "
+                            "attempt; page not written",
+                            article.pk,
                         )
                         return
                     add_note(
@@ -136,13 +142,16 @@ class StaticSitePublisher:
             slugs=[article.slug for article, _ in ready],
             article_ids=[article.pk for article, _ in ready],
         ):
+            # Each attempt's token too, as `publish` checks it: a row overtaken meanwhile
+            # never has its page written over the newer attempt's.
             current = selectors.listed_if_current_many(
-                {article.pk: article.content_hash for article, _ in ready}
+                {article.pk: (article.content_hash, article.claims) for article, _ in ready}
             )
             live = [(article, item) for article, item in ready if article.pk in current]
             if len(live) < len(ready):
                 logger.info(
-                    "articles %s were edited or deleted; pages not written",
+                    "articles %s were edited, deleted or taken over by a newer attempt; "
+                    "pages not written",
                     sorted({a.pk for a, _ in ready} - set(current)),
                 )
             add_notes(

@@ -142,11 +142,15 @@ def has_content(*, article_id: int, content_hash: str) -> bool:
     return Article.objects.filter(pk=article_id, content_hash=content_hash).exists()
 
 
-def listed_if_current(*, article_id: int, content_hash: str) -> tuple[bool, str] | None:
-    """None once the article was edited or deleted; else whether it is listed now, and
-    its listed date (ISO, "" when not listed)."""
+def listed_if_current(
+    *, article_id: int, content_hash: str, claims: int | None = None
+) -> tuple[bool, str] | None:
+    """None once the article was edited or deleted, or (given the attempt's `claims`
+    token) once the attempt was overtaken by a newer one; else whether it is listed
+    now, and its listed date (ISO, "" when not listed)."""
+    fence = Q() if claims is None else Q(claims=claims, status=ArticleStatus.PENDING)
     row = (
-        Article.objects.filter(pk=article_id, content_hash=content_hash)
+        Article.objects.filter(fence, pk=article_id, content_hash=content_hash)
         .values_list("published_hash", "published_publish_at")
         .first()
     )
@@ -156,17 +160,25 @@ def listed_if_current(*, article_id: int, content_hash: str) -> tuple[bool, str]
     return published_hash != "", listed_date(listed_at)
 
 
-def listed_if_current_many(current: dict[int, str]) -> dict[int, tuple[bool, str]]:
-    """`listed_if_current` for many articles ({id: content hash}) in one query: those
-    still at that content, each with whether it is listed now and its listed date."""
+def listed_if_current_many(
+    current: dict[int, tuple[str, int | None]],
+) -> dict[int, tuple[bool, str]]:
+    """`listed_if_current` for many articles ({id: (content hash, the attempt's claims
+    token or None)}) in one query: those still at that content (and, given a token,
+    still pending under that attempt), each with whether it is listed now and its
+    listed date."""
     rows = Article.objects.filter(pk__in=list(current)).values_list(
-        "id", "content_hash", "published_hash", "published_publish_at"
+        "id", "content_hash", "claims", "status", "published_hash", "published_publish_at"
     )
-    return {
-        article_id: (published_hash != "", listed_date(listed_at))
-        for article_id, content_hash, published_hash, listed_at in rows
-        if current[article_id] == content_hash
-    }
+    listed = {}
+    for article_id, content_hash, claims, status, published_hash, listed_at in rows:
+        wanted_hash, token = current[article_id]
+        if content_hash != wanted_hash:
+            continue
+        if token is not None and (claims != token or status != ArticleStatus.PENDING):
+            continue
+        listed[article_id] = (published_hash != "", listed_date(listed_at))
+    return listed
 
 
 def listed_date(moment: datetime | None) -> str:

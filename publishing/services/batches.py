@@ -44,8 +44,10 @@ from django.db.models import DurationField, ExpressionWrapper, F, QuerySet, Valu
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from publishing import rollup
 from publishing.db import update_returning
 from publishing.exceptions import PermanentPublishError
+from publishing.logcontext import log_context
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from publishing.publishers import get_publishers
 from publishing.selectors import articles_claimable, db_now_plus, due_q, lease_free_q
@@ -143,9 +145,10 @@ def articles_claim_batch(*, limit: int, worker: str = "", task_id: str = "") -> 
         overtaken = [a.pk for a in claimed if a.claims > 1]
         if overtaken:
             # Earlier attempts still "running" lost their lease: say what became of them.
-            PublishAttempt.objects.filter(article_id__in=overtaken, outcome="").update(
+            lost = PublishAttempt.objects.filter(article_id__in=overtaken, outcome="").update(
                 outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
             )
+            rollup.record(outcome=AttemptOutcome.RETRY, count=lost)
         records = PublishAttempt.objects.bulk_create(
             PublishAttempt(
                 article=article,
@@ -239,6 +242,23 @@ def articles_complete(*, claims: list[Claim]) -> list[AttemptResult]:
                 Value(finished_at) - F("started_at"), output_field=DurationField()
             ),
         )
+        # The metrics rollup, in the same transaction (publishing.rollup).
+        rollup.record_published(
+            observations=[
+                (
+                    max(0.0, (finished_at - c.record.started_at).total_seconds()),
+                    rollup.latency_of(
+                        pending_since=c.article.pending_since,
+                        created_at=c.article.created_at,
+                        publish_at=c.article.publish_at,
+                        published_at=finished_at,
+                    ),
+                )
+                for c in claims
+                if c.article.pk in done_ids
+            ],
+            now=finished_at,
+        )
     results = []
     for claim in claims:
         if claim.article.pk in done_ids:
@@ -252,22 +272,44 @@ def articles_complete(*, claims: list[Claim]) -> list[AttemptResult]:
 def _fail(claim: Claim, exc: Exception, retry_in: Callable[[int], float]) -> AttemptResult:
     """The outcome of a claim whose publisher raised `exc`, recorded as the single
     path records it: permanent → dead now; anything else retried, then dead."""
-    if isinstance(exc, PermanentPublishError):
-        return article_fail(claim=claim, error=describe(exc), permanent=True)
-    logger.warning("article %s attempt %s raised", claim.article.pk, claim.attempt, exc_info=exc)
-    return article_fail(
-        claim=claim, error=describe(exc), permanent=False, retry_in=retry_in(claim.attempt)
-    )
+    with log_context(article_id=claim.article.pk, attempt=claim.attempt):
+        if isinstance(exc, PermanentPublishError):
+            return article_fail(claim=claim, error=describe(exc), permanent=True)
+        logger.warning(
+            "article %s attempt %s raised", claim.article.pk, claim.attempt, exc_info=exc
+        )
+        return article_fail(
+            claim=claim, error=describe(exc), permanent=False, retry_in=retry_in(claim.attempt)
+        )
+
+
+def _still_ours(claims: list[Claim]) -> list[Claim]:
+    """The claims whose rows this batch still holds (token and content): the rest were
+    overtaken meanwhile, and are left to the newer attempt (`run_publishers`' check, for
+    a group in one query). Their completion records them as overtaken."""
+    held = set(_fenced(claims).filter(status=ArticleStatus.PENDING).values_list("id", flat=True))
+    for claim in claims:
+        if claim.article.pk not in held:
+            logger.warning(
+                "article %s attempt %s was overtaken; the publishers after the first are "
+                "left to the newer attempt",
+                claim.article.pk,
+                claim.attempt,
+            )
+    return [claim for claim in claims if claim.article.pk in held]
 
 
 def _run_publishers(claims: list[Claim]) -> dict[int, Exception]:
-    """Every publisher for a group of claims, in order, as the single path runs them for
-    one: a row that one publisher failed goes to no later one. A publisher with
+    """Every publisher for a group of claims, in order, as `run_publishers` runs them
+    for one: a row that one publisher failed goes to no later one, and before each
+    publisher after the first the rows overtaken meanwhile drop out. A publisher with
     `publish_many` (the static site) takes the group at once; the others row by row.
     Returns the failures by article id."""
     failures: dict[int, Exception] = {}
     alive = list(claims)
-    for publisher in get_publishers():
+    for number, publisher in enumerate(get_publishers()):
+        if number and alive:
+            alive = _still_ours(alive)
         many = getattr(publisher, "publish_many", None)
         if many is not None:
             try:
@@ -276,10 +318,11 @@ def _run_publishers(claims: list[Claim]) -> dict[int, Exception]:
                 failures |= {claim.article.pk: exc for claim in alive}
         else:
             for claim in alive:
-                try:
-                    publisher.publish(claim.article)
-                except Exception as exc:  # transient, a time limit, or a bug
-                    failures[claim.article.pk] = exc
+                with log_context(article_id=claim.article.pk, attempt=claim.attempt):
+                    try:
+                        publisher.publish(claim.article)
+                    except Exception as exc:  # transient, a time limit, or a bug
+                        failures[claim.article.pk] = exc
         alive = [claim for claim in alive if claim.article.pk not in failures]
     return failures
 

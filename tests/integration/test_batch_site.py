@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 from django.conf import settings
+from django.db.models import F
 
 from blogpublish import files
 from blogpublish.models import PageNote
@@ -141,3 +142,26 @@ def test_the_shared_views_are_right_once_the_backlog_drains(quiet_site, rows, se
     live = Article.objects.exclude(published_hash="").order_by("-publish_at", "-id")
     assert_lists_exactly(quiet_site, [a.slug for a in live])
     assert not PageNote.objects.exists()  # every note settled by the last pass
+
+
+def test_a_row_overtaken_mid_batch_is_not_written_by_the_batch(quiet_site, monkeypatch):
+    """A newer attempt took the row over (its lease ran out and another claim raised the
+    token) after the batch rendered it: the batch writes no page over the newer one's,
+    and does not complete it; the others publish."""
+    articles = backlog(f"overtaken-{uuid.uuid4().hex[:6]}", 4)
+    overtaken, others = articles[0], articles[1:]
+    stage_many = files.stage_many
+
+    def overtake_then_stage(*args, **kwargs):
+        Article.objects.filter(pk=overtaken.pk).update(claims=F("claims") + 1)
+        return stage_many(*args, **kwargs)
+
+    monkeypatch.setattr(files, "stage_many", overtake_then_stage)
+
+    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=4, worker="here")
+
+    assert report.outcomes["published"] == 3 and all_published(others)
+    row = Article.objects.get(pk=overtaken.pk)
+    assert row.status == ArticleStatus.PENDING and row.published_hash == ""
+    assert not page(overtaken).exists()
+    assert not PageNote.objects.filter(article_id=overtaken.pk).exists()
