@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-sqlite test-postgres bench lint install tools clean
+.PHONY: run test test-sqlite test-postgres test-rabbitmq bench lint install tools clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) tools
 
-## Debian's chromium for the browser test (apt-get, only when missing).
+## make tools: the system tools the tests use (promtool, chromium), from Debian, when missing.
 tools:
 	@scripts/install-tools.sh
 
@@ -21,7 +21,8 @@ tools:
 run: $(STAMP)
 	@$(BIN)/python scripts/run.py
 
-## make test: lint, then the whole suite on SQLite and again on PostgreSQL.
+## make test: lint, then the whole suite on SQLite and again on PostgreSQL, then the
+## broker-dependent tests on RabbitMQ (a vhost of the run's own).
 test: $(STAMP) tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -32,6 +33,9 @@ test-sqlite: $(STAMP) tools
 
 test-postgres: $(STAMP) tools
 	@scripts/test.sh postgres
+
+test-rabbitmq: $(STAMP)
+	@scripts/test.sh rabbitmq
 
 ## make bench: blogpublish side by side with bare Celery on PostgreSQL and SQLite, and the
 ## static site, printed as tables; the run is also written to bench/results/ as JSON.

@@ -24,3 +24,7 @@ class SymlinkRefused(BlogpublishError):
             )
         super().__init__(message)
         self.path = path
+
+
+class StorageError(BlogpublishError):
+    """The site's object storage could not be reached, or refused the request."""

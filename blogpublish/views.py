@@ -1,18 +1,21 @@
-"""Serving SITE_ROOT for local runs (`make run`). In production a web server serves
-that directory directly; see docs/site.md ("Serving the site").
+"""Serving SITE_ROOT for local runs (`make run`), from whichever storage it names (a
+folder or a bucket, blogpublish.storage). In production a web server serves that
+directory, or the bucket's website/CDN serves the objects; see docs/site.md ("Serving
+the site").
 
 A path is checked as text before anything touches the file system: a `..` or `.`
 segment, an empty one (`//`), a dot-file or dot-directory (`.staging/`), a backslash,
 a `%` (a double-encoded path), NUL or another control character answer 404, the same
 as a missing file. The file is then opened from SITE_ROOT one component at a time
 without following a link (blogpublish.files), so a link inside SITE_ROOT is a missing
-path too, and nothing outside SITE_ROOT is ever looked at.
+path too, and nothing outside SITE_ROOT is ever looked at. A bucket that cannot be
+reached answers 503.
 """
 
 from __future__ import annotations
 
+import logging
 import mimetypes
-import os
 from pathlib import Path
 
 from django.conf import settings
@@ -20,10 +23,12 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from blogpublish import files
 from blogpublish.csp import site_policy
-from blogpublish.exceptions import SymlinkRefused
+from blogpublish.exceptions import StorageError, SymlinkRefused
 from blogpublish.site import paths
+from blogpublish.storage import site_storage
+
+logger = logging.getLogger(__name__)
 
 TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -58,23 +63,25 @@ def site(request: HttpRequest, path: str = "") -> HttpResponse:
     if parts is None:
         raise Http404("No such page.")
     folder_wanted = path == "" or path.endswith("/")
-    *folder, name = [*parts, "index.html"] if folder_wanted else parts
+    rel = "/".join([*parts, "index.html"] if folder_wanted else parts)
+    storage = site_storage()
     try:
-        with files.open_dir(Path(settings.SITE_ROOT), *folder) as dir_fd:
-            fd = files.open_regular_file(dir_fd, name)
-            if fd is None and not folder_wanted and files.is_dir_at(dir_fd, name):
-                return redirect_to_folder(request)
+        data = storage.read(rel)
+        if data is None and not folder_wanted and storage.exists(f"{rel}/index.html"):
+            return redirect_to_folder(request)
     except (OSError, SymlinkRefused):  # missing, not a folder, a link, unreadable
-        fd = None
-    if fd is None:
+        data = None
+    except StorageError as exc:
+        logger.error("serving /%s: %s", path, exc)
+        return HttpResponse("The site's storage is not reachable.", status=503)
+    if data is None:
         if not parts:  # nothing published yet
             response = render(
                 request, "blogpublish/empty.html", {"site_title": settings.SITE_TITLE}
             )
             return with_policy(response)
         raise Http404("No such page.")
-    with os.fdopen(fd, "rb") as fh:
-        return with_policy(HttpResponse(fh.read(), content_type=content_type(name)))
+    return with_policy(HttpResponse(data, content_type=content_type(rel)))
 
 
 def redirect_to_folder(request: HttpRequest) -> HttpResponse:

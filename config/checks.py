@@ -18,10 +18,17 @@ def publishing_settings_problems(
     eta_horizon: float,
     stale_after: float,
     stuck_after: float,
-    visibility_timeout: float,
+    broker_hold_limit: tuple[str, float],
+    delayed_by_broker: bool = False,
     webhook_timeout: float | None = None,
 ) -> list[str]:
+    """`broker_hold_limit`: (its name, seconds), how long a worker may hold a message
+    unacked before the broker redelivers it (Redis' visibility timeout) or drops the
+    worker's channel (RabbitMQ's consumer_timeout); config/brokers.py. With
+    `delayed_by_broker` (RabbitMQ quorum queues) ETAs and retry countdowns wait in the
+    broker, so only the lease must stay below it."""
     problems = []
+    limit_name, limit = broker_hold_limit
     if catchup_interval <= 0:
         problems.append(f"PUBLISH_CATCHUP_INTERVAL must be positive (it is {catchup_interval}).")
     if stale_after <= 0:
@@ -33,16 +40,15 @@ def publishing_settings_problems(
             "must be stopped before another executor may take its row over."
         )
     why = "longer waits are redelivered while still waiting (kombu#337, celery#5935)"
-    for name, value in [
-        ("PUBLISH_LEASE_SECONDS", lease),
-        ("PUBLISH_RETRY_BACKOFF_MAX (the longest retry countdown)", retry_backoff_max),
-        ("The ETA horizon (2 × PUBLISH_CATCHUP_INTERVAL)", eta_horizon),
-    ]:
-        if value >= visibility_timeout:
-            problems.append(
-                f"{name} = {value}s must stay below the broker's visibility timeout "
-                f"({visibility_timeout}s): {why}."
-            )
+    holds = [("PUBLISH_LEASE_SECONDS", lease)]
+    if not delayed_by_broker:
+        holds += [
+            ("PUBLISH_RETRY_BACKOFF_MAX (the longest retry countdown)", retry_backoff_max),
+            ("The ETA horizon (2 × PUBLISH_CATCHUP_INTERVAL)", eta_horizon),
+        ]
+    for name, value in holds:
+        if value >= limit:
+            problems.append(f"{name} = {value}s must stay below {limit_name} ({limit}s): {why}.")
     if catchup_interval > 0 and stale_after > 0 and stuck_after <= stale_after + catchup_interval:
         problems.append(
             f"PUBLISH_STUCK_AFTER ({stuck_after}) must exceed PUBLISH_STALE_AFTER + "
@@ -147,3 +153,17 @@ def mail_address_problems(*, name: str, addresses: list[str]) -> list[str]:
         except ValidationError:
             problems.append(f"{name}: {address!r} is not a mail address.")
     return problems
+
+
+# --- Where the site is written ---------------------------------------------------------
+
+
+def site_root_problems(site_root: str) -> list[str]:
+    """SITE_ROOT must be an absolute path or an s3://BUCKET/PREFIX URL (config/site_root.py)."""
+    from config.site_root import parse_site_root
+
+    try:
+        parse_site_root(site_root)
+    except ValueError as exc:
+        return [str(exc)]
+    return []

@@ -1,17 +1,37 @@
 """The two queues: publishing work, and the catch-up (with the deferred refresh of the
 shared views) on a queue of its own so that a backlog of publish messages cannot starve
-them. Workers consume both."""
+them. Workers consume both.
+
+With quorum queues (BROKER_QUEUE_TYPE=quorum, RabbitMQ only) each queue is declared with
+`x-queue-type: quorum` on a topic exchange of its own name: Celery's native delayed
+delivery (ETAs and retry countdowns held by RabbitMQ, not by a worker) routes through
+topic exchanges only, and warns and falls back to holding the message in the worker
+for a direct one (celery/app/base.py, send_task).
+"""
 
 from __future__ import annotations
 
-from kombu import Queue
+from kombu import Exchange, Queue
 
 
 def catch_up_queue(default_queue: str) -> str:
     return f"{default_queue}.catch-up"
 
 
-def celery_queues(default_queue: str) -> tuple[dict, tuple[Queue, ...]]:
+def _queue(name: str, queue_type: str) -> Queue:
+    if queue_type == "quorum":
+        return Queue(
+            name,
+            Exchange(name, type="topic"),
+            routing_key=name,
+            queue_arguments={"x-queue-type": "quorum"},
+        )
+    return Queue(name)
+
+
+def celery_queues(
+    default_queue: str, queue_type: str = "classic"
+) -> tuple[dict, tuple[Queue, ...]]:
     """(CELERY_TASK_ROUTES, CELERY_TASK_QUEUES) for this default queue name."""
     catch_up = catch_up_queue(default_queue)
     # The deferred refresh of the shared views too: behind a backlog of publishes it
@@ -23,4 +43,4 @@ def celery_queues(default_queue: str) -> tuple[dict, tuple[Queue, ...]]:
         "clock.tasks.digest_daily": {"queue": catch_up},
         "clock.tasks.digest_resume": {"queue": catch_up},
     }
-    return routes, (Queue(default_queue), Queue(catch_up))
+    return routes, (_queue(default_queue, queue_type), _queue(catch_up, queue_type))

@@ -16,14 +16,17 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config import brokers
 from config.checks import (
     mail_address_problems,
     publishing_settings_problems,
     secret_key_problems,
+    site_root_problems,
     webhook_secret_problems,
 )
 from config.crontab import parse_crontab
 from config.queues import celery_queues
+from config.site_root import parse_site_root
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -127,6 +130,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A request id for the log lines of this request and of the tasks it sends.
+    "publishing.middleware.RequestIdMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -227,7 +232,30 @@ SERVER_EMAIL = env_str("SERVER_EMAIL") or DEFAULT_FROM_EMAIL
 
 # --- Publishing ---------------------------------------------------------------------
 
-SITE_ROOT = Path(env_str("SITE_ROOT", str(VAR_DIR / "site"))).resolve()
+# Where the site is written: a local folder (an absolute path; the default) or
+# S3-compatible object storage, s3://BUCKET/PREFIX (docs/site.md, "Where the site lives").
+# Anything else stops start-up (config/site_root.py). A path stays a Path here; a URL a str.
+_site_root = env_str("SITE_ROOT") or str(VAR_DIR / "site")
+_site_root_problems = site_root_problems(_site_root)
+SITE_ROOT: Path | str = _site_root
+if not _site_root_problems and not parse_site_root(_site_root).is_s3:
+    SITE_ROOT = Path(_site_root).resolve()
+# Object storage (SITE_ROOT=s3://…) through django-storages' S3 backend (boto3), with the
+# standard AWS variables, so AWS S3, MinIO, Cloudflare R2 and the like all work. Unset
+# keys leave boto3 its own chain (an instance role, ~/.aws); AWS_ENDPOINT_URL is needed
+# for anything but AWS itself.
+AWS_ENDPOINT_URL = env_str("AWS_ENDPOINT_URL") or None
+AWS_ACCESS_KEY_ID = env_str("AWS_ACCESS_KEY_ID") or None
+AWS_SECRET_ACCESS_KEY = env_str("AWS_SECRET_ACCESS_KEY") or None
+AWS_DEFAULT_REGION = env_str("AWS_DEFAULT_REGION") or None
+# "path" (bucket in the path: MinIO, R2, an IP address) or "virtual" (bucket in the
+# host name); empty: path with AWS_ENDPOINT_URL, else botocore's choice (AWS).
+AWS_S3_ADDRESSING_STYLE = env_str("AWS_S3_ADDRESSING_STYLE") or (
+    "path" if AWS_ENDPOINT_URL else None
+)
+# Cache-Control of every object (front page, archive, feed, sitemap, article pages): a
+# CDN or browser may keep a document this long, so an edit shows within it.
+SITE_CACHE_CONTROL = env_str("SITE_CACHE_CONTROL", "public, max-age=60")
 # The address under which SITE_ROOT is served; used for links in the feed and webhook.
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
@@ -246,6 +274,14 @@ PUBLISH_LEASE_SECONDS = env_number("PUBLISH_LEASE_SECONDS", 120, minimum=2)
 # taken over (DESIGN.md, "The paths", 2).
 PUBLISH_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.9
 PUBLISH_SOFT_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.8
+# Each request to the object storage (SITE_ROOT=s3://…) is bounded and retried once
+# (botocore's "standard" retries: throttling, 5xx, broken connections), so an unreachable
+# endpoint costs a write well under the soft time limit and ends as a retry of the
+# attempt with the error named, never as a hung worker. botocore's own defaults (60 s
+# per read, several retries) could outlive the lease.
+SITE_STORAGE_CONNECT_TIMEOUT = min(3.0, PUBLISH_SOFT_TIME_LIMIT / 8)
+SITE_STORAGE_READ_TIMEOUT = min(10.0, PUBLISH_SOFT_TIME_LIMIT / 4)
+SITE_STORAGE_MAX_ATTEMPTS = 2  # botocore counts the first request too
 # Upper bound of the retry backoff (Celery's retry_backoff_max); stays far below the
 # broker's visibility timeout (see CELERY_BROKER_TRANSPORT_OPTIONS).
 PUBLISH_RETRY_BACKOFF_MAX = env_int("PUBLISH_RETRY_BACKOFF_MAX", 600, minimum=1)
@@ -271,10 +307,10 @@ PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 # this many seconds; two catch-up intervals, so one missed run loses nothing.
 PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
 # Saves, admin actions and the catch-up hand their messages to the broker on a pool of
-# connections kept per process with these socket timeouts (publishing/dispatch.py): with
-# one retry, a broker that is down, or accepts and never answers, costs a send about a
-# second. redis-py waits forever by default.
-PUBLISH_DISPATCH_TRANSPORT_OPTIONS = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
+# connections kept per process with short timeouts (publishing/dispatch.py,
+# config/brokers.py `dispatch_transport_options`, for the broker in use): with one retry,
+# a broker that is down, or accepts and never answers, costs a send about a second.
+# redis-py and py-amqp wait forever by default.
 # After a send failed, a process skips the broker for this many seconds (its rows stay
 # pending for the catch-up), so a burst of saves or a bulk action during an outage costs
 # one timeout, not one per row; then it tries again. 0 turns the breaker off.
@@ -348,20 +384,28 @@ PUBLISH_CATCHUP_HEAVY_BATCH = 100
 # Read by config/celery.py through config_from_object(namespace="CELERY").
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+# Redis or RabbitMQ (config/brokers.py says what differs; docs/operations.md, "Brokers").
+try:
+    BROKER_KIND = brokers.broker_kind(CELERY_BROKER_URL)
+except brokers.BrokerUrlError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 # Redis redelivers a message that was not acked within the visibility timeout, even
 # while it is still running (kombu#337, celery#5935). It must exceed every lease,
 # retry countdown and ETA the system uses; the DB lease is the real guard.
 BROKER_VISIBILITY_TIMEOUT = 3600
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT,
-    # Workers, Beat and Flower notice a broker that stopped answering within seconds
-    # (without them redis-py waits forever), yet a momentary stall of Redis (a fork to
-    # save, a busy host) is not taken for a lost connection, which would cancel the
-    # running tasks. Saves use shorter ones (PUBLISH_DISPATCH_TRANSPORT_OPTIONS).
-    "socket_connect_timeout": 5,
-    "socket_timeout": 10,
-    "socket_keepalive": True,
-}
+# RabbitMQ closes the channel of a consumer that holds one delivery longer than its
+# consumer_timeout (30 min unless the server's rabbitmq.conf says otherwise: give its
+# value here, in seconds). The same rule as the visibility timeout: every hold stays
+# below it.
+RABBITMQ_CONSUMER_TIMEOUT = env_number(
+    "RABBITMQ_CONSUMER_TIMEOUT", brokers.RABBITMQ_DEFAULT_CONSUMER_TIMEOUT, minimum=1
+)
+# classic (default) or quorum (RabbitMQ only): replicated queues, and ETAs held by
+# RabbitMQ's delayed-delivery exchanges instead of the workers (config/queues.py).
+BROKER_QUEUE_TYPE = env_str("BROKER_QUEUE_TYPE", "classic").lower() or "classic"
+CELERY_BROKER_TRANSPORT_OPTIONS = brokers.worker_transport_options(
+    BROKER_KIND, visibility_timeout=BROKER_VISIBILITY_TIMEOUT
+)
 # One retry, quickly: a broker that is down costs a save about a second; the row stays
 # pending and the catch-up sends it later.
 CELERY_TASK_PUBLISH_RETRY = True
@@ -396,7 +440,10 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_DEFAULT_QUEUE = "blogpublish"
 # The catch-up has a queue of its own, so a backlog of publish messages cannot starve
 # the safety net; a worker started without -Q consumes both.
-CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE)
+CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE, BROKER_QUEUE_TYPE)
+# Quorum queues: the queue type of queues Celery makes itself, and of the delayed-delivery
+# queues behind native delayed delivery (Celery ≥ 5.5).
+CELERY_TASK_DEFAULT_QUEUE_TYPE = BROKER_QUEUE_TYPE
 # Celery Beat is the alarm clock, not the main path: every PUBLISH_CATCHUP_INTERVAL it
 # sends the catch-up. `expires` makes a worker drop a run that waited past the next one
 # (Redis has no message TTL, so they are not deleted, just never run twice).
@@ -436,14 +483,27 @@ if LOG_FORMAT not in {"text", "json"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # article_id, attempt, task_id and request_id on every line of the pipeline: keys
+    # of the JSON object, or `[article_id=… attempt=… task_id=…]` after a text line
+    # (publishing/logcontext.py).
+    "filters": {"context": {"()": "publishing.logcontext.ContextFilter"}},
     "formatters": {
-        "text": {"format": "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"},
+        "text": {
+            "()": "publishing.logcontext.TextFormatter",
+            "format": "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s",
+        },
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
             "format": "%(asctime)s %(levelname)s %(processName)s %(name)s %(message)s",
         },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": "INFO"},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
@@ -461,10 +521,17 @@ _problems = publishing_settings_problems(
     eta_horizon=PUBLISH_ETA_HORIZON,
     stale_after=PUBLISH_STALE_AFTER,
     stuck_after=PUBLISH_STUCK_AFTER,
-    visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
+    broker_hold_limit=brokers.broker_hold_limit(
+        BROKER_KIND,
+        visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
+        consumer_timeout=RABBITMQ_CONSUMER_TIMEOUT,
+    ),
+    delayed_by_broker=BROKER_QUEUE_TYPE == "quorum",
     webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT if PUBLISH_WEBHOOK_URL else None,
 )
+_problems += brokers.queue_type_problems(kind=BROKER_KIND, queue_type=BROKER_QUEUE_TYPE)
 _problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
+_problems += _site_root_problems
 _problems += webhook_secret_problems(
     url_name="PUBLISH_WEBHOOK_URL",
     url=PUBLISH_WEBHOOK_URL,

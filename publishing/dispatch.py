@@ -4,8 +4,9 @@ A dispatch only speeds things up: the pending row is the work, so a broker that 
 costs a log line, never a failed save.
 
 - **Pooled.** Each process (web, admin, Beat's catch-up, a worker sending again) keeps
-  a pool of producers on connections of its own with short socket timeouts
-  (PUBLISH_DISPATCH_TRANSPORT_OPTIONS), reused from save to save; the workers'
+  a pool of producers on connections of its own with short timeouts (`send_options`:
+  socket timeouts on Redis; connect/read/write timeouts and publisher confirms on
+  RabbitMQ), reused from save to save; the workers'
   consumers keep their longer ones (CELERY_BROKER_TRANSPORT_OPTIONS). A pool made
   before a fork is never used after it: the child makes its own.
 - **Bounded.** The timeouts and the publish retry policy (config/settings.py) bound what
@@ -37,7 +38,9 @@ from kombu import Producer
 from kombu.exceptions import OperationalError
 from kombu.pools import ProducerPool
 
+from config.brokers import broker_kind, dispatch_transport_options
 from config.celery import app
+from publishing import logcontext
 from publishing.breaker import Breaker
 
 logger = logging.getLogger(__name__)
@@ -46,6 +49,12 @@ PUBLISH_TASK = "publishing.tasks.publish_article"
 UNPUBLISH_TASK = "publishing.tasks.unpublish_article"
 REFRESH_TASK = "publishing.tasks.refresh_site"
 BATCH_TASK = "publishing.tasks.publish_batch"
+
+
+def send_options() -> dict:
+    """The transport options of the sending connections, for the broker this process
+    is configured with (read when used: a process pointed at another broker gets its)."""
+    return dispatch_transport_options(broker_kind(app.conf.broker_write_url or app.conf.broker_url))
 
 
 class _Dispatcher:
@@ -69,9 +78,7 @@ class _Dispatcher:
     def producers(self) -> ProducerPool:
         with self._lock:
             if self._pool is None:
-                connection = app.connection_for_write(
-                    transport_options=settings.PUBLISH_DISPATCH_TRANSPORT_OPTIONS
-                )
+                connection = app.connection_for_write(transport_options=send_options())
                 limit = app.conf.broker_pool_limit
                 self._pool = ProducerPool(
                     connection.Pool(limit=limit), limit=limit, Producer=app.amqp.Producer
@@ -158,8 +165,16 @@ def send_batch(messages: list[Message], *, connection=None, past_breaker: bool =
     sent = 0
     try:
         with dispatcher.producer(connection) as producer:
+            headers = _request_headers()
             for name, args, eta in messages:
-                app.send_task(name, args, eta=eta, producer=producer)
+                app.send_task(
+                    name,
+                    args,
+                    eta=eta,
+                    producer=producer,
+                    headers=headers,
+                    argsrepr=_argsrepr(name, args),
+                )
                 sent += 1
     except Exception as exc:
         unsent = messages[sent:] or messages[-1:]  # or it failed after the last send
@@ -188,6 +203,23 @@ def send_batch(messages: list[Message], *, connection=None, past_breaker: bool =
             skipped,
         )
     return sent
+
+
+def _request_headers() -> dict | None:
+    """The web request's id, when a request sends: the worker puts it on its log lines
+    (config/celery.py), so one grep follows a save to its publish."""
+    request_id = logcontext.current().get("request_id")
+    return {"request_id": request_id} if request_id else None
+
+
+def _argsrepr(name: str, args: tuple) -> str | None:
+    """What Flower and the worker's log show for the arguments: the article's id, named
+    (an unpublish carries the deleted article's snapshot, which says little at a glance)."""
+    if name == PUBLISH_TASK:
+        return f"(article_id={args[0]})"
+    if name == UNPUBLISH_TASK and args and isinstance(args[0], dict):
+        return f"(article_id={args[0].get('id')}, slug={args[0].get('slug')!r})"
+    return None
 
 
 def _describe(messages: list[Message], exc: Exception) -> tuple[str, str, Exception, str]:

@@ -23,12 +23,17 @@ if _db_kind == "postgres":
     os.environ["DATABASE_URL"] = f"{_pg.rsplit('/', 1)[0]}/bp_test_{RUN_ID}"
 else:
     os.environ["DATABASE_URL"] = f"sqlite:///{RUN_DIR / 'db.sqlite3'}"
-# The broker: this machine's Redis with a db number of the run's own, unless a test
-# process was given a private redis-server (tests/support/processes.py).
+# The broker: this machine's Redis with a db number of the run's own, or, in the
+# RabbitMQ run, the vhost that scripts/test.sh made for the run (TEST_AMQP_URL); unless
+# a test process was given a private redis-server or RabbitMQ node
+# (tests/support/processes.py, tests/support/rabbitmq.py).
 _redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
-os.environ.setdefault("BLOGPUBLISH_TEST_BROKER", f"{_redis}/{random.randint(1, 15)}")
+_amqp = os.environ.get("TEST_AMQP_URL", "")
+os.environ.setdefault("BLOGPUBLISH_TEST_BROKER", _amqp or f"{_redis}/{random.randint(1, 15)}")
 os.environ["CELERY_BROKER_URL"] = os.environ["BLOGPUBLISH_TEST_BROKER"]
-os.environ["SITE_ROOT"] = str(RUN_DIR / "site")
+# A worker that writes the site to object storage is given its s3:// URL here
+# (tests/support/s3.py); every other process writes the run's folder.
+os.environ["SITE_ROOT"] = os.environ.get("BLOGPUBLISH_TEST_SITE_ROOT") or str(RUN_DIR / "site")
 os.environ["STATIC_ROOT"] = str(RUN_DIR / "static")
 (RUN_DIR / "static").mkdir(exist_ok=True)
 os.environ["DEBUG"] = "0"
@@ -44,7 +49,7 @@ os.environ.setdefault("PUBLISH_BATCH_TASKS", "2")
 
 from config.queues import celery_queues  # noqa: E402
 from config.settings import *  # noqa: E402, F403
-from config.settings import DATABASES, PUBLISH_PUBLISHERS  # noqa: E402
+from config.settings import BROKER_QUEUE_TYPE, DATABASES, PUBLISH_PUBLISHERS  # noqa: E402
 
 # The database the tests create is the one the worker processes open.
 DATABASES["default"]["TEST"] = {"NAME": DATABASES["default"]["NAME"]}
@@ -52,7 +57,7 @@ DATABASES["default"]["TEST"] = {"NAME": DATABASES["default"]["NAME"]}
 # A worker started with other settings (the webhook tests') gets queues of its own, so
 # the session's worker never takes its messages.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("BLOGPUBLISH_TEST_QUEUE") or f"bp-test-{RUN_ID}"
-CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE)
+CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE, BROKER_QUEUE_TYPE)
 
 # Chaos in front (slow or failing on demand), a journal of page writes behind.
 PUBLISH_PUBLISHERS = [

@@ -33,10 +33,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from blogpublish import files
 from blogpublish.exceptions import BlogpublishError
 from blogpublish.models import Image
 from blogpublish.site import paths
+from blogpublish.storage import SiteStorage, site_storage
 from publishing.models import Article
 
 logger = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage
     """Check, clean and store an upload; ImageRefused (nothing stored) when refused."""
     cleaned, ext, width, height = check(data, name=name, content_type=content_type)
     rel = f"{MEDIA_DIR}/{hashlib.sha256(cleaned).hexdigest()}.{ext}"
-    root = Path(settings.SITE_ROOT)
+    site = site_storage()
     # The row first, then the file, in one transaction: the sweep deletes a row under
     # the row's lock and unlinks inside it, so it can never unlink a file being stored.
     for last_try in (False, True):
@@ -203,7 +203,7 @@ def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage
                         height=height,
                         uploaded_at=timezone.now(),
                     )
-                files.atomic_write(root, rel, cleaned)
+                site.write(rel, cleaned)
             break
         except IntegrityError:  # the same bytes uploaded at the same moment
             if last_try:
@@ -228,7 +228,7 @@ def used_paths() -> set[str]:
     return used
 
 
-def sweep(root: Path) -> list[str]:
+def sweep(site: SiteStorage) -> list[str]:
     """Remove the images no article has used for IMAGE_GRACE_SECONDS; returns their paths."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=settings.IMAGE_GRACE_SECONDS)
@@ -247,7 +247,7 @@ def sweep(root: Path) -> list[str]:
             if Article.objects.filter(refs).exists():  # used since the pass began
                 continue
             Image.objects.filter(pk=pk).delete()
-            files.unlink(root, rel)
+            site.delete(rel)
         logger.info("removed %s, which no article has used since the grace period", rel)
         removed.append(rel)
     return removed

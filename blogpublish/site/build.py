@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
-from blogpublish.files import atomic_write, list_names, remove_tree, unlink, write_if_changed
 from blogpublish.site import documents, paths, problems, selectors
 from blogpublish.site.lock import page_guard
 from blogpublish.site.pagination import (
@@ -28,20 +26,30 @@ from blogpublish.site.pagination import (
 )
 from blogpublish.site.selectors import Entry
 from blogpublish.site.state import SiteState
+from blogpublish.storage import SiteStorage
 from publishing.models import ArticleStatus
 
 logger = logging.getLogger(__name__)
 
-Write = Callable[[Path, str, str | bytes], object]  # (root, path in it, data)
+# SiteStorage.write or SiteStorage.write_if_changed: (storage, path in it, data)
+Write = Callable[[SiteStorage, str, str | bytes], object]
 
 
-def remove_unneeded(root: Path, slugs: Iterable[str], *, besides: int | None = None) -> None:
+def atomic_write(site: SiteStorage, rel: str, data: str | bytes) -> None:
+    site.write(rel, data)
+
+
+def write_if_changed(site: SiteStorage, rel: str, data: str | bytes) -> bool:
+    return site.write_if_changed(rel, data)
+
+
+def remove_unneeded(site: SiteStorage, slugs: Iterable[str], *, besides: int | None = None) -> None:
     """Remove the page directories no article (other than `besides`) needs: each under
     its page guard, after reading who needs it, so a page written meanwhile stays."""
     for slug in sorted({slug for slug in slugs if slug}):
         with page_guard(slugs=[slug]):
             if not selectors.slug_owned(slug, besides=besides):
-                remove_tree(root, paths.page_name(slug))
+                site.delete_tree(paths.page_name(slug))
 
 
 def settle(state: SiteState) -> tuple[list[int], list[int]]:
@@ -83,12 +91,12 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
 # --- writing the views -----------------------------------------------------------------
 
 
-def write_front_page(root: Path, newest: list[Entry], *, count: int, write: Write) -> None:
+def write_front_page(site: SiteStorage, newest: list[Entry], *, count: int, write: Write) -> None:
     """The front page: the newest PAGE_SIZE articles. Written last by every refresh, so
     once a reader sees it, the feed and sitemap of the same refresh are there too."""
     older = older_than_front(count)
     write(
-        root,
+        site,
         paths.FRONT_PAGE,
         documents.listing_page(
             newest,
@@ -101,7 +109,7 @@ def write_front_page(root: Path, newest: list[Entry], *, count: int, write: Writ
 
 
 def write_archive_page(
-    root: Path, page: int, entries: list[Entry], *, count: int, write: Write
+    site: SiteStorage, page: int, entries: list[Entry], *, count: int, write: Write
 ) -> None:
     """Archive page `page` (entries newest first) and its sitemap chunk."""
     older = older_than(page)
@@ -112,33 +120,35 @@ def write_archive_page(
         older_href=paths.archive_href(older) if older else "",
         report=problems.report,
     )
-    write(root, paths.archive_file(page), html)
-    write(root, paths.sitemap_chunk_name(page), documents.sitemap(entries, report=problems.report))
+    write(site, paths.archive_file(page), html)
+    write(site, paths.sitemap_chunk_name(page), documents.sitemap(entries, report=problems.report))
 
 
-def write_partial_chunk(root: Path, newest: list[Entry], *, count: int, write: Write) -> None:
+def write_partial_chunk(
+    site: SiteStorage, newest: list[Entry], *, count: int, write: Write
+) -> None:
     """The sitemap chunk after the last full page: the newest `count % PAGE_SIZE`."""
     rest = count % PAGE_SIZE
     if rest:
         chunk = paths.sitemap_chunk_name(full_pages(count) + 1)
-        write(root, chunk, documents.sitemap(newest[:rest], report=problems.report))
+        write(site, chunk, documents.sitemap(newest[:rest], report=problems.report))
 
 
 # --- refresh ---------------------------------------------------------------------------
 
 
-def update(root: Path, state: SiteState) -> None:
+def update(site: SiteStorage, state: SiteState) -> None:
     """The refresh after an outcome: front page, feed, and the archive pages that changed."""
     changed, inserted = settle(state)
     if state.rebuild:
-        rebuild(root, state)
+        rebuild(site, state)
         return
     old_count, count = state.count, state.count + len(inserted)
     entries = selectors.listed_entries(changed)
     positions = positions_of(entries, inserted=inserted, total=count)
     if any(not 0 <= position < count for position in positions.values()):
         logger.warning("the site's article count (%s) is out of date; rebuilding", count)
-        rebuild(root, state)
+        rebuild(site, state)
         return
     shifted = [positions[article_id] for article_id in inserted if article_id in positions]
     pages = pages_to_write(
@@ -149,13 +159,13 @@ def update(root: Path, state: SiteState) -> None:
     )
     for page in pages:
         page_entries = selectors.entries_at(first=first_position(page), size=PAGE_SIZE, total=count)
-        write_archive_page(root, page, page_entries, count=count, write=atomic_write)
+        write_archive_page(site, page, page_entries, count=count, write=atomic_write)
     newest = selectors.newest(PAGE_SIZE)
-    atomic_write(root, paths.FEED, documents.atom_feed(newest, report=problems.report))
-    write_partial_chunk(root, newest, count=count, write=atomic_write)
+    atomic_write(site, paths.FEED, documents.atom_feed(newest, report=problems.report))
+    write_partial_chunk(site, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
-        atomic_write(root, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
-    write_front_page(root, newest, count=count, write=atomic_write)
+        atomic_write(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+    write_front_page(site, newest, count=count, write=atomic_write)
     state.count = count
 
 
@@ -179,7 +189,7 @@ def positions_of(entries: dict[int, Entry], *, inserted: list[int], total: int) 
     }
 
 
-def rebuild(root: Path, state: SiteState) -> None:
+def rebuild(site: SiteStorage, state: SiteState) -> None:
     """Every view from the database, streaming the articles once; files that did not
     change are left alone (write_if_changed)."""
     settle(state)
@@ -191,26 +201,26 @@ def rebuild(root: Path, state: SiteState) -> None:
         if len(batch) == PAGE_SIZE:
             page += 1
             if held:
-                write_archive_page(root, *held, count=count, write=write_if_changed)
+                write_archive_page(site, *held, count=count, write=write_if_changed)
             held, batch = (page, batch[::-1]), []
     if held:
-        write_archive_page(root, *held, count=count, write=write_if_changed)
+        write_archive_page(site, *held, count=count, write=write_if_changed)
     newest = selectors.newest(PAGE_SIZE)
-    write_if_changed(root, paths.FEED, documents.atom_feed(newest, report=problems.report))
-    write_partial_chunk(root, newest, count=count, write=write_if_changed)
-    write_if_changed(root, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
-    remove_beyond(root, pages=full_pages(count), chunks=sitemap_chunks(count))
-    write_front_page(root, newest, count=count, write=write_if_changed)
+    write_if_changed(site, paths.FEED, documents.atom_feed(newest, report=problems.report))
+    write_partial_chunk(site, newest, count=count, write=write_if_changed)
+    write_if_changed(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+    remove_beyond(site, pages=full_pages(count), chunks=sitemap_chunks(count))
+    write_front_page(site, newest, count=count, write=write_if_changed)
     state.count, state.rebuild = count, False
 
 
-def remove_beyond(root: Path, *, pages: int, chunks: int) -> None:
+def remove_beyond(site: SiteStorage, *, pages: int, chunks: int) -> None:
     """Archive pages and sitemap chunks past the end, after the site shrank. Never
     through a link: a link at `page/` stops the pass (blogpublish.files)."""
-    for name in list_names(root, paths.ARCHIVE_DIR):
+    for name in site.names(paths.ARCHIVE_DIR):
         if name.isdigit() and int(name) > pages:
-            remove_tree(root, f"{paths.ARCHIVE_DIR}/{name}")
-    for name in list_names(root):
+            site.delete_tree(f"{paths.ARCHIVE_DIR}/{name}")
+    for name in site.names():
         match = paths.SITEMAP_CHUNK_RE.match(name)
         if match and int(match[1]) > chunks:
-            unlink(root, name)
+            site.delete(name)

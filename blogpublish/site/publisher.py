@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
-from pathlib import Path
 
 from django.conf import settings
 
-from blogpublish import files
 from blogpublish.desk import images
-from blogpublish.exceptions import SymlinkRefused
+from blogpublish.exceptions import StorageError, SymlinkRefused
 from blogpublish.site import build, documents, paths, selectors
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.state import SiteState, add_note
+from blogpublish.storage import SiteStorage, site_storage
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 
 logger = logging.getLogger(__name__)
 
 
 class StaticSitePublisher:
-    """SITE_ROOT: `<slug>/index.html` per article, `index.html` (the newest 50),
+    """The site under SITE_ROOT (a folder or a bucket, blogpublish.storage):
+    `<slug>/index.html` per article, `index.html` (the newest 50),
     `page/<n>/index.html` (the archive), `feed.xml` (Atom) and `sitemap.xml`.
 
     No site-wide lock: an attempt writes its own page under the guard of its slug and
@@ -31,26 +30,38 @@ class StaticSitePublisher:
     Every write is atomic. Layout and choices: docs/site.md.
     """
 
-    def __init__(self, root: Path | None = None):
-        self.root = Path(root or settings.SITE_ROOT)
+    def __init__(self, storage: SiteStorage | None = None):
+        self._storage = storage
+
+    @property
+    def site(self) -> SiteStorage:
+        """The given storage, else SITE_ROOT's, read when used (blogpublish.storage)."""
+        return self._storage or site_storage()
 
     def publish(self, article) -> None:
         """Write the article's page, unless its content changed since the claim: then
         newer content is on its way, and this attempt's completion will not match."""
         page = paths.page_file(article.slug)
         try:
-            # Rendering and the synced temporary file happen outside the guard, in a
-            # staging folder: no page directory appears before the guard says it may.
+            # Rendering and staging (on disk: a synced temporary file in a staging
+            # folder) happen outside the guard: no page appears before the guard says
+            # it may, and the guard is held for a rename or one PUT.
             html = documents.article_page(article)
-            staged = files.stage(self.root, paths.STAGING_DIR, "index.html", html)
+            staged = self.site.stage(page, html)
             try:
                 with page_guard(slugs=[article.slug], article_id=article.pk):
+                    # The attempt's token too: an attempt overtaken meanwhile (a host
+                    # cut off past its lease) never writes over the newer one's page.
                     current = selectors.listed_if_current(
-                        article_id=article.pk, content_hash=article.content_hash
+                        article_id=article.pk,
+                        content_hash=article.content_hash,
+                        claims=article.claims,
                     )
                     if current is None:
                         logger.info(
-                            "article %s was edited or deleted; page not written", article.pk
+                            "article %s was edited, deleted or taken over by a newer "
+                            "attempt; page not written",
+                            article.pk,
                         )
                         return
                     add_note(
@@ -62,15 +73,17 @@ class StaticSitePublisher:
                         listed=current[0],
                         listed_at=current[1],
                     )
-                    files.move_staged(self.root, paths.STAGING_DIR, staged, page)
+                    self.site.commit(staged)
             finally:
-                files.discard_staged(self.root, paths.STAGING_DIR, staged)
+                self.site.discard(staged)
         except SymlinkRefused as exc:
             # A link where the page's folder (or .staging) should be is an operator's
             # problem that no retry solves: not written through, dead now with an alert
             # whose error names the link (docs/site.md, "Links in SITE_ROOT").
             raise PermanentPublishError(str(exc)) from exc
         except OSError as exc:  # disk full, permissions: may pass; retried, then dead
+            raise TransientPublishError(f"writing the page failed: {exc}") from exc
+        except StorageError as exc:  # the bucket unreachable or refusing: the same
             raise TransientPublishError(f"writing the page failed: {exc}") from exc
 
     def forget(self, article) -> None:
@@ -101,57 +114,56 @@ class StaticSitePublisher:
         with snapshot():
             state = SiteState.load()
             if state.rebuild:
-                build.rebuild(self.root, state)
+                build.rebuild(self.site, state)
             else:
-                build.update(self.root, state)
+                build.update(self.site, state)
             state.save_pass()
         self._remove(state)
 
     def reconcile(self) -> None:
-        """The full check: remove every page directory no article needs (a delete that
-        bypassed the signals, a crash between a pass and its removals), then rebuild."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """The full check: list the site (a folder or every key of the bucket, page by
+        page), remove every page directory no article needs (a delete that bypassed the
+        signals, a crash between a pass and its removals), write the live pages that are
+        missing, then rebuild the shared views (each rewritten only if it differs)."""
         needed = selectors.owned_slugs()
-        # lstat only (follow_symlinks=False): a link is neither a page directory nor
-        # trash, whatever it points to, so it is left alone and never deleted through.
-        for entry in os.scandir(self.root):
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            if paths.is_trash(entry.name):  # a removal interrupted by a crash
-                files.remove_tree(self.root, entry.name, aside=False)
-            elif paths.is_article_dir_name(entry.name) and entry.name not in needed:
-                logger.info("reconcile: removing %s/, which no article needs", entry.name)
-                build.remove_unneeded(self.root, [entry.name])
-        self._sweep_staging()
+        present = self.site.page_dirs()
+        for name in sorted(present):
+            if paths.is_article_dir_name(name) and name not in needed:
+                logger.info("reconcile: removing %s/, which no article needs", name)
+                build.remove_unneeded(self.site, [name])
+        self._restore_missing({slug for slug, has_page in present.items() if has_page})
+        try:
+            self.site.sweep(older_than=time.time() - 2 * settings.PUBLISH_LEASE_SECONDS)
+        except SymlinkRefused as exc:
+            logger.error("reconcile: %s", exc)
         self._sweep_images()
         with snapshot():
             state = SiteState.load()
-            build.rebuild(self.root, state)
+            build.rebuild(self.site, state)
             state.save_pass()
         self._remove(state)
 
-    def _sweep_staging(self) -> None:
-        """Staged pages a crash left behind (older than any attempt can be)."""
-        cutoff = time.time() - 2 * settings.PUBLISH_LEASE_SECONDS
-        try:
-            with files.open_dir(self.root, paths.STAGING_DIR) as staging:
-                for name in os.listdir(staging):
-                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                        if os.lstat(name, dir_fd=staging).st_mtime < cutoff:
-                            os.unlink(name, dir_fd=staging)
-        except FileNotFoundError:
-            pass
-        except SymlinkRefused as exc:
-            logger.error("reconcile: %s", exc)
+    def _restore_missing(self, with_page: set[str]) -> None:
+        """Live articles whose page is gone (deleted by hand, lost by the storage): the
+        live version written again, under the page guard, and only while it is still
+        live and still missing, so an attempt writing newer content meanwhile wins."""
+        for live in selectors.live_versions(exclude_slugs=with_page):
+            with page_guard(slugs=[live.slug], article_id=live.id):
+                page = paths.page_file(live.slug)
+                if not selectors.is_live(live) or self.site.exists(page):
+                    continue
+                logger.warning("reconcile: writing the missing page %s", page)
+                self.site.write(page, documents.article_page(live))
 
     def _sweep_images(self) -> None:
         """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)."""
         try:
-            images.sweep(self.root)
-        except (OSError, SymlinkRefused) as exc:  # the next full check tries again
+            images.sweep(self.site)
+        except (OSError, SymlinkRefused, StorageError) as exc:  # the next full check tries again
             logger.error("reconcile: the images were not swept: %s", exc)
 
     def _remove(self, state: SiteState) -> None:
         for slugs, article_id in state.removals:
-            with contextlib.suppress(OSError):  # the full check removes what is left
-                build.remove_unneeded(self.root, slugs, besides=article_id)
+            # The full check removes what is left.
+            with contextlib.suppress(OSError, StorageError):
+                build.remove_unneeded(self.site, slugs, besides=article_id)

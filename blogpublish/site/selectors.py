@@ -142,11 +142,15 @@ def has_content(*, article_id: int, content_hash: str) -> bool:
     return Article.objects.filter(pk=article_id, content_hash=content_hash).exists()
 
 
-def listed_if_current(*, article_id: int, content_hash: str) -> tuple[bool, str] | None:
-    """None once the article was edited or deleted; else whether it is listed now, and
-    its listed date (ISO, "" when not listed)."""
+def listed_if_current(
+    *, article_id: int, content_hash: str, claims: int | None = None
+) -> tuple[bool, str] | None:
+    """None once the article was edited or deleted, or (given the attempt's `claims`
+    token) once the attempt was overtaken by a newer one; else whether it is listed
+    now, and its listed date (ISO, "" when not listed)."""
+    fence = Q() if claims is None else Q(claims=claims, status=ArticleStatus.PENDING)
     row = (
-        Article.objects.filter(pk=article_id, content_hash=content_hash)
+        Article.objects.filter(fence, pk=article_id, content_hash=content_hash)
         .values_list("published_hash", "published_publish_at")
         .first()
     )
@@ -198,3 +202,45 @@ def owned_slugs() -> set[str]:
         if status == ArticleStatus.PENDING:
             needed.add(slug)
     return needed
+
+
+# --- the full check: live pages that are missing ------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveVersion:
+    """What an article's page shows: its live version (documents.article_page)."""
+
+    id: int
+    slug: str
+    title: str
+    body: str
+    publish_at: datetime
+    published_hash: str
+
+
+def live_versions(*, exclude_slugs: set[str]) -> Iterator[LiveVersion]:
+    """The live version of every listed article whose page is not among `exclude_slugs`
+    (the pages the storage holds): the slugs are streamed, the bodies read only for
+    those missing."""
+    rows = listed().values_list("id", "published_slug").iterator(chunk_size=2000)
+    missing = [article_id for article_id, slug in rows if slug not in exclude_slugs]
+    fields = ("id", "published_slug", "published_title", "published_body")
+    for start in range(0, len(missing), 200):
+        chunk = listed().filter(pk__in=missing[start : start + 200])
+        for row in chunk.values(*fields, "published_publish_at", "published_hash"):
+            yield LiveVersion(
+                id=row["id"],
+                slug=row["published_slug"],
+                title=row["published_title"],
+                body=row["published_body"],
+                publish_at=row["published_publish_at"],
+                published_hash=row["published_hash"],
+            )
+
+
+def is_live(version: LiveVersion) -> bool:
+    """Is this still the article's live version (not deleted, not republished since)?"""
+    return Article.objects.filter(
+        pk=version.id, published_hash=version.published_hash, published_slug=version.slug
+    ).exists()

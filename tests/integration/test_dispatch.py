@@ -50,22 +50,29 @@ def save_in_subprocess(slug: str, broker_url: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_save_with_broker_refusing_connections_returns_quickly_and_stays_pending():
+def broker_url(scheme: str, port: int) -> str:
+    return f"redis://127.0.0.1:{port}/0" if scheme == "redis" else f"amqp://127.0.0.1:{port}//"
+
+
+# Both brokers: redis-py's socket timeouts and py-amqp's connect/read timeouts bound it.
+@pytest.mark.parametrize("scheme", ["redis", "amqp"])
+def test_save_with_broker_refusing_connections_returns_quickly_and_stays_pending(scheme):
     closed_port = free_port()  # nothing listens here
 
-    result = save_in_subprocess("refused-broker", f"redis://127.0.0.1:{closed_port}/0")
+    result = save_in_subprocess(f"refused-{scheme}", broker_url(scheme, closed_port))
 
     assert result["seconds"] < SAVE_BOUND_SECONDS
     assert Article.objects.get(pk=result["id"]).status == ArticleStatus.PENDING
 
 
-def test_save_with_broker_that_never_answers_returns_in_bounded_time():
+@pytest.mark.parametrize("scheme", ["redis", "amqp"])
+def test_save_with_broker_that_never_answers_returns_in_bounded_time(scheme):
     with socket.socket() as black_hole:
         black_hole.bind(("127.0.0.1", 0))
         black_hole.listen(64)  # the kernel accepts connections; nobody ever replies
         port = black_hole.getsockname()[1]
 
-        result = save_in_subprocess("silent-broker", f"redis://127.0.0.1:{port}/0")
+        result = save_in_subprocess(f"silent-{scheme}", broker_url(scheme, port))
 
     assert result["seconds"] < SAVE_BOUND_SECONDS
     assert Article.objects.get(pk=result["id"]).status == ArticleStatus.PENDING
@@ -295,3 +302,30 @@ def test_the_catch_up_tries_the_broker_even_while_the_breaker_is_open(
     assert (report.stale_found, report.stale_sent) == (1, 1)
     assert queued(redis_client(private_broker)) == 1
     assert not dispatch.breaker_is_open()
+
+
+# --- the same bounds on RabbitMQ ----------------------------------------------------
+
+
+@pytest.mark.parametrize("failure", ["refused", "silent"])
+def test_rabbitmq_unreachable_costs_one_send_then_the_breaker_skips_it(
+    make_article, send_attempts, failure
+):
+    with socket.socket() as black_hole:
+        black_hole.bind(("127.0.0.1", 0))
+        if failure == "silent":
+            black_hole.listen(64)  # accepts at the kernel; no AMQP handshake ever comes
+        port = black_hole.getsockname()[1]  # "refused": bound, not listening
+
+        with broker(f"amqp://guest:guest@127.0.0.1:{port}//"):
+            started = time.monotonic()
+            first = make_article()
+            first_seconds = time.monotonic() - started
+            rest = [make_article() for _ in range(10)]
+            breaker_open = dispatch.breaker_is_open()
+
+    assert first_seconds < SAVE_BOUND_SECONDS
+    assert send_attempts == [(PUBLISH_TASK, first.pk)]  # the other 10 skipped the broker
+    assert breaker_open
+    ids = [first.pk, *(a.pk for a in rest)]
+    assert Article.objects.filter(pk__in=ids, status=ArticleStatus.PENDING).count() == 11

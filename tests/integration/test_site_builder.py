@@ -258,12 +258,17 @@ def test_stale_attempt_of_the_same_content_does_not_count_the_article_twice(site
     stale = article_claim(article_id=article.pk)  # A claims, stalls; its lease runs out
     Article.objects.filter(pk=article.pk).update(lease_expires_at=None)
     site.attempt(article)  # B publishes; the refresh after it counts the article
+    page = site.root / "once" / "index.html"
+    b_page = page.stat()
 
-    site.publisher.publish(stale.article)  # A wakes up: the same content, page rewritten
+    site.publisher.publish(stale.article)  # A wakes up: the same content, overtaken
     assert article_complete(claim=stale).outcome is Outcome.SKIPPED
     site.publisher.refresh()
 
     assert SiteState.load().count == 1
+    # A's token no longer matches: B's page was not written again (a rename would give
+    # the file a new inode).
+    assert (page.stat().st_ino, page.stat().st_mtime_ns) == (b_page.st_ino, b_page.st_mtime_ns)
 
 
 def test_page_of_an_article_deleted_during_its_attempt_is_removed(site):

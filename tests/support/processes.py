@@ -112,27 +112,38 @@ def celery_cmd(*args: str) -> list[str]:
 
 
 def start_worker(
-    *, concurrency: int = 2, env: dict | None = None, name: str = "worker", ready: bool = True
+    *,
+    concurrency: int = 2,
+    env: dict | None = None,
+    name: str = "worker",
+    ready: bool = True,
+    pool: str = "prefork",
+    wrapper: tuple[str, ...] = (),
 ) -> Proc:
+    """`wrapper`: a command that runs the worker, e.g. ("ip", "netns", "exec", NS),
+    which execs it (the PID stays the worker's)."""
     hostname = f"{name}-{time.time_ns()}@{socket.gethostname()}"
     proc = spawn(
         name,
-        celery_cmd(
-            "worker",
-            "-l",
-            "info",
-            "-P",
-            "prefork",
-            "-c",
-            str(concurrency),
-            "-E",
-            "-n",
-            hostname,
-            "-Q",
-            ",".join(queue.name for queue in settings.CELERY_TASK_QUEUES),
-            "--without-gossip",
-            "--without-mingle",
-        ),
+        [
+            *wrapper,
+            *celery_cmd(
+                "worker",
+                "-l",
+                "info",
+                "-P",
+                pool,
+                "-c",
+                str(concurrency),
+                "-E",
+                "-n",
+                hostname,
+                "-Q",
+                ",".join(queue.name for queue in settings.CELERY_TASK_QUEUES),
+                "--without-gossip",
+                "--without-mingle",
+            ),
+        ],
         env=env,
     )
     proc.hostname = hostname

@@ -1,4 +1,5 @@
-"""A real HTTP webhook receiver for tests: stdlib http.server on 127.0.0.1, in a thread.
+"""A real HTTP webhook receiver for tests: stdlib http.server on 127.0.0.1 (or `host`), in a
+thread.
 
 It answers each request by the plan for the article's slug (or, for a body without one,
 such as the digest's, its Idempotency-Key), then 200 once the plan is used up, and
@@ -38,13 +39,17 @@ class Received:
 
 
 class Receiver:
-    def __init__(self, verify: Callable[[dict[str, str], bytes], bool] | None = None) -> None:
+    def __init__(
+        self,
+        verify: Callable[[dict[str, str], bytes], bool] | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
         self.verify = verify
         self.plans: dict[str, list[int | str]] = {}
         self.received: list[Received] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.server = ThreadingHTTPServer((host, 0), self._handler_class())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -1,6 +1,6 @@
 """Save one article in a process of its own and say how long the save took.
 
-    python -m tests.support.save_article SLUG [TITLE]
+    python -m tests.support.save_article SLUG [TITLE] [--publish-in SECONDS]
 
 Used where the test needs the saving process to have another broker (an unreachable
 one) than the test process; the environment (run id, BLOGPUBLISH_TEST_BROKER) says
@@ -9,10 +9,11 @@ which. Prints one JSON line: {"id", "slug", "status", "seconds"}.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import sys
 import time
+from datetime import timedelta
 
 
 def main() -> None:
@@ -20,11 +21,20 @@ def main() -> None:
     import django
 
     django.setup()
+    from django.utils import timezone
+
     from publishing.models import Article
 
-    slug = sys.argv[1]
-    title = sys.argv[2] if len(sys.argv) > 2 else f"Saved while the broker is away: {slug}"
+    parser = argparse.ArgumentParser()
+    parser.add_argument("slug")
+    parser.add_argument("title", nargs="?")
+    parser.add_argument("--publish-in", type=float, default=0.0)
+    args = parser.parse_args()
+    slug = args.slug
+    title = args.title or f"Saved while the broker is away: {slug}"
     article = Article(title=title, slug=slug, body="Written while the broker was unreachable.")
+    if args.publish_in:
+        article.publish_at = timezone.now() + timedelta(seconds=args.publish_in)
     article.full_clean()
     started = time.monotonic()
     article.save()

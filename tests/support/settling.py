@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db.models import Q
 from django.db.models.functions import Now
 
@@ -17,11 +16,10 @@ def queue_is_drained() -> bool:
     as busy. (Messages waiting for an ETA are not counted: a retry's is for a row still
     pending, which the callers check; others may be for rows an earlier test removed.)"""
     from config.celery import app
+    from publishing.broker_status import queue_message_counts
 
-    with app.connection_for_write() as conn:
-        client = conn.default_channel.client
-        if any(client.llen(queue.name) for queue in settings.CELERY_TASK_QUEUES):
-            return False
+    if any(queue_message_counts().values()):  # Redis or RabbitMQ
+        return False
     workers = [p.hostname for p in processes.STARTED if p.hostname and p.alive()]
     if not workers:
         return True

@@ -28,7 +28,7 @@ GOOD = dict(
     eta_horizon=240,
     stale_after=60,
     stuck_after=900,
-    visibility_timeout=3600,
+    broker_hold_limit=("the broker's visibility timeout", 3600),
 )
 
 

@@ -1,0 +1,125 @@
+"""The seam between the site and where it is stored (docs/site.md, "Where the site lives").
+
+Every path is relative to the site's root ("page/3/index.html"), checked by
+`blogpublish.files.parts_of`. Implementations: a local folder (`LocalStorage`) and
+S3-compatible object storage (`S3SiteStorage`). Both give readers a whole document or
+none: a temporary file renamed into place on disk, one PUT per object in a bucket.
+"""
+
+from __future__ import annotations
+
+import abc
+import mimetypes
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from blogpublish.site import paths
+
+HTML_TYPE = "text/html; charset=utf-8"
+FEED_TYPE = "application/atom+xml"
+XML_TYPE = "application/xml"  # the sitemap index and its chunks
+
+
+def content_type_of(rel: str) -> str:
+    """The Content-Type a document of the site is served with."""
+    name = rel.rsplit("/", 1)[-1]
+    if name == paths.FEED:
+        return FEED_TYPE
+    if name.endswith(".xml"):
+        return XML_TYPE
+    if name.endswith(".html"):
+        return HTML_TYPE
+    # An uploaded image (media/<sha256>.png): its type by its extension.
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def cache_control_of(rel: str) -> str:
+    return settings.SITE_CACHE_CONTROL
+
+
+def payload(data: str | bytes) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+@dataclass
+class Staged:
+    """A page prepared outside the page guard, made live by `commit` under it."""
+
+    rel: str
+    data: bytes
+    token: str = ""  # the local folder's temporary file
+
+
+class SiteStorage(abc.ABC):
+    """Where the site's documents are kept. Errors: OSError on disk, StorageError (with
+    the cause) from object storage; the publisher makes both a retry of the attempt."""
+
+    #: True when every host writing the site sees the same documents without a shared
+    #: file system (config: SQLite with it is one host only; blogpublish.checks).
+    shared_by_hosts = False
+
+    @abc.abstractmethod
+    def write(
+        self,
+        rel: str,
+        data: str | bytes,
+        *,
+        content_type: str | None = None,
+        cache_control: str | None = None,
+    ) -> None:
+        """Replace the document atomically: a reader sees the old one or the new one.
+        The content type and cache control default to the name's (`content_type_of`)."""
+
+    @abc.abstractmethod
+    def read(self, rel: str) -> bytes | None:
+        """The document, or None when it is not there (on disk: nor a link, nor a FIFO)."""
+
+    def write_if_changed(self, rel: str, data: str | bytes) -> bool:
+        """`write`, unless the document already holds exactly `data`; True if written.
+        A rebuild that changed nothing then writes nothing."""
+        data = payload(data)
+        if self.read(rel) == data:
+            return False
+        self.write(rel, data)
+        return True
+
+    @abc.abstractmethod
+    def exists(self, rel: str) -> bool: ...
+
+    @abc.abstractmethod
+    def delete(self, rel: str) -> None:
+        """Remove the document if it is there."""
+
+    @abc.abstractmethod
+    def delete_tree(self, rel: str) -> None:
+        """Remove a folder (an article's page directory, an archive page) and all in it."""
+
+    @abc.abstractmethod
+    def names(self, folder: str = "") -> list[str]:
+        """The names directly in `folder` (documents and folders; [] when missing)."""
+
+    @abc.abstractmethod
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Every document under the folder `prefix`, recursively, as paths from the root."""
+
+    @abc.abstractmethod
+    def page_dirs(self) -> dict[str, bool]:
+        """The folders at the top of the site (never a link, trash or staging), each with
+        whether its index.html is there: what the full check compares with the database."""
+
+    def stage(self, rel: str, data: str | bytes) -> Staged:
+        """The slow half of a page write, done before the page guard is taken."""
+        return Staged(rel=rel, data=payload(data))
+
+    def commit(self, staged: Staged) -> None:
+        """Under the page guard, after the currency check: the page goes live."""
+        self.write(staged.rel, staged.data)
+
+    def discard(self, staged: Staged) -> None:  # noqa: B027  (nothing to do by default)
+        """After `commit`, or instead of it: whatever `stage` left is gone."""
+
+    def sweep(self, *, older_than: float) -> None:  # noqa: B027  (nothing to do by default)
+        """Leftovers of crashes (half-removed folders, staged pages older than the
+        timestamp `older_than`): the full check clears them."""

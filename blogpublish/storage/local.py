@@ -1,0 +1,114 @@
+"""The site in a local folder (or a shared file system mounted on every host):
+blogpublish.files, which writes through a synced temporary file and a rename and never
+follows a link inside the folder."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from blogpublish import files
+from blogpublish.site import paths
+from blogpublish.storage.base import SiteStorage, Staged, payload
+
+
+class LocalStorage(SiteStorage):
+    """Content type and cache control are the web server's (by the file's name); the
+    folder keeps only the bytes."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    def write(self, rel, data, *, content_type=None, cache_control=None) -> None:
+        files.atomic_write(self.root, rel, data)
+
+    def read(self, rel: str) -> bytes | None:
+        return files.read_bytes(self.root, rel)
+
+    def write_if_changed(self, rel: str, data: str | bytes) -> bool:
+        return files.write_if_changed(self.root, rel, data)
+
+    def exists(self, rel: str) -> bool:
+        mode = files.entry_mode(self.root, rel)
+        return mode is not None and stat.S_ISREG(mode)
+
+    def delete(self, rel: str) -> None:
+        files.unlink(self.root, rel)
+
+    def delete_tree(self, rel: str) -> None:
+        files.remove_tree(self.root, rel)
+
+    def names(self, folder: str = "") -> list[str]:
+        return files.list_names(self.root, folder)
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Regular files only, never through a link, dot-names (staging, temporary
+        files, trash) left out."""
+        try:
+            with files.open_dir(self.root, *files.parts_of(prefix)) as dir_fd:
+                yield from _walk(dir_fd, prefix.strip("/"))
+        except FileNotFoundError:
+            return
+
+    def page_dirs(self) -> dict[str, bool]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        found = {}
+        # lstat only (follow_symlinks=False): a link is neither a page directory nor
+        # trash, whatever it points to, so it is left alone and never deleted through.
+        for entry in os.scandir(self.root):
+            if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                found[entry.name] = self.exists(f"{entry.name}/{paths.FRONT_PAGE}")
+        return found
+
+    # Pages are renamed into place from a staging folder on the same file system, so the
+    # guard is held for a rename, not for writing and syncing the file.
+    def stage(self, rel: str, data: str | bytes) -> Staged:
+        name = rel.rsplit("/", 1)[-1]
+        token = files.stage(self.root, paths.STAGING_DIR, name, payload(data))
+        return Staged(rel=rel, data=b"", token=token)
+
+    def commit(self, staged: Staged) -> None:
+        files.move_staged(self.root, paths.STAGING_DIR, staged.token, staged.rel)
+
+    def discard(self, staged: Staged) -> None:
+        files.discard_staged(self.root, paths.STAGING_DIR, staged.token)
+
+    def sweep(self, *, older_than: float) -> None:
+        """Folders a removal renamed aside and a crash left, and staged pages older
+        than any attempt can be."""
+        for entry in os.scandir(self.root):
+            if entry.is_dir(follow_symlinks=False) and paths.is_trash(entry.name):
+                files.remove_tree(self.root, entry.name, aside=False)
+        try:
+            with files.open_dir(self.root, paths.STAGING_DIR) as staging:
+                for name in os.listdir(staging):
+                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                        if os.lstat(name, dir_fd=staging).st_mtime < older_than:
+                            os.unlink(name, dir_fd=staging)
+        except FileNotFoundError:
+            pass
+
+
+def _walk(dir_fd: int, here: str) -> Iterator[str]:
+    for name in sorted(os.listdir(dir_fd)):
+        if name.startswith("."):
+            continue
+        rel = f"{here}/{name}" if here else name
+        mode = os.lstat(name, dir_fd=dir_fd).st_mode
+        if stat.S_ISREG(mode):
+            yield rel
+        elif stat.S_ISDIR(mode):
+            try:
+                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            except OSError:
+                continue
+            try:
+                yield from _walk(child, rel)
+            finally:
+                os.close(child)

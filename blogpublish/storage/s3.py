@@ -1,0 +1,189 @@
+"""The site in S3-compatible object storage: SITE_ROOT=s3://BUCKET/PREFIX.
+
+django-storages' S3 backend holds the configuration (the standard AWS variables, read in
+config/settings.py) and the boto3 connection; the site's operations go through its
+client. One PUT makes a whole object visible at once, so a reader never sees half a
+document and staging needs no temporary object; the PUT that makes a page live is still
+made under the page guard, after the currency check (blogpublish.site.publisher).
+
+Every object carries its Content-Type and Cache-Control, and the SHA-256 of its bytes as
+metadata, by which a rebuild leaves an unchanged document alone with one HEAD.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+from django.conf import settings
+from storages.backends.s3 import S3Storage
+
+from blogpublish.exceptions import StorageError
+from blogpublish.files import parts_of
+from blogpublish.site import paths
+from blogpublish.storage.base import (
+    SiteStorage,
+    cache_control_of,
+    content_type_of,
+    payload,
+)
+
+_MISSING = {"404", "NoSuchKey", "NotFound"}
+
+
+def client_config() -> Config:
+    """Bounded waits and one retry (config/settings.py, SITE_STORAGE_*)."""
+    return Config(
+        connect_timeout=settings.SITE_STORAGE_CONNECT_TIMEOUT,
+        read_timeout=settings.SITE_STORAGE_READ_TIMEOUT,
+        retries={"max_attempts": settings.SITE_STORAGE_MAX_ATTEMPTS, "mode": "standard"},
+        s3={"addressing_style": settings.AWS_S3_ADDRESSING_STYLE or "auto"},
+        signature_version="s3v4",
+    )
+
+
+def backend(bucket: str) -> S3Storage:
+    return S3Storage(
+        bucket_name=bucket,
+        endpoint_url=settings.AWS_ENDPOINT_URL,
+        access_key=settings.AWS_ACCESS_KEY_ID,
+        secret_key=settings.AWS_SECRET_ACCESS_KEY,
+        region_name=settings.AWS_DEFAULT_REGION,
+        client_config=client_config(),
+        file_overwrite=True,
+        querystring_auth=False,
+    )
+
+
+class S3SiteStorage(SiteStorage):
+    shared_by_hosts = True
+
+    def __init__(self, *, bucket: str, prefix: str = ""):
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.backend = backend(bucket)
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
+
+    @property
+    def client(self):
+        return self.backend.connection.meta.client  # one per thread (django-storages)
+
+    def key(self, rel: str) -> str:
+        rel = "/".join(parts_of(rel))
+        return f"{self.prefix}/{rel}" if self.prefix else rel
+
+    def folder_key(self, folder: str) -> str:
+        """The key prefix of everything in `folder`, ending in '/' ('' for the root)."""
+        key = self.key(folder) if parts_of(folder) else self.prefix
+        return f"{key}/" if key else ""
+
+    @contextlib.contextmanager
+    def _errors(self, what: str, rel: str) -> Iterator[None]:
+        try:
+            yield
+        except (BotoCoreError, ClientError) as exc:
+            raise StorageError(f"{what} {rel!r} in {self} failed: {exc}") from exc
+
+    # --- documents -----------------------------------------------------------------
+
+    def write(self, rel, data, *, content_type=None, cache_control=None) -> None:
+        body = payload(data)
+        with self._errors("writing", rel):
+            self.client.put_object(
+                Bucket=self.bucket,
+                Key=self.key(rel),
+                Body=body,
+                ContentType=content_type or content_type_of(rel),
+                CacheControl=cache_control or cache_control_of(rel),
+                Metadata={"sha256": hashlib.sha256(body).hexdigest()},
+            )
+
+    def read(self, rel: str) -> bytes | None:
+        with self._errors("reading", rel):
+            try:
+                response = self.client.get_object(Bucket=self.bucket, Key=self.key(rel))
+            except ClientError as exc:
+                if _code(exc) in _MISSING:
+                    return None
+                raise
+            return response["Body"].read()
+
+    def head(self, rel: str) -> dict | None:
+        with self._errors("reading", rel):
+            try:
+                return self.client.head_object(Bucket=self.bucket, Key=self.key(rel))
+            except ClientError as exc:
+                if _code(exc) in _MISSING:
+                    return None
+                raise
+
+    def write_if_changed(self, rel: str, data: str | bytes) -> bool:
+        """One HEAD: the same bytes (by their SHA-256), type and cache control are left
+        alone; anything else (missing, other bytes, a wrong type) is written."""
+        body = payload(data)
+        head = self.head(rel)
+        if (
+            head is not None
+            and head.get("Metadata", {}).get("sha256") == hashlib.sha256(body).hexdigest()
+            and head.get("ContentType") == content_type_of(rel)
+            and head.get("CacheControl") == cache_control_of(rel)
+        ):
+            return False
+        self.write(rel, body)
+        return True
+
+    def exists(self, rel: str) -> bool:
+        return self.head(rel) is not None
+
+    def delete(self, rel: str) -> None:
+        with self._errors("deleting", rel):
+            self.client.delete_object(Bucket=self.bucket, Key=self.key(rel))
+
+    def delete_tree(self, rel: str) -> None:
+        keys = [self.key(key) for key in self.list(rel)]
+        with self._errors("deleting", f"{rel}/"):
+            for start in range(0, len(keys), 1000):  # DeleteObjects takes 1000 at most
+                batch = [{"Key": key} for key in keys[start : start + 1000]]
+                answer = self.client.delete_objects(
+                    Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True}
+                )
+                if answer.get("Errors"):
+                    raise StorageError(f"deleting {rel}/ in {self}: {answer['Errors'][:3]}")
+
+    # --- listings (paginated: 1000 keys a request) ----------------------------------
+
+    def _pages(self, what: str, **query) -> Iterator[dict]:
+        with self._errors("listing", what):
+            paginator = self.client.get_paginator("list_objects_v2")
+            yield from paginator.paginate(Bucket=self.bucket, **query)
+
+    def names(self, folder: str = "") -> list[str]:
+        start = self.folder_key(folder)
+        found = []
+        for page in self._pages(folder, Prefix=start, Delimiter="/"):
+            found += [p["Prefix"][len(start) :].rstrip("/") for p in page.get("CommonPrefixes", ())]
+            found += [o["Key"][len(start) :] for o in page.get("Contents", ())]
+        return [name for name in found if name]
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        root = self.folder_key("")
+        for page in self._pages(prefix, Prefix=self.folder_key(prefix)):
+            for obj in page.get("Contents", ()):
+                yield obj["Key"][len(root) :]
+
+    def page_dirs(self) -> dict[str, bool]:
+        found: dict[str, bool] = {}
+        for rel in self.list():
+            folder, slash, rest = rel.partition("/")
+            if slash and not folder.startswith("."):
+                found[folder] = found.get(folder, False) or rest == paths.FRONT_PAGE
+        return found
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))

@@ -1,0 +1,178 @@
+"""The site's object storage (blogpublish.storage.s3) against a real S3-compatible HTTP
+server (moto's server mode, tests/support/s3.py): every object with its type and cache
+control, listings paginated, nothing outside the prefix touched, and an endpoint that
+does not answer is a clear, bounded error that makes the attempt a retry."""
+
+from __future__ import annotations
+
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.test import override_settings
+
+from blogpublish.exceptions import StorageError
+from blogpublish.site import StaticSitePublisher
+from blogpublish.storage import site_storage
+from blogpublish.storage.s3 import S3SiteStorage
+from publishing.exceptions import TransientPublishError
+from tests.support.processes import free_port
+from tests.support.s3 import keys
+
+
+@pytest.fixture
+def bucket(s3_server) -> str:
+    return s3_server.new_bucket()
+
+
+@pytest.fixture
+def storage(s3_server, bucket):
+    """SITE_ROOT=s3://<bucket>/site for this test."""
+    with override_settings(**s3_server.settings_for(f"s3://{bucket}/site")):
+        storage = site_storage()
+        assert isinstance(storage, S3SiteStorage)
+        yield storage
+
+
+@pytest.mark.parametrize(
+    ("rel", "content_type"),
+    [
+        ("index.html", "text/html; charset=utf-8"),
+        ("page/3/index.html", "text/html; charset=utf-8"),
+        ("你好/index.html", "text/html; charset=utf-8"),
+        ("feed.xml", "application/atom+xml"),
+        ("sitemap.xml", "application/xml"),
+        ("sitemap-2.xml", "application/xml"),
+    ],
+)
+def test_every_object_has_its_content_type_and_cache_control(
+    storage, s3_server, bucket, rel, content_type
+):
+    storage.write(rel, "<p>中文</p>")
+
+    head = s3_server.client().head_object(Bucket=bucket, Key=f"site/{rel}")
+    assert head["ContentType"] == content_type
+    assert head["CacheControl"] == "public, max-age=60"
+    assert storage.read(rel) == "<p>中文</p>".encode()
+    assert storage.exists(rel)
+
+
+def test_write_if_changed_leaves_the_same_object_alone_and_repairs_a_wrong_type(
+    storage, s3_server, bucket
+):
+    assert storage.write_if_changed("feed.xml", "<feed/>")
+    assert not storage.write_if_changed("feed.xml", "<feed/>")
+    assert storage.write_if_changed("feed.xml", "<feed>2</feed>")
+    # Put there by hand with the wrong type: the same bytes are written again.
+    s3_server.client().put_object(
+        Bucket=bucket, Key="site/feed.xml", Body=b"<feed>2</feed>", ContentType="text/plain"
+    )
+
+    assert storage.write_if_changed("feed.xml", "<feed>2</feed>")
+    head = s3_server.client().head_object(Bucket=bucket, Key="site/feed.xml")
+    assert head["ContentType"] == "application/atom+xml"
+
+
+def test_missing_objects_read_as_none_and_delete_is_idempotent(storage):
+    assert storage.read("nope/index.html") is None
+    assert not storage.exists("nope/index.html")
+    storage.delete("nope/index.html")  # no error
+
+    storage.write("a/index.html", "a")
+    storage.delete("a/index.html")
+    assert storage.read("a/index.html") is None
+
+
+def test_listings_are_paginated_and_a_large_folder_is_deleted_whole(storage, s3_server, bucket):
+    # More than one page of a listing (1000 keys) and of a DeleteObjects (1000 keys).
+    client = s3_server.client()
+    many = [f"big/{n}.html" for n in range(1105)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda rel: client.put_object(Bucket=bucket, Key=f"site/{rel}"), many))
+    storage.write("big-sibling/index.html", "kept")  # shares the prefix "big", not the folder
+
+    assert sorted(storage.list("big")) == sorted(many)
+    assert sorted(storage.names()) == ["big", "big-sibling"]
+
+    storage.delete_tree("big")
+
+    assert list(storage.list("big")) == []
+    assert keys(client, bucket, "site/") == {"big-sibling/index.html"}
+
+
+def test_nothing_outside_the_prefix_is_listed_or_deleted(storage, s3_server, bucket):
+    client = s3_server.client()
+    client.put_object(Bucket=bucket, Key="other/a/index.html", Body=b"not ours")
+    client.put_object(Bucket=bucket, Key="site-old/a/index.html", Body=b"not ours")
+    storage.write("a/index.html", "ours")
+    storage.write("你好/index.html", "ours too")
+    storage.write("draft/notes.txt", "a folder without its page")
+
+    assert sorted(storage.list()) == ["a/index.html", "draft/notes.txt", "你好/index.html"]
+    assert storage.page_dirs() == {"a": True, "draft": False, "你好": True}
+    for folder in ("a", "draft", "你好"):
+        storage.delete_tree(folder)
+
+    assert keys(client, bucket) == {"other/a/index.html", "site-old/a/index.html"}
+
+
+@pytest.mark.parametrize("rel", ["../x", "a/../../x", "/etc/passwd", "a\\b"])
+def test_a_path_that_would_leave_the_prefix_is_refused(storage, rel):
+    with pytest.raises(ValueError, match="not a path inside SITE_ROOT"):
+        storage.write(rel, "x")
+
+
+@pytest.fixture
+def silent_endpoint():
+    """An address that accepts connections and never answers (a hung proxy, a stalled
+    server): the case that would hold a worker forever without bounded timeouts."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("kind", ["refused", "silent"])
+def test_an_unreachable_endpoint_is_a_clear_error_not_a_hang(
+    s3_server, silent_endpoint, kind, make_article
+):
+    endpoint = silent_endpoint if kind == "silent" else f"http://127.0.0.1:{free_port()}"
+    config = s3_server.settings_for("s3://bp-nowhere/site") | {"AWS_ENDPOINT_URL": endpoint}
+    with override_settings(**config):
+        with pytest.raises(StorageError, match=r"s3://bp-nowhere/site"):
+            site_storage().write("index.html", "x")
+        # In an attempt: a retry (then dead with an alert), with the cause named.
+        article = make_article()
+        with pytest.raises(TransientPublishError, match=r"writing the page failed.*s3://"):
+            StaticSitePublisher().publish(article)
+
+
+def test_the_view_answers_503_when_the_bucket_cannot_be_reached(s3_server, client):
+    config = s3_server.settings_for("s3://bp-nowhere/site")
+    with override_settings(**config | {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}):
+        response = client.get("/some-page/")
+
+    assert response.status_code == 503
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_uploaded_image_goes_to_the_bucket_is_served_and_swept(
+    storage, s3_server, bucket, client, settings
+):
+    from blogpublish.desk import images
+    from blogpublish.models import Image
+    from tests.support.desk import image_bytes
+
+    stored = images.store(image_bytes(), name="teal.png")
+
+    head = s3_server.client().head_object(Bucket=bucket, Key=f"site/{stored.path}")
+    assert head["ContentType"] == "image/png"
+    response = client.get(f"/{stored.path}")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/png"
+    assert b"".join(response.streaming_content if response.streaming else [response.content])
+
+    settings.IMAGE_GRACE_SECONDS = 0
+    Image.objects.update(uploaded_at=Image.objects.get().uploaded_at.replace(year=2000))
+    assert images.sweep(storage) == [stored.path]
+    assert not storage.exists(stored.path)

@@ -1,0 +1,256 @@
+"""A worker host cut off mid-publish cannot overwrite the winner (issue 10, item 3).
+
+Two worker hosts, A and B, are Linux network namespaces on a test network of the
+test's own (tests/support/netns.py: a bridge, a veth pair per host, a private /24, all
+made and removed here). Both reach, through the network's address only: one PostgreSQL
+(this machine's, which listens on 127.0.0.1, through a TCP forwarder the test runs),
+one broker (a private redis-server bound to the network's address), one webhook
+receiver, and the site's storage (the `site_storage` fixture: the run's site folder,
+which both namespaces see since they share the file system).
+
+Host A's attempt is held in flight (the chaos publisher), then A's link is cut. B
+publishes the article once A's lease has run out (Beat's catch-up sends it again). A's
+link comes back and its attempt is let go: the late completion is fenced off. Its
+attempt is recorded as overtaken, nothing of A's reaches the page or the shared
+documents, and the webhook receiver got one delivery for the content.
+
+Host A runs the solo pool, which enforces no time limits: as a host whose timers did
+not fire (a paused VM, a stalled process), its attempt outlives its lease. With the
+prefork pool the hard time limit (inside the lease) would end it first; that is the
+first line of defence, and this test is of the second, the fence.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from publishing.models import Article, ArticleStatus, AttemptOutcome
+from tests.support import processes
+from tests.support.broker import broker
+from tests.support.chaos import journal_entries, release
+from tests.support.netns import HostNetwork, netns_missing
+from tests.support.processes import Proc, free_port
+from tests.support.receiver import Receiver
+from tests.support.settling import refresher_is_idle
+from tests.support.waiting import wait_for
+from tests.system.conftest import SYSTEM_SETTINGS
+from tests.system.helpers import save_articles, wait_all_published
+
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        bool(netns_missing()), reason=f"the partition test: {netns_missing() or ''}"
+    ),
+]
+
+WEBHOOK_SECRET = "partition-test-webhook-secret-of-32-characters-or-more"
+SHARED_DOCUMENTS = ("index.html", "feed.xml", "sitemap.xml")
+
+
+# --- the site's storage, in one place ---------------------------------------------------
+
+
+@dataclass
+class SiteStorage:
+    """Where both hosts write the site, as the test reads it back."""
+
+    root: Path
+    env: dict = field(default_factory=dict)  # what a worker host needs to reach it
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            return (self.root / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def version(self, name: str) -> tuple[int, int]:
+        """Changes whenever the object is written again, even with the same bytes (a
+        page is written by rename: a new inode)."""
+        stat = (self.root / name).stat()
+        return stat.st_ino, stat.st_mtime_ns
+
+
+@pytest.fixture
+def site_storage(network) -> SiteStorage:
+    """The run's site folder (SITE_ROOT), seen by both namespaces through the shared
+    file system. (With object storage, an S3 server bound to `network.address`.)"""
+    return SiteStorage(settings.SITE_ROOT)
+
+
+# --- the test network and what listens on it ----------------------------------------------
+
+
+@pytest.fixture
+def network() -> Iterator[HostNetwork]:
+    if connection.vendor != "postgresql":
+        pytest.skip("several hosts need PostgreSQL: SQLite is one host's database")
+    net = HostNetwork.create(["a", "b"])
+    try:
+        yield net
+    finally:
+        net.remove()
+
+
+def start_server(name: str, cmd: list[str], ready: str) -> Proc:
+    proc = processes.spawn(name, cmd)
+
+    def up() -> bool:
+        if not proc.alive():
+            raise AssertionError(f"{name} exited:\n{proc.tail()}")
+        return ready in proc.log.read_text(errors="replace")
+
+    wait_for(up, timeout=30, what=f"{name} to listen")
+    return proc
+
+
+@dataclass
+class Hosts:
+    net: HostNetwork
+    env: dict  # what every host gets
+    receiver: Receiver
+    procs: list[Proc] = field(default_factory=list)
+
+    def worker(self, host: str, **kwargs) -> Proc:
+        proc = processes.start_worker(
+            name=f"worker-{host}",
+            env=self.env,
+            wrapper=self.net.hosts[host].wrapper,
+            ready=False,
+            **kwargs,
+        )
+        self.procs.append(proc)  # stopped at the end, also when it never got ready
+        processes.wait_until_ready(proc)
+        return proc
+
+    def beat(self) -> Proc:  # on the root namespace's side of the network
+        proc = processes.start_beat(env=self.env)
+        self.procs.append(proc)
+        return proc
+
+
+@pytest.fixture
+def hosts(network, site_storage, transactional_db, settings) -> Iterator[Hosts]:
+    for name, value in SYSTEM_SETTINGS.items():
+        setattr(settings, name, value)
+    address = network.address
+    servers: list[Proc] = []
+    receiver = Receiver(host=address).start()
+    try:
+        redis_port, pg_port = free_port(), free_port()
+        servers.append(
+            start_server(
+                "redis-partition",
+                [
+                    *("redis-server", "--port", str(redis_port), "--bind", address),
+                    # reachable from the hosts on the test network only
+                    *("--protected-mode", "no", "--save", ""),
+                ],
+                "Ready to accept connections",
+            )
+        )
+        database = settings.DATABASES["default"]
+        target = [database["HOST"] or "127.0.0.1", str(database["PORT"] or 5432)]
+        servers.append(
+            start_server(
+                "postgres-forwarder",
+                [sys.executable, "-m", "tests.support.forwarder", address, str(pg_port), *target],
+                "ready",
+            )
+        )
+        pg = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+        user = pg.split("://", 1)[1].split("@", 1)[0]
+        broker_url = f"redis://{address}:{redis_port}/0"
+        env = {
+            **{k: str(v) for k, v in SYSTEM_SETTINGS.items()},
+            **site_storage.env,
+            "BLOGPUBLISH_TEST_BROKER": broker_url,
+            "TEST_POSTGRES_URL": f"postgres://{user}@{address}:{pg_port}/postgres",
+            "PUBLISH_WEBHOOK_URL": receiver.url,
+            "PUBLISH_WEBHOOK_SECRET": WEBHOOK_SECRET,
+            # inside the soft time limit of a 5 s lease, with 3 s to connect
+            "PUBLISH_WEBHOOK_TIMEOUT": "0.5",
+        }
+        hosts = Hosts(network, env, receiver)
+        with broker(broker_url):
+            try:
+                yield hosts
+            finally:
+                for proc in hosts.procs:
+                    proc.stop(timeout=10)
+    finally:
+        for proc in servers:
+            proc.kill()
+        receiver.stop()
+
+
+# --- the test ---------------------------------------------------------------------------
+
+
+def attempt_row(article: Article, number: int):
+    return article.publish_attempts.filter(number=number).first()
+
+
+def test_host_cut_off_mid_publish_is_fenced_off_when_it_comes_back(hosts, site_storage, chaos):
+    slug = f"partition-{uuid.uuid4().hex[:6]}"
+    chaos(f"{slug}-0", hold=120, hold_until_attempt=2)  # A's attempt waits for release
+    hosts.worker("a", pool="solo", concurrency=1)
+    [article] = save_articles(slug, 1)
+    wait_for(
+        lambda: (settings.RUN_DIR / "pids" / f"{slug}-0.1").exists(),
+        what="host A's attempt to be held in flight",
+    )
+
+    hosts.net.cut("a")
+    hosts.worker("b")
+    hosts.beat()  # its catch-up sends the row again once A's lease has run out
+
+    wait_all_published([article], timeout=90)
+    page = f"{slug}-0/index.html"
+    wait_for(
+        lambda: refresher_is_idle() and slug.encode() in (site_storage.read("feed.xml") or b""),
+        timeout=60,
+        what="the shared documents to list the article",
+    )
+    b_page = site_storage.version(page)
+    b_documents = {name: site_storage.read(name) for name in SHARED_DOCUMENTS}
+    a_row, b_row = attempt_row(article, 1), attempt_row(article, 2)
+    assert b_row.outcome == AttemptOutcome.OK
+    assert a_row.worker != b_row.worker
+
+    hosts.net.reconnect("a")
+    release(f"{slug}-0")  # A's attempt goes on, long after its lease
+
+    wait_for(
+        lambda: "overtaken" in attempt_row(article, 1).error,
+        timeout=60,
+        what="host A's late completion to be recorded",
+    )
+    wait_for(refresher_is_idle, timeout=30, what="the refresher to be idle")
+
+    article.refresh_from_db()
+    assert article.status == ArticleStatus.PUBLISHED
+    a_row = attempt_row(article, 1)
+    assert a_row.outcome == AttemptOutcome.RETRY
+    assert list(article.publish_attempts.values_list("number", flat=True).order_by("number")) == [
+        1,
+        2,
+    ]
+    # Nothing of A's reached the site: B's page as B wrote it, the shared documents too,
+    # and the journal (the publisher after the site) saw attempt 2 only.
+    assert site_storage.version(page) == b_page
+    assert {name: site_storage.read(name) for name in SHARED_DOCUMENTS} == b_documents
+    assert [attempt for attempt, _ in journal_entries(f"{slug}-0")] == [2]
+    # One delivery per content; if A's request had gone out, under the same key.
+    received = hosts.receiver.requests_for(f"{slug}-0")
+    assert len({r.headers["Idempotency-Key"] for r in received}) == 1
+    assert len(received) == 1

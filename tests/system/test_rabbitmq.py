@@ -1,0 +1,280 @@
+"""The pipeline on RabbitMQ: the straight line, killed workers, scheduled articles (on
+classic and on quorum queues), a broker killed and restarted under load, two Beats.
+
+Run by `scripts/test.sh rabbitmq` (skipped in the other runs, which hold the same
+guarantees on Redis in test_recovery.py and test_schedule_and_alarms.py). Every test
+talks to a private RabbitMQ node that this module starts on ports of its own
+(tests/support/rabbitmq.py), in a vhost of the test's own on that node; the machine's
+shared node is never stopped or touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from django.conf import settings
+
+from config.celery import app
+from publishing.broker_status import queue_message_counts
+from publishing.models import Article, ArticleStatus, AttemptOutcome
+from tests.support import processes
+from tests.support.broker import broker
+from tests.support.processes import ROOT, Proc
+from tests.support.rabbitmq import PrivateRabbitMQ, rabbitmq_missing
+from tests.support.waiting import wait_for
+from tests.system.conftest import SYSTEM_SETTINGS, record_timing, since
+from tests.system.helpers import assert_published_once, save_articles, wait_all_published
+
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        settings.BROKER_KIND != "amqp",
+        reason="RabbitMQ system tests run once, in `scripts/test.sh rabbitmq`",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[PrivateRabbitMQ]:
+    missing = rabbitmq_missing()
+    if missing:
+        pytest.skip(missing)
+    node = PrivateRabbitMQ.create()
+    node.start()
+    yield node
+    node.remove()
+
+
+@dataclass
+class RabbitPipeline:
+    node: PrivateRabbitMQ
+    url: str
+    env: dict
+    procs: list[Proc] = field(default_factory=list)
+
+    def worker(self, **kwargs) -> Proc:
+        env = {**self.env, **kwargs.pop("env", {})}
+        proc = processes.start_worker(env=env, **kwargs)
+        self.procs.append(proc)
+        return proc
+
+    def beat(self, name: str = "beat") -> Proc:
+        proc = processes.start_beat(env=self.env, name=name)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            proc.stop(timeout=10)
+
+
+@pytest.fixture
+def rabbit(node, transactional_db, settings) -> Iterator[RabbitPipeline]:
+    """A vhost of the test's own on the private node, the test process using it, and
+    starters for worker and Beat (the system tests' short intervals)."""
+    for name, value in SYSTEM_SETTINGS.items():
+        setattr(settings, name, value)
+    settings.PUBLISH_ETA_HORIZON = 2 * SYSTEM_SETTINGS["PUBLISH_CATCHUP_INTERVAL"]
+    if not node.answers():  # a test before this one killed it and failed
+        node.start()
+    vhost = f"t-{uuid.uuid4().hex[:10]}"
+    for args in (("add_vhost", vhost), ("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")):
+        done = node.ctl(*args)
+        assert done.returncode == 0, done.stderr
+    url = f"amqp://guest:guest@127.0.0.1:{node.port}/{vhost}"
+    env = {"BLOGPUBLISH_TEST_BROKER": url, **{k: str(v) for k, v in SYSTEM_SETTINGS.items()}}
+    pipe = RabbitPipeline(node, url, env)
+    with broker(url):
+        try:
+            yield pipe
+        finally:
+            pipe.stop_all()
+            if node.answers():
+                node.ctl("delete_vhost", vhost)
+
+
+def attempt_running(article: Article) -> bool:
+    return article.publish_attempts.filter(outcome="").exists()
+
+
+def pid_of_attempt(slug: str, attempt: int) -> int:
+    pid_file = settings.RUN_DIR / "pids" / f"{slug}.{attempt}"
+    return int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), what=str(pid_file)))
+
+
+def outcomes(article: Article) -> list[str]:
+    return list(article.publish_attempts.order_by("number").values_list("outcome", flat=True))
+
+
+def test_straight_line_publishes_each_article_once_and_drains_the_queues(rabbit):
+    rabbit.worker()
+    rabbit.beat()
+
+    articles = save_articles("rabbit-line", 20)
+
+    wait_all_published(articles, timeout=60)
+    assert_published_once(articles)
+    wait_for(lambda: not any(queue_message_counts().values()), what="the queues to drain")
+
+
+# A longer lease for the kill tests, so the held attempt is still held (inside its soft
+# time limit) when the test, on a busy machine, gets to kill it.
+KILL_TEST_ENV = {"PUBLISH_LEASE_SECONDS": "15"}
+HOLD = 10  # seconds; below the soft time limit (12 s), never released: killed
+
+
+def test_pool_child_killed_mid_publish_is_redelivered_and_published_once(rabbit, chaos):
+    chaos("rabbit-child-0", hold=HOLD, hold_until_attempt=2)
+    worker = rabbit.worker(env=KILL_TEST_ENV)  # no Beat: redelivery alone must do it
+    [article] = save_articles("rabbit-child", 1)
+    child = pid_of_attempt("rabbit-child-0", 1)
+    assert child in worker.children()
+
+    os.kill(child, signal.SIGKILL)
+    killed_at = time.monotonic()
+
+    wait_all_published([article], timeout=60)
+    record_timing("RabbitMQ: pool child SIGKILLed mid-publish -> published", since(killed_at))
+    assert_published_once([article])
+    assert outcomes(article) == [AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert worker.alive()
+
+
+def test_whole_worker_killed_mid_publish_its_message_returns_at_once(rabbit, chaos):
+    # On RabbitMQ the unacked message goes back to the queue the moment the dead
+    # worker's connection closes (on Redis it would wait for the visibility timeout, and
+    # the catch-up does the work): no Beat here, the broker alone brings it back.
+    chaos("rabbit-worker-0", hold=HOLD, hold_until_attempt=2)
+    doomed = rabbit.worker(name="doomed", env=KILL_TEST_ENV)
+    [article] = save_articles("rabbit-worker", 1)
+    wait_for(lambda: attempt_running(article), what="attempt 1 to be running")
+
+    doomed.kill()  # SIGKILL to the whole group: main process and pool children
+    killed_at = time.monotonic()
+    rabbit.worker(name="successor", env=KILL_TEST_ENV)
+
+    wait_all_published([article], timeout=60)
+    record_timing("RabbitMQ: worker SIGKILLed mid-publish -> published", since(killed_at))
+    assert_published_once([article])
+    assert outcomes(article) == [AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert "never finished" in article.publish_attempts.order_by("number")[0].error
+
+
+def save_scheduled(rabbit: RabbitPipeline, slug: str, seconds: float, env: dict) -> Article:
+    """Saved by a process configured as the worker is (the queue type is read at start)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.support.save_article", slug, "--publish-in", str(seconds)],
+        cwd=ROOT,
+        env={**os.environ, **rabbit.env, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return Article.objects.get(pk=json.loads(out.stdout.strip().splitlines()[-1])["id"])
+
+
+def scheduled_in(worker: Proc) -> int:
+    """How many ETA messages the worker holds (`celery inspect scheduled`)."""
+    reply = app.control.inspect(destination=[worker.hostname], timeout=2).scheduled() or {}
+    return len(reply.get(worker.hostname, []))
+
+
+def delayed_in_broker() -> int:
+    """Messages parked in RabbitMQ's delayed-delivery queues (celery_delayed_0 … 27,
+    kombu/transport/native_delayed_delivery.py)."""
+    return sum(queue_message_counts(names=[f"celery_delayed_{n}" for n in range(28)]).values())
+
+
+# The save arms the ETA only when the article is due within the ETA horizon (2 catch-up
+# intervals): 20 s here, and the article is due in 8.
+SCHEDULE_ENV = {"PUBLISH_CATCHUP_INTERVAL": "10"}
+
+
+@pytest.mark.parametrize(
+    ("queue_type", "in_worker", "in_broker"),
+    [
+        # Classic queues: the worker holds the ETA message unacked until it is due
+        # (consumer_timeout applies, hence the settings check).
+        ("classic", 1, 0),
+        # Quorum queues: Celery's native delayed delivery parks it in RabbitMQ's delay
+        # queues; the worker gets it when it is due.
+        ("quorum", 0, 1),
+    ],
+)
+def test_scheduled_article_is_published_at_its_time_not_before(
+    rabbit, queue_type, in_worker, in_broker
+):
+    env = {"BROKER_QUEUE_TYPE": queue_type, **SCHEDULE_ENV}
+    worker = rabbit.worker(env=env)  # no Beat: the save itself arms the ETA
+    article = save_scheduled(rabbit, f"rabbit-scheduled-{queue_type}", 8, env)
+    assert article.is_scheduled
+
+    # Before its time: where does the message wait?
+    wait_for(
+        lambda: (scheduled_in(worker), delayed_in_broker()) == (in_worker, in_broker),
+        timeout=10,
+        what=f"the ETA message to wait in the {'worker' if in_worker else 'broker'}",
+    )
+    assert Article.objects.get(pk=article.pk).status == ArticleStatus.PENDING
+
+    wait_all_published([article], timeout=60)
+    article.refresh_from_db()
+    record_timing(
+        f"RabbitMQ ({queue_type} queues): scheduled article published after publish_at by",
+        (article.published_at - article.publish_at).total_seconds(),
+    )
+    assert article.published_at >= article.publish_at
+    assert_published_once([article])
+
+
+def test_two_beats_publish_nothing_twice(rabbit):
+    articles = save_articles("rabbit-beats", 8)  # no worker yet; then the messages are lost
+    with app.connection_for_write() as conn:
+        for queue in settings.CELERY_TASK_QUEUES:
+            bound = queue.bind(conn.default_channel)
+            bound.declare()  # the catch-up queue exists once a worker or Beat declared it
+            bound.purge()
+    assert not any(queue_message_counts().values())
+
+    worker = rabbit.worker()
+    beats = [rabbit.beat(name="beat-a"), rabbit.beat(name="beat-b")]
+    wait_all_published(articles, timeout=60)
+    runs = worker.log.read_text(errors="replace").count("catch-up:")
+    wait_for(
+        lambda: worker.log.read_text(errors="replace").count("catch-up:") >= runs + 6,
+        timeout=60,
+        what="six more catch-up runs",
+    )
+    sent = [beat.log.read_text().count("Sending due task publish-catch-up") for beat in beats]
+    assert min(sent) >= 3, f"both Beats must have been sending: {sent}"
+    assert_published_once(articles)
+
+
+def test_broker_killed_and_restarted_under_load_publishes_everything_once(rabbit):
+    rabbit.worker()
+    rabbit.beat()
+    articles = save_articles("rabbit-restart", 100)
+    ids = [a.pk for a in articles]
+    wait_for(
+        lambda: Article.objects.filter(pk__in=ids, status=ArticleStatus.PUBLISHED).count() >= 10,
+        what="publishing to be under way",
+    )
+
+    rabbit.node.kill()  # SIGKILL: a crash, mid-run
+    rabbit.node.start()  # the same data folder: durable queues and persistent messages
+    restarted_at = time.monotonic()
+
+    wait_all_published(articles, timeout=180)
+    record_timing("RabbitMQ killed and restarted mid-run -> all 100 published", since(restarted_at))
+    assert_published_once(articles)

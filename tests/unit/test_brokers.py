@@ -1,0 +1,144 @@
+"""Redis or RabbitMQ: the broker-specific settings (config/brokers.py), and start-up
+refusing a broker URL or queue type that cannot work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from config import brokers
+from config.checks import publishing_settings_problems
+from config.queues import celery_queues
+from tests.support.processes import ROOT
+from tests.unit.test_settings_checks import GOOD
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("redis://127.0.0.1:6379/0", brokers.REDIS),
+        ("rediss://cache.example.com:6380/1", brokers.REDIS),
+        ("amqp://guest:guest@127.0.0.1:5672//", brokers.AMQP),
+        ("AMQPS://user:pw@mq.example.com/blog", brokers.AMQP),
+        ("pyamqp://127.0.0.1//", brokers.AMQP),
+    ],
+)
+def test_broker_kind_from_the_url(url, kind):
+    assert brokers.broker_kind(url) == kind
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "memory://",  # kombu's in-process transport: a worker would never see a save
+        "127.0.0.1:6379",  # no scheme
+        "rabbitmq://127.0.0.1",  # a plausible typo
+        "",
+    ],
+)
+def test_a_broker_url_blogpublish_cannot_run_on_is_refused(url):
+    with pytest.raises(brokers.BrokerUrlError, match="redis://, rediss://, amqp://"):
+        brokers.broker_kind(url)
+
+
+def test_amqp_sends_are_confirmed_and_bounded():
+    options = brokers.dispatch_transport_options(brokers.AMQP)
+    assert options["confirm_publish"] is True
+    # connect + handshake, then the confirm: about a second in all for a silent broker
+    assert options["connect_timeout"] + options["read_timeout"] <= 2
+    assert brokers.worker_transport_options(brokers.AMQP, visibility_timeout=3600) == {
+        "confirm_publish": True
+    }
+
+
+def test_redis_keeps_its_visibility_timeout_and_socket_timeouts():
+    options = brokers.worker_transport_options(brokers.REDIS, visibility_timeout=3600)
+    assert options["visibility_timeout"] == 3600
+    assert options["socket_timeout"] > 0
+    assert brokers.dispatch_transport_options(brokers.REDIS)["socket_timeout"] <= 1
+
+
+def rabbitmq_limit(seconds: float) -> tuple[str, float]:
+    return brokers.broker_hold_limit(
+        brokers.AMQP, visibility_timeout=3600, consumer_timeout=seconds
+    )
+
+
+def test_on_rabbitmq_an_eta_horizon_past_the_consumer_timeout_is_refused():
+    # PUBLISH_CATCHUP_INTERVAL=1000 makes an ETA horizon of 2000 s: a worker holding
+    # such a message would lose its channel at RabbitMQ's 1800 s consumer_timeout.
+    problems = publishing_settings_problems(
+        **GOOD
+        | {"catchup_interval": 1000, "eta_horizon": 2000, "stuck_after": 3000}
+        | {"broker_hold_limit": rabbitmq_limit(1800)}
+    )
+    assert any("ETA horizon" in p and "consumer_timeout" in p for p in problems), problems
+
+
+def test_with_quorum_queues_the_broker_holds_etas_so_only_the_lease_counts():
+    limit = {"broker_hold_limit": rabbitmq_limit(1800), "delayed_by_broker": True}
+    long_etas = {"catchup_interval": 1000, "eta_horizon": 2000, "stuck_after": 3000}
+    assert publishing_settings_problems(**GOOD | long_etas | limit) == []
+    long_lease = {"lease": 2000, "time_limit": 1800, "soft_time_limit": 1600}
+    problems = publishing_settings_problems(**GOOD | long_lease | limit)
+    assert any("PUBLISH_LEASE_SECONDS" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("kind", "queue_type", "named"),
+    [
+        (brokers.REDIS, "quorum", "needs RabbitMQ"),
+        (brokers.AMQP, "stream", "use classic or quorum"),
+    ],
+)
+def test_a_queue_type_that_cannot_work_is_named(kind, queue_type, named):
+    problems = brokers.queue_type_problems(kind=kind, queue_type=queue_type)
+    assert any(named in p for p in problems), problems
+
+
+def test_quorum_queues_are_declared_quorum_on_topic_exchanges():
+    _, queues = celery_queues("blog", "quorum")
+    assert [q.name for q in queues] == ["blog", "blog.catch-up"]
+    for queue in queues:
+        assert queue.queue_arguments == {"x-queue-type": "quorum"}
+        # native delayed delivery routes through topic exchanges only
+        assert queue.exchange.type == "topic"
+    _, classic = celery_queues("blog")
+    assert all(not q.queue_arguments for q in classic)
+
+
+def start(env: dict[str, str]) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PUBLISH_", "CELERY_"))}
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**base, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"CELERY_BROKER_URL": "memory://"}, "CELERY_BROKER_URL='memory://'"),
+        ({"BROKER_QUEUE_TYPE": "quorum"}, "BROKER_QUEUE_TYPE=quorum needs RabbitMQ"),
+        (
+            {"CELERY_BROKER_URL": "amqp://127.0.0.1//", "PUBLISH_CATCHUP_INTERVAL": "1000"},
+            "consumer_timeout",
+        ),
+    ],
+)
+def test_start_up_refuses_a_broker_setting_that_cannot_work(env, named):
+    result = start(env)
+    assert result.returncode != 0
+    assert named in result.stderr
+
+
+def test_start_up_on_rabbitmq_with_quorum_queues_is_accepted():
+    result = start({"CELERY_BROKER_URL": "amqp://127.0.0.1//", "BROKER_QUEUE_TYPE": "quorum"})
+    assert result.returncode == 0, result.stderr
