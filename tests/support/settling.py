@@ -56,9 +56,10 @@ def worker_is_idle(worker: processes.Proc, queues: list[str], soon: float = 10.0
     """The worker `worker` (consuming `queues`) will write nothing in the next moments:
     no message waits in its queues, it answers that it runs and holds nothing, no task
     it holds for an ETA is due within `soon` seconds (a retry, a deferred pass of the
-    shared views, a batch sent again), and no pass of the shared views is wanted,
-    deferred or running. A worker that does not answer in time counts as busy.
-    Tasks held for a later ETA (an article scheduled minutes ahead) are not waited for."""
+    shared views, a batch sent again), and no pass of the shared views holds its lease.
+    A worker that does not answer in time counts as busy. Tasks held for a later ETA (an
+    article scheduled minutes ahead) are not waited for; nor a pass that is only wanted
+    or deferred: without a message (counted above) no process runs it."""
     from config.celery import app
     from publishing.broker_status import queue_message_counts
 
@@ -76,4 +77,4 @@ def worker_is_idle(worker: processes.Proc, queues: list[str], soon: float = 10.0
         eta = entry.get("eta")
         if not eta or datetime.fromisoformat(eta).astimezone() <= horizon:
             return False
-    return refresher_is_idle()
+    return not Refresher.objects.filter(lease_expires_at__gt=Now()).exists()
