@@ -7,8 +7,8 @@ COPY publishing publishing
 COPY blogpublish blogpublish
 COPY manage.py ./
 RUN pip install --no-cache-dir . gunicorn \
- && useradd --create-home blog && mkdir -p /app/var/site && chown -R blog /app/var
-# /app/var/site exists and is the blog user's, so a volume mounted there starts so too.
+ && useradd --create-home blog && mkdir -p /app/var/site /app/var/flower && chown -R blog /app/var
+# /app/var/site and var/flower exist and are the blog user's, so volumes mounted there start so too.
 USER blog
 # DEBUG is off unless set: give SECRET_KEY (50+ characters) at run time.
 CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2"]

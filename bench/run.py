@@ -190,9 +190,34 @@ def timed(label: str, action: Callable[[], object]) -> None:
     print(f"  {label}: {(time.perf_counter() - start) * 1000:,.1f} ms")
 
 
-from bench.pipeline import add_arguments, bench_pipeline  # noqa: E402 (needs ROOT on sys.path)
+from bench.pipeline import add_arguments, bench_pipeline, run_child  # noqa: E402 (needs ROOT)
 
-BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [bench_pipeline, bench_site]
+
+def bench_operator(args: argparse.Namespace) -> None:
+    """The dashboard and the /metrics scrape at 1 M articles and 5 M attempts
+    (bench/operator.py), per database, on a fresh one in a child process."""
+    from bench.operator import FULL, QUICK, operator_report
+    from bench.support import private_redis
+
+    params = dict(QUICK if args.quick else FULL)
+    for name in ("operator_articles", "operator_attempts"):
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-operator-"))
+    try:
+        with private_redis(workdir) as redis_url:
+            for database in args.databases.split(","):
+                result = run_child("operator", database, {**params, "redis_url": redis_url})
+                print(operator_report(database, result), flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
+    bench_pipeline,
+    bench_site,
+    bench_operator,
+]
 SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
 SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}
 
@@ -210,6 +235,9 @@ def main() -> None:
     parser.add_argument("--then", type=int, help="site: second batch (10,000; quick: 1,000)")
     parser.add_argument("--window", type=int, help="site: articles per row (1,000; quick: 500)")
     add_arguments(parser)
+    operator = parser.add_argument_group("operator (1 M / 5 M; quick: 100 k / 500 k)")
+    operator.add_argument("--operator-articles", type=int, help="articles in the table")
+    operator.add_argument("--operator-attempts", type=int, help="attempt rows in the table")
     args = parser.parse_args()
     site = SITE_QUICK if args.quick else SITE_FULL
     for name, default in site.items():

@@ -28,3 +28,33 @@ def _recycle_database_connections(**kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+# The log context of the running task (publishing/logcontext.py), by task id.
+_log_tokens: dict = {}
+
+
+@signals.task_prerun.connect
+def _bind_log_context(task_id=None, task=None, args=None, kwargs=None, **extra) -> None:
+    """Every line the task logs names its task id, the article it is about (the argument
+    of publish_article, the snapshot's id of unpublish_article) and the web request that
+    sent it (a header)."""
+    from publishing.logcontext import bind
+
+    article_id = None
+    name = task.name if task is not None else ""
+    if name == "publishing.tasks.publish_article":
+        article_id = args[0] if args else (kwargs or {}).get("article_id")
+    elif name == "publishing.tasks.unpublish_article" and args and isinstance(args[0], dict):
+        article_id = args[0].get("id")  # the deleted article's snapshot
+    request_id = getattr(task.request, "request_id", None) if task is not None else None
+    _log_tokens[task_id] = bind(task_id=task_id, article_id=article_id, request_id=request_id)
+
+
+@signals.task_postrun.connect
+def _unbind_log_context(task_id=None, **extra) -> None:
+    from publishing.logcontext import unbind
+
+    token = _log_tokens.pop(task_id, None)
+    if token is not None:
+        unbind(token)

@@ -130,6 +130,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A request id for the log lines of this request and of the tasks it sends.
+    "publishing.middleware.RequestIdMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -481,14 +483,27 @@ if LOG_FORMAT not in {"text", "json"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # article_id, attempt, task_id and request_id on every line of the pipeline: keys
+    # of the JSON object, or `[article_id=… attempt=… task_id=…]` after a text line
+    # (publishing/logcontext.py).
+    "filters": {"context": {"()": "publishing.logcontext.ContextFilter"}},
     "formatters": {
-        "text": {"format": "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"},
+        "text": {
+            "()": "publishing.logcontext.TextFormatter",
+            "format": "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s",
+        },
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
             "format": "%(asctime)s %(levelname)s %(processName)s %(name)s %(message)s",
         },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": "INFO"},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

@@ -5,9 +5,22 @@ from django.urls import path, re_path
 
 from api.endpoints import api
 from blogpublish.views import site
+from publishing.dashboard import dashboard, dashboard_requeue
 from publishing.views import healthz, metrics, status_json
 
 urlpatterns = [
+    # Before admin.site.urls, whose catch-all would take these; admin_view sends
+    # anonymous users to the login page and lets only staff in.
+    path(
+        "admin/publishing/dashboard/",
+        admin.site.admin_view(dashboard),
+        name="publishing-dashboard",
+    ),
+    path(
+        "admin/publishing/dashboard/requeue/",
+        admin.site.admin_view(dashboard_requeue),
+        name="publishing-dashboard-requeue",
+    ),
     path("admin/", admin.site.urls),
     # The HTTP API (docs/api.md), before the blog's catch-all.
     path("api/", api.urls),

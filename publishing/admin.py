@@ -17,6 +17,9 @@ from publishing.services import (
     article_update,
 )
 
+# The admin's home page links the publishing dashboard (publishing/dashboard.py).
+admin.site.index_template = "admin/publishing/index.html"
+
 
 class PublishAttemptInline(admin.TabularInline):
     model = PublishAttempt

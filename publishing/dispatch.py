@@ -40,6 +40,7 @@ from kombu.pools import ProducerPool
 
 from config.brokers import broker_kind, dispatch_transport_options
 from config.celery import app
+from publishing import logcontext
 from publishing.breaker import Breaker
 
 logger = logging.getLogger(__name__)
@@ -164,8 +165,16 @@ def send_batch(messages: list[Message], *, connection=None, past_breaker: bool =
     sent = 0
     try:
         with dispatcher.producer(connection) as producer:
+            headers = _request_headers()
             for name, args, eta in messages:
-                app.send_task(name, args, eta=eta, producer=producer)
+                app.send_task(
+                    name,
+                    args,
+                    eta=eta,
+                    producer=producer,
+                    headers=headers,
+                    argsrepr=_argsrepr(name, args),
+                )
                 sent += 1
     except Exception as exc:
         unsent = messages[sent:] or messages[-1:]  # or it failed after the last send
@@ -194,6 +203,23 @@ def send_batch(messages: list[Message], *, connection=None, past_breaker: bool =
             skipped,
         )
     return sent
+
+
+def _request_headers() -> dict | None:
+    """The web request's id, when a request sends: the worker puts it on its log lines
+    (config/celery.py), so one grep follows a save to its publish."""
+    request_id = logcontext.current().get("request_id")
+    return {"request_id": request_id} if request_id else None
+
+
+def _argsrepr(name: str, args: tuple) -> str | None:
+    """What Flower and the worker's log show for the arguments: the article's id, named
+    (an unpublish carries the deleted article's snapshot, which says little at a glance)."""
+    if name == PUBLISH_TASK:
+        return f"(article_id={args[0]})"
+    if name == UNPUBLISH_TASK and args and isinstance(args[0], dict):
+        return f"(article_id={args[0].get('id')}, slug={args[0].get('slug')!r})"
+    return None
 
 
 def _describe(messages: list[Message], exc: Exception) -> tuple[str, str, Exception, str]:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import Q
-from django.db.models.functions import Length
+from django.db.models.functions import Length, Now
 from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from django.utils.text import slugify
@@ -63,6 +63,8 @@ FRESH_PENDING = {
     "next_attempt_at": None,
     "lease_expires_at": None,
     "alerted_at": None,
+    # Latency (blogpublish_publish_latency_seconds) is counted from here.
+    "pending_since": Now(),
 }
 
 
@@ -214,6 +216,11 @@ class Article(models.Model):
     # Stable identity for feed entries and webhook receivers; unchanged by edits.
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     published_at = models.DateTimeField(null=True, blank=True)
+    # When the current content became work (saved new, edited, requeued): the start of
+    # its save-to-published latency. Empty on rows older than the field (created_at then).
+    pending_since = models.DateTimeField(
+        null=True, blank=True, default=timezone.now, editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -262,6 +269,17 @@ class Article(models.Model):
                 fields=["updated_at"],
                 name="article_dead_unalerted_idx",
                 condition=Q(status="dead", alerted_at__isnull=True),
+            ),
+            # The dashboard's dead list (newest first) and its most-retried pending.
+            models.Index(
+                fields=["-updated_at"],
+                name="article_dead_idx",
+                condition=Q(status="dead"),
+            ),
+            models.Index(
+                fields=["-attempts", "id"],
+                name="article_pending_attempts_idx",
+                condition=Q(status="pending"),
             ),
             models.Index(
                 fields=["-published_at"],
@@ -518,3 +536,63 @@ class Refresher(models.Model):
 
     def __str__(self) -> str:
         return f"refresher: {self.passes} pass(es), last {self.last_pass_at or 'never'}"
+
+
+class MetricsBucket(models.Model):
+    """The metrics rollup (publishing.rollup): counts and sums of finished attempts per
+    minute, kept in the database so that /metrics counts every host's work and the
+    dashboard's charts read a few thousand rows, not millions of attempts. Rows are
+    incremented by an UPSERT in the transaction that records the attempt's outcome;
+    the catch-up folds old minutes into hours and old hours into the running total."""
+
+    # "m" a minute, "h" an hour, "t" everything before (start is then the epoch).
+    span = models.CharField(max_length=1)
+    start = models.DateTimeField()
+    # "attempts" (label: the outcome), "duration" or "latency" (label: the histogram
+    # bucket's upper bound the observations fell in, not cumulative).
+    metric = models.CharField(max_length=16)
+    label = models.CharField(max_length=16)
+    # Spreads concurrent increments of one minute over a few rows (less lock waiting).
+    shard = models.PositiveSmallIntegerField(default=0)
+    n = models.PositiveBigIntegerField(default=0)
+    total = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["span", "start", "metric", "label", "shard"], name="metricsbucket_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.span} {self.start:%Y-%m-%d %H:%M} {self.metric} {self.label}: {self.n}"
+
+
+class CatchUpRun(models.Model):
+    """The last run of the catch-up (one row): when, where, and what it did."""
+
+    ran_at = models.DateTimeField()
+    host = models.CharField(max_length=255, blank=True, default="")
+    report = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"catch-up at {self.ran_at:%Y-%m-%d %H:%M:%S} on {self.host}"
+
+
+class ArticleCount(models.Model):
+    """How many articles are in each status, kept by triggers in the database (migration
+    0010_metrics_rollup) on every insert, delete and change of status, whichever way the
+    row is written (save, update(), bulk_create, raw SQL): /metrics, /status.json and the
+    dashboard read a few rows here instead of counting a million articles. On PostgreSQL
+    concurrent writers spread over shards (one per backend pid modulo 8, so a shard may
+    go negative); the count of a status is the sum over its shards."""
+
+    status = models.CharField(max_length=16)
+    shard = models.SmallIntegerField(default=0)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["status", "shard"], name="articlecount_key")]
+
+    def __str__(self) -> str:
+        return f"{self.status}[{self.shard}]: {self.n}"

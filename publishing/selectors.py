@@ -96,14 +96,25 @@ def stuck_articles(*, stuck_after: float, limit: int = 100) -> list[dict]:
     )
 
 
+def article_counts() -> dict[str, int]:
+    """Articles per status, from the counts the database keeps (ArticleCount, kept by
+    triggers): a few rows, however many articles there are."""
+    from django.db.models import Sum
+
+    from publishing.models import ArticleCount
+
+    counts = dict.fromkeys((status.value for status in ArticleStatus), 0)
+    rows = ArticleCount.objects.values_list("status").annotate(total=Sum("n")).order_by()
+    for status, total in rows.values_list("status", "total"):
+        counts[status] = int(total or 0)
+    return counts
+
+
 def pipeline_status(*, dead_limit: int = 20) -> dict:
     """Counts and the oldest waiting work: /status.json, publishing_status, /metrics."""
     from django.conf import settings
-    from django.db.models import Count
 
-    by_status = dict(
-        Article.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
-    )
+    by_status = article_counts()
     scheduled = Article.objects.filter(status=ArticleStatus.PENDING, publish_at__gt=Now()).count()
     oldest = (
         Article.objects.filter(due_q())
@@ -132,3 +143,24 @@ def pipeline_status(*, dead_limit: int = 20) -> dict:
             .values("id", "title", "slug", "attempts", "last_error", "updated_at")[:dead_limit]
         ),
     }
+
+
+def broker_queue_lengths() -> dict[str, int | None]:
+    """Messages waiting in each of the workers' queues, Redis or RabbitMQ ({name: None}
+    for each when the broker cannot be reached within a second or so). The
+    broker-specific part is publishing.broker_status."""
+    from django.conf import settings
+
+    from publishing.broker_status import queue_message_counts
+
+    try:
+        return queue_message_counts(timeout=1)
+    except Exception:  # down or silent: /healthz and the dashboard's health say so
+        return dict.fromkeys(queue.name for queue in settings.CELERY_TASK_QUEUES)
+
+
+def catch_up_last_run():
+    """When the catch-up last ran (the database's record), or None if it never did."""
+    from publishing.models import CatchUpRun
+
+    return CatchUpRun.objects.filter(pk=1).values_list("ran_at", flat=True).first()

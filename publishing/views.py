@@ -13,14 +13,18 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from kombu import Connection
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from clock.metrics import add_job_gauges
-from publishing.broker_status import queue_message_counts
+from publishing import rollup
 from publishing.dispatch import send_options
-from publishing.models import PublishAttempt
-from publishing.selectors import pipeline_status
+from publishing.selectors import broker_queue_lengths, catch_up_last_run, pipeline_status
 
 # A proxy in front adds one of these: a request that carries one did not come from a
 # scraper on this host, although REMOTE_ADDR (the proxy's) is loopback.
@@ -45,7 +49,7 @@ def _from_this_host(request: HttpRequest) -> bool:
     return not any(request.headers.get(name) for name in FORWARDED_HEADERS)
 
 
-def _broker_state() -> str:
+def broker_state() -> str:
     try:
         # The sends' short timeouts, Redis' or RabbitMQ's (publishing.dispatch).
         with Connection(
@@ -66,7 +70,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
             cursor.execute("SELECT 1")
     except Exception as exc:
         return JsonResponse({"database": f"unreachable: {type(exc).__name__}"}, status=503)
-    return JsonResponse({"database": "ok", "broker": _broker_state()})
+    return JsonResponse({"database": "ok", "broker": broker_state()})
 
 
 @require_GET
@@ -93,54 +97,76 @@ def metrics(request: HttpRequest) -> HttpResponse:
         return HttpResponse(
             "without METRICS_TOKEN, /metrics answers only on this host\n", status=403
         )
-    status = pipeline_status(dead_limit=0)
     registry = CollectorRegistry()
-    articles = Gauge("blogpublish_articles", "Articles by state", ["status"], registry=registry)
-    for state, count in status["counts"].items():
-        articles.labels(state).set(count)
-    Gauge("blogpublish_in_flight", "Articles whose attempt holds a lease", registry=registry).set(
-        status["in_flight"]
-    )
-    Gauge(
-        "blogpublish_stuck_articles",
-        "Due articles untouched for PUBLISH_STUCK_AFTER",
-        registry=registry,
-    ).set(status["stuck"])
-    oldest = status["oldest_due_pending"]
-    Gauge(
-        "blogpublish_oldest_due_pending_seconds",
-        "Wait of the oldest due pending article",
-        registry=registry,
-    ).set(oldest["waiting_seconds"] if oldest else 0)
-    attempts = Gauge(
-        "blogpublish_publish_attempts",
-        "Recorded attempts by outcome",
-        ["outcome"],
-        registry=registry,
-    )
-    for outcome, count in _attempt_counts().items():
-        attempts.labels(outcome or "running").set(count)
-    queued = Gauge(
-        "blogpublish_queue_messages",
-        "Messages waiting in the broker's task queues (not yet taken by a worker)",
-        ["queue"],
-        registry=registry,
-    )
-    try:
-        counts = queue_message_counts(timeout=1)
-    except Exception:  # the broker is down: /healthz says so; the DB gauges still count
-        counts = {}
-    for queue, count in counts.items():
-        queued.labels(queue).set(count)
+    registry.register(PipelineCollector())
     add_job_gauges(registry)
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 
-def _attempt_counts() -> dict[str, int]:
-    from django.db.models import Count
+class PipelineCollector:
+    """The pipeline's figures, read from the database (and the queue lengths from the
+    broker) at each scrape: the same on every host, whoever did the work. The counters
+    and histograms come from the metrics rollup (publishing.rollup), a few thousand rows
+    however many attempts there were."""
 
-    return dict(
-        PublishAttempt.objects.values_list("outcome")
-        .annotate(n=Count("id"))
-        .values_list("outcome", "n")
-    )
+    def collect(self):
+        status = pipeline_status(dead_limit=0)
+        articles = GaugeMetricFamily("blogpublish_articles", "Articles by state", labels=["status"])
+        for state, count in status["counts"].items():
+            articles.add_metric([state], count)
+        yield articles
+        yield GaugeMetricFamily(
+            "blogpublish_in_flight", "Articles whose attempt holds a lease", status["in_flight"]
+        )
+        yield GaugeMetricFamily(
+            "blogpublish_stuck_articles",
+            "Due articles untouched for PUBLISH_STUCK_AFTER",
+            status["stuck"],
+        )
+        oldest = status["oldest_due_pending"]
+        yield GaugeMetricFamily(
+            "blogpublish_oldest_due_pending_seconds",
+            "Wait of the oldest due pending article",
+            oldest["waiting_seconds"] if oldest else 0,
+        )
+        totals = rollup.totals()
+        attempts = CounterMetricFamily(
+            "blogpublish_attempts",
+            "Finished publish attempts by outcome (every host's)",
+            labels=["outcome"],
+        )
+        for outcome in rollup.OUTCOMES:
+            attempts.add_metric([outcome], totals.attempts.get(outcome, 0))
+        yield attempts
+        for name, histogram, doc in (
+            (
+                "blogpublish_publish_latency_seconds",
+                totals.latency,
+                "From the save (or requeue) of an article's content, or its publish_at "
+                "when later, until that content was published",
+            ),
+            (
+                "blogpublish_attempt_duration_seconds",
+                totals.duration,
+                "Duration of finished publish attempts, every outcome",
+            ),
+        ):
+            family = HistogramMetricFamily(name, doc)
+            family.add_metric([], histogram.cumulative(), histogram.total)
+            yield family
+        queues = GaugeMetricFamily(
+            "blogpublish_queue_messages",
+            "Messages waiting in the broker's queue (absent: the broker did not say)",
+            labels=["queue"],
+        )
+        for queue, length in broker_queue_lengths().items():
+            if length is not None:
+                queues.add_metric([queue], length)
+        yield queues
+        ran_at = catch_up_last_run()
+        if ran_at is not None:
+            yield GaugeMetricFamily(
+                "blogpublish_catch_up_last_run_timestamp_seconds",
+                "When the catch-up (Celery Beat's safety net) last finished a run",
+                ran_at.timestamp(),
+            )

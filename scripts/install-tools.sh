@@ -1,21 +1,48 @@
 #!/usr/bin/env bash
-# Tools the test suite needs beyond Python packages: Debian's Chromium, for the browser
-# test of the writer's desk (tests/browser/, Playwright drives /usr/bin/chromium; no
-# browser is downloaded). Installed with apt-get only when missing; run as root or
-# with sudo available.
+# System tools the tests need, from Debian's packages, installed only when missing:
+#   promtool          (package prometheus)  `promtool test rules` of deploy/prometheus/
+#   /usr/bin/chromium (package chromium)    the browser tests (Playwright drives it;
+#                                           Playwright downloads no browser of its own)
+# Called by `make install` and `make test`; quick when everything is there. Add a tool
+# as one more "command package" pair below.
+#   scripts/install-tools.sh [--check]    --check: only say what is missing (exit 1)
 set -euo pipefail
-if [[ -x /usr/bin/chromium ]]; then
+
+tools=(
+    "promtool prometheus"
+    "/usr/bin/chromium chromium"
+)
+
+missing=()
+for pair in "${tools[@]}"; do
+    read -r command package <<<"$pair"
+    if ! command -v "$command" >/dev/null 2>&1; then
+        missing+=("$package")
+    fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
     exit 0
 fi
-echo "Installing Debian's chromium (for the browser test)…"
-if [[ $(id -u) -eq 0 ]]; then
-    sudo=()
-elif command -v sudo >/dev/null; then
-    sudo=(sudo)
-else
-    echo "chromium is missing and this is not root: run as root:" >&2
-    echo "  apt-get install -y --no-install-recommends chromium" >&2
+if [[ "${1:-}" == "--check" ]]; then
+    echo "missing Debian packages: ${missing[*]} (scripts/install-tools.sh installs them)" >&2
     exit 1
 fi
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends chromium
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "Install these packages with your system's package manager: ${missing[*]}" >&2
+    exit 1
+fi
+sudo=""
+if [[ "$(id -u)" -ne 0 ]]; then
+    if command -v sudo >/dev/null 2>&1; then
+        sudo="sudo"
+    else
+        echo "Not root and no sudo: run as root: apt-get install -y ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+echo "Installing Debian packages: ${missing[*]}"
+$sudo apt-get update -qq
+# The prometheus package starts a Prometheus server on install where a service manager
+# runs; the tests need only its promtool.
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -104,6 +104,7 @@ def main() -> int:
     if isinstance(settings.SITE_ROOT, Path):  # a folder (the default), not s3://…
         settings.SITE_ROOT.mkdir(parents=True, exist_ok=True)
     settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+    (ROOT / "var" / "flower").mkdir(mode=0o700, exist_ok=True)  # Flower's --persistent db
 
     print(
         "\nblogpublish is starting (Ctrl-C stops everything):\n"

@@ -26,8 +26,10 @@ from django.db.models import F
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from publishing import rollup
 from publishing.db import update_returning
 from publishing.exceptions import PermanentPublishError
+from publishing.logcontext import log_context
 from publishing.models import (
     Article,
     ArticleStatus,
@@ -109,9 +111,10 @@ def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Cl
         [article] = claimed
         if article.claims > 1:
             # Earlier attempts still "running" lost their lease: say what became of them.
-            _unfinished(article_id).update(
+            lost = _unfinished(article_id).update(
                 outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
             )
+            rollup.record(outcome=AttemptOutcome.RETRY, count=lost)
         record = PublishAttempt.objects.create(
             article=article,
             number=article.attempts,
@@ -140,9 +143,10 @@ def _give_up_unfinished(rows, *, article_id: int) -> bool:
         status=ArticleStatus.DEAD, lease_expires_at=None, last_error=error, updated_at=Now()
     ):
         return False
-    _unfinished(article_id).update(
+    lost = _unfinished(article_id).update(
         outcome=AttemptOutcome.DEAD, error=UNFINISHED, finished_at=timezone.now()
     )
+    rollup.record(outcome=AttemptOutcome.DEAD, count=lost)
     logger.error("article %s is dead: %s", article_id, error)
     transaction.on_commit(partial(article_dead_alert, article_id=article_id), robust=True)
     return True
@@ -177,12 +181,26 @@ def explain_unclaimed(*, article_id: int) -> AttemptResult:
 
 
 def _finish(claim: Claim, outcome: AttemptOutcome, error: str = "") -> None:
+    """Record the attempt's outcome, and count it in the metrics rollup, in the caller's
+    transaction (so the counts are exactly what committed)."""
+    now = timezone.now()
+    seconds = time.monotonic() - claim.started
     PublishAttempt.objects.filter(pk=claim.record.pk).update(
         outcome=outcome,
         error=error[:ERROR_MAX_CHARS],
-        finished_at=timezone.now(),
-        duration=timedelta(seconds=time.monotonic() - claim.started),
+        finished_at=now,
+        duration=timedelta(seconds=seconds),
     )
+    latency = None
+    if outcome == AttemptOutcome.OK:
+        article = claim.article
+        latency = rollup.latency_of(
+            pending_since=article.pending_since,
+            created_at=article.created_at,
+            publish_at=article.publish_at,
+            published_at=now,
+        )
+    rollup.record(outcome=outcome, duration=seconds, latency=latency, now=now)
 
 
 def _fenced(claim: Claim):
@@ -313,9 +331,22 @@ def article_publish(
     The publishers run through `run_publishers`, which stops an attempt that was
     overtaken meanwhile; its completion then records it as overtaken.
     """
-    claim = article_claim(article_id=article_id, worker=worker, task_id=task_id)
-    if claim is None:
-        return explain_unclaimed(article_id=article_id)
+    with log_context(article_id=article_id, task_id=task_id):
+        claim = article_claim(article_id=article_id, worker=worker, task_id=task_id)
+        if claim is None:
+            return explain_unclaimed(article_id=article_id)
+        with log_context(attempt=claim.attempt):
+            return _attempt(claim, retry_in=retry_in, time_limit=time_limit)
+
+
+def _attempt(
+    claim: Claim,
+    *,
+    retry_in: Callable[[int], float],
+    time_limit: Callable[[], AbstractContextManager],
+) -> AttemptResult:
+    """Publish the claimed content to every target, then complete or fail."""
+    article_id = claim.article.pk
     try:
         with time_limit():
             run_publishers(claim=claim)

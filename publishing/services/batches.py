@@ -39,8 +39,10 @@ from django.db.models import DurationField, ExpressionWrapper, F, Q, QuerySet, V
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from publishing import rollup
 from publishing.db import update_returning
 from publishing.exceptions import PermanentPublishError
+from publishing.logcontext import log_context
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from publishing.selectors import articles_claimable, db_now_plus, due_q, lease_free_q
 from publishing.services.articles import (
@@ -137,9 +139,10 @@ def articles_claim_batch(*, limit: int, worker: str = "", task_id: str = "") -> 
         overtaken = [a.pk for a in claimed if a.claims > 1]
         if overtaken:
             # Earlier attempts still "running" lost their lease: say what became of them.
-            PublishAttempt.objects.filter(article_id__in=overtaken, outcome="").update(
+            lost = PublishAttempt.objects.filter(article_id__in=overtaken, outcome="").update(
                 outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
             )
+            rollup.record(outcome=AttemptOutcome.RETRY, count=lost)
         records = PublishAttempt.objects.bulk_create(
             PublishAttempt(
                 article=article,
@@ -224,6 +227,23 @@ def articles_complete(*, claims: list[Claim]) -> list[AttemptResult]:
                 Value(finished_at) - F("started_at"), output_field=DurationField()
             ),
         )
+        # The metrics rollup, in the same transaction (publishing.rollup).
+        rollup.record_published(
+            observations=[
+                (
+                    max(0.0, (finished_at - c.record.started_at).total_seconds()),
+                    rollup.latency_of(
+                        pending_since=c.article.pending_since,
+                        created_at=c.article.created_at,
+                        publish_at=c.article.publish_at,
+                        published_at=finished_at,
+                    ),
+                )
+                for c in claims
+                if c.article.pk in done_ids
+            ],
+            now=finished_at,
+        )
     results = []
     for claim in claims:
         if claim.article.pk in done_ids:
@@ -237,6 +257,11 @@ def articles_complete(*, claims: list[Claim]) -> list[AttemptResult]:
 def _publish_one(claim: Claim, retry_in: Callable[[int], float]) -> AttemptResult | None:
     """Run the publishers for one claim: None when they succeeded (completed with the
     batch), else the failure's outcome, recorded."""
+    with log_context(article_id=claim.article.pk, attempt=claim.attempt):
+        return _publish_claimed(claim, retry_in)
+
+
+def _publish_claimed(claim: Claim, retry_in: Callable[[int], float]) -> AttemptResult | None:
     try:
         run_publishers(claim=claim)  # stops, as a single attempt does, once overtaken
     except PermanentPublishError as exc:

@@ -7,20 +7,23 @@ the same services as a worker. Both may run any number of times, anywhere, at on
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
 from clock.runs import Run, busy_message, scheduled_run
+from publishing import rollup
 from publishing.dispatch import dispatch_batches, dispatch_many
-from publishing.models import Article
+from publishing.models import Article, CatchUpRun
 from publishing.selectors import (
     article_ids_claimable,
     articles_due_for_catch_up,
@@ -139,6 +142,8 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         f"{report.stale_found} stale found, {report.stale_sent} sent, {report.armed} armed, "
         f"{report.alerts_sent} alerts, stuck: {report.stuck}"
     )
+    rollup.compact()
+    catch_up_recorded(report=report)
     logger.info(
         "catch-up: %d stale due article(s) found, %d sent; %d scheduled armed; "
         "%d dead-letter alert(s); stuck: %s",
@@ -149,6 +154,16 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         report.stuck,
     )
     return report
+
+
+def catch_up_recorded(*, report: CatchUpReport) -> None:
+    """Keep when the catch-up last ran and what it did (the dashboard shows it, and
+    blogpublish_catch_up_last_run_timestamp_seconds lets an alert see it stop)."""
+    values = {"ran_at": Now(), "host": socket.gethostname(), "report": asdict(report)}
+    if not CatchUpRun.objects.filter(pk=1).update(**values):
+        # Two Beats: the other one may have created it meanwhile.
+        with contextlib.suppress(IntegrityError), transaction.atomic():
+            CatchUpRun.objects.create(pk=1, **values)
 
 
 def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:

@@ -81,3 +81,73 @@ def test_flower_with_strong_credentials_answers_only_to_them(monkeypatch):
         assert status("/api/workers", basic(GOOD)) == 200
     finally:
         proc.stop()
+
+
+def procfile_flower_args(port: int, db: str) -> list[str]:
+    """Flower's arguments as the Procfile gives them, on this test's port and db file."""
+    line = next(
+        line
+        for line in (processes.ROOT / "Procfile").read_text().splitlines()
+        if line.startswith("flower:")
+    )
+    words = line.split()[line.split().index("flower", 1) + 1 :]
+    replaced = {"--port": str(port), "--db": db, "--address": "127.0.0.1"}
+    return [
+        f"{w.split('=')[0]}={replaced[w.split('=')[0]]}" if w.split("=")[0] in replaced else w
+        for w in words
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_flower_as_the_procfile_runs_it_lists_publishes_by_article_and_keeps_them(
+    worker, make_article, tmp_path
+):
+    """Events on (worker -E, sent events), the task's arguments name the article, and
+    with --persistent a restarted Flower still knows the tasks it saw."""
+    port = processes.free_port()
+    args = procfile_flower_args(port, str(tmp_path / "flower.db"))
+    assert "--persistent=True" in args
+    url, auth = f"http://127.0.0.1:{port}", basic(GOOD)
+
+    def start() -> processes.Proc:
+        proc = processes.spawn(
+            "flower", processes.celery_cmd("flower", *args), env={"FLOWER_BASIC_AUTH": GOOD}
+        )
+
+        def answers() -> bool:
+            if not proc.alive():
+                raise AssertionError(f"flower exited:\n{proc.tail()}")
+            try:
+                return requests.get(f"{url}/healthcheck", timeout=2).status_code == 200
+            except requests.ConnectionError:
+                return False
+
+        wait_for(answers, timeout=60, what="flower to answer")
+        return proc
+
+    def task_of(article_id: int) -> dict | None:
+        tasks = requests.get(f"{url}/api/tasks", headers=auth, timeout=10).json()
+        for task in tasks.values():
+            if task.get("args") == f"(article_id={article_id})" and task["state"] == "SUCCESS":
+                return task
+        return None
+
+    proc = start()
+    try:
+        # Flower sees only the events sent after it subscribed, which may be a moment
+        # after it answers: publish until one is seen.
+        def published_and_seen() -> tuple[int, dict] | None:
+            article = make_article(title="Watched in Flower")
+            try:
+                return article.pk, wait_for(lambda: task_of(article.pk), timeout=5)
+            except AssertionError:
+                return None
+
+        article_id, task = wait_for(published_and_seen, timeout=90, what="a task in Flower")
+        assert task["name"] == "publishing.tasks.publish_article"
+        assert task["sent"] is not None  # the sender's event (CELERY_TASK_SEND_SENT_EVENT)
+        proc.stop()  # SIGTERM: Flower saves its state
+        proc = start()
+        assert task_of(article_id) is not None
+    finally:
+        proc.stop()

@@ -61,3 +61,22 @@ def test_side_by_side_benchmark_runs_at_tiny_sizes(tmp_path):
         50,
         120,
     ]
+
+
+def test_operator_benchmark_runs_at_tiny_sizes():
+    """bench/operator.py (the dashboard and /metrics with many articles and attempts)
+    on this run's kind of database, at tiny sizes."""
+    database = "postgres" if os.environ.get("BLOGPUBLISH_TEST_DB") == "postgres" else "sqlite"
+    tiny = ["--operator-articles", "300", "--operator-attempts", "1000"]
+    result = subprocess.run(
+        [sys.executable, "bench/run.py", "operator", *tiny, "--databases", database],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Operator reads on {database}: 300 articles, 1,000 attempts" in result.stdout
+    for row in ("dashboard page", "dashboard live fragment", "GET /metrics"):
+        assert row in result.stdout, result.stdout
