@@ -76,6 +76,18 @@ DURABLE = {
     "time_limit": settings.PUBLISH_TIME_LIMIT,
 }
 
+# For the tasks whose rows carry an attempt budget: a job ended by the hard time limit
+# goes back to the queue at once, like a lost worker's, instead of being acked. Celery's
+# default acks it (acks_on_timeout, celery.worker.request), and then only the catch-up
+# would take the row, after its lease. It also covers a pool child killed near its hard
+# limit: when the dying child's pipe closes before the kernel lets the master reap it,
+# the prefork pool looks once, sees it running, and finds the death only on its 5 s
+# timer (AsynPool.maintain_pool); if the hard limit comes first, the job ends as a
+# TimeLimitExceeded, not a WorkerLostError. The redelivered message finds the killed
+# attempt's lease (the last tenth of it) and comes back when it runs out (below); the
+# budget (PUBLISH_MAX_ATTEMPTS) stops an article that hangs on every attempt.
+REQUEUE_ON_HARD_TIME_LIMIT = {"acks_on_timeout": False}
+
 
 @shared_task(
     bind=True,
@@ -84,6 +96,7 @@ DURABLE = {
     # A dead article is alerted by the service; no second traceback in the worker log.
     throws=(ArticleDeadError,),
     **DURABLE,
+    **REQUEUE_ON_HARD_TIME_LIMIT,
 )
 def publish_article(self: PublishTask, article_id: int) -> dict:
     result = article_publish(
@@ -108,8 +121,9 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
     elif result.lease_left is not None and (self.request.delivery_info or {}).get("redelivered"):
-        # Redelivered because the worker running it died (reject_on_worker_lost): the
-        # dead attempt's lease still holds the row. Come back when it runs out rather
+        # Redelivered because the worker running it died (reject_on_worker_lost) or was
+        # killed at the hard time limit (acks_on_timeout): the dead attempt's lease still
+        # holds the row. Come back when it runs out rather
         # than wait for the catch-up. Only redeliveries re-arm, so copies never multiply.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.lease_left))
     return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
@@ -120,14 +134,16 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
     ignore_result=True,
     max_retries=5,  # a database that stays away: the catch-up sends batches again
     **DURABLE,
+    **REQUEUE_ON_HARD_TIME_LIMIT,
 )
 def publish_batch(self: Task) -> dict:
     """Publish up to PUBLISH_BATCH_SIZE due articles (services.batches), then send
     itself again while the backlog lasts: a full batch means more may be due. Rows
     that failed and back off get one batch for when the first is due again, as the
-    single task's retry would. A redelivered batch (its worker died mid-batch, and
-    reject_on_worker_lost sent it back) comes back once more when the leases its dead
-    predecessor left have run out; only redeliveries do, so copies never multiply.
+    single task's retry would. A redelivered batch (its worker died mid-batch or was
+    killed at the hard time limit, and reject_on_worker_lost or acks_on_timeout sent it
+    back) comes back once more when the leases its dead predecessor left have run out;
+    only redeliveries do, so copies never multiply.
     (A whole worker killed: Redis redelivers only after its visibility timeout, and
     the catch-up takes the rows once their lease has run out.)"""
     report = publish_batch_of_due(

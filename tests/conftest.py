@@ -34,12 +34,51 @@ def _run_cleanup(request):
         shutil.rmtree(settings.RUN_DIR, ignore_errors=True)
 
 
+SESSION_WORKER: dict = {}  # the session's worker, once a test started it, and its queues
+
+
 @pytest.fixture(scope="session")
 def worker(django_db_setup, django_db_blocker):
     """One real `celery worker` (prefork, concurrency 2) for the session's database."""
+    from django.conf import settings
+
     proc = processes.start_worker()
+    SESSION_WORKER.update(proc=proc, queues=[q.name for q in settings.CELERY_TASK_QUEUES])
     yield proc
+    SESSION_WORKER.clear()
     proc.stop()
+
+
+@pytest.fixture(autouse=True)
+def _session_worker_idle_before_flush(request):
+    """A test on a transactional database ends with the database emptied (a TRUNCATE of
+    every table). The session's worker, once started, takes every message sent to the
+    session's queues, by any test: an article saved, a catch-up's sends, a batch, a
+    retry, a deferred pass of the shared views. Work a test set off and did not wait
+    for (it asserted on the dispatch, not the outcome) would run during the TRUNCATE:
+    on PostgreSQL the worker's transaction and the TRUNCATE each hold a table the other
+    wants (`deadlock detected`), or its rows would land in the next test's database. So
+    before the flush the worker must be idle (tests/support/settling.py)."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = "transactional_db" in request.fixturenames or (
+        marker is not None and marker.kwargs.get("transaction", False)
+    )
+    if not transactional:
+        yield
+        return
+    # Requested from here, the database's teardown (the flush) comes after this one's.
+    request.getfixturevalue("transactional_db")
+    yield
+    proc = SESSION_WORKER.get("proc")
+    if proc is not None and proc.alive():
+        from tests.support.settling import worker_is_idle
+        from tests.support.waiting import wait_for
+
+        wait_for(
+            lambda: worker_is_idle(proc, SESSION_WORKER["queues"]),
+            timeout=60,
+            what="the session's worker to be idle before the database is emptied",
+        )
 
 
 @pytest.fixture(scope="session")

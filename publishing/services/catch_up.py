@@ -74,11 +74,16 @@ def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
 def _send_batches(stale: list[int]) -> list[int]:
     """A large backlog: batch tasks (services.batches) instead of one message per row.
     They claim the oldest due rows, these among them, and send themselves again while
-    any are due. Returns the rows counted as sent (all, or none if the broker is down)."""
+    any are due. Returns the rows counted as sent (all, or none if the broker is down).
+
+    The rows are marked before the batches go out: marked after, the UPDATE's row locks
+    could meet a batch's claim (FOR UPDATE SKIP LOCKED), which would pass them by, find
+    nothing and stop, leaving them for the next catch-up."""
+    _mark_dispatched(stale)
     if not dispatch_batches(past_breaker=True):
         logger.warning("catch-up: the broker is unreachable; %d left for the next run", len(stale))
+        Article.objects.filter(pk__in=stale).update(dispatched_at=None)  # not sent after all
         return []
-    _mark_dispatched(stale)
     return stale
 
 

@@ -123,8 +123,13 @@ def test_a_large_catch_up_batch_beside_the_reconcile_sends_only_a_small_batch(
     settings.PUBLISH_STALE_AFTER = 0
     from publishing.models import Article
 
-    ids = [make_article().pk for _ in range(5)]
-    Article.objects.filter(pk__in=ids).update(updated_at="2000-01-01T00:00:00Z")
+    # Scheduled far ahead, so nothing sends them (the session's worker, if a test started
+    # it, would publish them first); then lost messages of long ago.
+    ahead = timezone.now() + timedelta(days=1)
+    ids = [make_article(publish_at=ahead).pk for _ in range(5)]
+    Article.objects.filter(pk__in=ids).update(
+        updated_at="2000-01-01T00:00:00Z", publish_at="2000-01-01T00:00:00Z"
+    )
     held = lease_take(name=HEAVY, job="reconcile", seconds=60)  # the reconcile runs
     caplog.set_level(logging.INFO)
     report = catch_up()

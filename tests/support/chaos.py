@@ -4,14 +4,16 @@
 every call, so a test changes behaviour while the worker runs:
 
     {"<slug>": {"fail": "transient" | "permanent" | "crash", "until_attempt": 3,
-                "hold": 5, "hold_until_attempt": 2}}
+                "hold": 5, "hold_until_attempt": 2, "stuck": true}}
 
 fails while the attempt number is below `until_attempt` (always, if absent). With
 `hold`, an attempt below `hold_until_attempt` (every attempt, if absent) first waits
 until the test calls `release(slug)`, for at most `hold` seconds: a slow target whose
 end the test decides. A held attempt leaves its pid in RUN_DIR/pids/<slug>.<attempt>,
 so a test can kill exactly the process that is publishing. "crash" kills the process that
-runs the attempt (SIGKILL): a segfault or the OOM killer, as the worker sees it.
+runs the attempt (SIGKILL): a segfault or the OOM killer, as the worker sees it. With
+`"stuck": true` a held attempt also ignores the soft time limit, as code stuck in a call
+that never returns to Python would: only the task's hard time limit ends it.
 
 `JournalPublisher` runs last and appends one line per completed publisher run,
 "<slug> <attempt> <content_hash>", to JOURNAL_FILE: the count of page writes.
@@ -23,7 +25,9 @@ import contextlib
 import json
 import os
 import signal
+import time
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from publishing.exceptions import PermanentPublishError, TransientPublishError
@@ -81,8 +85,16 @@ class ChaosPublisher:
         pid_file = settings.RUN_DIR / "pids" / f"{article.slug}.{article.attempts}"
         pid_file.parent.mkdir(exist_ok=True)
         pid_file.write_text(str(os.getpid()))
-        with contextlib.suppress(AssertionError):  # past the deadline: a slow target ends
-            wait_for(release_file(article.slug).exists, timeout=rule["hold"], interval=0.02)
+        deadline = time.monotonic() + rule["hold"]
+        while True:
+            try:
+                with contextlib.suppress(AssertionError):  # past the deadline: a slow target ends
+                    left = max(0.0, deadline - time.monotonic())
+                    wait_for(release_file(article.slug).exists, timeout=left, interval=0.02)
+                return
+            except SoftTimeLimitExceeded:
+                if not rule.get("stuck"):
+                    raise
 
     def unpublish(self, article) -> None:
         return None

@@ -121,7 +121,9 @@ def start_worker(
     wrapper: tuple[str, ...] = (),
 ) -> Proc:
     """`wrapper`: a command that runs the worker, e.g. ("ip", "netns", "exec", NS),
-    which execs it (the PID stays the worker's)."""
+    which execs it (the PID stays the worker's). With `ready`, waits until it is
+    ready, and stops it when it is not; without, the caller waits
+    (`wait_until_ready`) once it has registered the process to be stopped."""
     hostname = f"{name}-{time.time_ns()}@{socket.gethostname()}"
     proc = spawn(
         name,
@@ -148,7 +150,11 @@ def start_worker(
     )
     proc.hostname = hostname
     if ready:
-        wait_until_ready(proc)
+        try:
+            wait_until_ready(proc)
+        except BaseException:  # never left running by a caller that got no Proc back
+            proc.stop(timeout=10)
+            raise
     return proc
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.db.models import Q
 from django.db.models.functions import Now
 
@@ -48,3 +50,31 @@ def wait_settled(timeout: float = 90.0) -> None:
         timeout=timeout,
         what="the pipeline to settle",
     )
+
+
+def worker_is_idle(worker: processes.Proc, queues: list[str], soon: float = 10.0) -> bool:
+    """The worker `worker` (consuming `queues`) will write nothing in the next moments:
+    no message waits in its queues, it answers that it runs and holds nothing, no task
+    it holds for an ETA is due within `soon` seconds (a retry, a deferred pass of the
+    shared views, a batch sent again), and no pass of the shared views holds its lease.
+    A worker that does not answer in time counts as busy. Tasks held for a later ETA (an
+    article scheduled minutes ahead) are not waited for; nor a pass that is only wanted
+    or deferred: without a message (counted above) no process runs it."""
+    from config.celery import app
+    from publishing.broker_status import queue_message_counts
+
+    if any(queue_message_counts(names=queues).values()):
+        return False
+    inspect = app.control.inspect(destination=[worker.hostname], timeout=1.0)
+    for held in (inspect.active(), inspect.reserved()):
+        if not held or worker.hostname not in held or held[worker.hostname]:
+            return False
+    scheduled = inspect.scheduled()
+    if not scheduled or worker.hostname not in scheduled:
+        return False
+    horizon = datetime.now().astimezone() + timedelta(seconds=soon)
+    for entry in scheduled[worker.hostname]:
+        eta = entry.get("eta")
+        if not eta or datetime.fromisoformat(eta).astimezone() <= horizon:
+            return False
+    return not Refresher.objects.filter(lease_expires_at__gt=Now()).exists()

@@ -32,9 +32,11 @@ class Pipeline:
     env: dict
     procs: list[Proc] = field(default_factory=list)
 
-    def worker(self, **kwargs) -> Proc:
-        proc = processes.start_worker(env=self.env, **kwargs)
-        self.procs.append(proc)
+    def worker(self, *, ready: bool = True, **kwargs) -> Proc:
+        proc = processes.start_worker(env=self.env, ready=False, **kwargs)
+        self.procs.append(proc)  # stopped at the end, also when it never got ready
+        if ready:
+            processes.wait_until_ready(proc)
         return proc
 
     def beat(self, name: str = "beat") -> Proc:

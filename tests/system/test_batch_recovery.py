@@ -1,11 +1,13 @@
 """A batch whose worker is SIGKILLed mid-batch: every row is published, none twice.
 
 Real processes: a `celery worker` subprocess and a private redis-server (the system
-`pipeline` fixture). The rows the dead batch held keep their lease until it runs out;
-then the catch-up takes them (or a redelivered batch, when the pool notices the
-child's death before the task's time limit; a whole worker killed leaves its message
-with Redis until the visibility timeout), and the fencing token keeps each row to one
-completed attempt.
+`pipeline` fixture). The rows the dead batch held keep their lease until it runs out.
+A pool child killed: its batch message goes back to the queue (reject_on_worker_lost,
+or acks_on_timeout when the pool sees the death only at the hard time limit, see
+publishing/tasks.py), and the redelivered batch comes back for those rows when their
+lease has run out; no Beat runs, so redelivery alone must finish the job. A whole
+worker killed leaves its message with Redis until the visibility timeout: the catch-up
+takes the rows. The fencing token keeps each row to one completed attempt.
 """
 
 from __future__ import annotations
@@ -41,8 +43,7 @@ def test_pool_child_killed_mid_batch__all_published_none_twice(pipeline, chaos):
     prefix = f"kb-{uuid.uuid4().hex[:6]}"
     chaos(f"{prefix}-2", hold=30, hold_until_attempt=2)  # never released: killed
     pipeline.env.update(BATCH)
-    pipeline.beat()
-    worker = pipeline.worker()
+    worker = pipeline.worker()  # no beat: redelivery alone must finish the job
     articles = backlog(prefix, 23)
     dispatch_batches()
     child = pid_of_attempt(f"{prefix}-2", 1)

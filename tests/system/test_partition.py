@@ -5,14 +5,22 @@ test's own (tests/support/netns.py: a bridge, a veth pair per host, a private /2
 made and removed here). Both reach, through the network's address only: one PostgreSQL
 (this machine's, which listens on 127.0.0.1, through a TCP forwarder the test runs),
 one broker (a private redis-server bound to the network's address), one webhook
-receiver, and the site's storage (the `site_storage` fixture: the run's site folder,
-which both namespaces see since they share the file system).
+receiver, and the site's storage (the `site_storage` fixture): an S3 server (moto's
+server mode) bound to the network's address, SITE_ROOT=s3://BUCKET/site for both hosts
+and this process; or, as the second variant, the run's site folder, which both
+namespaces see since they share the file system.
 
 Host A's attempt is held in flight (the chaos publisher), then A's link is cut. B
 publishes the article once A's lease has run out (Beat's catch-up sends it again). A's
 link comes back and its attempt is let go: the late completion is fenced off. Its
 attempt is recorded as overtaken, nothing of A's reaches the page or the shared
-documents, and the webhook receiver got one delivery for the content.
+documents, and the webhook receiver got one delivery for the content. In the bucket,
+which keeps every version of every object, not one object was written or removed after
+B's pass (a rewrite with the same bytes would show as a new version id).
+
+A host's S3 client waits a bounded time for each request (SITE_STORAGE_CONNECT_TIMEOUT
+and _READ_TIMEOUT, derived from the 5 s lease: 0.5 s and 1 s, one retry), so a request
+made while its link is down ends as an error within the attempt, never as a hang.
 
 Host A runs the solo pool, which enforces no time limits: as a host whose timers did
 not fire (a paused VM, a stalled process), its attempt outlives its lease. With the
@@ -40,6 +48,7 @@ from tests.support.chaos import journal_entries, release
 from tests.support.netns import HostNetwork, netns_missing
 from tests.support.processes import Proc, free_port
 from tests.support.receiver import Receiver
+from tests.support.s3 import S3Server
 from tests.support.settling import refresher_is_idle
 from tests.support.waiting import wait_for
 from tests.system.conftest import SYSTEM_SETTINGS
@@ -60,12 +69,14 @@ SHARED_DOCUMENTS = ("index.html", "feed.xml", "sitemap.xml")
 # --- the site's storage, in one place ---------------------------------------------------
 
 
-@dataclass
-class SiteStorage:
-    """Where both hosts write the site, as the test reads it back."""
+class FolderSite:
+    """The run's site folder (SITE_ROOT), which both namespaces see through the shared
+    file system: a deployment of several hosts with a shared folder."""
 
-    root: Path
-    env: dict = field(default_factory=dict)  # what a worker host needs to reach it
+    env: dict = {}
+
+    def __init__(self, root: Path):
+        self.root = root
 
     def read(self, name: str) -> bytes | None:
         try:
@@ -73,18 +84,82 @@ class SiteStorage:
         except FileNotFoundError:
             return None
 
-    def version(self, name: str) -> tuple[int, int]:
-        """Changes whenever the object is written again, even with the same bytes (a
+    def version(self, name: str) -> tuple:
+        """Changes whenever the file is written again, even with the same bytes (a
         page is written by rename: a new inode)."""
         stat = (self.root / name).stat()
         return stat.st_ino, stat.st_mtime_ns
 
+    def listing(self) -> dict[str, tuple]:
+        """Every document of the site (not the staging folder) and its version."""
+        return {
+            str(path.relative_to(self.root)): self.version(str(path.relative_to(self.root)))
+            for path in self.root.rglob("*")
+            if path.is_file() and not path.relative_to(self.root).parts[0].startswith(".")
+        }
 
-@pytest.fixture
-def site_storage(network) -> SiteStorage:
-    """The run's site folder (SITE_ROOT), seen by both namespaces through the shared
-    file system. (With object storage, an S3 server bound to `network.address`.)"""
-    return SiteStorage(settings.SITE_ROOT)
+
+class BucketSite:
+    """SITE_ROOT=s3://BUCKET/site in an S3 server (moto's server mode) bound to the test
+    network's address, for both hosts and this process. The bucket keeps every version
+    of every object, so a write of the same bytes shows too (a new version id)."""
+
+    PREFIX = "site"
+
+    def __init__(self, server: S3Server):
+        self.server, self.client = server, server.client()
+        self.bucket = server.new_bucket()
+        self.client.put_bucket_versioning(
+            Bucket=self.bucket, VersioningConfiguration={"Status": "Enabled"}
+        )
+        self.site_root = f"s3://{self.bucket}/{self.PREFIX}"
+        self.env = server.env(self.site_root)
+
+    def key(self, name: str) -> str:
+        return f"{self.PREFIX}/{name}"
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self.key(name))["Body"].read()
+        except self.client.exceptions.NoSuchKey:
+            return None
+
+    def version(self, name: str) -> tuple:
+        head = self.client.head_object(Bucket=self.bucket, Key=self.key(name))
+        return head["VersionId"], head["ETag"], head["LastModified"]
+
+    def listing(self) -> dict[str, tuple]:
+        """Every version of every key under the site's prefix, and every delete marker:
+        any PUT or DELETE since adds one."""
+        found: dict[str, list] = {}
+        pages = self.client.get_paginator("list_object_versions").paginate(
+            Bucket=self.bucket, Prefix=f"{self.PREFIX}/"
+        )
+        for page in pages:
+            for kind in ("Versions", "DeleteMarkers"):
+                for entry in page.get(kind, ()):
+                    name = entry["Key"][len(self.PREFIX) + 1 :]
+                    found.setdefault(name, []).append(
+                        (kind, entry["VersionId"], entry.get("ETag"), entry["LastModified"])
+                    )
+        return {name: tuple(sorted(versions)) for name, versions in found.items()}
+
+
+@pytest.fixture(params=["s3", "folder"])
+def site_storage(request, network, settings) -> Iterator[FolderSite | BucketSite]:
+    """Where both hosts write the site: a bucket in an S3 server that listens on the
+    test network's address only, or the run's folder."""
+    if request.param == "folder":
+        yield FolderSite(settings.SITE_ROOT)
+        return
+    server = S3Server(port=free_port(), host=network.address).start()
+    try:
+        site = BucketSite(server)
+        for name, value in server.settings_for(site.site_root).items():
+            setattr(settings, name, value)  # this process reads the same bucket
+        yield site
+    finally:
+        server.stop()
 
 
 # --- the test network and what listens on it ----------------------------------------------
@@ -223,6 +298,8 @@ def test_host_cut_off_mid_publish_is_fenced_off_when_it_comes_back(hosts, site_s
     )
     b_page = site_storage.version(page)
     b_documents = {name: site_storage.read(name) for name in SHARED_DOCUMENTS}
+    b_listing = site_storage.listing()
+    assert page in b_listing and set(SHARED_DOCUMENTS) <= set(b_listing)
     a_row, b_row = attempt_row(article, 1), attempt_row(article, 2)
     assert b_row.outcome == AttemptOutcome.OK
     assert a_row.worker != b_row.worker
@@ -249,6 +326,8 @@ def test_host_cut_off_mid_publish_is_fenced_off_when_it_comes_back(hosts, site_s
     # and the journal (the publisher after the site) saw attempt 2 only.
     assert site_storage.version(page) == b_page
     assert {name: site_storage.read(name) for name in SHARED_DOCUMENTS} == b_documents
+    # Nor anywhere else: not one object (or file) written or removed since B's pass.
+    assert site_storage.listing() == b_listing
     assert [attempt for attempt, _ in journal_entries(f"{slug}-0")] == [2]
     # One delivery per content; if A's request had gone out, under the same key.
     received = hosts.receiver.requests_for(f"{slug}-0")

@@ -62,10 +62,12 @@ class RabbitPipeline:
     env: dict
     procs: list[Proc] = field(default_factory=list)
 
-    def worker(self, **kwargs) -> Proc:
+    def worker(self, *, ready: bool = True, **kwargs) -> Proc:
         env = {**self.env, **kwargs.pop("env", {})}
-        proc = processes.start_worker(env=env, **kwargs)
-        self.procs.append(proc)
+        proc = processes.start_worker(env=env, ready=False, **kwargs)
+        self.procs.append(proc)  # stopped at the end, also when it never got ready
+        if ready:
+            processes.wait_until_ready(proc)
         return proc
 
     def beat(self, name: str = "beat") -> Proc:

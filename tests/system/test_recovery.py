@@ -56,6 +56,14 @@ def test_worker_killed_mid_publish_is_taken_over_after_the_lease(pipeline, chaos
 
 
 def test_pool_child_killed_mid_publish_is_redelivered_and_published_once(pipeline, chaos):
+    """The message comes back however the pool learns of the death. Usually at once, as
+    a lost worker (reject_on_worker_lost). But when the dying child's pipe closes before
+    the kernel lets the master reap it, Celery's prefork pool looks once, finds it still
+    running, and only its 5 s timer finds the death later: here (lease 5 s) always after
+    the task's hard time limit (4.5 s), which ends the job as a time limit instead. That
+    one is sent back too (acks_on_timeout=False in publishing.tasks); before it was, it
+    was acked, and without Beat the article was never published (2 runs in 3 on a loaded
+    machine). See docs/operations.md, "A pool child killed near its hard time limit"."""
     chaos("killed-child-0", hold=3, hold_until_attempt=2)  # never released: killed
     worker = pipeline.worker()  # no beat: redelivery alone must finish the job
     [article] = save_articles("killed-child", 1)
@@ -71,6 +79,29 @@ def test_pool_child_killed_mid_publish_is_redelivered_and_published_once(pipelin
     outcomes = list(article.publish_attempts.order_by("number").values_list("outcome", flat=True))
     assert outcomes == [AttemptOutcome.RETRY, AttemptOutcome.OK]
     assert "never finished" in article.publish_attempts.order_by("number")[0].error
+    assert worker.alive()
+
+
+def test_attempt_stuck_past_its_hard_time_limit_is_redelivered_and_published_once(pipeline, chaos):
+    """An attempt that ignores its soft time limit (stuck where Python never gets control
+    back) is killed at the hard limit, and its message goes back to the queue at once
+    (acks_on_timeout=False), as a lost worker's does: the article does not wait for the
+    catch-up. The lease, still held for the last tenth of it, keeps the redelivered
+    message from starting a second attempt until the killed one is surely gone."""
+    chaos("stuck-0", hold=60, stuck=True, hold_until_attempt=2)  # only the hard limit ends it
+    worker = pipeline.worker()  # no beat: redelivery alone must finish the job
+    [article] = save_articles("stuck", 1)
+    pid_of_attempt("stuck-0", 1)
+    started = time.monotonic()
+
+    wait_all_published([article], timeout=60)
+    record_timing("attempt stuck past its hard limit -> published (redelivery)", since(started))
+    assert_published_once([article])
+    outcomes = list(article.publish_attempts.order_by("number").values_list("outcome", flat=True))
+    assert outcomes == [AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert "never finished" in article.publish_attempts.order_by("number")[0].error
+    log = worker.log.read_text(errors="replace")
+    assert "Hard time limit (" in log and "exceeded for publishing.tasks.publish_article" in log
     assert worker.alive()
 
 

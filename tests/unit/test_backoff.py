@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from publishing.tasks import publish_article
+from publishing.tasks import publish_article, publish_batch
 
 
 @pytest.mark.parametrize("attempt", [1, 2, 3, 4, 8, 30])
@@ -29,3 +29,6 @@ def test_task_limits_stay_inside_the_lease(settings):
     assert publish_article.soft_time_limit < publish_article.time_limit
     assert publish_article.time_limit < settings.PUBLISH_LEASE_SECONDS
     assert publish_article.acks_late and publish_article.reject_on_worker_lost
+    # A job ended by the hard time limit is requeued, not acked (tests/system/test_recovery).
+    assert publish_article.acks_on_timeout is False
+    assert publish_batch.acks_on_timeout is False
