@@ -24,31 +24,50 @@ SQLITE_TRIGGERS = [
     + SQLITE_UPSERT.format(status="NEW.status", delta="1")
     + " END",
 ]
+# Statement-level triggers with transition tables: one UPSERT per status a statement
+# changes, not one per row. Row-level UPSERTs of one counter row inside a single
+# statement make a chain of row versions that each next one walks: quadratic, so a
+# one-statement insert or status change of a million rows never finished.
+POSTGRES_COUNT_SQL = """
+    INSERT INTO publishing_articlecount (status, shard, n)
+    SELECT status, pg_backend_pid() % 8, SUM(d) FROM ({rows}) AS changed
+    GROUP BY status HAVING SUM(d) <> 0
+    ON CONFLICT (status, shard)
+    DO UPDATE SET n = publishing_articlecount.n + EXCLUDED.n;
+"""
 POSTGRES_TRIGGERS = [
+    # Concurrent writers spread over 8 shards (the backend pid): no waiting on one hot
+    # row. An UPDATE that changes no status writes nothing (HAVING SUM(d) <> 0).
     """
     CREATE FUNCTION publishing_article_count() RETURNS trigger LANGUAGE plpgsql AS $$
-    DECLARE
-        -- Concurrent writers update different rows: no waiting on one hot row.
-        s smallint := pg_backend_pid() % 8;
     BEGIN
-        IF TG_OP IN ('UPDATE', 'DELETE') THEN
-            INSERT INTO publishing_articlecount (status, shard, n) VALUES (OLD.status, s, -1)
-            ON CONFLICT (status, shard)
-            DO UPDATE SET n = publishing_articlecount.n - 1;
-        END IF;
-        IF TG_OP IN ('UPDATE', 'INSERT') THEN
-            INSERT INTO publishing_articlecount (status, shard, n) VALUES (NEW.status, s, 1)
-            ON CONFLICT (status, shard)
-            DO UPDATE SET n = publishing_articlecount.n + 1;
+        IF TG_OP = 'INSERT' THEN
+            """
+    + POSTGRES_COUNT_SQL.format(rows="SELECT status, 1 AS d FROM new_rows")
+    + """
+        ELSIF TG_OP = 'DELETE' THEN
+            """
+    + POSTGRES_COUNT_SQL.format(rows="SELECT status, -1 AS d FROM old_rows")
+    + """
+        ELSE
+            """
+    + POSTGRES_COUNT_SQL.format(
+        rows="SELECT status, 1 AS d FROM new_rows UNION ALL SELECT status, -1 FROM old_rows"
+    )
+    + """
         END IF;
         RETURN NULL;
     END
     $$
     """,
-    "CREATE TRIGGER publishing_article_count_insert_delete AFTER INSERT OR DELETE "
-    "ON publishing_article FOR EACH ROW EXECUTE FUNCTION publishing_article_count()",
-    "CREATE TRIGGER publishing_article_count_update AFTER UPDATE OF status "
-    "ON publishing_article FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) "
+    "CREATE TRIGGER publishing_article_count_insert AFTER INSERT ON publishing_article "
+    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION publishing_article_count()",
+    "CREATE TRIGGER publishing_article_count_delete AFTER DELETE ON publishing_article "
+    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION publishing_article_count()",
+    "CREATE TRIGGER publishing_article_count_update AFTER UPDATE ON publishing_article "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT "
     "EXECUTE FUNCTION publishing_article_count()",
 ]
 DROP = {
@@ -58,7 +77,8 @@ DROP = {
         "DROP TRIGGER IF EXISTS publishing_article_count_update",
     ],
     "postgresql": [
-        "DROP TRIGGER IF EXISTS publishing_article_count_insert_delete ON publishing_article",
+        "DROP TRIGGER IF EXISTS publishing_article_count_insert ON publishing_article",
+        "DROP TRIGGER IF EXISTS publishing_article_count_delete ON publishing_article",
         "DROP TRIGGER IF EXISTS publishing_article_count_update ON publishing_article",
         "DROP FUNCTION IF EXISTS publishing_article_count()",
     ],
