@@ -24,6 +24,9 @@ def log_count(proc, needle: str) -> int:
 
 
 def mails(needle: str) -> list[str]:
+    """The run's mails containing `needle` (the mail folder is the whole run's: name an
+    article by its slug in parentheses, as the alert does, so `poison-0` does not also
+    match another test's `poison-0b89e5-1`)."""
     mail_dir = settings.EMAIL_FILE_PATH
     if not mail_dir.exists():
         return []
@@ -91,7 +94,7 @@ def test_poison_article_dies_alone_alerts_once_and_recovers_when_requeued(pipeli
 
     poison.refresh_from_db()
     assert poison.attempts == settings.PUBLISH_MAX_ATTEMPTS
-    assert len(mails("poison-0")) == 1
+    assert len(mails("(poison-0)")) == 1
     assert_published_once(healthy)
 
     chaos("poison-0")  # the target recovers
@@ -126,10 +129,10 @@ def test_article_that_kills_its_worker_every_time_ends_dead_with_one_alert(pipel
     assert outcomes == [AttemptOutcome.RETRY] * (settings.PUBLISH_MAX_ATTEMPTS - 1) + [
         AttemptOutcome.DEAD
     ]
-    wait_for(lambda: mails("crasher-0"), what="the dead-letter alert")
+    wait_for(lambda: mails("(crasher-0)"), what="the dead-letter alert")
     runs = log_count(worker, "catch-up:")
     wait_for(lambda: log_count(worker, "catch-up:") >= runs + 2, what="two more catch-ups")
-    assert len(mails("crasher-0")) == 1
+    assert len(mails("(crasher-0)")) == 1
     assert worker.alive()  # the pool replaced its children; the worker itself lives on
 
 
