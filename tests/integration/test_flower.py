@@ -135,11 +135,16 @@ def test_flower_as_the_procfile_runs_it_lists_publishes_by_article_and_keeps_the
     proc = start()
     try:
         # Flower sees only the events sent after it subscribed, which may be a moment
-        # after it answers: publish until one is seen.
+        # after it answers (a task whose sent event came before that is seen without
+        # it): publish until one is seen from its sender's event to its success.
+        def seen_whole(article_id: int) -> dict | None:
+            task = task_of(article_id)
+            return task if task and task.get("sent") is not None else None
+
         def published_and_seen() -> tuple[int, dict] | None:
             article = make_article(title="Watched in Flower")
             try:
-                return article.pk, wait_for(lambda: task_of(article.pk), timeout=5)
+                return article.pk, wait_for(lambda: seen_whole(article.pk), timeout=5)
             except AssertionError:
                 return None
 
