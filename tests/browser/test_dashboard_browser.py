@@ -20,20 +20,11 @@ from django.db import connections
 from publishing.models import Article, ArticleStatus
 from publishing.services import catch_up
 from tests.support import processes
+from tests.support.browser import launch
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PASSWORD = "browser-test-password-1"
 
 
@@ -52,8 +43,6 @@ def status_of(article: Article) -> str:
 
 @pytest.fixture
 def browser(monkeypatch):
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is missing: run scripts/install-tools.sh")
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API runs an event loop in this thread; the test's own ORM calls
@@ -62,7 +51,7 @@ def browser(monkeypatch):
     # they are closed here, or the test database could not be dropped.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch(playwright)
         try:
             yield browser
         finally:

@@ -21,19 +21,10 @@ from django.conf import settings
 from django.db import connections
 
 from publishing.models import Article, ArticleStatus
+from tests.support.browser import launch
 from tests.support.desk import image_bytes
 from tests.support.waiting import wait_for
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TIMEOUT_MS = 30_000
 BODY = """Spring came **early** this year, and the blog noticed.
 
@@ -48,12 +39,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/install-tools.sh (make install does)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = launch(playwright)
         yield browser
         browser.close()
     # The live server answers each connection in a thread with its own database
