@@ -26,14 +26,17 @@ SYSTEM_SETTINGS = {
 }
 
 
-@dataclass
-class Pipeline:
-    redis: PrivateRedis
+@dataclass(kw_only=True)
+class Processes:
+    """Starters for worker and Beat with one environment; stop_all() stops every one
+    started, also a worker that never got ready."""
+
     env: dict
     procs: list[Proc] = field(default_factory=list)
 
     def worker(self, *, ready: bool = True, **kwargs) -> Proc:
-        proc = processes.start_worker(env=self.env, ready=False, **kwargs)
+        env = {**self.env, **kwargs.pop("env", {})}
+        proc = processes.start_worker(env=env, ready=False, **kwargs)
         self.procs.append(proc)  # stopped at the end, also when it never got ready
         if ready:
             processes.wait_until_ready(proc)
@@ -49,6 +52,11 @@ class Pipeline:
             proc.stop(timeout=10)
 
 
+@dataclass(kw_only=True)
+class Pipeline(Processes):
+    redis: PrivateRedis
+
+
 @pytest.fixture
 def pipeline(transactional_db, settings) -> Iterator[Pipeline]:
     """A private Redis, the test process using it, and starters for worker and beat."""
@@ -57,7 +65,7 @@ def pipeline(transactional_db, settings) -> Iterator[Pipeline]:
     settings.PUBLISH_ETA_HORIZON = 2 * SYSTEM_SETTINGS["PUBLISH_CATCHUP_INTERVAL"]
     redis = PrivateRedis(free_port()).start()
     env = {"BLOGPUBLISH_TEST_BROKER": redis.url, **{k: str(v) for k, v in SYSTEM_SETTINGS.items()}}
-    pipe = Pipeline(redis, env)
+    pipe = Pipeline(redis=redis, env=env)
     with broker(redis.url):
         try:
             yield pipe

@@ -18,7 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 from django.conf import settings
@@ -26,12 +26,11 @@ from django.conf import settings
 from config.celery import app
 from publishing.broker_status import queue_message_counts
 from publishing.models import Article, ArticleStatus, AttemptOutcome
-from tests.support import processes
 from tests.support.broker import broker
 from tests.support.processes import ROOT, Proc
 from tests.support.rabbitmq import PrivateRabbitMQ, rabbitmq_missing
 from tests.support.waiting import wait_for
-from tests.system.conftest import SYSTEM_SETTINGS, record_timing, since
+from tests.system.conftest import SYSTEM_SETTINGS, Processes, record_timing, since
 from tests.system.helpers import assert_published_once, save_articles, wait_all_published
 
 pytestmark = [
@@ -55,29 +54,10 @@ def node() -> Iterator[PrivateRabbitMQ]:
     node.remove()
 
 
-@dataclass
-class RabbitPipeline:
+@dataclass(kw_only=True)
+class RabbitPipeline(Processes):
     node: PrivateRabbitMQ
     url: str
-    env: dict
-    procs: list[Proc] = field(default_factory=list)
-
-    def worker(self, *, ready: bool = True, **kwargs) -> Proc:
-        env = {**self.env, **kwargs.pop("env", {})}
-        proc = processes.start_worker(env=env, ready=False, **kwargs)
-        self.procs.append(proc)  # stopped at the end, also when it never got ready
-        if ready:
-            processes.wait_until_ready(proc)
-        return proc
-
-    def beat(self, name: str = "beat") -> Proc:
-        proc = processes.start_beat(env=self.env, name=name)
-        self.procs.append(proc)
-        return proc
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            proc.stop(timeout=10)
 
 
 @pytest.fixture
@@ -95,7 +75,7 @@ def rabbit(node, transactional_db, settings) -> Iterator[RabbitPipeline]:
         assert done.returncode == 0, done.stderr
     url = f"amqp://guest:guest@127.0.0.1:{node.port}/{vhost}"
     env = {"BLOGPUBLISH_TEST_BROKER": url, **{k: str(v) for k, v in SYSTEM_SETTINGS.items()}}
-    pipe = RabbitPipeline(node, url, env)
+    pipe = RabbitPipeline(node=node, url=url, env=env)
     with broker(url):
         try:
             yield pipe
