@@ -69,6 +69,8 @@ def open_dir(root: Path, *parts: str, create: bool = False) -> Iterator[int]:
             if create:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, DIR_MODE, dir_fd=fd)
+                    # The new directory's entry is durable only once its parent is.
+                    os.fsync(fd)
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
@@ -147,6 +149,7 @@ def atomic_write(root: Path, rel: str, data: str | bytes) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp, dir_fd=dir_fd)
             raise
+        os.fsync(dir_fd)  # the rename itself on disk, not only the file's bytes
 
 
 def read_bytes(root: Path, rel: str) -> bytes | None:
@@ -192,16 +195,33 @@ def move_staged(root: Path, folder: str, staged: str, rel: str) -> None:
         open_dir(root, *target, create=True) as dst_fd,
     ):
         os.replace(staged, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        # The rename on disk: without it a power loss can bring back the old page while
+        # the database says the new one is live (the staging folder loses its entry in
+        # the same journal commit on one file system).
+        os.fsync(dst_fd)
 
 
 def move_many(root: Path, folder: str, moves: list[tuple[str, str]]) -> None:
     """`move_staged` for many (staged, rel) pairs, the staging folder opened once; the
-    first failure raises (the moves before it are done)."""
+    first failure raises (the moves before it are done). The renames are then made
+    durable together: one flush of the file system, or an fsync of each directory."""
     with open_dir(root, *parts_of(folder)) as src_fd:
-        for staged, rel in moves:
-            *target, name = parts_of(rel)
-            with open_dir(root, *target, create=True) as dst_fd:
-                os.replace(staged, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        try:
+            for staged, rel in moves:
+                *target, name = parts_of(rel)
+                with open_dir(root, *target, create=True) as dst_fd:
+                    os.replace(staged, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        finally:
+            _sync_dirs(root, src_fd, {tuple(parts_of(rel)[:-1]) for _, rel in moves})
+
+
+def _sync_dirs(root: Path, any_fd: int, folders: set[tuple[str, ...]]) -> None:
+    """The renames into `folders` made durable: `syncfs` once, else an fsync each."""
+    if _syncfs(any_fd):
+        return
+    for folder in sorted(folders):
+        with contextlib.suppress(FileNotFoundError), open_dir(root, *folder) as fd:
+            os.fsync(fd)
 
 
 def _syncfs(dir_fd: int) -> bool:

@@ -25,7 +25,15 @@ from django.db import connection, transaction
 # never one that a later synchronous commit (a claim, a completion) came after, since
 # the WAL is flushed in order; what is lost is a page rename noted again by the retry,
 # or a pass run again. https://www.postgresql.org/docs/current/wal-async-commit.html
+# Only ever in a transaction the guard itself opens: inside a caller's transaction (a
+# delete, whose webhook goes out after its commit) the setting would make the caller's
+# own commit asynchronous too, and a crash could lose a delete the world was told of.
 RELAXED_COMMIT = "set_config('synchronous_commit', 'off', true)"
+
+
+def _relaxed(opens_transaction: bool) -> str:
+    """The relaxed commit's SELECT term, when this guard's transaction is its own."""
+    return RELAXED_COMMIT if opens_transaction else "1"
 
 
 def advisory_key(kind: str, name: object) -> int:
@@ -43,13 +51,14 @@ def page_guard(
     keys = {advisory_key("slug", slug) for slug in slugs if slug}
     ids = [*article_ids, *([] if article_id is None else [article_id])]
     keys.update(advisory_key("article", i) for i in ids)
+    own = not connection.in_atomic_block
     with transaction.atomic():
         if connection.vendor == "postgresql":
             # One statement; the locks in one order everywhere, so two guards never
             # wait for each other.
             locks = "".join(", pg_advisory_xact_lock(%s)" for _ in keys)
             with connection.cursor() as cursor:
-                cursor.execute(f"SELECT {RELAXED_COMMIT}{locks}", sorted(keys))
+                cursor.execute(f"SELECT {_relaxed(own)}{locks}", sorted(keys))
         yield
 
 
@@ -58,9 +67,10 @@ def snapshot() -> Iterator[None]:
     """A transaction whose reads all see one moment: a refresh's notes, counts and
     listings agree with each other although publishes commit meanwhile. SQLite's
     IMMEDIATE transaction holds the write lock, so nothing commits meanwhile there."""
+    own = not connection.in_atomic_block
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                cursor.execute(f"SELECT {RELAXED_COMMIT}")
+                cursor.execute(f"SELECT {_relaxed(own)}")
         yield

@@ -1,0 +1,86 @@
+"""blogpublish.files: a page's rename is on disk before the database says it is live
+(issue 17, finding 5): the directory holding a renamed page is synced, not only the
+page's bytes, and a new page folder's entry in its parent too.
+
+These record the sync calls the writes make (os.fsync, the file system flush); what a
+power loss keeps cannot be shown in a test, which calls are made can."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from blogpublish import files
+
+
+@pytest.fixture
+def synced(monkeypatch) -> list[str]:
+    """The kinds ("dir", "file") of what each os.fsync call synced, and "fs" per flush."""
+    calls: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        calls.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    return calls
+
+
+def test_atomic_write__syncs_the_file_then_its_directory(tmp_path: Path, synced):
+    (tmp_path / "slug").mkdir()
+
+    files.atomic_write(tmp_path, "slug/index.html", "<p>new</p>")
+
+    assert synced == ["file", "dir"]
+    assert (tmp_path / "slug" / "index.html").read_text() == "<p>new</p>"
+
+
+def test_atomic_write__a_new_folder_is_synced_in_its_parent(tmp_path: Path, synced):
+    files.atomic_write(tmp_path, "新しい/index.html", "<p>new</p>")
+
+    assert synced == ["dir", "file", "dir"]  # the parent of the new folder, the file, its folder
+
+
+def test_move_staged__syncs_the_target_directory(tmp_path: Path, synced):
+    staged = files.stage(tmp_path, ".staging", "index.html", "<p>page</p>")
+    (tmp_path / "slug").mkdir()
+    synced.clear()
+
+    files.move_staged(tmp_path, ".staging", staged, "slug/index.html")
+
+    assert synced == ["dir"]
+    assert (tmp_path / "slug" / "index.html").read_text() == "<p>page</p>"
+
+
+def test_move_many__the_renames_are_flushed_once(tmp_path: Path, synced, monkeypatch):
+    flushes: list[int] = []
+    monkeypatch.setattr(files, "_syncfs", lambda fd: flushes.append(fd) or True)
+    moves = []
+    for slug in ("a", "b", "c"):
+        (tmp_path / slug).mkdir()
+        moves.append((files.stage(tmp_path, ".staging", "index.html", slug), f"{slug}/index.html"))
+    synced.clear()
+
+    files.move_many(tmp_path, ".staging", moves)
+
+    assert len(flushes) == 1 and synced == []
+    assert [(tmp_path / s / "index.html").read_text() for s in "abc"] == ["a", "b", "c"]
+
+
+def test_move_many__without_a_file_system_flush_each_directory_is_synced(
+    tmp_path: Path, synced, monkeypatch
+):
+    monkeypatch.setattr(files, "_syncfs", lambda fd: False)
+    moves = []
+    for slug in ("a", "b"):
+        (tmp_path / slug).mkdir()
+        moves.append((files.stage(tmp_path, ".staging", "index.html", slug), f"{slug}/index.html"))
+    synced.clear()
+
+    files.move_many(tmp_path, ".staging", moves)
+
+    assert synced == ["dir", "dir"]
