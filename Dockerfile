@@ -2,9 +2,12 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 COPY pyproject.toml README.md ./
+# Every package pyproject.toml installs (tests/unit/test_dockerfile.py holds it).
 COPY config config
 COPY publishing publishing
 COPY blogpublish blogpublish
+COPY api api
+COPY clock clock
 COPY manage.py ./
 RUN pip install --no-cache-dir . gunicorn \
  && useradd --create-home blog && mkdir -p /app/var/site /app/var/flower && chown -R blog /app/var

@@ -80,14 +80,23 @@ class Proc:
 STARTED: list[Proc] = []
 
 
-def spawn(name: str, cmd: list[str], *, env: dict | None = None) -> Proc:
+def spawn(
+    name: str,
+    cmd: list[str],
+    *,
+    env: dict | None = None,
+    cwd: Path = ROOT,
+    inherit_env: bool = True,
+) -> Proc:
+    """`inherit_env=False`: the process gets `env` alone (and PYTHONUNBUFFERED), not
+    the test run's environment (its settings module, its database)."""
     log = settings.RUN_DIR / "logs" / f"{name}-{time.time_ns()}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    full_env = {**(os.environ if inherit_env else {}), "PYTHONUNBUFFERED": "1", **(env or {})}
     with open(log, "wb") as out:
         popen = subprocess.Popen(
             cmd,
-            cwd=ROOT,
+            cwd=cwd,
             env=full_env,
             stdout=out,
             stderr=subprocess.STDOUT,
