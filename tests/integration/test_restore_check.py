@@ -1,0 +1,71 @@
+"""`restore_check` names what is wrong with an installation (docs/operations.md,
+"Backups"): a page that is not its live version, an image an article names that is
+gone, and a site restored empty until `--repair` rebuilds it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import CommandError, call_command
+from PIL import Image
+
+from blogpublish.desk import images
+from blogpublish.site import paths
+from publishing.models import Article, ArticleStatus
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def published(make_article, **fields) -> Article:
+    article = make_article(**fields)
+
+    def live() -> bool:
+        article.refresh_from_db()
+        return article.status == ArticleStatus.PUBLISHED
+
+    wait_for(live, timeout=45, what=f"{article.slug} published")
+    return article
+
+
+def check() -> str:
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="problems"):
+        call_command("restore_check", stdout=io.StringIO(), stderr=err)
+    return err.getvalue()
+
+
+def test_restore_check__a_whole_site_passes_a_stale_page_and_a_lost_image_do_not(
+    worker, make_article
+):
+    png = io.BytesIO()
+    Image.new("RGB", (2, 2), (0, 90, 200)).save(png, "PNG")
+    image = images.store(png.getvalue(), name="blue.png", content_type="image/png")
+    article = published(make_article, slug="checked", title="检查", body=image.markdown)
+    call_command("restore_check", "--repair", stdout=(out := io.StringIO()))
+    assert "the installation is whole" in out.getvalue()
+
+    root = Path(settings.SITE_ROOT)
+    (root / paths.page_file(article.slug)).write_text("<p>an old page</p>")
+    (root / image.path).unlink()
+
+    problems = check()
+    assert (
+        f"article {article.pk}: its page {paths.page_file('checked')} is not its live" in problems
+    )
+    assert f"the image {image.path} is named by an article and missing" in problems
+
+
+def test_restore_check__repair_writes_the_pages_of_a_site_restored_empty(worker, make_article):
+    article = published(make_article, slug="restored-empty", title="Restored")
+    call_command("restore_check", "--repair", stdout=io.StringIO())
+    page = Path(settings.SITE_ROOT) / paths.page_file(article.slug)
+    page.unlink()
+
+    assert f"its page {paths.page_file('restored-empty')} is missing" in check()
+
+    call_command("restore_check", "--repair", stdout=io.StringIO())
+    assert "Restored" in page.read_text()
