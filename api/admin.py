@@ -1,14 +1,37 @@
-"""API tokens in the admin: make one (shown once), revoke, see when each was last used."""
+"""API tokens in the admin: make one (shown once, with its scope), revoke, see when each
+was last used."""
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
+from api.exceptions import TokenRefused
 from api.models import ApiToken
+from api.permissions import check_token_allowed
 from api.tokens import token_create, tokens_revoke
+
+
+class ApiTokenAddForm(forms.ModelForm):
+    """Whose token, what for, and its scope; a user the token could do nothing for (no
+    permission on articles, or none a read token can use) is refused here, with why."""
+
+    class Meta:
+        model = ApiToken
+        fields = ("user", "name", "scope")
+
+    def clean(self):
+        data = super().clean()
+        user, scope = data.get("user"), data.get("scope")
+        if user is not None and scope:
+            try:
+                check_token_allowed(user=user, scope=scope)
+            except TokenRefused as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return data
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -28,25 +51,31 @@ class StateFilter(admin.SimpleListFilter):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("token", "user", "name", "created_at", "last_used_at", "revoked_at")
-    list_filter = (StateFilter,)
+    list_display = ("token", "user", "name", "scope", "created_at", "last_used_at", "revoked_at")
+    list_filter = (StateFilter, "scope")
     search_fields = ("user__username", "name", "prefix")
     actions = ("revoke",)
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
 
+    def get_form(self, request: HttpRequest, obj: ApiToken | None = None, **kwargs):
+        if obj is None:
+            kwargs["form"] = ApiTokenAddForm
+        return super().get_form(request, obj, **kwargs)
+
     def get_fields(self, request: HttpRequest, obj: ApiToken | None = None):
-        if obj is None:  # adding: whose token, and what for; the token itself is made here
-            return ("user", "name")
-        return ("user", "name", *self.readonly_fields)
+        if obj is None:  # adding: whose token, what for, its scope; the token is made here
+            return ("user", "name", "scope")
+        return ("user", "name", "scope", *self.readonly_fields)
 
     def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None):
-        return self.readonly_fields if obj is None else ("user", *self.readonly_fields)
+        # A token's user and scope are fixed: for more rights, make another token.
+        return self.readonly_fields if obj is None else ("user", "scope", *self.readonly_fields)
 
     def save_model(self, request: HttpRequest, obj: ApiToken, form, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return
-        row, token = token_create(user=obj.user, name=obj.name)
+        row, token = token_create(user=obj.user, name=obj.name, scope=obj.scope)
         for field in ApiToken._meta.concrete_fields:
             setattr(obj, field.attname, getattr(row, field.attname))
         obj._state.adding, obj._state.db = False, row._state.db

@@ -3,6 +3,9 @@
 Every write goes through `publishing.services` (article_create, article_update,
 article_requeue), the functions the admin calls, so the API takes exactly what the
 admin takes and publishes the same way: a pending row, dispatched after the commit.
+Every operation declares what it needs (api/permissions.py): the admin's permission
+for it, and a write token for a write; its authentication checks both (403 otherwise)
+before anything else of the request is looked at.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 
-from api.exceptions import ApiError, NotRequeueable
+from api.exceptions import ApiError, InsufficientScope, NotRequeueable
+from api.permissions import CREATE, EDIT, READ, REMOVE, REQUEUE, Need, check_access, default_need
 from api.schemas import (
     ArticleCreateIn,
     ArticleOut,
@@ -32,7 +36,7 @@ from api.schemas import (
     parse_publish_at,
 )
 from api.services import article_create_once, request_digest
-from api.tokens import token_user
+from api.tokens import token_lookup
 from publishing.models import Article
 from publishing.services import article_create, article_requeue, article_update
 
@@ -43,8 +47,21 @@ NUL_MESSAGE = str(ProhibitNullCharactersValidator.message)
 
 
 class BearerToken(HttpBearer):
+    """`Authorization: Bearer <token>`: a valid token (401 otherwise) whose user has the
+    operation's permission and whose scope allows it (403 otherwise). The request acts
+    as the token's user (`request.auth`)."""
+
+    def __init__(self, need: Need | None = None):
+        super().__init__()
+        self.need = need  # None: by the method (api.permissions.default_need)
+
     def authenticate(self, request: HttpRequest, token: str):
-        return token_user(token)
+        row = token_lookup(token)
+        if row is None:
+            return None
+        need = self.need or default_need(request.method)
+        check_access(user=row.user, scope=row.scope, need=need)
+        return row.user
 
 
 api = NinjaAPI(
@@ -52,9 +69,12 @@ api = NinjaAPI(
     version="1",
     description=(
         "Write articles from programs. Authenticate with `Authorization: Bearer <token>` "
-        "(a staff user's token: `python manage.py api_token USERNAME`, or the admin). "
-        "docs/api.md has examples."
+        "(a staff user's token: `python manage.py api_token USERNAME [--scope write]`, or "
+        "the admin). Each operation needs its user's permission, as in the admin, and a "
+        "write token for a write (403 otherwise). docs/api.md has examples."
     ),
+    # An operation that declares no need of its own (none here): read for GET, change
+    # for the rest; tests/security/test_api_permissions.py lists each operation's need.
     auth=BearerToken(),
     urls_namespace="api",
     openapi_url="/schema",
@@ -64,7 +84,7 @@ api = NinjaAPI(
 )
 
 # Every operation may answer these.
-COMMON = {400: ErrorOut, 401: ErrorOut}
+COMMON = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut}
 ONE = {**COMMON, 404: ErrorOut}
 ArticleId = PathParam(..., ge=1, le=MAX_ID, description="The article's id.")
 
@@ -112,7 +132,12 @@ def invalid_content(request: HttpRequest, exc: DjangoValidationError) -> HttpRes
 
 @api.exception_handler(ApiError)
 def refused(request: HttpRequest, exc: ApiError) -> HttpResponse:
-    return error(request, exc.status, str(exc))
+    response = error(request, exc.status, str(exc))
+    if isinstance(exc, InsufficientScope):  # RFC 6750 §3.1
+        response["WWW-Authenticate"] = (
+            'Bearer realm="blogpublish", error="insufficient_scope", scope="write"'
+        )
+    return response
 
 
 @api.exception_handler(HttpError)
@@ -214,6 +239,7 @@ def _messages(exc: DjangoValidationError) -> dict[str, list[str]]:
 
 @api.post(
     "/articles",
+    auth=BearerToken(CREATE),
     response={200: ArticleOut, 201: ArticleOut, 409: ErrorOut, 413: ErrorOut, **COMMON},
     summary="Create an article (pending; published as soon as a worker takes it)",
     description=(
@@ -249,6 +275,7 @@ def create_article(
 
 @api.get(
     "/articles",
+    auth=BearerToken(READ),
     response={200: ArticlePage, **COMMON},
     summary="List articles, newest first (filter by status)",
 )
@@ -274,7 +301,12 @@ def list_articles(
     }
 
 
-@api.get("/articles/{id}", response={200: ArticleOut, **ONE}, summary="One article")
+@api.get(
+    "/articles/{id}",
+    auth=BearerToken(READ),
+    response={200: ArticleOut, **ONE},
+    summary="One article",
+)
 def get_article(request: HttpRequest, id: int = ArticleId):
     _known_query(request)
     return article_out(get_object_or_404(Article, pk=id))
@@ -282,6 +314,7 @@ def get_article(request: HttpRequest, id: int = ArticleId):
 
 @api.patch(
     "/articles/{id}",
+    auth=BearerToken(EDIT),
     response={200: ArticleOut, 413: ErrorOut, **ONE},
     summary="Edit an article (only the fields given); changed content is published again",
 )
@@ -297,6 +330,7 @@ def patch_article(request: HttpRequest, payload: ArticlePatchIn, id: int = Artic
 
 @api.delete(
     "/articles/{id}",
+    auth=BearerToken(REMOVE),
     response={204: None, **ONE},
     summary="Delete an article (its page leaves the site)",
 )
@@ -308,6 +342,7 @@ def delete_article(request: HttpRequest, id: int = ArticleId):
 
 @api.post(
     "/articles/{id}/requeue",
+    auth=BearerToken(REQUEUE),
     response={200: ArticleOut, 409: ErrorOut, **ONE},
     summary="Requeue a dead article (pending again, attempts reset), as the admin's action",
 )

@@ -24,8 +24,18 @@ class NotRequeueable(ApiError):
     status = 409
 
 
+class PermissionMissing(ApiError):
+    """The token's user may not do this."""
+
+    status = 403
+
+
+class InsufficientScope(PermissionMissing):
+    """This token's scope does not allow this (a read token, and a write)."""
+
+
 class TokenRefused(Exception):
-    """Only an active staff user can have an API token."""
+    """Only an active staff user with a permission on articles can have an API token."""
 
     def __init__(self, message: str | None = None):
         super().__init__(message or self.__doc__)

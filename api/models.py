@@ -13,6 +13,15 @@ from django.db import models
 from django.db.models import Q
 
 
+class TokenScope(models.TextChoices):
+    """What a token may do, chosen when it is made (as GitHub's and Ghost's tokens)."""
+
+    # GET only: read articles, within its user's permissions.
+    READ = "read", "read (GET only)"
+    # Everything its user's permissions allow: create, edit, delete, requeue, read.
+    WRITE = "write", "write (all its user may do)"
+
+
 class ApiToken(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -23,6 +32,15 @@ class ApiToken(models.Model):
     )
     name = models.CharField(
         max_length=100, blank=True, default="", help_text="What uses it (a CI job, a tool)."
+    )
+    # Least privilege by default: a new token reads unless write is asked for. (Tokens
+    # made before scopes existed were migrated to write: they keep working as they did.)
+    scope = models.CharField(
+        max_length=5,
+        choices=TokenScope.choices,
+        default=TokenScope.READ,
+        help_text="read: GET only. write: everything the user's permissions allow. "
+        "Fixed when the token is made.",
     )
     # The token's first characters, to tell tokens apart in lists; never enough to use.
     prefix = models.CharField(max_length=16, editable=False)
@@ -36,6 +54,11 @@ class ApiToken(models.Model):
     class Meta:
         verbose_name = "API token"
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope__in=TokenScope.values), name="api_token_scope_known"
+            ),
+        ]
 
     def __str__(self) -> str:
         label = f" ({self.name})" if self.name else ""

@@ -1,4 +1,5 @@
-"""API tokens: made for a staff user, shown once, stored as a SHA-256, revocable."""
+"""API tokens: made for a staff user with a permission on articles, with a scope (read or
+write), shown once, stored as a SHA-256, revocable."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from api.exceptions import TokenRefused
-from api.models import ApiToken
+from api.models import ApiToken, TokenScope
+from api.permissions import check_token_allowed
 
 # "bp_" says what the secret is (secret scanners and people recognise it); 32 random
 # bytes make it unguessable, which is why a plain SHA-256 is enough to store it.
@@ -28,19 +29,20 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def token_create(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiToken, str]:
-    """A new token for `user` (an active staff user): (its row, the token). The token
-    itself is stored nowhere: show it to the person now."""
-    if not user.is_active:
-        raise TokenRefused(f"{user.get_username()} is not an active user.")
-    if not user.is_staff:
-        raise TokenRefused(
-            f"{user.get_username()} is not a staff user; only staff users get API tokens "
-            "(tick “Staff status” in the admin first)."
-        )
+def token_create(
+    *, user: AbstractBaseUser, name: str = "", scope: str = TokenScope.READ
+) -> tuple[ApiToken, str]:
+    """A new token for `user` (an active staff user with a permission on articles that
+    a token of `scope` can use): (its row, the token). Raises TokenRefused otherwise.
+    The token itself is stored nowhere: show it to the person now."""
+    check_token_allowed(user=user, scope=scope)
     token = TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
     row = ApiToken.objects.create(
-        user=user, name=name, prefix=token[: len(TOKEN_PREFIX) + 6], digest=token_digest(token)
+        user=user,
+        name=name,
+        scope=scope,
+        prefix=token[: len(TOKEN_PREFIX) + 6],
+        digest=token_digest(token),
     )
     return row, token
 
@@ -52,9 +54,10 @@ def tokens_revoke(*, token_ids) -> int:
     )
 
 
-def token_user(token: str) -> AbstractBaseUser | None:
-    """The user a request's token acts as; None for a token that is unknown, revoked,
-    or whose user is no longer an active staff user."""
+def token_lookup(token: str) -> ApiToken | None:
+    """The token row a request's token is (its `user` loaded); None for a token that is
+    unknown, revoked, or whose user is no longer an active staff user. What the token
+    may do is checked per operation (api/permissions.py)."""
     if not token or len(token) > TOKEN_MAX_LENGTH:
         return None
     row = (
@@ -68,4 +71,4 @@ def token_user(token: str) -> AbstractBaseUser | None:
     ApiToken.objects.filter(pk=row.pk).filter(
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=cutoff)
     ).update(last_used_at=Now())
-    return row.user
+    return row

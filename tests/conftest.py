@@ -11,6 +11,9 @@ from publishing.models import Article
 from tests.support import processes
 from tests.support.chaos import write_chaos
 
+# The API's users, tokens and clients (make_token, token, api), for every suite.
+pytest_plugins = ["tests.support.api"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _run_cleanup(request):

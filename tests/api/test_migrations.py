@@ -7,6 +7,8 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 
 @pytest.mark.django_db
@@ -16,3 +18,25 @@ def test_the_api_models_have_their_migrations():
     call_command("makemigrations", "api", "--check", "--dry-run", stdout=out)
 
     assert "No changes detected" in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tokens_made_before_scopes_become_write_tokens_and_new_ones_are_read():
+    """An upgrade breaks no program: the tokens that exist keep writing."""
+    before, after = ("api", "0001_initial"), ("api", "0002_apitoken_scope_existing_tokens_write")
+    try:
+        executor = MigrationExecutor(connection)
+        executor.migrate([before])
+        old = executor.loader.project_state([before]).apps
+        user = old.get_model("auth", "User").objects.create(username="old-program", is_staff=True)
+        old.get_model("api", "ApiToken").objects.create(user=user, prefix="bp_old", digest="0" * 64)
+
+        executor = MigrationExecutor(connection)
+        executor.migrate([after])
+        tokens = executor.loader.project_state([after]).apps.get_model("api", "ApiToken").objects
+
+        assert tokens.get().scope == "write"
+        assert tokens.create(user_id=user.pk, prefix="bp_new", digest="1" * 64).scope == "read"
+    finally:  # the schema every later test expects
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

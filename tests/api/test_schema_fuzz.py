@@ -9,7 +9,6 @@ import secrets
 
 import pytest
 import schemathesis
-from django.contrib.auth import get_user_model
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
@@ -23,9 +22,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from api.models import ApiToken
+from api.models import ApiToken, TokenScope
 from api.tokens import token_digest
 from publishing.models import Article
+from tests.support.api import staff_user
 
 # What "matches the schema" means here. Not `positive_data_acceptance`: the schema
 # states the shape of an article, while the content rules (a free slug, Markdown the
@@ -45,7 +45,8 @@ CHECKS = [
 schema = schemathesis.openapi.from_wsgi("/api/schema", get_wsgi_application())
 
 
-# A staff user's token, made for each test (the row), known to the auth provider below.
+# A write token of a staff user with every permission on articles, made for each test
+# (the row), known to the auth provider below.
 FUZZ_TOKEN = "bp_schemathesis-" + secrets.token_urlsafe(32)
 
 
@@ -63,8 +64,12 @@ class BearerToken:
 
 @pytest.fixture(autouse=True)
 def _staff_token_and_articles(db):
-    user = get_user_model().objects.create_user("fuzzer", is_staff=True)
-    ApiToken.objects.create(user=user, prefix=FUZZ_TOKEN[:9], digest=token_digest(FUZZ_TOKEN))
+    ApiToken.objects.create(
+        user=staff_user("fuzzer"),
+        scope=TokenScope.WRITE,
+        prefix=FUZZ_TOKEN[:9],
+        digest=token_digest(FUZZ_TOKEN),
+    )
     # Articles for the operations on one article to find: pending, published, dead.
     for n, status in enumerate(["pending", "published", "dead"] * 4):
         article = Article(title=f"Existing {n}", slug=f"existing-{n}", body=f"Text {n}.")

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -13,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from api.models import ApiToken
-from tests.support.processes import ROOT
+from tests.support.api import run_api_token, staff_user
 
 TOKEN = re.compile(r"bp_[A-Za-z0-9_-]{40,}")
 
@@ -26,7 +23,7 @@ def works(token: str) -> bool:
 
 @pytest.mark.django_db
 def test_api_token_prints_a_new_token_that_works(capsys):
-    get_user_model().objects.create_user("editor", is_staff=True)
+    staff_user("editor")
 
     call_command("api_token", "editor", "--name", "ci job")
 
@@ -38,7 +35,7 @@ def test_api_token_prints_a_new_token_that_works(capsys):
 
 @pytest.mark.django_db
 def test_each_run_makes_another_token(capsys):
-    get_user_model().objects.create_user("editor", is_staff=True)
+    staff_user("editor")
 
     call_command("api_token", "editor")
     call_command("api_token", "editor")
@@ -70,14 +67,7 @@ def test_api_token_refuses_an_unknown_or_non_staff_user(username, message):
 def test_api_token_exits_non_zero_with_the_reason_on_stderr():
     get_user_model().objects.create_user("reader")
 
-    result = subprocess.run(
-        [sys.executable, "manage.py", "api_token", "reader"],
-        cwd=ROOT,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_api_token("reader")
 
     assert result.returncode != 0
     assert "not a staff user" in result.stderr
@@ -93,10 +83,10 @@ def admin_client(db):
 
 
 def test_the_admin_makes_a_token_and_shows_it_once(admin_client):
-    editor = get_user_model().objects.create_user("editor", is_staff=True)
+    editor = staff_user("editor")
 
     response = admin_client.post(
-        "/admin/api/apitoken/add/", {"user": editor.pk, "name": "newsroom"}
+        "/admin/api/apitoken/add/", {"user": editor.pk, "name": "newsroom", "scope": "write"}
     )
 
     assert response.status_code == 200
@@ -104,7 +94,7 @@ def test_the_admin_makes_a_token_and_shows_it_once(admin_client):
     token = TOKEN.search(response.content.decode()).group()
     assert works(token)
     row = ApiToken.objects.get()
-    assert (row.user, row.name) == (editor, "newsroom")
+    assert (row.user, row.name, row.scope) == (editor, "newsroom", "write")
     # Not shown again: the change page has its prefix only.
     page = admin_client.get(f"/admin/api/apitoken/{row.pk}/change/").content.decode()
     assert row.prefix in page and token not in page
@@ -113,7 +103,7 @@ def test_the_admin_makes_a_token_and_shows_it_once(admin_client):
 def test_the_admin_refuses_a_token_for_a_non_staff_user(admin_client):
     reader = get_user_model().objects.create_user("reader")
 
-    response = admin_client.post("/admin/api/apitoken/add/", {"user": reader.pk})
+    response = admin_client.post("/admin/api/apitoken/add/", {"user": reader.pk, "scope": "read"})
 
     assert response.status_code == 200  # the form again, with its error
     assert ApiToken.objects.count() == 0

@@ -12,10 +12,8 @@ from datetime import timedelta
 import pytest
 import redis
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.test import Client
 
-from api.tokens import token_create
 from config.brokers import REDIS, dispatch_transport_options
 from publishing import dispatch
 from publishing.models import Article, ArticleStatus
@@ -38,10 +36,8 @@ POST_BOUND_SECONDS = 10 * DISPATCH_BOUND
 
 
 @pytest.fixture
-def api_client() -> Client:
-    user = get_user_model().objects.create_user("integration", is_staff=True)
-    _row, token = token_create(user=user)
-    return Client(headers={"Authorization": f"Bearer {token}"})
+def api_client(make_token) -> Client:
+    return Client(headers={"Authorization": f"Bearer {make_token('integration')[1]}"})
 
 
 def post_article(client: Client, **fields) -> dict:
