@@ -9,6 +9,7 @@ pending again") and refuses content that fails validation, however it is saved.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import unicodedata
@@ -26,15 +27,21 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.db import OctetLength
-from publishing.text_limits import validate_markdown_limits, validate_xml_chars
+from publishing.text_limits import (
+    validate_display_chars,
+    validate_markdown_limits,
+    validate_xml_chars,
+)
 from publishing.validators import (
     BODY_MAX_BYTES,
+    RESERVED_SLUG_DB_REGEX,
     RESERVED_SLUGS,
     SLUG_MAX_BYTES,
     is_reserved_slug,
     slug_key,
     validate_body_size,
     validate_not_reserved,
+    validate_publish_at,
     validate_single_line,
     validate_slug_bytes,
 )
@@ -163,14 +170,15 @@ RESERVED_SLUG_LIST = sorted(RESERVED_SLUGS | {"sitemap"})
 
 class Article(models.Model):
     title = models.CharField(
-        max_length=TITLE_MAX_LENGTH, validators=[validate_single_line, validate_xml_chars]
+        max_length=TITLE_MAX_LENGTH,
+        validators=[validate_single_line, validate_xml_chars, validate_display_chars],
     )
     slug = models.SlugField(
         max_length=200,
         unique=True,
         blank=True,
         allow_unicode=True,
-        validators=[validate_slug_bytes, validate_not_reserved],
+        validators=[validate_slug_bytes, validate_not_reserved, validate_display_chars],
         help_text=_(
             "The page's address: letters (any script), digits, - and _. "
             "Left blank, it is made from the title."
@@ -187,7 +195,9 @@ class Article(models.Model):
         max_length=16, choices=ArticleStatus.choices, default=ArticleStatus.PENDING
     )
     publish_at = models.DateTimeField(
-        default=timezone.now, help_text=_("Not published before this time.")
+        default=timezone.now,
+        validators=[validate_publish_at],
+        help_text=_("Not published before this time."),
     )
     # Attempts of the current content: the budget, reset by a requeue or an edit.
     attempts = models.PositiveIntegerField(default=0)
@@ -254,6 +264,12 @@ class Article(models.Model):
             models.CheckConstraint(
                 condition=~Q(slug__in=RESERVED_SLUG_LIST) & ~Q(slug_key__in=RESERVED_SLUG_LIST),
                 name="article_slug_not_reserved",
+            ),
+            # sitemap-<n>: the sitemap's chunks (REGEXP on SQLite is Django's, Python's re).
+            models.CheckConstraint(
+                condition=~Q(slug__iregex=RESERVED_SLUG_DB_REGEX)
+                & ~Q(slug_key__iregex=RESERVED_SLUG_DB_REGEX),
+                name="article_slug_not_sitemap_chunk",
             ),
         ]
         indexes = [
@@ -340,8 +356,10 @@ class Article(models.Model):
             self.publish_at = self.publish_at.replace(microsecond=0)
             if timezone.is_aware(self.publish_at):
                 # UTC, as stored: PostgreSQL refuses offsets past ±15:59 (+23:00 is valid
-                # ISO 8601), and every way in (admin, API, import) then agrees.
-                self.publish_at = self.publish_at.astimezone(UTC)
+                # ISO 8601), and every way in (admin, API, import) then agrees. A time
+                # with no UTC equivalent (year 10000 there) is left for the validator.
+                with contextlib.suppress(OverflowError):
+                    self.publish_at = self.publish_at.astimezone(UTC)
 
     def _content_hash(self) -> str:
         return content_hash_of(

@@ -5,6 +5,12 @@
   carriage return; U+FFFE and U+FFFF; lone surrogates, which a JSON `\\ud800` escape can
   produce) cannot be written into them at all. Such text is refused at validation, and
   the site strips it from whatever got past validation (`strip_xml_illegal`).
+- **No invisible tricks in a title or a slug.** Bidirectional embeddings, overrides
+  and isolates (U+202A–U+202E, U+2066–U+2069) are invisible and reorder what follows
+  them on screen (a title ending in U+202E "gpj.exe" reads "exe.jpg"), and C0 and C1
+  controls and DEL are no part of a title; all are refused with the character named
+  (issue 19). ZWJ, ZWNJ, LRM and RLM stay allowed: Persian, the Indic scripts and emoji
+  need them, and they mark direction without overriding it.
 - **Markdown the renderer reads in bounded time**: nesting, runs of emphasis marks,
   brackets and dense paragraphs under limits no real article comes near
   (`markdown_complexity_problems`, linear; the limits and measurements are in
@@ -17,6 +23,7 @@ Pure functions of the text: the model's validators call them, and so does the re
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_left
 
 from django.core.exceptions import ValidationError
@@ -53,6 +60,40 @@ def validate_xml_chars(value: str) -> None:
         ),
         code="xml_char",
         params={"code": ord(char), "position": position},
+    )
+
+
+# C0 controls, DEL, C1 controls; the bidirectional embeddings, overrides (U+202A-U+202E)
+# and isolates (U+2066-U+2069). Not U+200C-U+200F (ZWNJ, ZWJ, LRM, RLM).
+DISPLAY_TRICK_RE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def char_name(char: str) -> str:
+    """U+202E RIGHT-TO-LEFT OVERRIDE; a control character has no name in Unicode."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X} {name or 'a control character'}"
+
+
+def first_display_trick(value: str) -> tuple[int, str] | None:
+    """The first control or bidirectional override in `value`, as (1-based position,
+    character)."""
+    match = DISPLAY_TRICK_RE.search(value)
+    return (match.start() + 1, match.group()) if match else None
+
+
+def validate_display_chars(value: str) -> None:
+    """Refuse a control character or a bidirectional override, naming the first."""
+    found = first_display_trick(value)
+    if found is None:
+        return
+    position, char = found
+    raise ValidationError(
+        _(
+            "%(char)s at position %(position)d is an invisible control character that "
+            "changes how the text is shown; remove it."
+        ),
+        code="display_char",
+        params={"char": char_name(char), "position": position},
     )
 
 
