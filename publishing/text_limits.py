@@ -47,25 +47,16 @@ def strip_xml_illegal(value: str) -> str:
     return XML_ILLEGAL_RE.sub("", value) if XML_ILLEGAL_RE.search(value) else value
 
 
-def validate_xml_chars(value: str) -> None:
-    """Refuse what the feed could not carry, naming the first such character."""
-    found = first_xml_illegal(value)
-    if found is None:
+def _refuse_first(pattern: re.Pattern, value: str, message, code: str) -> None:
+    """Raise `message` for the first match of `pattern` in `value`, with its params:
+    the character as `code` (its number) and `char` (U+XXXX and its name), and its
+    1-based `position`."""
+    match = pattern.search(value)
+    if match is None:
         return
-    position, char = found
-    raise ValidationError(
-        _(
-            "U+%(code)04X at position %(position)d is a character the feed (XML 1.0) "
-            "cannot carry; remove it."
-        ),
-        code="xml_char",
-        params={"code": ord(char), "position": position},
-    )
-
-
-# C0 controls, DEL, C1 controls; the bidirectional embeddings, overrides (U+202A-U+202E)
-# and isolates (U+2066-U+2069). Not U+200C-U+200F (ZWNJ, ZWJ, LRM, RLM).
-DISPLAY_TRICK_RE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+    char = match.group()
+    params = {"code": ord(char), "char": char_name(char), "position": match.start() + 1}
+    raise ValidationError(message, code=code, params=params)
 
 
 def char_name(char: str) -> str:
@@ -74,27 +65,27 @@ def char_name(char: str) -> str:
     return f"U+{ord(char):04X} {name or 'a control character'}"
 
 
-def first_display_trick(value: str) -> tuple[int, str] | None:
-    """The first control or bidirectional override in `value`, as (1-based position,
-    character)."""
-    match = DISPLAY_TRICK_RE.search(value)
-    return (match.start() + 1, match.group()) if match else None
+def validate_xml_chars(value: str) -> None:
+    """Refuse what the feed could not carry, naming the first such character."""
+    message = _(
+        "U+%(code)04X at position %(position)d is a character the feed (XML 1.0) "
+        "cannot carry; remove it."
+    )
+    _refuse_first(XML_ILLEGAL_RE, value, message, "xml_char")
+
+
+# C0 controls, DEL, C1 controls; the bidirectional embeddings, overrides (U+202A-U+202E)
+# and isolates (U+2066-U+2069). Not U+200C-U+200F (ZWNJ, ZWJ, LRM, RLM).
+DISPLAY_TRICK_RE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def validate_display_chars(value: str) -> None:
     """Refuse a control character or a bidirectional override, naming the first."""
-    found = first_display_trick(value)
-    if found is None:
-        return
-    position, char = found
-    raise ValidationError(
-        _(
-            "%(char)s at position %(position)d is an invisible control character that "
-            "changes how the text is shown; remove it."
-        ),
-        code="display_char",
-        params={"char": char_name(char), "position": position},
+    message = _(
+        "%(char)s at position %(position)d is an invisible control character that "
+        "changes how the text is shown; remove it."
     )
+    _refuse_first(DISPLAY_TRICK_RE, value, message, "display_char")
 
 
 # --- Markdown the renderer reads in bounded time ----------------------------------------

@@ -9,13 +9,11 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.test import Client
 
-from api.tokens import token_create
 from publishing.models import Article
 from tests.support.admin_forms import ADD_URL, article_form
+from tests.support.api_client import superuser_api_client
 from tests.support.import_files import post, run_import, write
 
 pytestmark = pytest.mark.django_db
@@ -54,10 +52,7 @@ def test_full_clean_accepts_the_first_and_last_moments(when):
 
 
 def test_the_api_refuses_a_date_outside_the_years():
-    user = get_user_model().objects.create_user("sec-dates", is_staff=True, is_superuser=True)
-    _row, token = token_create(user=user)
-    client = Client(headers={"Authorization": f"Bearer {token}"})
-    response = client.post(
+    response = superuser_api_client("sec-dates").post(
         "/api/articles",
         json.dumps({"title": "T", "body": "b", "publish_at": "9999-12-31T23:30:00Z"}),
         content_type="application/json",

@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.test import Client
 
-from api.tokens import token_create
 from publishing.models import Article
 from tests.support.admin_forms import ADD_URL, article_form
+from tests.support.api_client import superuser_api_client
 from tests.support.import_files import post, run_import, write
 
 pytestmark = pytest.mark.django_db
@@ -78,10 +76,7 @@ def test_joiners_and_marks_stay_allowed(title):
 
 
 def test_the_api_refuses_a_trick_with_the_message():
-    user = get_user_model().objects.create_user("sec-writer", is_staff=True, is_superuser=True)
-    _row, token = token_create(user=user)
-    client = Client(headers={"Authorization": f"Bearer {token}"})
-    response = client.post(
+    response = superuser_api_client("sec-writer").post(
         "/api/articles",
         json.dumps({"title": "pay\u202eto", "body": "b"}),
         content_type="application/json",
