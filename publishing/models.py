@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.db.models import Q
-from django.db.models.functions import Length, Now
-from django.db.models.lookups import LessThanOrEqual
+from django.db.models import Q, Value
+from django.db.models.functions import Length, Now, Replace, Substr
+from django.db.models.lookups import Exact, GreaterThan, LessThanOrEqual
 from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
@@ -34,8 +34,8 @@ from publishing.text_limits import (
 )
 from publishing.validators import (
     BODY_MAX_BYTES,
-    RESERVED_SLUG_DB_REGEX,
     RESERVED_SLUGS,
+    SITEMAP_CHUNK_PREFIX,
     SLUG_MAX_BYTES,
     is_reserved_slug,
     slug_key,
@@ -168,6 +168,22 @@ class ArticleQuerySet(models.QuerySet):
 RESERVED_SLUG_LIST = sorted(RESERVED_SLUGS | {"sitemap"})
 
 
+def sitemap_chunk_name(field: str) -> Q:
+    """`field` is `sitemap-<digits>` (any case): the prefix, something after it, and
+    nothing left of that once the ten digits are removed. Plain SQL (LIKE, SUBSTR,
+    REPLACE) rather than a regular expression: SQLite's REGEXP is a function Django
+    defines per connection, which `manage.py dbshell` would not have, and every
+    write to the table would fail there."""
+    rest = Substr(field, len(SITEMAP_CHUNK_PREFIX) + 1)
+    for digit in "0123456789":
+        rest = Replace(rest, Value(digit), Value(""))
+    return (
+        Q(**{f"{field}__istartswith": SITEMAP_CHUNK_PREFIX})
+        & GreaterThan(Length(field), len(SITEMAP_CHUNK_PREFIX))
+        & Exact(rest, Value(""))
+    )
+
+
 class Article(models.Model):
     title = models.CharField(
         max_length=TITLE_MAX_LENGTH,
@@ -265,10 +281,9 @@ class Article(models.Model):
                 condition=~Q(slug__in=RESERVED_SLUG_LIST) & ~Q(slug_key__in=RESERVED_SLUG_LIST),
                 name="article_slug_not_reserved",
             ),
-            # sitemap-<n>: the sitemap's chunks (REGEXP on SQLite is Django's, Python's re).
+            # sitemap-<n>: the sitemap's chunks (issue 19).
             models.CheckConstraint(
-                condition=~Q(slug__iregex=RESERVED_SLUG_DB_REGEX)
-                & ~Q(slug_key__iregex=RESERVED_SLUG_DB_REGEX),
+                condition=~sitemap_chunk_name("slug") & ~sitemap_chunk_name("slug_key"),
                 name="article_slug_not_sitemap_chunk",
             ),
         ]

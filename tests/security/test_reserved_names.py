@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from blogpublish.site import paths
 from publishing.models import Article
@@ -53,3 +53,15 @@ def test_validation_still_says_it_clearly():
     assert refused.value.message_dict["slug"] == [
         "“sitemap-9” is used by the site itself; choose another slug."
     ]
+
+
+def test_the_sqlite_constraint_needs_no_function_of_djangos():
+    """`manage.py dbshell` (the sqlite3 shell) has no REGEXP: a constraint using it
+    would make every write to the table fail there."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's own functions only")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'publishing_article'")
+        (schema,) = cursor.fetchone()
+    assert "article_slug_not_sitemap_chunk" in schema
+    assert "REGEXP" not in schema.upper()
