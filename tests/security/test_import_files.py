@@ -151,13 +151,15 @@ def test_a_link_is_not_followed_and_the_other_files_import(blog, tmp_path):
     secret = write(tmp_path, "secret.md", post("Secret", "the server's secrets", slug="sec-link"))
     (blog / "x.md").symlink_to(secret)
     (blog / "zero.md").symlink_to("/dev/zero")
+    elsewhere = write(tmp_path / "elsewhere", "in.md", post("Elsewhere", slug="sec-dir-link"))
+    (blog / "linked").symlink_to(elsewhere.parent)  # a folder: not entered
 
     out, err, code = run_import(str(blog))
 
     assert code == 1
     assert "symbolic link, not followed" in failed_line(err, blog / "x.md")
     assert "symbolic link, not followed" in failed_line(err, blog / "zero.md")
-    assert not Article.objects.filter(slug="sec-link").exists()
+    assert not Article.objects.filter(slug__in=["sec-link", "sec-dir-link"]).exists()
     assert Article.objects.filter(slug="sec-good").exists()
     assert out.splitlines()[-1].endswith("created 1, updated 0, unchanged 0, skipped 0, failed 2")
 
