@@ -21,11 +21,12 @@ from pydantic import ConfigDict
 
 from blogpublish.site.paths import article_url
 from publishing.models import TITLE_MAX_LENGTH, Article, ArticleStatus
-from publishing.validators import SLUG_MAX_BYTES
+from publishing.validators import PUBLISH_AT_MAX_YEAR, PUBLISH_AT_MIN_YEAR, SLUG_MAX_BYTES
 
 TITLE_HELP = (
     f"One line, 1 to {TITLE_MAX_LENGTH} characters after surrounding spaces are removed; "
-    "no control characters."
+    "no control characters and no bidirectional overrides or isolates (U+202A-U+202E, "
+    "U+2066-U+2069)."
 )
 SLUG_HELP = (
     "The page's address: letters of any script, digits, `-` and `_`, at most "
@@ -39,7 +40,8 @@ BODY_HELP = (
 )
 PUBLISH_AT_HELP = (
     "Not published before this time: RFC 3339 with a zone (`2026-12-01T09:30:00Z`, "
-    "`…+01:00`); kept to whole seconds. Left out on create: now."
+    f"`…+01:00`), in the years {PUBLISH_AT_MIN_YEAR} to {PUBLISH_AT_MAX_YEAR} (UTC); kept "
+    "to whole seconds. Left out on create: now."
 )
 
 # Stated in the schema only (pydantic does not check them): the model's validation

@@ -1,9 +1,13 @@
 """Markdown files with YAML front matter, as Jekyll and Hugo write them: reading one
 into an article's fields, and writing an article back (docs/import.md).
 
-Pure functions of the text: no database, no HTML. The YAML is PyYAML's (its C loader
-when built, which is what keeps a 10,000-file import in seconds); only the `---` lines
-that delimit the front matter are found here.
+Pure functions of the text: no database, no HTML. The YAML is PyYAML's safe loader
+(its C parser when built, which is what keeps a 10,000-file import in seconds); only
+the `---` lines that delimit the front matter are found here. Front matter is a few
+keys, so the loader refuses what only an attack needs (issue 19): anchors and aliases
+(`&a`, `*a`: a few hundred bytes of nested aliases stand for gigabytes, the "billion
+laughs") and nesting deeper than `MAX_DEPTH`; and no message ever quotes more than
+`VALUE_SHOWN` characters of a value.
 
     ---
     title: Hello, world
@@ -18,18 +22,22 @@ that delimit the front matter are found here.
 from __future__ import annotations
 
 import re
+import reprlib
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import PurePath
 
 import yaml
 from django.utils.text import slugify
+from yaml.composer import Composer, ComposerError
+from yaml.events import AliasEvent, CollectionStartEvent
 
 try:  # libyaml: ~10x faster than the pure-Python loader
     from yaml import CSafeDumper as SafeDumper
-    from yaml import CSafeLoader as SafeLoader
+    from yaml import CSafeLoader as FastSafeLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeDumper, SafeLoader
+    from yaml import SafeDumper
+    from yaml import SafeLoader as FastSafeLoader
 
 # The keys the import reads; any other key is ignored (and named once in the summary).
 KNOWN_KEYS = frozenset({"title", "slug", "date", "draft"})
@@ -45,6 +53,15 @@ _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 _JEKYLL_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}-(?=.)")
 # Hugo's page bundles: `hello-world/index.md` is the page `hello-world`.
 _BUNDLE_NAMES = frozenset({"index", "_index"})
+# Lists and mappings nested deeper than this are refused (front matter needs 2 or 3;
+# deeper only costs stack).
+MAX_DEPTH = 32
+# At most this many characters of a value are quoted in a message (a title is 200).
+VALUE_SHOWN = 60
+_shown = reprlib.Repr()
+_shown.maxlevel = 1
+_shown.maxstring = _shown.maxother = _shown.maxlong = VALUE_SHOWN
+_shown.maxtuple = _shown.maxlist = _shown.maxdict = _shown.maxset = _shown.maxfrozenset = 2
 
 
 class BadFile(Exception):
@@ -53,6 +70,72 @@ class BadFile(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def shown(value: object) -> str:
+    """`value` as a message quotes it: a repr of at most about VALUE_SHOWN characters,
+    whatever its size or nesting (reprlib, cut at the first level)."""
+    try:
+        return _shown.repr(value)
+    except ValueError:  # an int past the 4,300 digits Python turns into text
+        return f"a {type(value).__name__}"
+
+
+class _FrontMatterComposer(Composer):
+    """PyYAML's composer, in Python, that refuses an anchor or an alias, and nesting
+    past MAX_DEPTH, at the node that has it. Over the C parser's events too: the C
+    composer cannot be told to refuse anything. A document without "&" and "*" can
+    have neither, and the C loader composes it alone (twice as fast; libyaml stops
+    nesting at 1,000 levels itself)."""
+
+    _loader: type  # the loader whose parser and constructor are used
+
+    def __init__(self, stream) -> None:
+        self._loader.__init__(self, stream)
+        Composer.__init__(self)
+        self._depth = 0
+        self._plain = isinstance(stream, str) and "&" not in stream and "*" not in stream
+
+    def get_single_node(self):
+        if self._plain and self._loader is not yaml.SafeLoader:
+            return self._loader.get_single_node(self)
+        return Composer.get_single_node(self)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, AliasEvent) or event.anchor is not None:
+            raise ComposerError(
+                None,
+                None,
+                "anchors and aliases (&name, *name) are not allowed in front matter",
+                event.start_mark,
+            )
+        if not isinstance(event, CollectionStartEvent):
+            return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise ComposerError(
+                    None,
+                    None,
+                    f"lists and mappings nested more than {MAX_DEPTH} deep",
+                    event.start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class SafeLoader(_FrontMatterComposer, FastSafeLoader):
+    """The loader the import uses: the C parser when built, composed by _FrontMatterComposer."""
+
+    _loader = FastSafeLoader
+
+
+class PureSafeLoader(_FrontMatterComposer, yaml.SafeLoader):
+    """The same in pure Python (PyYAML without libyaml); the tests check both."""
+
+    _loader = yaml.SafeLoader
 
 
 @dataclass(frozen=True)
@@ -84,17 +167,17 @@ def parse_date(value: object) -> datetime:
             when = datetime.fromisoformat(value.strip())
         except ValueError:
             raise BadFile(
-                f"date {value!r} is not a date: write it as ISO 8601 (2024-05-01T09:30:00+02:00) "
-                "or YYYY-MM-DD HH:MM:SS (UTC when no zone is given)"
+                f"date {shown(value)} is not a date: write it as ISO 8601 "
+                "(2024-05-01T09:30:00+02:00) or YYYY-MM-DD HH:MM:SS (UTC when no zone is given)"
             ) from None
     else:
-        raise BadFile(f"date must be a date, not {type(value).__name__} {value!r}")
+        raise BadFile(f"date must be a date, not a {type(value).__name__}")
     if when.tzinfo is None:
         return when.replace(tzinfo=UTC)
     try:
         return when.astimezone(UTC)
     except OverflowError:
-        raise BadFile(f"date {value!r} is out of range") from None
+        raise BadFile(f"date {shown(value)} is out of range") from None
 
 
 def _text(key: str, value: object) -> str:
@@ -104,11 +187,18 @@ def _text(key: str, value: object) -> str:
     if isinstance(value, bool) or value is None:
         raise BadFile(f"{key} must be text, not {value!r}")
     if isinstance(value, int | float | date):
-        return str(value)
+        try:
+            return str(value)
+        except ValueError:  # an int past Python's 4,300 digits for str()
+            raise BadFile(f"{key} must be text, not a number this long") from None
     raise BadFile(f"{key} must be text, not a {type(value).__name__}")
 
 
-def parse(text: str) -> ParsedFile | Draft:
+def _cut(message: str, limit: int = 2 * VALUE_SHOWN) -> str:
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
     """Read a Markdown file's text. Raises BadFile with the reason when the front matter
     is missing or malformed, or gives no title, a bad date or a non-text slug."""
     if text.startswith("+++"):
@@ -117,12 +207,18 @@ def parse(text: str) -> ParsedFile | Draft:
     if match is None:
         raise BadFile("no front matter: the file must begin with a YAML block between --- lines")
     try:
-        meta = yaml.load(match["yaml"], Loader=SafeLoader)
+        meta = yaml.load(match["yaml"], Loader=loader)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at line {where.line + 2}" if where is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise BadFile(f"the front matter is not valid YAML{line}: {problem}") from None
+        raise BadFile(f"the front matter is not valid YAML{line}: {_cut(problem)}") from None
+    except (ValueError, RecursionError) as exc:
+        # What YAML reads but Python cannot make (`2024-02-30`, an integer of 5,000
+        # digits), or nesting inside a single value too deep for the constructor.
+        raise BadFile(
+            f"the front matter has a value that cannot be read: {_cut(str(exc))}"
+        ) from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):

@@ -9,6 +9,7 @@ pending again") and refuses content that fails validation, however it is saved.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import unicodedata
@@ -18,23 +19,29 @@ from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.db.models import Q
-from django.db.models.functions import Length, Now
-from django.db.models.lookups import LessThanOrEqual
+from django.db.models import Q, Value
+from django.db.models.functions import Length, Now, Replace, Substr
+from django.db.models.lookups import Exact, GreaterThan, LessThanOrEqual
 from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.db import OctetLength
-from publishing.text_limits import validate_markdown_limits, validate_xml_chars
+from publishing.text_limits import (
+    validate_display_chars,
+    validate_markdown_limits,
+    validate_xml_chars,
+)
 from publishing.validators import (
     BODY_MAX_BYTES,
     RESERVED_SLUGS,
+    SITEMAP_CHUNK_PREFIX,
     SLUG_MAX_BYTES,
     is_reserved_slug,
     slug_key,
     validate_body_size,
     validate_not_reserved,
+    validate_publish_at,
     validate_single_line,
     validate_slug_bytes,
 )
@@ -161,16 +168,33 @@ class ArticleQuerySet(models.QuerySet):
 RESERVED_SLUG_LIST = sorted(RESERVED_SLUGS | {"sitemap"})
 
 
+def sitemap_chunk_name(field: str) -> Q:
+    """`field` is `sitemap-<digits>` (any case): the prefix, something after it, and
+    nothing left of that once the ten digits are removed. Plain SQL (LIKE, SUBSTR,
+    REPLACE) rather than a regular expression: SQLite's REGEXP is a function Django
+    defines per connection, which `manage.py dbshell` would not have, and every
+    write to the table would fail there."""
+    rest = Substr(field, len(SITEMAP_CHUNK_PREFIX) + 1)
+    for digit in "0123456789":
+        rest = Replace(rest, Value(digit), Value(""))
+    return (
+        Q(**{f"{field}__istartswith": SITEMAP_CHUNK_PREFIX})
+        & GreaterThan(Length(field), len(SITEMAP_CHUNK_PREFIX))
+        & Exact(rest, Value(""))
+    )
+
+
 class Article(models.Model):
     title = models.CharField(
-        max_length=TITLE_MAX_LENGTH, validators=[validate_single_line, validate_xml_chars]
+        max_length=TITLE_MAX_LENGTH,
+        validators=[validate_single_line, validate_xml_chars, validate_display_chars],
     )
     slug = models.SlugField(
         max_length=200,
         unique=True,
         blank=True,
         allow_unicode=True,
-        validators=[validate_slug_bytes, validate_not_reserved],
+        validators=[validate_slug_bytes, validate_not_reserved, validate_display_chars],
         help_text=_(
             "The page's address: letters (any script), digits, - and _. "
             "Left blank, it is made from the title."
@@ -187,7 +211,9 @@ class Article(models.Model):
         max_length=16, choices=ArticleStatus.choices, default=ArticleStatus.PENDING
     )
     publish_at = models.DateTimeField(
-        default=timezone.now, help_text=_("Not published before this time.")
+        default=timezone.now,
+        validators=[validate_publish_at],
+        help_text=_("Not published before this time."),
     )
     # Attempts of the current content: the budget, reset by a requeue or an edit.
     attempts = models.PositiveIntegerField(default=0)
@@ -254,6 +280,11 @@ class Article(models.Model):
             models.CheckConstraint(
                 condition=~Q(slug__in=RESERVED_SLUG_LIST) & ~Q(slug_key__in=RESERVED_SLUG_LIST),
                 name="article_slug_not_reserved",
+            ),
+            # sitemap-<n>: the sitemap's chunks (issue 19).
+            models.CheckConstraint(
+                condition=~sitemap_chunk_name("slug") & ~sitemap_chunk_name("slug_key"),
+                name="article_slug_not_sitemap_chunk",
             ),
         ]
         indexes = [
@@ -340,8 +371,10 @@ class Article(models.Model):
             self.publish_at = self.publish_at.replace(microsecond=0)
             if timezone.is_aware(self.publish_at):
                 # UTC, as stored: PostgreSQL refuses offsets past ±15:59 (+23:00 is valid
-                # ISO 8601), and every way in (admin, API, import) then agrees.
-                self.publish_at = self.publish_at.astimezone(UTC)
+                # ISO 8601), and every way in (admin, API, import) then agrees. A time
+                # with no UTC equivalent (year 10000 there) is left for the validator.
+                with contextlib.suppress(OverflowError):
+                    self.publish_at = self.publish_at.astimezone(UTC)
 
     def _content_hash(self) -> str:
         return content_hash_of(

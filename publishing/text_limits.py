@@ -5,6 +5,12 @@
   carriage return; U+FFFE and U+FFFF; lone surrogates, which a JSON `\\ud800` escape can
   produce) cannot be written into them at all. Such text is refused at validation, and
   the site strips it from whatever got past validation (`strip_xml_illegal`).
+- **No invisible tricks in a title or a slug.** Bidirectional embeddings, overrides
+  and isolates (U+202A–U+202E, U+2066–U+2069) are invisible and reorder what follows
+  them on screen (a title ending in U+202E "gpj.exe" reads "exe.jpg"), and C0 and C1
+  controls and DEL are no part of a title; all are refused with the character named
+  (issue 19). ZWJ, ZWNJ, LRM and RLM stay allowed: Persian, the Indic scripts and emoji
+  need them, and they mark direction without overriding it.
 - **Markdown the renderer reads in bounded time**: nesting, runs of emphasis marks,
   brackets and dense paragraphs under limits no real article comes near
   (`markdown_complexity_problems`, linear; the limits and measurements are in
@@ -17,6 +23,7 @@ Pure functions of the text: the model's validators call them, and so does the re
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_left
 
 from django.core.exceptions import ValidationError
@@ -40,20 +47,45 @@ def strip_xml_illegal(value: str) -> str:
     return XML_ILLEGAL_RE.sub("", value) if XML_ILLEGAL_RE.search(value) else value
 
 
+def _refuse_first(pattern: re.Pattern, value: str, message, code: str) -> None:
+    """Raise `message` for the first match of `pattern` in `value`, with its params:
+    the character as `code` (its number) and `char` (U+XXXX and its name), and its
+    1-based `position`."""
+    match = pattern.search(value)
+    if match is None:
+        return
+    char = match.group()
+    params = {"code": ord(char), "char": char_name(char), "position": match.start() + 1}
+    raise ValidationError(message, code=code, params=params)
+
+
+def char_name(char: str) -> str:
+    """U+202E RIGHT-TO-LEFT OVERRIDE; a control character has no name in Unicode."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X} {name or 'a control character'}"
+
+
 def validate_xml_chars(value: str) -> None:
     """Refuse what the feed could not carry, naming the first such character."""
-    found = first_xml_illegal(value)
-    if found is None:
-        return
-    position, char = found
-    raise ValidationError(
-        _(
-            "U+%(code)04X at position %(position)d is a character the feed (XML 1.0) "
-            "cannot carry; remove it."
-        ),
-        code="xml_char",
-        params={"code": ord(char), "position": position},
+    message = _(
+        "U+%(code)04X at position %(position)d is a character the feed (XML 1.0) "
+        "cannot carry; remove it."
     )
+    _refuse_first(XML_ILLEGAL_RE, value, message, "xml_char")
+
+
+# C0 controls, DEL, C1 controls; the bidirectional embeddings, overrides (U+202A-U+202E)
+# and isolates (U+2066-U+2069). Not U+200C-U+200F (ZWNJ, ZWJ, LRM, RLM).
+DISPLAY_TRICK_RE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def validate_display_chars(value: str) -> None:
+    """Refuse a control character or a bidirectional override, naming the first."""
+    message = _(
+        "%(char)s at position %(position)d is an invisible control character that "
+        "changes how the text is shown; remove it."
+    )
+    _refuse_first(DISPLAY_TRICK_RE, value, message, "display_char")
 
 
 # --- Markdown the renderer reads in bounded time ----------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
@@ -38,6 +39,9 @@ RESERVED_SLUGS = SITE_NAMES | frozenset(
 )
 # sitemap, sitemap.xml, sitemap-9, sitemap-9.xml: the sitemap index and its chunks.
 RESERVED_SLUG_RE = re.compile(r"sitemap(-\d+)?(\.xml)?")
+# The chunks' prefix: the database's check constraint refuses it followed by digits
+# only (Article.Meta; the dotted names are refused there with every other dot).
+SITEMAP_CHUNK_PREFIX = "sitemap-"
 
 
 def slug_key(value: str) -> str:
@@ -53,10 +57,31 @@ def is_reserved_slug(value: str) -> bool:
     return key.startswith(".") or key in RESERVED_SLUGS or bool(RESERVED_SLUG_RE.fullmatch(key))
 
 
+# publish_at: years every part can show. Django's admin, Python's datetime and the
+# feed cannot show a time past 9999-12-31 or before 0001-01-01 in every TIME_ZONE (a
+# zone up to 14 hours from UTC moves 9999-12-31T23:30Z into year 10000): a wide margin.
+PUBLISH_AT_MIN_YEAR = 1900
+PUBLISH_AT_MAX_YEAR = 9000
+
+
 def validate_single_line(value: str) -> None:
     if any(ch in value for ch in "\r\n\t\x00") or any(ord(ch) < 32 for ch in value):
         raise ValidationError(
             _("The title must be one line without control characters."), code="single_line"
+        )
+
+
+def validate_publish_at(value: datetime) -> None:
+    """Years PUBLISH_AT_MIN_YEAR to PUBLISH_AT_MAX_YEAR, in UTC."""
+    try:
+        year = value.astimezone(UTC).year if value.tzinfo is not None else value.year
+    except OverflowError:  # outside datetime's own range once in UTC
+        year = None
+    if year is None or not PUBLISH_AT_MIN_YEAR <= year <= PUBLISH_AT_MAX_YEAR:
+        raise ValidationError(
+            _("The date must be in the years %(min)d to %(max)d (UTC)."),
+            code="publish_at_range",
+            params={"min": PUBLISH_AT_MIN_YEAR, "max": PUBLISH_AT_MAX_YEAR},
         )
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.utils import dateformat, timezone
+from django.utils import dateformat
 
+from publishing.dates import localtime_or_utc
 from publishing.models import Article, ArticleStatus
 
 
@@ -35,8 +36,9 @@ def span(seconds: float) -> str:
 
 
 def when(moment: datetime) -> str:
-    """1 Dec 2026 08:01 UTC (in the site's TIME_ZONE)."""
-    return dateformat.format(timezone.localtime(moment), "j M Y H:i T")
+    """1 Dec 2026 08:01 UTC (in the site's TIME_ZONE; in UTC when the zone cannot show
+    it: a date stored past validation at the calendar's edge, publishing/dates.py)."""
+    return dateformat.format(localtime_or_utc(moment)[0], "j M Y H:i T")
 
 
 def relative(moment: datetime, now: datetime) -> str:

@@ -14,8 +14,10 @@ budget of attempts, as an edit in the admin is.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,7 +47,19 @@ logger = logging.getLogger(__name__)
 CHUNK = 500
 # A file this large cannot hold a body of at most 1 MiB and sensible front matter:
 # refused without reading it.
-FILE_MAX_BYTES = BODY_MAX_BYTES + 64 * 1024
+FRONT_MATTER_ROOM = 64 * 1024
+FILE_MAX_BYTES = BODY_MAX_BYTES + FRONT_MATTER_ROOM
+# Never through a link; O_NONBLOCK so that a FIFO swapped in after the lstat() cannot
+# hang the open (a regular file ignores it).
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# What a path that is not a regular file is, in a message.
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 # An import that wrote at least this many rows refreshes PostgreSQL's statistics of the
@@ -107,7 +121,9 @@ class ImportReport:
 def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
     """Each file named, and each Markdown file (.md, .markdown) under each folder named,
     recursively, in name order; hidden files and folders are left out. A path that
-    does not exist gives a failure, not an exception."""
+    does not exist gives a failure, not an exception. A folder named may be a link (the
+    operator's choice); links inside it are not followed: a link to a folder is not
+    entered, and a file that is a link (or not a regular file) fails in read_file()."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
@@ -121,23 +137,58 @@ def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
                     and not name.startswith(".")
                 ]
             yield from sorted(found)
-        elif path.is_file():
-            yield path
+        elif os.path.lexists(path):
+            yield path  # a file, or something read_file() refuses with its reason
         else:
             yield FileResult(path, Action.FAILED, "no such file or folder")
 
 
+def _refuse_unless_regular(mode: int) -> None:
+    if stat.S_ISLNK(mode):
+        raise BadFile("a symbolic link, not followed: name the file it points to instead")
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+        raise BadFile(f"{kind}, not a regular file: only regular files are read")
+
+
+def _too_large(size: int) -> BadFile:
+    return BadFile(
+        f"the file is {size:,} bytes; at most {FILE_MAX_BYTES:,} are read (a body of "
+        f"{BODY_MAX_BYTES:,} bytes, 1 MiB, and {FRONT_MATTER_ROOM // 1024} KiB of front matter)"
+    )
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a regular file, at most FILE_MAX_BYTES of them; BadFile for a link
+    (never followed), a device, a FIFO, a socket or a folder (never opened blocking),
+    and a file over the cap (refused without reading it)."""
+    try:
+        _refuse_unless_regular(os.lstat(path).st_mode)
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        raise BadFile("no such file") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # made a link after the lstat()
+            raise BadFile("a symbolic link, not followed") from None
+        raise BadFile(f"cannot read it: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            info = os.fstat(fd)
+            _refuse_unless_regular(info.st_mode)  # swapped after the lstat()
+            if info.st_size > FILE_MAX_BYTES:
+                raise _too_large(info.st_size)
+            os.set_blocking(fd, True)
+            raw = fh.read(FILE_MAX_BYTES + 1)
+        except OSError as exc:
+            raise BadFile(f"cannot read it: {exc.strerror or exc}") from None
+    if len(raw) > FILE_MAX_BYTES:  # grew after the fstat()
+        raise _too_large(len(raw))
+    return raw
+
+
 def read_file(path: Path) -> ParsedFile | Draft:
     """Parse one file; BadFile with the reason when it cannot be imported."""
-    try:
-        size = path.stat().st_size
-        if size > FILE_MAX_BYTES:
-            raise BadFile(
-                f"the file is {size:,} bytes; a body is at most {BODY_MAX_BYTES:,} bytes (1 MiB)"
-            )
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BadFile(f"cannot read it: {exc.strerror or exc}") from None
+    raw = read_bytes(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -10,36 +10,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from tests.support.chaos import journal_entries
+from tests.support.import_files import post, run_import, write
 from tests.support.settling import wait_settled
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def post(title: str, body: str = "Some *Markdown*.", **meta: str) -> str:
-    lines = [f"title: {title}", *(f"{key}: {value}" for key, value in meta.items())]
-    return "---\n" + "\n".join(lines) + "\n---\n\n" + body + "\n"
-
-
-def run_import(*args: str) -> tuple[str, str, int]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("import_articles", *args, stdout=out, stderr=err)
-        code = 0
-    except CommandError as exc:
-        code = exc.returncode
-    return out.getvalue(), err.getvalue(), code
 
 
 def published(slugs: list[str]) -> bool:

@@ -5,10 +5,17 @@
 One `<slug>.md` per article in DIR (made if missing), in the format `import_articles`
 reads: `title`, `slug`, `date` (publish_at, UTC), then the body as stored. Importing
 the folder into an empty database gives the same articles.
+
+Each file is written to `.<slug>.md.tmp` beside it, created new (`O_CREAT | O_EXCL |
+O_NOFOLLOW`: never through a link, never into a file already there), then renamed into
+place, which replaces a link at `<slug>.md` itself, never the file it points to. Every
+name is relative to one descriptor of DIR, so nothing is written outside it. DIR
+itself may be a link: that is the operator's choice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -16,6 +23,35 @@ from django.core.management.base import BaseCommand, CommandError
 
 from publishing.markdown_files import render
 from publishing.models import Article
+
+FILE_MODE = 0o644
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _create_new(dir_fd: int, name: str) -> int:
+    """`name` in the folder, created new. Something already there (a temporary file a
+    stopped export left, or a link planted to redirect the write) is unlinked, which
+    removes a link, not its target, and the creation tried once more."""
+    try:
+        return os.open(name, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
+    except FileExistsError:
+        os.unlink(name, dir_fd=dir_fd)
+        return os.open(name, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
+
+
+def write_file(dir_fd: int, name: str, text: str) -> None:
+    """Replace `name` in the folder with `text`, through a new temporary file and a
+    rename: a reader sees the old file or the new one, and no link is followed."""
+    tmp = f".{name}.tmp"
+    fd = _create_new(dir_fd, tmp)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
 
 
 class Command(BaseCommand):
@@ -30,16 +66,28 @@ class Command(BaseCommand):
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise CommandError(f"cannot make {folder}: {exc.strerror or exc}") from exc
+        try:
+            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise CommandError(f"cannot open {folder}: {exc.strerror or exc}") from exc
+        try:
+            written = self._export(folder, dir_fd)
+        finally:
+            os.close(dir_fd)
+        self.stdout.write(f"export_articles: {written} article(s) written to {folder}")
+
+    def _export(self, folder: Path, dir_fd: int) -> int:
         written = 0
         rows = Article.objects.order_by("id").values_list("title", "slug", "publish_at", "body")
         for title, slug, publish_at, body in rows.iterator(chunk_size=500):
             text = render(title=title, slug=slug, publish_at=publish_at, body=body)
-            path = folder / f"{slug}.md"
-            tmp = path.with_name(f".{path.name}.tmp")
+            name = f"{slug}.md"
+            if "/" in slug or "\x00" in slug or slug.startswith("."):
+                # The database's checks refuse such a slug; a name is never a path.
+                raise CommandError(f"cannot write {folder / name}: not a plain file name")
             try:
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, path)
+                write_file(dir_fd, name, text)
             except OSError as exc:
-                raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
+                raise CommandError(f"cannot write {folder / name}: {exc.strerror or exc}") from exc
             written += 1
-        self.stdout.write(f"export_articles: {written} article(s) written to {folder}")
+        return written
