@@ -13,7 +13,6 @@ from django.core.exceptions import ValidationError
 
 from publishing.models import Article
 from tests.support.admin_forms import ADD_URL, article_form
-from tests.support.api_client import superuser_api_client
 from tests.support.import_files import post, run_import, write
 
 pytestmark = pytest.mark.django_db
@@ -51,8 +50,8 @@ def test_full_clean_accepts_the_first_and_last_moments(when):
     Article(title="T", body="b", publish_at=when).full_clean()
 
 
-def test_the_api_refuses_a_date_outside_the_years():
-    response = superuser_api_client("sec-dates").post(
+def test_the_api_refuses_a_date_outside_the_years(api):
+    response = api.post(
         "/api/articles",
         json.dumps({"title": "T", "body": "b", "publish_at": "9999-12-31T23:30:00Z"}),
         content_type="application/json",

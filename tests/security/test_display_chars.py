@@ -12,7 +12,6 @@ from django.core.exceptions import ValidationError
 
 from publishing.models import Article
 from tests.support.admin_forms import ADD_URL, article_form
-from tests.support.api_client import superuser_api_client
 from tests.support.import_files import post, run_import, write
 
 pytestmark = pytest.mark.django_db
@@ -75,8 +74,8 @@ def test_joiners_and_marks_stay_allowed(title):
     Article(title=title, body="b").full_clean()
 
 
-def test_the_api_refuses_a_trick_with_the_message():
-    response = superuser_api_client("sec-writer").post(
+def test_the_api_refuses_a_trick_with_the_message(api):
+    response = api.post(
         "/api/articles",
         json.dumps({"title": "pay\u202eto", "body": "b"}),
         content_type="application/json",
