@@ -8,6 +8,7 @@ through the article form's image upload, and exiftool reads what was stored.
 from __future__ import annotations
 
 import io
+import shutil
 
 import pytest
 from django.conf import settings
@@ -17,6 +18,13 @@ from PIL import Image as Pil
 from tests.support.metadata import CASES, EXT, GPS_TAGS, Case, metadata, planted, where_it_says
 
 IMAGE = "/admin/publishing/article/image/"
+
+
+@pytest.fixture(autouse=True)
+def _no_images_left(settings):
+    """The uploads' files go with the test (the run's SITE_ROOT is shared by its tests)."""
+    yield
+    shutil.rmtree(settings.SITE_ROOT / "media", ignore_errors=True)
 
 
 @pytest.mark.django_db
