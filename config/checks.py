@@ -65,6 +65,33 @@ def publishing_settings_problems(
     return problems
 
 
+# --- The preview's guards ----------------------------------------------------------------
+
+# gunicorn kills a worker that answers nothing for 30 s (its default --timeout).
+PREVIEW_TIME_LIMIT_MAX = 10.0
+
+
+def preview_settings_problems(
+    *, rate_per_minute: float, burst: int, max_concurrent: int, time_limit: float
+) -> list[str]:
+    """The preview's guards (blogpublish.desk.limits) must let some previews through, and
+    stop a render well before a web worker would be killed for it."""
+    problems = []
+    for name, value in (
+        ("PREVIEW_RATE_PER_MINUTE", rate_per_minute),
+        ("PREVIEW_BURST", burst),
+        ("PREVIEW_MAX_CONCURRENT", max_concurrent),
+    ):
+        if value <= 0:
+            problems.append(f"{name} must be positive (it is {value:g}): no preview would run.")
+    if not 0 < time_limit <= PREVIEW_TIME_LIMIT_MAX:
+        problems.append(
+            f"PREVIEW_TIME_LIMIT must be above 0 and at most {PREVIEW_TIME_LIMIT_MAX:g} "
+            f"seconds (it is {time_limit:g}): a render holds a web worker that long."
+        )
+    return problems
+
+
 # --- Secrets that must be strong: refused, never merely warned about ------------------
 
 SECRET_KEY_MIN_LENGTH = 50  # what `manage.py check --deploy` asks for (security.W009)
