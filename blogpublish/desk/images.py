@@ -160,7 +160,9 @@ def re_encoded(data: bytes, image: PIL.Image.Image, exif: PIL.Image.Exif | None)
     if image.info.get("icc_profile"):
         options["icc_profile"] = image.info["icc_profile"]
     if len(frames) > 1:
-        options.update(save_all=True, append_images=frames[1:])
+        # Each frame's own time (WebP's encoder would give every frame the first one's).
+        durations = [frame.info.get("duration", 0) for frame in frames]
+        options.update(save_all=True, append_images=frames[1:], duration=durations)
     if image.format == "WEBP":
         # A lossless WebP (a VP8L bitstream) stays lossless; a lossy one is re-encoded.
         options.update({"lossless": True} if b"VP8L" in data[:64] else {"quality": 90})

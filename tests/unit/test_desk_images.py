@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import PIL.Image
+import PIL.ImageSequence
 import pytest
 
 from blogpublish.desk.images import ImageRefused, alt_text, check, jpeg_without_location
@@ -27,6 +28,23 @@ def test_each_accepted_format_keeps_its_format_size_and_pixels(fmt, ext):
         assert image.convert("RGBA").tobytes() == sent.convert("RGBA").tobytes()
     if fmt == "JPEG":  # nothing to remove: rebuilt from the same segments
         assert cleaned == data
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "PNG", "WEBP"])
+def test_animation_keeps_every_frame_and_its_time(fmt):
+    frames = [PIL.Image.new("RGB", (32, 24), colour) for colour in ("red", "green", "blue")]
+    out = io.BytesIO()
+    frames[0].save(
+        out, fmt, save_all=True, append_images=frames[1:], duration=[100, 200, 300], loop=0
+    )
+
+    cleaned, *_ = check(out.getvalue(), name="moving")
+
+    durations = []
+    for frame in PIL.ImageSequence.Iterator(PIL.Image.open(io.BytesIO(cleaned))):
+        frame.load()
+        durations.append(frame.info.get("duration"))
+    assert durations == [100, 200, 300]
 
 
 def segment(marker: int, payload: bytes) -> bytes:
