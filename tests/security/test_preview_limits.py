@@ -11,9 +11,10 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
-from blogpublish.models import PreviewSlot
+from blogpublish.models import PreviewBudget, PreviewSlot
 from blogpublish.site import documents
 from tests.support.admin_http import admin_session
 from tests.support.desk import article_form
@@ -129,3 +130,16 @@ def test_preview__render_over_the_time_limit_is_stopped_with_a_message(
     assert body["html"] == ""
     assert any("rendering took longer than 0.5 s" in p for p in body["problems"]), body
     assert not PreviewSlot.objects.filter(held_until__isnull=False).exists()  # released
+
+
+@pytest.mark.django_db
+def test_preview__limits_that_cannot_be_read_refuse_it(admin_client):
+    # A real database failure: the budget's table is gone (the test's rollback restores it).
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {PreviewBudget._meta.db_table}")
+
+    answer = admin_client.post(PREVIEW, form())
+
+    assert answer.status_code == 503  # closed: no render without its limits
+    assert answer["Retry-After"] == "5"
+    assert "unavailable" in answer.json()["error"]
