@@ -14,4 +14,4 @@ RUN pip install --no-cache-dir . gunicorn \
 # /app/var/site and var/flower exist and are the blog user's, so volumes mounted there start so too.
 USER blog
 # DEBUG is off unless set: give SECRET_KEY (50+ characters) at run time.
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2"]
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]

@@ -213,10 +213,13 @@ def bench_operator(args: argparse.Namespace) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+from bench.preview import bench_preview  # noqa: E402 (needs ROOT)
+
 BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_pipeline,
     bench_site,
     bench_operator,
+    bench_preview,
 ]
 SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
 SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}

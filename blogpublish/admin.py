@@ -7,9 +7,12 @@ link and Requeue button, the preview, image uploads and the Markdown help (docs/
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
@@ -20,12 +23,14 @@ from django.views.decorators.http import require_POST
 
 from blogpublish.desk import cheatsheet, images
 from blogpublish.desk.life import life_of
-from blogpublish.desk.preview import preview_of
+from blogpublish.desk.limits import PreviewRefused
+from blogpublish.desk.preview import guarded_preview_of
 from blogpublish.site.paths import article_url
 from publishing.admin import ArticleAdmin
 from publishing.models import Article, ArticleStatus
 from publishing.services import article_requeue
 
+logger = logging.getLogger(__name__)
 method_post = method_decorator(require_POST)
 
 LIFE_COLOURS = {
@@ -136,8 +141,18 @@ class DeskArticleAdmin(ArticleAdmin):
     def preview_view(self, request: HttpRequest) -> JsonResponse:
         """The page as the site would render the form's text; reads and writes no row."""
         self._check_writer(request)
-        preview = preview_of(request.POST)
-        response = JsonResponse({"html": preview.html, "problems": preview.problems})
+        try:
+            preview = guarded_preview_of(request)
+        except PreviewRefused as exc:
+            response = JsonResponse({"error": str(exc)}, status=429)
+            response["Retry-After"] = str(exc.retry_after)
+        except DatabaseError:  # the limits cannot be counted: closed, not open
+            logger.exception("the preview's limits could not be read")
+            message = "The preview is unavailable: its limits cannot be read from the database."
+            response = JsonResponse({"error": message}, status=503)
+            response["Retry-After"] = "5"
+        else:
+            response = JsonResponse({"html": preview.html, "problems": preview.problems})
         response["Cache-Control"] = "no-store"
         return response
 

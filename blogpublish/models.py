@@ -8,10 +8,13 @@
   has not settled yet. A refresh reads the notes to know which archive entries changed
   and which page directories may have to go; its cost follows the notes, not the site.
 - `Image`: an image uploaded from the article form, stored under SITE_ROOT/media/.
+- `PreviewBudget`, `PreviewSlot`: the preview's rate limit per writer and its cap on
+  renders at once, shared by every web process (blogpublish.desk.limits).
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 SITE_STATE_ID = 1
@@ -70,3 +73,30 @@ class Image(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class PreviewBudget(models.Model):
+    """A writer's preview budget (blogpublish.desk.limits): a token bucket kept as one
+    time, GCRA's "theoretical arrival time". A preview is allowed while `due_at` is at
+    most PREVIEW_BURST - 1 intervals ahead of now, and moves it one interval on."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    due_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"preview budget of user {self.user_id}: due {self.due_at}"
+
+
+class PreviewSlot(models.Model):
+    """One of PREVIEW_MAX_CONCURRENT renders that may run at once across every web
+    process: taken with one conditional UPDATE, held until `held_until` at most (a web
+    process that dies mid-render frees it then), released by its `holder`."""
+
+    number = models.PositiveSmallIntegerField(primary_key=True)
+    holder = models.CharField(max_length=32, blank=True, default="")
+    held_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"preview slot {self.number}: held until {self.held_until}"

@@ -65,6 +65,33 @@ def publishing_settings_problems(
     return problems
 
 
+# --- The preview's guards ----------------------------------------------------------------
+
+# gunicorn kills a worker that answers nothing for 30 s (its default --timeout).
+PREVIEW_TIME_LIMIT_MAX = 10.0
+
+
+def preview_settings_problems(
+    *, rate_per_minute: float, burst: int, max_concurrent: int, time_limit: float
+) -> list[str]:
+    """The preview's guards (blogpublish.desk.limits) must let some previews through, and
+    stop a render well before a web worker would be killed for it."""
+    problems = []
+    for name, value in (
+        ("PREVIEW_RATE_PER_MINUTE", rate_per_minute),
+        ("PREVIEW_BURST", burst),
+        ("PREVIEW_MAX_CONCURRENT", max_concurrent),
+    ):
+        if value <= 0:
+            problems.append(f"{name} must be positive (it is {value:g}): no preview would run.")
+    if not 0 < time_limit <= PREVIEW_TIME_LIMIT_MAX:
+        problems.append(
+            f"PREVIEW_TIME_LIMIT must be above 0 and at most {PREVIEW_TIME_LIMIT_MAX:g} "
+            f"seconds (it is {time_limit:g}): a render holds a web worker that long."
+        )
+    return problems
+
+
 # --- Secrets that must be strong: refused, never merely warned about ------------------
 
 SECRET_KEY_MIN_LENGTH = 50  # what `manage.py check --deploy` asks for (security.W009)
@@ -100,18 +127,21 @@ def webhook_secret_problems(*, url_name: str, url: str, secret_name: str, secret
     ]
 
 
-def flower_basic_auth_problems(basic_auth: str) -> list[str]:
-    """FLOWER_BASIC_AUTH as Flower reads it: comma-separated `user:password` entries.
-    Flower compares the decoded `Authorization: Basic` value with each entry, so an
-    empty entry lets `Basic =` in, and no entry at all leaves the UI and the task API
-    open to anyone who reaches the port."""
-    if not basic_auth:
+def flower_basic_auth_problems(basic_auth: str | list[str]) -> list[str]:
+    """Flower's basic_auth as Flower runs with it: `user:password` entries (a list, as
+    config/flower.py parses Flower's options, or FLOWER_BASIC_AUTH's comma-separated
+    string). Flower compares the decoded `Authorization: Basic` value with each entry,
+    so an empty entry lets `Basic =` in, and no entry at all leaves the UI and the task
+    API open to anyone who reaches the port."""
+    entries = basic_auth.split(",") if isinstance(basic_auth, str) else list(basic_auth)
+    if not any(entries):
         return [
-            "FLOWER_BASIC_AUTH is not set: Flower would be open to anyone. Set it to "
-            f"user:password with a password of at least {FLOWER_PASSWORD_MIN_LENGTH} characters."
+            "FLOWER_BASIC_AUTH is not set (nor basic_auth in Flower's config file): Flower "
+            "would be open to anyone. Set it to user:password with a password of at least "
+            f"{FLOWER_PASSWORD_MIN_LENGTH} characters."
         ]
     problems = []
-    for number, entry in enumerate(basic_auth.split(","), start=1):
+    for number, entry in enumerate(entries, start=1):
         user, colon, password = entry.partition(":")
         where = f"FLOWER_BASIC_AUTH entry {number}"
         if not (colon and user.strip() and password):
@@ -124,19 +154,14 @@ def flower_basic_auth_problems(basic_auth: str) -> list[str]:
     return problems
 
 
-# Flower (tornado.options) takes either spelling, always as --name=value.
-_FLOWER_AUTH_FLAGS = frozenset({"--basic-auth", "--basic_auth"})
-
-
-def flower_command_line_problems(argv: list[str]) -> list[str]:
-    """Credentials on Flower's command line would bypass the check of FLOWER_BASIC_AUTH
-    (Flower lets the command line override the environment), and every local user
-    could read them in `ps`."""
-    given = [a.split("=", 1)[0] for a in argv if a.split("=", 1)[0] in _FLOWER_AUTH_FLAGS]
-    if not given:
+def flower_command_line_problems(spellings: list[str]) -> list[str]:
+    """`spellings`: the arguments that set basic_auth on Flower's command line, found by
+    parsing it as Flower does (config/flower.py). Credentials there would be readable by
+    every local user in `ps`; FLOWER_BASIC_AUTH (or a config file) is the place."""
+    if not spellings:
         return []
     return [
-        f"Flower's {', '.join(given)} on the command line is not accepted: set "
+        f"Flower's {', '.join(spellings)} on the command line is not accepted: set "
         "FLOWER_BASIC_AUTH in the environment, where start-up checks it."
     ]
 

@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config import brokers
 from config.checks import (
     mail_address_problems,
+    preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
     site_root_problems,
@@ -266,6 +267,14 @@ SITE_IMAGES_SELF_ONLY = env_bool("SITE_IMAGES_SELF_ONLY", False)
 # once this long has passed since it was uploaded or last seen in use (a day: a writer
 # who uploads and saves later, or undoes a removal, keeps it).
 IMAGE_GRACE_SECONDS = env_number("IMAGE_GRACE_SECONDS", 86400, minimum=0)
+# The article form's preview cannot tie up the web (blogpublish.desk.limits): per writer
+# at most PREVIEW_RATE_PER_MINUTE previews in bursts of PREVIEW_BURST; at most
+# PREVIEW_MAX_CONCURRENT rendering at once across every web process (each may use a CPU
+# core); a render stopped after PREVIEW_TIME_LIMIT seconds (docs/operations.md).
+PREVIEW_RATE_PER_MINUTE = env_number("PREVIEW_RATE_PER_MINUTE", 60, minimum=0)
+PREVIEW_BURST = env_int("PREVIEW_BURST", 10, minimum=0)
+PREVIEW_MAX_CONCURRENT = env_int("PREVIEW_MAX_CONCURRENT", 1, minimum=0)
+PREVIEW_TIME_LIMIT = env_number("PREVIEW_TIME_LIMIT", 1.0, minimum=0)
 
 PUBLISH_MAX_ATTEMPTS = env_int("PUBLISH_MAX_ATTEMPTS", 5, minimum=1)
 # How long one claimed attempt may run before any executor may take the row over.
@@ -541,6 +550,12 @@ _problems = publishing_settings_problems(
     webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT if PUBLISH_WEBHOOK_URL else None,
 )
 _problems += brokers.queue_type_problems(kind=BROKER_KIND, queue_type=BROKER_QUEUE_TYPE)
+_problems += preview_settings_problems(
+    rate_per_minute=PREVIEW_RATE_PER_MINUTE,
+    burst=PREVIEW_BURST,
+    max_concurrent=PREVIEW_MAX_CONCURRENT,
+    time_limit=PREVIEW_TIME_LIMIT,
+)
 _problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
 _problems += _site_root_problems
 _problems += webhook_secret_problems(

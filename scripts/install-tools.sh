@@ -3,6 +3,8 @@
 #   promtool          (package prometheus)  `promtool test rules` of deploy/prometheus/
 #   /usr/bin/chromium (package chromium)    the browser tests (Playwright drives it;
 #                                           Playwright downloads no browser of its own)
+#   exiftool          (package libimage-exiftool-perl) reads every metadata block of the
+#                                           uploaded images' tests (tests/security/)
 # Called by `make install` and `make test`; quick when everything is there. Add a tool
 # as one more "command package" pair below.
 #   scripts/install-tools.sh [--check]    --check: only say what is missing (exit 1)
@@ -11,6 +13,7 @@ set -euo pipefail
 tools=(
     "promtool prometheus"
     "/usr/bin/chromium chromium"
+    "exiftool libimage-exiftool-perl"
 )
 
 missing=()

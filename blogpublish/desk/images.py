@@ -4,9 +4,11 @@ under SITE_ROOT by their content, and removed once no article uses them.
 - Only real images: Pillow must read the file as PNG, JPEG, GIF or WebP. SVG is refused
   by name (it can carry scripts and links), as is anything else; at most 10 MiB and
   50 megapixels (a small file can unpack to gigabytes of pixels).
-- Location data goes: the EXIF GPS block (JPEG: the EXIF segment rewritten without it,
-  the compressed pixels untouched; PNG and WebP: re-encoded, losslessly but for a lossy
-  WebP), and XMP that mentions GPS. A file without any is stored byte for byte.
+- No metadata is kept but the orientation, whatever it says (issue 19): a JPEG is rebuilt
+  from the segments a decoder needs, its compressed pixels untouched (no EXIF but the
+  orientation, no XMP, Extended XMP, IPTC, comment, or anything after its end); PNG, GIF
+  and WebP are re-encoded from their pixels, losslessly but for a lossy WebP (no text,
+  iTXt, zTXt or eXIf chunks, no GIF comments, no WebP EXIF or XMP chunks).
 - Stored as `media/<sha256 of the stored bytes>.<ext>` with `blogpublish.files`, the
   functions the site writes its pages with (atomic, never through a link); "media" is a
   reserved slug, so no article's page can be there and the full check never takes it
@@ -28,6 +30,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import PIL.Image
+import PIL.ImageSequence
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -45,8 +48,6 @@ MEDIA_DIR = "media"  # a reserved slug (publishing.validators)
 IMAGE_MAX_BYTES = 10 * 2**20
 IMAGE_MAX_PIXELS = 50_000_000
 FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp"}
-GPS_IFD = 0x8825
-XMP_HEADER = b"http://ns.adobe.com/xap/"
 # What an article's Markdown names an image by: media/<64 hex>.<ext>.
 IMAGE_REF_RE = re.compile(r"media/([0-9a-f]{64}\.(?:png|jpg|gif|webp))")
 
@@ -110,68 +111,124 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
     return without_location(data, image), FORMATS[image.format], width, height
 
 
-# --- location data -----------------------------------------------------------------
+# --- metadata: only what showing the image needs is kept ----------------------------
+#
+# Not a hunt for location fields (issue 19: Extended XMP, PNG text and JPEG comments got
+# through one), but a whitelist: a JPEG is rebuilt from the segments a decoder needs, its
+# compressed pixels untouched; PNG, GIF and WebP are re-encoded from their pixels. The
+# one tag kept is the EXIF orientation, in a new EXIF block of its own.
+
+ORIENTATION = 0x0112
+# JPEG segments a decoder needs: SOFn, DHT, DAC, DQT, DRI (SOS and its scan are copied
+# as they come). APP0 (JFIF), APP2 (ICC_PROFILE) and APP14 (Adobe) are kept for their
+# identifier only: they say how to read the colours.
+JPEG_KEEP = {*range(0xC0, 0xC8), *range(0xC9, 0xD0), 0xDB, 0xDD}
+JPEG_KEEP_APP = {0xE0: (b"JFIF\x00",), 0xE2: (b"ICC_PROFILE\x00",), 0xEE: (b"Adobe",)}
 
 
-def has_location(image: PIL.Image.Image) -> bool:
-    exif = image.getexif()
-    xmp = image.info.get("xmp") or b""
-    if isinstance(xmp, str):
-        xmp = xmp.encode()
-    return GPS_IFD in exif or b"GPS" in xmp
+def orientation_exif(image: PIL.Image.Image) -> PIL.Image.Exif | None:
+    """A new EXIF block holding only the image's orientation (None when it has none)."""
+    orientation = image.getexif().get(ORIENTATION)
+    if not isinstance(orientation, int) or not 2 <= orientation <= 8:
+        return None
+    exif = PIL.Image.Exif()
+    exif[ORIENTATION] = orientation
+    return exif
 
 
 def without_location(data: bytes, image: PIL.Image.Image) -> bytes:
-    """`data` with no GPS block in its EXIF and no XMP that mentions GPS. Untouched (and
-    so byte-exact) when it has none."""
-    if not has_location(image):
-        return data
-    exif = image.getexif()
-    exif.pop(GPS_IFD, None)
+    """`data` with no metadata but its orientation: no EXIF (GPS or other), XMP (standard
+    or extended), IPTC, comments or text chunks, whatever they say."""
+    exif = orientation_exif(image)
     if image.format == "JPEG":
-        return jpeg_without_location(data, exif.tobytes() if len(exif) else None)
-    # PNG, WebP (GIF carries no EXIF): re-encoded with the EXIF less its GPS block.
-    out = io.BytesIO()
-    options: dict = {"exif": exif} if len(exif) else {}
-    frames = getattr(image, "n_frames", 1)
-    if frames > 1:
-        options.update(save_all=True)
+        return jpeg_without_location(data, exif.tobytes() if exif else None)
+    return re_encoded(data, image, exif)
+
+
+def re_encoded(data: bytes, image: PIL.Image.Image, exif: PIL.Image.Exif | None) -> bytes:
+    """PNG, GIF, WebP encoded anew from their pixels (every frame of an animation), with
+    only what the pixels need (transparency, frame timing, the colour profile) and the
+    orientation: lossless, but for a lossy WebP, which is re-encoded at quality 90."""
+    frames = []
+    for frame in PIL.ImageSequence.Iterator(image):
+        clean = frame.copy()
+        clean.info = {k: frame.info[k] for k in FRAME_INFO if k in frame.info}
+        frames.append(clean)
+    options: dict = {}
+    if exif is not None:
+        options["exif"] = exif
+    if image.info.get("icc_profile"):
+        options["icc_profile"] = image.info["icc_profile"]
+    if len(frames) > 1:
+        # Each frame's own time (WebP's encoder would give every frame the first one's).
+        durations = [frame.info.get("duration", 0) for frame in frames]
+        options.update(save_all=True, append_images=frames[1:], duration=durations)
     if image.format == "WEBP":
         # A lossless WebP (a VP8L bitstream) stays lossless; a lossy one is re-encoded.
-        options.update({"lossless": True} if b"VP8L" in data else {"quality": 90})
-    image.save(out, image.format, **options)
+        options.update({"lossless": True} if b"VP8L" in data[:64] else {"quality": 90})
+    if image.format == "GIF":
+        options["comment"] = b""  # Pillow would carry a frame's comment over otherwise
+    out = io.BytesIO()
+    frames[0].save(out, image.format, **options)
     return out.getvalue()
 
 
+# What a frame's pixels need from Pillow's info to be encoded as they were.
+FRAME_INFO = ("transparency", "duration", "loop", "background", "disposal", "blend")
+
+
 def jpeg_without_location(data: bytes, exif: bytes | None) -> bytes:
-    """The JPEG with its EXIF segment replaced by `exif` (None: removed) and any XMP
-    segment that mentions GPS removed; every other byte (the pixels) as it was."""
+    """The JPEG rebuilt from the segments a decoder needs (JPEG_KEEP, JPEG_KEEP_APP), with
+    `exif` (an EXIF block, or None) after its JFIF header. The scans' compressed bytes are
+    copied as they were, so the pixels are too; nothing after the end marker is kept."""
     if data[:2] != b"\xff\xd8":
         raise ImageRefused("the JPEG does not start as a JPEG does")
-    out, i = [data[:2]], 2
-    while i + 4 <= len(data):
-        if data[i] != 0xFF:
-            raise ImageRefused("the JPEG's segments are damaged")
+    out, i = [], 2
+    while True:
+        if i + 2 > len(data) or data[i] != 0xFF:
+            raise ImageRefused("the JPEG's segments are damaged or it has no end")
         marker = data[i + 1]
         if marker == 0xFF:  # fill byte
             i += 1
             continue
-        if marker == 0xDA:  # start of scan: the compressed pixels, then the end
-            out.append(data[i:])
+        if marker == 0xD9:  # end of image
             break
+        if 0xD0 <= marker <= 0xD7 or marker == 0x01:  # no length; harmless, dropped
+            i += 2
+            continue
         length = int.from_bytes(data[i + 2 : i + 4], "big")
         segment, payload = data[i : i + 2 + length], data[i + 4 : i + 2 + length]
         i += 2 + length
-        if marker == 0xE1 and payload.startswith(b"Exif\x00\x00"):
-            if exif is None or len(exif) + 2 > 0xFFFF:
-                continue
-            segment = b"\xff\xe1" + (len(exif) + 2).to_bytes(2, "big") + exif
-        elif (
-            marker == 0xE1 and payload.startswith(b"http://ns.adobe.com/xap/") and b"GPS" in payload
+        if marker == 0xDA:  # start of scan: its compressed bytes run to the next marker
+            end = jpeg_scan_end(data, i)
+            out.append(segment + data[i:end])
+            i = end
+        elif marker in JPEG_KEEP or (
+            marker in JPEG_KEEP_APP and payload.startswith(JPEG_KEEP_APP[marker])
         ):
-            continue
-        out.append(segment)
-    return b"".join(out)
+            out.append(segment)
+    head = [b"\xff\xd8"]
+    if out and out[0][1] == 0xE0:  # JFIF wants to be first
+        head.append(out.pop(0))
+    if exif is not None and len(exif) + 2 <= 0xFFFF:
+        head.append(b"\xff\xe1" + (len(exif) + 2).to_bytes(2, "big") + exif)
+    return b"".join([*head, *out, b"\xff\xd9"])
+
+
+def jpeg_scan_end(data: bytes, i: int) -> int:
+    """Where the compressed bytes starting at `i` end: the next 0xFF that is not a stuffed
+    zero (FF 00) or a restart marker (FF D0–D7)."""
+    while True:
+        i = data.find(b"\xff", i)
+        if i < 0 or i + 1 >= len(data):
+            raise ImageRefused("the JPEG's compressed data has no end")
+        after = data[i + 1]
+        if after == 0x00 or 0xD0 <= after <= 0xD7:
+            i += 2
+        elif after == 0xFF:  # fill bytes before a marker
+            i += 1
+        else:
+            return i
 
 
 # --- storing ---------------------------------------------------------------------------

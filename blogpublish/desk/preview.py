@@ -13,11 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import escape
 
 from blogpublish.csp import meta_policy
+from blogpublish.desk import limits
 from blogpublish.rendering import MarkdownTooComplexError
 from blogpublish.site import documents
 from publishing.models import (
@@ -76,6 +79,21 @@ def preview_of(data) -> Preview:
     except MarkdownTooComplexError as exc:
         return Preview(html="", problems=[*problems, str(exc)])
     return Preview(html=with_policy_meta(page), problems=problems)
+
+
+def guarded_preview_of(request: HttpRequest) -> Preview:
+    """preview_of(request.POST) within the preview's limits (blogpublish.desk.limits):
+    counted against the writer's budget, in one of the site's render slots, in a child
+    process stopped after PREVIEW_TIME_LIMIT. The form is parsed only once the limits
+    let it through. PreviewRefused when a limit says not now; a render stopped for time
+    is a Preview without a page that says so."""
+    limits.take_from_budget(request.user.pk)
+    with limits.render_slot():
+        data = request.POST
+        try:
+            return limits.run_with_time_limit(preview_of, data, seconds=settings.PREVIEW_TIME_LIMIT)
+        except limits.PreviewTooSlow as exc:
+            return Preview(html="", problems=[str(exc)])
 
 
 def with_policy_meta(page: str) -> str:

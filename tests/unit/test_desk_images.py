@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import PIL.Image
+import PIL.ImageSequence
 import pytest
 
 from blogpublish.desk.images import ImageRefused, alt_text, check, jpeg_without_location
@@ -15,9 +16,57 @@ from tests.support.desk import image_bytes
 @pytest.mark.parametrize(
     ("fmt", "ext"), [("PNG", "png"), ("JPEG", "jpg"), ("GIF", "gif"), ("WEBP", "webp")]
 )
-def test_each_accepted_format_is_stored_as_sent(fmt, ext):
+def test_each_accepted_format_keeps_its_format_size_and_pixels(fmt, ext):
     data = image_bytes(fmt)
-    assert check(data, name=f"x.{ext}") == (data, ext, 64, 48)
+
+    cleaned, got_ext, width, height = check(data, name=f"x.{ext}")
+
+    assert (got_ext, width, height) == (ext, 64, 48)
+    image, sent = PIL.Image.open(io.BytesIO(cleaned)), PIL.Image.open(io.BytesIO(data))
+    assert image.format == fmt
+    if fmt != "WEBP":  # a lossy WebP is encoded again; the others keep every pixel
+        assert image.convert("RGBA").tobytes() == sent.convert("RGBA").tobytes()
+    if fmt == "JPEG":  # nothing to remove: rebuilt from the same segments
+        assert cleaned == data
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "PNG", "WEBP"])
+def test_animation_keeps_every_frame_and_its_time(fmt):
+    frames = [PIL.Image.new("RGB", (32, 24), colour) for colour in ("red", "green", "blue")]
+    out = io.BytesIO()
+    frames[0].save(
+        out, fmt, save_all=True, append_images=frames[1:], duration=[100, 200, 300], loop=0
+    )
+
+    cleaned, *_ = check(out.getvalue(), name="moving")
+
+    durations = []
+    for frame in PIL.ImageSequence.Iterator(PIL.Image.open(io.BytesIO(cleaned))):
+        frame.load()
+        durations.append(frame.info.get("duration"))
+    assert durations == [100, 200, 300]
+
+
+def segment(marker: int, payload: bytes) -> bytes:
+    return bytes([0xFF, marker]) + (len(payload) + 2).to_bytes(2, "big") + payload
+
+
+def test_jpeg_rebuilt_from_a_whitelist__comments_iptc_between_scans_and_after_the_end():
+    out = io.BytesIO()
+    PIL.Image.new("RGB", (64, 48), "teal").save(out, "JPEG", progressive=True)
+    jpeg = out.getvalue()  # several scans, with tables between them
+    second_scan = jpeg.index(b"\xff\xda", jpeg.index(b"\xff\xda") + 2)
+    planted = (
+        jpeg[:2]
+        + segment(0xED, b"Photoshop 3.0\x008BIM\x04\x04 Wuhan")  # IPTC
+        + segment(0xE1, b"http://ns.adobe.com/xmp/extension/\x00Wuhan")  # Extended XMP
+        + jpeg[2:second_scan]
+        + segment(0xFE, b"Wuhan, between the scans")  # a comment
+        + jpeg[second_scan:]
+        + b"Wuhan, after the end"
+    )
+
+    assert jpeg_without_location(planted, None) == jpeg
 
 
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP"])

@@ -11,6 +11,7 @@ import pytest
 from config.checks import (
     flower_basic_auth_problems,
     flower_command_line_problems,
+    preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
     webhook_secret_problems,
@@ -221,13 +222,29 @@ def test_flower_basic_auth_problems(basic_auth, problem):
         assert any(problem in p for p in problems), problems
 
 
+def test_flower_command_line_problems__names_the_spellings_found():
+    # config.flower finds them by parsing as Flower does (tests/security/test_flower_auth.py)
+    assert flower_command_line_problems([]) == []
+    (problem,) = flower_command_line_problems(["-basic_auth=", "--basic-auth=a:b"])
+    assert "-basic_auth=, --basic-auth=a:b on the command line is not accepted" in problem
+
+
 @pytest.mark.parametrize(
-    ("argv", "refused"),
+    ("values", "problem"),
     [
-        (["--address=127.0.0.1", "--port=5555"], False),
-        (["--basic-auth=flower:12-characters"], True),
-        (["--port=5555", "--basic_auth=a:b"], True),
+        ({}, None),  # the defaults
+        ({"rate_per_minute": 0}, "PREVIEW_RATE_PER_MINUTE must be positive"),
+        ({"burst": 0}, "PREVIEW_BURST must be positive"),
+        ({"max_concurrent": 0}, "PREVIEW_MAX_CONCURRENT must be positive"),
+        ({"time_limit": 0}, "PREVIEW_TIME_LIMIT must be above 0"),
+        ({"time_limit": 30}, "at most 10 seconds"),  # gunicorn would kill the worker first
     ],
 )
-def test_flower_command_line_problems(argv, refused):
-    assert bool(flower_command_line_problems(argv)) is refused
+def test_preview_settings_problems(values, problem):
+    settings = {"rate_per_minute": 60, "burst": 10, "max_concurrent": 1, "time_limit": 1.0}
+    problems = preview_settings_problems(**(settings | values))
+
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problem in problems[0], problems

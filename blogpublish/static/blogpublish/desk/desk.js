@@ -115,6 +115,18 @@
           headers: {"X-CSRFToken": csrf},
           credentials: "same-origin",
         });
+        if (response.status === 429 || response.status === 503) {
+          // The preview's limits (docs/writing.md): try again when the server says.
+          const wait = Math.max(1, parseInt(response.headers.get("Retry-After"), 10) || 5);
+          const answer = await response.json().catch(() => ({}));
+          status.textContent = (answer.error || "The preview is paused.") +
+            " Next try in " + wait + " s.";
+          status.dataset.state = "waiting";
+          clearTimeout(timer);
+          timer = setTimeout(send, wait * 1000);
+          again = false; // the timer sends the latest text
+          return;
+        }
         if (!response.ok) {
           throw new Error("the server answered " + response.status);
         }

@@ -1,0 +1,168 @@
+"""The preview's guards (issue 19): it cannot tie up the web processes the site needs.
+
+- **Per writer, a rate**: PREVIEW_RATE_PER_MINUTE previews, in bursts of PREVIEW_BURST
+  (a token bucket kept as one time per writer, `PreviewBudget`, moved by one
+  conditional UPDATE with the database's clock).
+- **Site-wide, a cap on renders at once**: PREVIEW_MAX_CONCURRENT `PreviewSlot` rows,
+  each taken by one conditional UPDATE and held with a lease, so a web process that
+  dies mid-render frees its slot.
+- **Per render, a time limit**: the page is rendered in a forked child process and the
+  child is killed after PREVIEW_TIME_LIMIT seconds. A process, not a thread: a thread
+  cannot be stopped (least of all inside a C renderer), and a forked child has the
+  parent's code and settings at no start-up cost (a few milliseconds). The child runs
+  at the lowest CPU priority (nice 19), so the requests of readers come first.
+
+The counters live in the database because every web process (gunicorn's workers, more
+hosts) must share them, and the database is the one store every installation has (the
+broker may be RabbitMQ, and no shared cache is configured). When the database does not
+answer, the preview is refused (503): it fails closed, since the preview is a writer's
+convenience and the public site is what the guards protect.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+from django.db.models.functions import Greatest, Now
+
+from blogpublish.exceptions import BlogpublishError
+from blogpublish.models import PreviewBudget, PreviewSlot
+
+LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)
+SLOT_MARGIN = timedelta(seconds=5)  # a slot outlives the render's limit by this much
+
+
+class PreviewRefused(BlogpublishError):
+    """The preview is not rendered now; `retry_after` seconds later it may be."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PreviewTooSlow(BlogpublishError):
+    """The render did not finish within PREVIEW_TIME_LIMIT and was stopped."""
+
+
+# --- per writer: a rate --------------------------------------------------------------
+
+
+def take_from_budget(user_id: int) -> None:
+    """Count one preview against the writer's budget; PreviewRefused when it is spent."""
+    interval = timedelta(seconds=60 / settings.PREVIEW_RATE_PER_MINUTE)
+    tolerance = interval * (settings.PREVIEW_BURST - 1)
+    for first_time in (False, True):
+        taken = PreviewBudget.objects.filter(user_id=user_id, due_at__lte=Now() + tolerance).update(
+            due_at=Greatest("due_at", Now()) + interval
+        )
+        if taken:
+            return
+        if first_time or PreviewBudget.objects.filter(user_id=user_id).exists():
+            break
+        PreviewBudget.objects.bulk_create(  # the writer's first preview
+            [PreviewBudget(user_id=user_id, due_at=LONG_AGO)], ignore_conflicts=True
+        )
+    due_at, now = (
+        PreviewBudget.objects.filter(user_id=user_id)
+        .annotate(now=Now())
+        .values_list("due_at", "now")
+        .get()
+    )
+    wait = (due_at - tolerance - now).total_seconds()
+    raise PreviewRefused(
+        f"Too many previews: at most {settings.PREVIEW_RATE_PER_MINUTE:g} a minute "
+        f"(bursts of {settings.PREVIEW_BURST}). The preview updates again shortly.",
+        retry_after=max(1, math.ceil(wait)),
+    )
+
+
+# --- site-wide: renders at once --------------------------------------------------------
+
+
+@contextmanager
+def render_slot() -> Iterator[None]:
+    """Hold one of the PREVIEW_MAX_CONCURRENT slots while the body runs; PreviewRefused
+    when every one is taken."""
+    count = settings.PREVIEW_MAX_CONCURRENT
+    holder = uuid.uuid4().hex
+    lease = timedelta(seconds=settings.PREVIEW_TIME_LIMIT) + SLOT_MARGIN
+    free = Q(held_until__isnull=True) | Q(held_until__lte=Now())
+    number = None
+    for attempt in (1, 2):
+        for candidate in range(count):
+            if (
+                PreviewSlot.objects.filter(free, number=candidate).update(
+                    holder=holder, held_until=Now() + lease
+                )
+                == 1
+            ):
+                number = candidate
+                break
+        if number is not None or attempt == 2:
+            break
+        if PreviewSlot.objects.filter(number__lt=count).count() == count:
+            break  # all there, all taken
+        PreviewSlot.objects.bulk_create(
+            [PreviewSlot(number=n) for n in range(count)], ignore_conflicts=True
+        )
+    if number is None:
+        raise PreviewRefused(
+            f"The preview is busy ({count} at once across the site); it updates again in a moment.",
+            retry_after=1,
+        )
+    try:
+        yield
+    finally:
+        PreviewSlot.objects.filter(number=number, holder=holder).update(holder="", held_until=None)
+
+
+# --- per render: a time limit ----------------------------------------------------------
+
+
+def _run_in_child(send, function: Callable[[Any], Any], argument: Any) -> None:
+    os.nice(19)  # the web's other requests (readers) come first for the CPU
+    try:
+        result = ("ok", function(argument))
+    except Exception as exc:  # sent back as text: the parent says what failed
+        result = ("error", f"{type(exc).__name__}: {exc}")
+    send.send(result)
+    send.close()
+
+
+def run_with_time_limit(function: Callable[[Any], Any], argument: Any, *, seconds: float) -> Any:
+    """`function(argument)` in a forked child process, its result sent back through a
+    pipe; the child is killed and PreviewTooSlow raised when it takes over `seconds`.
+    The argument is not pickled (the child has it from the fork); the result is."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_run_in_child, args=(send, function, argument), daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(seconds):
+            raise PreviewTooSlow(
+                f"The preview was stopped: rendering took longer than "
+                f"{settings.PREVIEW_TIME_LIMIT:g} s. The frame still shows an earlier "
+                "preview; shorten or simplify the text."
+            )
+        try:
+            status, value = receive.recv()
+        except EOFError:
+            raise BlogpublishError("the preview's render process ended without an answer") from None
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receive.close()
+    if status != "ok":
+        raise BlogpublishError(f"the preview could not be rendered ({value})")
+    return value

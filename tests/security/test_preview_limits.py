@@ -1,0 +1,145 @@
+"""Issue 19, finding 2: two large previews held both web workers for 24 s and the front
+page waited. The preview now has a rate per writer, a cap on renders at once across the
+web processes, and a time limit per render (blogpublish.desk.limits). These tests hold
+the refusals; bench/preview.py measures what a reader of the site sees meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from blogpublish.models import PreviewBudget, PreviewSlot
+from blogpublish.site import documents
+from tests.support.admin_http import admin_session
+from tests.support.desk import article_form
+from tests.support.waiting import wait_for
+
+PREVIEW = "/admin/publishing/article/preview/"
+
+
+def form(body: str = "Some *text*.") -> dict:
+    return article_form(title="预览 Preview", body=body)
+
+
+@pytest.mark.django_db
+def test_preview__over_the_writers_rate_is_429_with_retry_after(
+    admin_client, django_user_model, client, settings
+):
+    settings.PREVIEW_RATE_PER_MINUTE = 1  # one more a minute, after a burst of 3
+    settings.PREVIEW_BURST = 3
+
+    answers = [admin_client.post(PREVIEW, form()) for _ in range(4)]
+
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    refused = answers[-1]
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert "Too many previews" in refused.json()["error"]
+    # another writer has a budget of their own
+    other = django_user_model.objects.create_superuser("other", "o@example.com", "x" * 16)
+    client.force_login(other)
+    assert client.post(PREVIEW, form()).status_code == 200
+
+
+@pytest.mark.django_db
+def test_preview__slot_held_by_another_process_is_429_until_its_lease_ends(admin_client):
+    held = PreviewSlot.objects.create(
+        number=0, holder="another-web-process", held_until=timezone.now() + timedelta(seconds=30)
+    )
+
+    refused = admin_client.post(PREVIEW, form())
+
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == "1"
+    assert "busy" in refused.json()["error"]
+    # a process that died holding it: its lease ends, and the slot is free again
+    held.held_until = timezone.now() - timedelta(seconds=1)
+    held.save()
+    assert admin_client.post(PREVIEW, form()).status_code == 200
+    assert PreviewSlot.objects.get(number=0).held_until is None  # released after the render
+
+
+def page_when_released(release_file):
+    """A renderer that waits for `release_file` to exist (in the forked render process)."""
+
+    def article_page(article):
+        deadline = time.monotonic() + 30
+        while not release_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return "<html><head></head><body>released</body></html>"
+
+    return article_page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_preview__cap_on_renders_at_once_over_http(
+    live_server, admin_user, settings, monkeypatch, tmp_path
+):
+    settings.PREVIEW_MAX_CONCURRENT = 1
+    settings.PREVIEW_TIME_LIMIT = 10
+    release = tmp_path / "release"
+    monkeypatch.setattr(documents, "article_page", page_when_released(release))
+    first_writer = admin_session(live_server.url, admin_user)
+    second_writer = admin_session(live_server.url, admin_user)
+    first: dict = {}
+
+    def send_first() -> None:
+        first["answer"] = first_writer.post(live_server.url + PREVIEW, data=form(), timeout=60)
+
+    sender = threading.Thread(target=send_first)
+    sender.start()
+    try:
+        wait_for(
+            lambda: PreviewSlot.objects.filter(held_until__gt=timezone.now()).exists(),
+            timeout=30,
+            what="the first preview to hold the render slot",
+        )
+
+        refused = second_writer.post(live_server.url + PREVIEW, data=form(), timeout=60)
+
+        assert refused.status_code == 429, refused.text
+        assert refused.headers["Retry-After"] == "1"
+    finally:
+        release.touch()
+        sender.join(timeout=60)
+    assert first["answer"].status_code == 200
+    assert "released" in first["answer"].json()["html"]
+
+
+def never_finishes(article):
+    time.sleep(60)  # far beyond the limit: without it the test would wait and fail
+    return "<html><head></head><body>finished after all</body></html>"
+
+
+@pytest.mark.django_db
+def test_preview__render_over_the_time_limit_is_stopped_with_a_message(
+    admin_client, settings, monkeypatch
+):
+    settings.PREVIEW_TIME_LIMIT = 0.5
+    monkeypatch.setattr(documents, "article_page", never_finishes)
+
+    answer = admin_client.post(PREVIEW, form())
+
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["html"] == ""
+    assert any("rendering took longer than 0.5 s" in p for p in body["problems"]), body
+    assert not PreviewSlot.objects.filter(held_until__isnull=False).exists()  # released
+
+
+@pytest.mark.django_db
+def test_preview__limits_that_cannot_be_read_refuse_it(admin_client):
+    # A real database failure: the budget's table is gone (the test's rollback restores it).
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {PreviewBudget._meta.db_table}")
+
+    answer = admin_client.post(PREVIEW, form())
+
+    assert answer.status_code == 503  # closed: no render without its limits
+    assert answer["Retry-After"] == "5"
+    assert "unavailable" in answer.json()["error"]
