@@ -3,8 +3,11 @@ ENV PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY config config
-COPY publishing publishing
+COPY api api
 COPY blogpublish blogpublish
+COPY digest digest
+COPY publishing publishing
+COPY work work
 COPY manage.py ./
 RUN pip install --no-cache-dir . gunicorn \
  && useradd --create-home blog && mkdir -p /app/var/site /app/var/flower && chown -R blog /app/var
