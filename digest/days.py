@@ -227,8 +227,8 @@ def _send_unfinished(run: Run, report: DigestReport) -> None:
             break
         if outcome is DayOutcome.RETRY:
             row = lease.row_state(Digest.objects.filter(day=day), "next_attempt_at")
-            wait = 1.0 if row["next_attempt_at"] is None else row.seconds_until("next_attempt_at")
-            wait = wait or 0.0
+            left = row.seconds_until("next_attempt_at") or 0.0
+            wait = 1.0 if row["next_attempt_at"] is None else left
             raise DigestRetry(words, retry_in=max(0.5, wait))
 
 

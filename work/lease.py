@@ -26,13 +26,22 @@ The module knows no model: the caller passes a queryset and the names of its fie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import connections
-from django.db.models import DateTimeField, ExpressionWrapper, F, Model, Q, QuerySet, Value
+from django.db.models import (
+    DateTimeField,
+    ExpressionWrapper,
+    F,
+    Model,
+    OrderBy,
+    Q,
+    QuerySet,
+    Value,
+)
 from django.db.models.functions import Now
 
 from work.db import row_values_in, update_returning
@@ -141,8 +150,9 @@ def claim_token(
     return getattr(claimed[0], fields.token) if claimed else None
 
 
-def pick(rows: QuerySet[M], *, limit: int, order_by: tuple[str, ...]) -> QuerySet[M]:
-    """Up to `limit` of `rows`, in `order_by` order, as the WHERE of one claim.
+def pick(rows: QuerySet[M], *, limit: int, order_by: Sequence[str | OrderBy]) -> QuerySet[M]:
+    """Up to `limit` of `rows`, in `order_by` order (field names or expressions, e.g. a
+    `Case` that puts one row first), as the WHERE of one claim.
 
     On PostgreSQL the ids are locked with SKIP LOCKED, so another claimer's statement
     passes them by instead of waiting, and read as `pk = ANY(ARRAY(subquery))`: an
@@ -168,14 +178,16 @@ def claim_many(
     rows: QuerySet[M],
     *,
     limit: int,
-    order_by: tuple[str, ...],
+    order_by: Sequence[str | OrderBy],
     seconds: float,
     fields: LeaseFields = LEASE,
     max_attempts: int | None = None,
+    sort_key: Callable[[M], Any] | None = None,
     **changes: Any,
 ) -> list[M]:
-    """`claim` of up to `limit` rows in one statement, picked first by `order_by` (field
-    names, ascending; `pick`: SKIP LOCKED on PostgreSQL); returned in that order."""
+    """`claim` of up to `limit` rows in one statement, picked first by `order_by` (`pick`:
+    SKIP LOCKED on PostgreSQL); returned sorted by `sort_key`, by default by the field
+    names of `order_by` (ascending), since RETURNING comes in no particular order."""
     rows = rows.filter(lease_free(fields))
     if max_attempts is not None:
         rows = rows.filter(within_budget(max_attempts, fields))
@@ -184,8 +196,11 @@ def claim_many(
         **_claim_changes(fields, seconds, count_attempt=True),
         **changes,
     )
-    # RETURNING comes in no particular order.
-    claimed.sort(key=lambda row: tuple(getattr(row, name) for name in order_by))
+    if sort_key is None:
+        names = [name for name in order_by if isinstance(name, str)]
+        claimed.sort(key=lambda row: tuple(getattr(row, name) for name in names))
+    else:
+        claimed.sort(key=sort_key)
     return claimed
 
 
@@ -207,6 +222,15 @@ def fenced_many(
     return row_values_in(
         rows.filter(pk__in=[row[0] for row in held]), ("pk", fields.token, *also), held
     )
+
+
+def seconds_left(rows: QuerySet, token: int, *, fields: LeaseFields = LEASE) -> float | None:
+    """Seconds the claim whose token is `token` still holds the row, by the database
+    clock; None when it holds it no longer (ran out, let go, or overtaken). For a
+    claimer that may have paused (a stalled host) to check before a write that cannot
+    be fenced in the same statement (a file, a webhook)."""
+    state = row_state(fenced(rows, token, fields=fields), fields.expires)
+    return None if state is None else state.seconds_until(fields.expires)
 
 
 def renew(rows: QuerySet, token: int, *, seconds: float, fields: LeaseFields = LEASE) -> bool:

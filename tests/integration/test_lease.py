@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from django.db.models import Case, Value, When
 
 from work import lease
 from work.models import Digest, DigestState, JobLease
@@ -127,3 +128,33 @@ def test_backoff(attempt, cap, expected):
 def test_describe__type_and_message_cut():
     assert lease.describe(ValueError("x" * 5000)) == ("ValueError: " + "x" * 5000)[:4000]
     assert lease.cut("abc", 2) == "ab"
+
+
+def test_claim_many__an_expression_puts_one_row_first():
+    """As a task that claims its own row and the others waiting with it."""
+    make_days(1, 2, 3, 4)
+    own = date(2026, 1, 4)
+    first = Case(When(day=own, then=Value(0)), default=Value(1))
+
+    claimed = lease.claim_many(
+        Digest.objects.all(),
+        limit=2,
+        order_by=(first, "day"),
+        seconds=60,
+        sort_key=lambda row: (row.day != own, row.day),
+    )
+
+    assert [row.day.day for row in claimed] == [4, 1]
+
+
+def test_seconds_left__while_held_and_none_once_overtaken():
+    JobLease.objects.create(name="job")
+    rows = JobLease.objects.filter(name="job")
+    old = lease.claim_token(rows, seconds=30, fields=JOB)
+
+    assert 0 < lease.seconds_left(rows, old, fields=JOB) <= 30
+    rows.update(lease_expires_at=lease.now_plus(-1))
+    assert lease.seconds_left(rows, old, fields=JOB) is None
+    new = lease.claim_token(rows, seconds=30, fields=JOB)
+    assert lease.seconds_left(rows, old, fields=JOB) is None
+    assert lease.seconds_left(rows, new, fields=JOB) > 0
