@@ -34,10 +34,10 @@ from typing import Any, TypeVar
 from django.db import connections
 from django.db.models import (
     DateTimeField,
+    Expression,
     ExpressionWrapper,
     F,
     Model,
-    OrderBy,
     Q,
     QuerySet,
     Value,
@@ -150,7 +150,7 @@ def claim_token(
     return getattr(claimed[0], fields.token) if claimed else None
 
 
-def pick(rows: QuerySet[M], *, limit: int, order_by: Sequence[str | OrderBy]) -> QuerySet[M]:
+def pick(rows: QuerySet[M], *, limit: int, order_by: Sequence[str | Expression]) -> QuerySet[M]:
     """Up to `limit` of `rows`, in `order_by` order (field names or expressions, e.g. a
     `Case` that puts one row first), as the WHERE of one claim.
 
@@ -178,7 +178,7 @@ def claim_many(
     rows: QuerySet[M],
     *,
     limit: int,
-    order_by: Sequence[str | OrderBy],
+    order_by: Sequence[str | Expression],
     seconds: float,
     fields: LeaseFields = LEASE,
     max_attempts: int | None = None,
