@@ -352,13 +352,10 @@ def publish_batch_of_due(
 
 def leases_left() -> float | None:
     """Seconds until every due row held by a lease now is free, or None if none is."""
-    row = (
-        Article.objects.filter(due_q(), lease_expires_at__gt=Now())
-        .annotate(db_now=Now())
-        .order_by("-lease_expires_at")
-        .values("lease_expires_at", "db_now")
-        .first()
+    state = lease.row_state(
+        Article.objects.filter(due_q(), lease_expires_at__gt=Now()).order_by("-lease_expires_at"),
+        "lease_expires_at",
     )
-    if row is None:
+    if state is None:
         return None
-    return max(0.0, (row["lease_expires_at"] - row["db_now"]).total_seconds())
+    return state.seconds_until("lease_expires_at") or 0.0
