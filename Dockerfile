@@ -4,10 +4,11 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 # Every package pyproject.toml installs (tests/unit/test_dockerfile.py holds it).
 COPY config config
-COPY publishing publishing
-COPY blogpublish blogpublish
 COPY api api
-COPY clock clock
+COPY blogpublish blogpublish
+COPY digest digest
+COPY publishing publishing
+COPY work work
 COPY manage.py ./
 RUN pip install --no-cache-dir . gunicorn \
  && useradd --create-home blog && mkdir -p /app/var/site /app/var/flower && chown -R blog /app/var

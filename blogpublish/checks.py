@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.checks import Warning, register
 from django.db import connections
 
-from config.site_root import parse_site_root
+from work.site_root import parse_site_root
 
 
 @register()

@@ -8,6 +8,7 @@ from celery import Celery, signals
 
 from config import redis_transport
 from config.flower import refuse_an_open_flower
+from work import celery_app
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 redis_transport.install()  # workers survive Redis restarts (see the module)
@@ -16,6 +17,8 @@ refuse_an_open_flower()  # `celery -A config flower` only: strong credentials or
 app = Celery("blogpublish")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# The packages below config (publishing's dispatch) reach the app through work.
+celery_app.register(app)
 
 
 @signals.task_prerun.connect

@@ -24,7 +24,7 @@ def publishing_settings_problems(
 ) -> list[str]:
     """`broker_hold_limit`: (its name, seconds), how long a worker may hold a message
     unacked before the broker redelivers it (Redis' visibility timeout) or drops the
-    worker's channel (RabbitMQ's consumer_timeout); config/brokers.py. With
+    worker's channel (RabbitMQ's consumer_timeout); work/brokers.py. With
     `delayed_by_broker` (RabbitMQ quorum queues) ETAs and retry countdowns wait in the
     broker, so only the lease must stay below it."""
     problems = []
@@ -184,8 +184,8 @@ def mail_address_problems(*, name: str, addresses: list[str]) -> list[str]:
 
 
 def site_root_problems(site_root: str) -> list[str]:
-    """SITE_ROOT must be an absolute path or an s3://BUCKET/PREFIX URL (config/site_root.py)."""
-    from config.site_root import parse_site_root
+    """SITE_ROOT must be an absolute path or an s3://BUCKET/PREFIX URL (work/site_root.py)."""
+    from work.site_root import parse_site_root
 
     try:
         parse_site_root(site_root)

@@ -16,7 +16,6 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config import brokers
 from config.checks import (
     mail_address_problems,
     preview_settings_problems,
@@ -27,7 +26,8 @@ from config.checks import (
 )
 from config.crontab import parse_crontab
 from config.queues import celery_queues
-from config.site_root import parse_site_root
+from work import brokers
+from work.site_root import parse_site_root
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -126,7 +126,9 @@ INSTALLED_APPS = [
     "publishing.apps.PublishingConfig",
     "blogpublish.apps.BlogpublishConfig",
     "api.apps.ApiConfig",
-    "clock.apps.ClockConfig",
+    # Label "clock": its tables and migrations keep the names they had in clock/.
+    "work.apps.WorkConfig",
+    "digest.apps.DigestConfig",
 ]
 
 MIDDLEWARE = [
@@ -235,7 +237,7 @@ SERVER_EMAIL = env_str("SERVER_EMAIL") or DEFAULT_FROM_EMAIL
 
 # Where the site is written: a local folder (an absolute path; the default) or
 # S3-compatible object storage, s3://BUCKET/PREFIX (docs/site.md, "Where the site lives").
-# Anything else stops start-up (config/site_root.py). A path stays a Path here; a URL a str.
+# Anything else stops start-up (work/site_root.py). A path stays a Path here; a URL a str.
 _site_root = env_str("SITE_ROOT") or str(VAR_DIR / "site")
 _site_root_problems = site_root_problems(_site_root)
 SITE_ROOT: Path | str = _site_root
@@ -317,7 +319,7 @@ PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
 # Saves, admin actions and the catch-up hand their messages to the broker on a pool of
 # connections kept per process with short timeouts (publishing/dispatch.py,
-# config/brokers.py `dispatch_transport_options`, for the broker in use): with one retry,
+# work/brokers.py `dispatch_transport_options`, for the broker in use): with one retry,
 # a broker that is down, or accepts and never answers, costs a send about a second.
 # redis-py and py-amqp wait forever by default.
 # After a send failed, a process skips the broker for this many seconds (its rows stay
@@ -378,7 +380,7 @@ FLOWER_BASIC_AUTH = env_str("FLOWER_BASIC_AUTH")
 # answers only from loopback unless DEBUG (publishing/views.py).
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 
-# --- The clock's jobs (clock/): the daily digest, and what each scheduled run cost ----
+# --- The clock's jobs: the daily digest (digest/), and what each run cost (work/) ------
 
 # When Beat sends the digest of the previous day: a crontab expression in TIME_ZONE.
 DIGEST_SCHEDULE = env_str("DIGEST_SCHEDULE") or "0 7 * * *"
@@ -404,7 +406,7 @@ PUBLISH_CATCHUP_HEAVY_BATCH = 100
 # Read by config/celery.py through config_from_object(namespace="CELERY").
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
-# Redis or RabbitMQ (config/brokers.py says what differs; docs/operations.md, "Brokers").
+# Redis or RabbitMQ (work/brokers.py says what differs; docs/operations.md, "Brokers").
 try:
     BROKER_KIND = brokers.broker_kind(CELERY_BROKER_URL)
 except brokers.BrokerUrlError as exc:
@@ -473,7 +475,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": PUBLISH_CATCHUP_INTERVAL,
         "options": {"expires": PUBLISH_CATCHUP_INTERVAL * 0.9},
     },
-    # The digest of the previous day (and missed days: clock/digest/days.py). No
+    # The digest of the previous day (and missed days: digest/days.py). No
     # `expires`: a message that waited for a worker is still the day's digest, and any
     # number of them sends it once.
     "digest": {"task": "clock.tasks.digest_daily", "schedule": DIGEST_CRONTAB},

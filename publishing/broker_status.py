@@ -15,8 +15,8 @@ from django.conf import settings
 from kombu import Queue
 from kombu.exceptions import ChannelError
 
-from config.celery import app
 from publishing.dispatch import send_options
+from work.celery_app import celery_app
 
 
 def queue_message_counts(*, names: list[str] | None = None, timeout: float = 2.0) -> dict[str, int]:
@@ -24,7 +24,7 @@ def queue_message_counts(*, names: list[str] | None = None, timeout: float = 2.0
     raises the broker's connection error when it cannot be reached within about
     `timeout` seconds."""
     queues = [Queue(n) for n in names] if names else list(settings.CELERY_TASK_QUEUES)
-    with app.connection_for_read(transport_options=send_options()) as conn:
+    with celery_app().connection_for_read(transport_options=send_options()) as conn:
         conn.ensure_connection(max_retries=1, timeout=timeout)
         return {queue.name: _waiting(conn, queue) for queue in queues}
 

@@ -38,10 +38,10 @@ from kombu import Producer
 from kombu.exceptions import OperationalError
 from kombu.pools import ProducerPool
 
-from config.brokers import broker_kind, dispatch_transport_options
-from config.celery import app
 from publishing import logcontext
 from publishing.breaker import Breaker
+from work.brokers import broker_kind, dispatch_transport_options
+from work.celery_app import celery_app
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,8 @@ BATCH_TASK = "publishing.tasks.publish_batch"
 def send_options() -> dict:
     """The transport options of the sending connections, for the broker this process
     is configured with (read when used: a process pointed at another broker gets its)."""
-    return dispatch_transport_options(broker_kind(app.conf.broker_write_url or app.conf.broker_url))
+    conf = celery_app().conf
+    return dispatch_transport_options(broker_kind(conf.broker_write_url or conf.broker_url))
 
 
 class _Dispatcher:
@@ -65,7 +66,7 @@ class _Dispatcher:
         self.breaker = Breaker()
         self._pool: ProducerPool | None = None
         self._lock = threading.Lock()
-        template = app.connection_for_write()
+        template = celery_app().connection_for_write()
         # What a broker that is down or silent raises (Celery wraps most of them in
         # kombu's OperationalError); anything else is a bug and does not open the breaker.
         self.broker_errors: tuple[type[BaseException], ...] = (
@@ -78,6 +79,7 @@ class _Dispatcher:
     def producers(self) -> ProducerPool:
         with self._lock:
             if self._pool is None:
+                app = celery_app()
                 connection = app.connection_for_write(transport_options=send_options())
                 limit = app.conf.broker_pool_limit
                 self._pool = ProducerPool(
@@ -97,9 +99,9 @@ class _Dispatcher:
     @contextlib.contextmanager
     def producer(self, connection=None) -> Iterator[Producer]:
         if connection is not None:  # the caller's own connection
-            yield app.amqp.Producer(connection, auto_declare=False)
+            yield celery_app().amqp.Producer(connection, auto_declare=False)
             return
-        timeout = app.conf.broker_pool_acquire_timeout
+        timeout = celery_app().conf.broker_pool_acquire_timeout
         with self.producers().acquire(block=True, timeout=timeout) as producer:
             yield producer
 
@@ -167,7 +169,7 @@ def send_batch(messages: list[Message], *, connection=None, past_breaker: bool =
         with dispatcher.producer(connection) as producer:
             headers = _request_headers()
             for name, args, eta in messages:
-                app.send_task(
+                celery_app().send_task(
                     name,
                     args,
                     eta=eta,

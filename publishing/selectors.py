@@ -3,34 +3,21 @@ with skewed clocks agree on what is due and whose lease has run out."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.db.models import DateTimeField, ExpressionWrapper, Q, QuerySet, Value
+from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
 from publishing.models import Article, ArticleStatus
-
-
-def db_now_plus(seconds: float) -> ExpressionWrapper:
-    """The database clock plus `seconds`, as an expression for UPDATE and WHERE."""
-    return ExpressionWrapper(
-        Now() + Value(timedelta(seconds=seconds)), output_field=DateTimeField()
-    )
+from work import lease
+from work.lease import now_plus
 
 
 def due_q() -> Q:
     """Pending, its time has come, and not backing off after a failure."""
-    return Q(status=ArticleStatus.PENDING, publish_at__lte=Now()) & (
-        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=Now())
-    )
-
-
-def lease_free_q() -> Q:
-    return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=Now())
+    return Q(status=ArticleStatus.PENDING, publish_at__lte=Now()) & lease.due()
 
 
 def articles_claimable() -> QuerySet[Article]:
-    return Article.objects.filter(due_q() & lease_free_q())
+    return Article.objects.filter(due_q() & lease.lease_free())
 
 
 def article_ids_claimable(*, limit: int) -> list[int]:
@@ -40,20 +27,21 @@ def article_ids_claimable(*, limit: int) -> list[int]:
     )
 
 
-def article_claim_state(*, article_id: int) -> dict | None:
+def article_claim_state(*, article_id: int) -> lease.RowState | None:
     """The fields that explain why a claim failed, with the database's clock."""
-    return (
-        Article.objects.filter(pk=article_id)
-        .annotate(db_now=Now())
-        .values("status", "publish_at", "next_attempt_at", "lease_expires_at", "db_now")
-        .first()
+    return lease.row_state(
+        Article.objects.filter(pk=article_id),
+        "status",
+        "publish_at",
+        "next_attempt_at",
+        "lease_expires_at",
     )
 
 
 def articles_due_for_catch_up(*, stale_after: float, limit: int) -> list[int]:
     """Due, lease free, and nothing has touched or sent them for `stale_after` seconds:
     their message was lost, or never sent. Oldest first, at most `limit`."""
-    cutoff = db_now_plus(-stale_after)
+    cutoff = now_plus(-stale_after)
     return list(
         articles_claimable()
         .filter(updated_at__lte=cutoff, publish_at__lte=cutoff)
@@ -66,10 +54,10 @@ def articles_due_for_catch_up(*, stale_after: float, limit: int) -> list[int]:
 def articles_to_arm(*, horizon: float, stale_after: float, limit: int) -> list[tuple[int, object]]:
     """Scheduled rows due within `horizon` seconds, not armed in the last
     `stale_after` seconds: (id, publish_at), soonest first."""
-    cutoff = db_now_plus(-stale_after)
+    cutoff = now_plus(-stale_after)
     return list(
         Article.objects.filter(
-            status=ArticleStatus.PENDING, publish_at__gt=Now(), publish_at__lte=db_now_plus(horizon)
+            status=ArticleStatus.PENDING, publish_at__gt=Now(), publish_at__lte=now_plus(horizon)
         )
         .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lte=cutoff))
         .order_by("publish_at", "id")
@@ -87,7 +75,7 @@ def dead_unalerted_ids(*, limit: int) -> list[int]:
 
 def stuck_articles(*, stuck_after: float, limit: int = 100) -> list[dict]:
     """Due work that no executor has touched for `stuck_after` seconds, oldest first."""
-    cutoff = db_now_plus(-stuck_after)
+    cutoff = now_plus(-stuck_after)
     return list(
         articles_claimable()
         .filter(publish_at__lte=cutoff, updated_at__lte=cutoff)

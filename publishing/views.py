@@ -21,10 +21,10 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from clock.metrics import add_job_gauges
 from publishing import rollup
 from publishing.dispatch import send_options
 from publishing.selectors import broker_queue_lengths, catch_up_last_run, pipeline_status
+from work.metrics import add_job_gauges
 
 # A proxy in front adds one of these: a request that carries one did not come from a
 # scraper on this host, although REMOTE_ADDR (the proxy's) is loopback.

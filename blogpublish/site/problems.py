@@ -20,7 +20,7 @@ from django.db.models.functions import Now
 from blogpublish.site.documents import EntryProblem, log_problem
 from publishing.alerts import send_alert
 from publishing.models import Alarm
-from publishing.selectors import db_now_plus
+from work.lease import now_plus
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def alert_once(problem: EntryProblem) -> bool:
         Alarm.objects.get_or_create(name=name)
     if not (
         Alarm.objects.filter(name=name)
-        .filter(Q(raised_at__isnull=True) | Q(raised_at__lte=db_now_plus(-ALERT_EVERY)))
+        .filter(Q(raised_at__isnull=True) | Q(raised_at__lte=now_plus(-ALERT_EVERY)))
         .update(raised_at=Now(), detail=detail[:2000])
     ):
         return False

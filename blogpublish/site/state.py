@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db import connection
-
 from blogpublish.models import SITE_STATE_ID, PageNote
 from blogpublish.models import SiteState as SiteStateRow
+from work.db import row_values_in
 
 
 @dataclass
@@ -87,15 +86,11 @@ SETTLE_CHUNK = 1000
 
 def _notes_as_read(notes: list[tuple[int, int]]):
     """The notes (article id, version) still at the version the pass read: one row
-    value `IN (VALUES …)`, which Django does not compile per note as it does an OR of
-    one Q each (a pass after a large batch settles thousands; docs/performance.md)."""
-    table = connection.ops.quote_name(PageNote._meta.db_table)
-    quote = connection.ops.quote_name
-    columns = f"{table}.{quote('article_id')}, {table}.{quote('version')}"
-    values = ", ".join(["(%s, %s)"] * len(notes))
-    return PageNote.objects.filter(article_id__in=[i for i, _ in notes]).extra(
-        where=[f"({columns}) IN (VALUES {values})"], params=[x for note in notes for x in note]
-    )
+    value `IN (VALUES …)` (work.db.row_values_in), which Django does not compile per
+    note as it does an OR of one Q each (a pass after a large batch settles thousands;
+    docs/performance.md)."""
+    rows = PageNote.objects.filter(article_id__in=[article_id for article_id, _ in notes])
+    return row_values_in(rows, ("article_id", "version"), notes)
 
 
 def add_note(*, article_id: int, slugs: list[str], listed: bool, listed_at: str = "") -> None:

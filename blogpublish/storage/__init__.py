@@ -9,7 +9,7 @@ import os
 from django.conf import settings
 
 from blogpublish.storage.base import SiteStorage, Staged, content_type_of
-from config.site_root import parse_site_root
+from work.site_root import parse_site_root
 
 __all__ = ["SiteStorage", "Staged", "content_type_of", "site_storage", "storage_for"]
 

@@ -16,7 +16,8 @@ from django.db.models.functions import Now
 
 from publishing.alerts import send_alert
 from publishing.models import Alarm, Article, ArticleStatus
-from publishing.selectors import db_now_plus, stuck_articles
+from publishing.selectors import stuck_articles
+from work.lease import now_plus
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def alarm_raise(*, name: str, every: float, detail: str = "") -> bool:
         Alarm.objects.get_or_create(name=name)
     return bool(
         Alarm.objects.filter(name=name)
-        .filter(Q(raised_at__isnull=True) | Q(raised_at__lte=db_now_plus(-every)))
+        .filter(Q(raised_at__isnull=True) | Q(raised_at__lte=now_plus(-every)))
         .update(raised_at=Now(), detail=detail)
     )
 

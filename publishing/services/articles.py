@@ -6,7 +6,8 @@ count read after the claim is the fencing token: completing or failing is
 `WHERE claims = my_token AND status = pending`, so an attempt whose lease ran out and
 was overtaken cannot overwrite a newer attempt's outcome. (`attempts` is the budget of
 the current content and starts again at 0 after a requeue or an edit, so it cannot be
-the token: an old attempt would match a new one with the same number.)
+the token: an old attempt would match a new one with the same number.) The lease, the
+token, the budget and the database clock are the one fenced lease's (work.lease).
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from publishing import rollup
-from publishing.db import update_returning
 from publishing.exceptions import PermanentPublishError
 from publishing.logcontext import log_context
 from publishing.models import (
@@ -37,13 +36,13 @@ from publishing.models import (
     PublishAttempt,
 )
 from publishing.publishers import get_publishers
-from publishing.selectors import article_claim_state, db_now_plus, due_q, lease_free_q
+from publishing.selectors import article_claim_state, due_q
 from publishing.services.alarms import article_dead_alert
 from publishing.services.refresh import shared_views_request
+from work import lease
+from work.lease import describe
 
 logger = logging.getLogger(__name__)
-
-ERROR_MAX_CHARS = 4000
 
 
 class Outcome(enum.StrEnum):
@@ -81,11 +80,6 @@ class Claim:
 UNFINISHED = "never finished: its worker died or ran out of time, and the lease ran out"
 
 
-def describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text[:ERROR_MAX_CHARS]
-
-
 # --- claim ---------------------------------------------------------------------------
 
 
@@ -95,17 +89,16 @@ def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Cl
     A row whose budget is spent although no attempt said so (each one killed its worker
     or ran past the time limit) is not claimed again: it goes dead here, so a message
     that kills workers cannot loop forever."""
-    rows = Article.objects.filter(due_q() & lease_free_q(), pk=article_id)
+    rows = Article.objects.filter(due_q(), pk=article_id)
     with transaction.atomic():
-        claimed = update_returning(
-            rows.filter(attempts__lt=settings.PUBLISH_MAX_ATTEMPTS),
-            lease_expires_at=db_now_plus(settings.PUBLISH_LEASE_SECONDS),
-            attempts=F("attempts") + 1,
-            claims=F("claims") + 1,
+        claimed = lease.claim(
+            rows,
+            seconds=settings.PUBLISH_LEASE_SECONDS,
+            max_attempts=settings.PUBLISH_MAX_ATTEMPTS,
             updated_at=Now(),
         )
         if not claimed:
-            _give_up_unfinished(rows, article_id=article_id)
+            _give_up_unfinished(rows.filter(lease.lease_free()), article_id=article_id)
             return None
         # As the claim left it, read in the claim's statement: the token is ours.
         [article] = claimed
@@ -139,7 +132,7 @@ def _unfinished(article_id: int):
 def _give_up_unfinished(rows, *, article_id: int) -> bool:
     """Dead, when the budget is spent by attempts that never said how they ended."""
     error = f"the last attempt {UNFINISHED}"
-    if not rows.filter(attempts__gte=settings.PUBLISH_MAX_ATTEMPTS).update(
+    if not rows.filter(lease.budget_spent(settings.PUBLISH_MAX_ATTEMPTS)).update(
         status=ArticleStatus.DEAD, lease_expires_at=None, last_error=error, updated_at=Now()
     ):
         return False
@@ -160,14 +153,11 @@ def explain_unclaimed(*, article_id: int) -> AttemptResult:
         reason = "it no longer exists"
     elif state["status"] != ArticleStatus.PENDING:
         reason = f"it is {state['status']}"
-    elif state["publish_at"] > state["db_now"]:
-        due_in = (state["publish_at"] - state["db_now"]).total_seconds()
+    elif (due_in := state.seconds_until("publish_at")) is not None:
         reason = f"it is scheduled for {state['publish_at']:%Y-%m-%d %H:%M:%S} UTC"
-    elif state["next_attempt_at"] and state["next_attempt_at"] > state["db_now"]:
-        due_in = (state["next_attempt_at"] - state["db_now"]).total_seconds()
+    elif (due_in := state.seconds_until("next_attempt_at")) is not None:
         reason = f"it is backing off for {due_in:.1f}s after a failure"
-    elif state["lease_expires_at"] and state["lease_expires_at"] > state["db_now"]:
-        lease_left = (state["lease_expires_at"] - state["db_now"]).total_seconds()
+    elif (lease_left := state.seconds_until("lease_expires_at")) is not None:
         reason = f"another attempt holds its lease for {lease_left:.1f}s"
     else:
         reason = "another executor claimed it first"
@@ -187,7 +177,7 @@ def _finish(claim: Claim, outcome: AttemptOutcome, error: str = "") -> None:
     seconds = time.monotonic() - claim.started
     PublishAttempt.objects.filter(pk=claim.record.pk).update(
         outcome=outcome,
-        error=error[:ERROR_MAX_CHARS],
+        error=lease.cut(error),
         finished_at=now,
         duration=timedelta(seconds=seconds),
     )
@@ -203,10 +193,13 @@ def _finish(claim: Claim, outcome: AttemptOutcome, error: str = "") -> None:
     rollup.record(outcome=outcome, duration=seconds, latency=latency, now=now)
 
 
+def _pending(claim: Claim):
+    return Article.objects.filter(pk=claim.article.pk, status=ArticleStatus.PENDING)
+
+
 def _fenced(claim: Claim):
-    return Article.objects.filter(
-        pk=claim.article.pk, status=ArticleStatus.PENDING, claims=claim.token
-    )
+    """The row, if this claim still holds it (its token) and it is still pending."""
+    return lease.fenced(_pending(claim), claim.token)
 
 
 def article_complete(*, claim: Claim, request_refresh: bool = True) -> AttemptResult:
@@ -215,23 +208,20 @@ def article_complete(*, claim: Claim, request_refresh: bool = True) -> AttemptRe
     batch asks once for all its rows)."""
     article_id, attempt = claim.article.pk, claim.attempt
     with transaction.atomic():
-        if (
-            _fenced(claim)
-            .filter(content_hash=claim.content_hash)
-            .update(
-                status=ArticleStatus.PUBLISHED,
-                published_hash=claim.content_hash,
-                # The fence on content_hash means the slug is the one that was published.
-                published_slug=claim.article.slug,
-                published_title=claim.article.title,
-                published_body=claim.article.body,
-                published_publish_at=claim.article.publish_at,
-                published_at=Now(),
-                lease_expires_at=None,
-                next_attempt_at=None,
-                last_error="",
-                updated_at=Now(),
-            )
+        if lease.release(
+            _pending(claim).filter(content_hash=claim.content_hash),
+            claim.token,
+            status=ArticleStatus.PUBLISHED,
+            published_hash=claim.content_hash,
+            # The fence on content_hash means the slug is the one that was published.
+            published_slug=claim.article.slug,
+            published_title=claim.article.title,
+            published_body=claim.article.body,
+            published_publish_at=claim.article.publish_at,
+            published_at=Now(),
+            next_attempt_at=None,
+            last_error="",
+            updated_at=Now(),
         ):
             _finish(claim, AttemptOutcome.OK)
             # The shared views (index, feed) are refreshed from the database after the
@@ -240,7 +230,7 @@ def article_complete(*, claim: Claim, request_refresh: bool = True) -> AttemptRe
                 transaction.on_commit(shared_views_request, robust=True)
             logger.info("article %s published (attempt %s)", article_id, attempt)
             return AttemptResult(Outcome.PUBLISHED, article_id, attempt)
-        if _fenced(claim).update(lease_expires_at=None, updated_at=Now()):
+        if lease.release(_pending(claim), claim.token, updated_at=Now()):
             reason = "the content changed while publishing; the new content goes next"
             _finish(claim, AttemptOutcome.RETRY, reason)
             logger.info("article %s attempt %s: %s", article_id, attempt, reason)
@@ -259,9 +249,10 @@ def article_fail(
     give_up = permanent or attempt >= settings.PUBLISH_MAX_ATTEMPTS
     with transaction.atomic():
         # Dead only for the content that failed: an edit made meanwhile gets its chance.
-        if give_up and _fenced(claim).filter(content_hash=claim.content_hash).update(
+        if give_up and lease.release(
+            _pending(claim).filter(content_hash=claim.content_hash),
+            claim.token,
             status=ArticleStatus.DEAD,
-            lease_expires_at=None,
             next_attempt_at=None,
             last_error=error,
             updated_at=Now(),
@@ -271,10 +262,11 @@ def article_fail(
             return AttemptResult(Outcome.DEAD, article_id, attempt, error=error)
         if give_up:
             retry_in = 0.0
-        if _fenced(claim).update(
-            lease_expires_at=None,
+        if lease.release(
+            _pending(claim),
+            claim.token,
             last_error=error,
-            next_attempt_at=db_now_plus(retry_in),
+            next_attempt_at=lease.now_plus(retry_in),
             updated_at=Now(),
         ):
             _finish(claim, AttemptOutcome.RETRY, error)

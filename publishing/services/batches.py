@@ -7,7 +7,7 @@ message per article, with every per-row guarantee of the single path.
   nor take the same row; the same statement without SKIP LOCKED on SQLite, where
   writers take turns anyway. Each row gets its own lease, its attempt counted, its
   claim count (the fencing token) raised, and a `PublishAttempt` of its own, exactly
-  as `article_claim` gives them.
+  as `article_claim` gives them (the one fenced lease's `claim_many`, work.lease).
 - **Publish**: COMPLETE_EVERY rows at a time; a publisher with `publish_many` (the
   static site: one page guard, one currency query, one note statement and one disk
   flush for the group) takes the group at once, the others row by row. A failure is
@@ -39,18 +39,17 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import DurationField, ExpressionWrapper, F, QuerySet, Value
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from publishing import rollup
-from publishing.db import update_returning
 from publishing.exceptions import PermanentPublishError
 from publishing.logcontext import log_context
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from publishing.publishers import get_publishers
-from publishing.selectors import articles_claimable, db_now_plus, due_q, lease_free_q
+from publishing.selectors import due_q
 from publishing.services.articles import (
     UNFINISHED,
     AttemptResult,
@@ -59,9 +58,11 @@ from publishing.services.articles import (
     _give_up_unfinished,
     article_complete,
     article_fail,
-    describe,
 )
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
+from work import lease
+from work.db import update_returning
+from work.lease import describe
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,6 @@ logger = logging.getLogger(__name__)
 # live (and a worker killed late in the batch loses little) before the batch ends; the
 # shared pages are still refreshed once per batch.
 COMPLETE_EVERY = 100
-FENCE_COLUMNS = ("id", "claims", "content_hash")
 
 
 @dataclass
@@ -87,40 +87,11 @@ class BatchReport:
         return self.claimed > 0 and self.claimed >= settings.PUBLISH_BATCH_SIZE
 
 
-def _claimable(limit: int) -> QuerySet[Article]:
-    """Up to `limit` claimable rows, oldest first: the claim's WHERE.
-
-    On PostgreSQL the ids are locked with SKIP LOCKED, so another batch's statement
-    passes them by instead of waiting, and read as `id = ANY(ARRAY(subquery))`: an
-    InitPlan, run once. (With `id IN (subquery)` the planner may run the subquery
-    again per row, and each run skips the rows the last one locked: more than
-    `limit` rows would be claimed.) SQLite runs an uncorrelated IN subquery once."""
-    ids = (
-        articles_claimable()
-        .filter(attempts__lt=settings.PUBLISH_MAX_ATTEMPTS)
-        .order_by("publish_at", "id")
-        .values("id")[:limit]
-    )
-    # The outer conditions again: on PostgreSQL, a row changed since the subquery read
-    # it is checked again against these (READ COMMITTED's re-check), not against the
-    # subquery's snapshot.
-    rows = Article.objects.filter(
-        due_q() & lease_free_q(), attempts__lt=settings.PUBLISH_MAX_ATTEMPTS
-    )
-    if connection.vendor != "postgresql":
-        return rows.filter(pk__in=ids)
-    sql, params = ids.query.sql_with_params()
-    table = connection.ops.quote_name(Article._meta.db_table)
-    return rows.extra(
-        where=[f'{table}."id" = ANY(ARRAY({sql} FOR UPDATE SKIP LOCKED))'], params=list(params)
-    )
-
-
 def _give_up_spent(limit: int) -> None:
     """Due rows whose budget is spent by attempts that never finished (their workers
     died): dead with an alert, as `article_claim` makes them."""
     rows = Article.objects.filter(
-        due_q() & lease_free_q(), attempts__gte=settings.PUBLISH_MAX_ATTEMPTS
+        due_q() & lease.lease_free() & lease.budget_spent(settings.PUBLISH_MAX_ATTEMPTS)
     )
     for article_id in rows.values_list("id", flat=True)[:limit]:
         with transaction.atomic():
@@ -132,16 +103,16 @@ def articles_claim_batch(*, limit: int, worker: str = "", task_id: str = "") -> 
     each, as `article_claim` returns it, oldest first."""
     _give_up_spent(limit)
     with transaction.atomic():
-        claimed = update_returning(
-            _claimable(limit),
-            lease_expires_at=db_now_plus(settings.PUBLISH_LEASE_SECONDS),
-            attempts=F("attempts") + 1,
-            claims=F("claims") + 1,
+        claimed = lease.claim_many(
+            Article.objects.filter(due_q()),
+            limit=limit,
+            order_by=("publish_at", "id"),
+            seconds=settings.PUBLISH_LEASE_SECONDS,
+            max_attempts=settings.PUBLISH_MAX_ATTEMPTS,
             updated_at=Now(),
         )
         if not claimed:
             return []
-        claimed.sort(key=lambda a: (a.publish_at, a.pk))
         overtaken = [a.pk for a in claimed if a.claims > 1]
         if overtaken:
             # Earlier attempts still "running" lost their lease: say what became of them.
@@ -179,11 +150,11 @@ def articles_release(*, claims: list[Claim]) -> int:
     released = 0
     for claim in claims:
         with transaction.atomic():
-            if (
-                Article.objects.filter(
-                    pk=claim.article.pk, status=ArticleStatus.PENDING, claims=claim.token
-                ).update(lease_expires_at=None, attempts=F("attempts") - 1, updated_at=Now())
-                == 1
+            if lease.release(
+                Article.objects.filter(pk=claim.article.pk, status=ArticleStatus.PENDING),
+                claim.token,
+                refund_attempt=True,
+                updated_at=Now(),
             ):
                 PublishAttempt.objects.filter(pk=claim.record.pk).delete()
                 released += 1
@@ -191,17 +162,9 @@ def articles_release(*, claims: list[Claim]) -> int:
 
 
 def _fenced(claims: list[Claim]) -> QuerySet[Article]:
-    """The claimed rows still at each claim's token and content: `(id, claims,
-    content_hash) IN (VALUES …)`, one row value per claim (PostgreSQL, and SQLite since
-    3.15). The same condition as an OR of one Q per claim, which Django takes longer to
-    compile than the database takes to run (docs/performance.md)."""
-    table = connection.ops.quote_name(Article._meta.db_table)
-    columns = ", ".join(f"{table}.{connection.ops.quote_name(c)}" for c in FENCE_COLUMNS)
-    values = ", ".join(["(%s, %s, %s)"] * len(claims))
-    params = [v for c in claims for v in (c.article.pk, c.token, c.content_hash)]
-    return Article.objects.filter(pk__in=[c.article.pk for c in claims]).extra(
-        where=[f"({columns}) IN (VALUES {values})"], params=params
-    )
+    """The claimed rows still at each claim's token and content, in one condition."""
+    held = [(c.article.pk, c.token, c.content_hash) for c in claims]
+    return lease.fenced_many(Article.objects.all(), held, also=("content_hash",))
 
 
 def articles_complete(*, claims: list[Claim]) -> list[AttemptResult]:
@@ -389,13 +352,10 @@ def publish_batch_of_due(
 
 def leases_left() -> float | None:
     """Seconds until every due row held by a lease now is free, or None if none is."""
-    row = (
-        Article.objects.filter(due_q(), lease_expires_at__gt=Now())
-        .annotate(db_now=Now())
-        .order_by("-lease_expires_at")
-        .values("lease_expires_at", "db_now")
-        .first()
+    state = lease.row_state(
+        Article.objects.filter(due_q(), lease_expires_at__gt=Now()).order_by("-lease_expires_at"),
+        "lease_expires_at",
     )
-    if row is None:
+    if state is None:
         return None
-    return max(0.0, (row["lease_expires_at"] - row["db_now"]).total_seconds())
+    return state.seconds_until("lease_expires_at") or 0.0

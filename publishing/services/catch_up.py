@@ -20,7 +20,6 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
-from clock.runs import Run, busy_message, scheduled_run
 from publishing import rollup
 from publishing.dispatch import dispatch_batches, dispatch_many
 from publishing.models import Article, CatchUpRun
@@ -35,6 +34,7 @@ from publishing.services.articles import article_publish
 from publishing.services.refresh import full_check_due, shared_views_pass
 from publishing.services.site import site_reconcile
 from publishing.time_limits import attempt_time_limit
+from work.runs import Run, busy_message, scheduled_run
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def catch_up(*, limit: int | None = None) -> CatchUpReport:
     is due, the full check (reconcile), a run of its own.
 
     One catch-up at a time: a run that finds the previous one still running is skipped
-    (clock.runs), and each run ends with its cost summary line."""
+    (work.runs), and each run ends with its cost summary line."""
     with scheduled_run("catch-up", lease_seconds=catch_up_run_lease()) as run:
         if run.skipped:
             return CatchUpReport(0, 0, 0, 0, False, skipped=True)

@@ -2,7 +2,7 @@
 
 An attempt's outcome and a delete only *ask* for a refresh (`shared_views_request`);
 they never wait for one. At most one pass runs at a time, on any host: a pass holds
-the `Refresher` row's lease, taken with one conditional UPDATE like an article's claim.
+the `Refresher` row's lease, the one fenced lease (work.lease) as an article's claim.
 A request made while a pass runs, or within PUBLISH_REFRESH_INTERVAL of the last one,
 is folded into one deferred pass: the first such request sends `refresh_site` with an
 ETA, the others find it sent. So a burst of N publishes costs about one pass per
@@ -20,54 +20,50 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from publishing.dispatch import dispatch_refresh
 from publishing.models import Refresher
 from publishing.publishers import run_optional_hook
-from publishing.selectors import db_now_plus
+from work import lease
+from work.lease import now_plus
 
 logger = logging.getLogger(__name__)
 
 REFRESHER_ID = 1
+# A pass's token is the count of passes begun; a pass has no attempt budget.
+FIELDS = lease.LeaseFields(token="passes", attempts=None)
 
 
 def _row():
     return Refresher.objects.filter(pk=REFRESHER_ID)
 
 
-def _lease_free() -> Q:
-    return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=Now())
-
-
 def _acquire(
-    *, forced: bool, lease: float | None = None, interval: float | None = None
+    *, forced: bool, seconds: float | None = None, interval: float | None = None
 ) -> int | None:
     """Take the lease for one pass; its number (the fencing token), or None.
 
     Unforced: only if a pass is wanted and the last one began PUBLISH_REFRESH_INTERVAL
-    ago (or `interval`). `wanted` is cleared as the pass begins: a request after this
-    point asks for the next pass, since this one may have read the database before its
-    commit."""
+    ago (or `interval`). `seconds`: the lease (PUBLISH_REFRESH_LEASE_SECONDS). `wanted`
+    is cleared as the pass begins: a request after this point asks for the next pass,
+    since this one may have read the database before its commit."""
     if interval is None:
         interval = settings.PUBLISH_REFRESH_INTERVAL
-    rows = _row().filter(_lease_free())
+    rows = _row()
     if not forced:
         rows = rows.filter(wanted=True).filter(
-            Q(last_pass_at__isnull=True) | Q(last_pass_at__lte=db_now_plus(-interval))
+            Q(last_pass_at__isnull=True) | Q(last_pass_at__lte=now_plus(-interval))
         )
-    taken = rows.update(
-        lease_expires_at=db_now_plus(lease or settings.PUBLISH_REFRESH_LEASE_SECONDS),
+    return lease.claim_token(
+        rows,
+        seconds=seconds or settings.PUBLISH_REFRESH_LEASE_SECONDS,
+        fields=FIELDS,
         wanted=False,
-        passes=F("passes") + 1,
         last_pass_at=Now(),
     )
-    if not taken:
-        return None
-    # Nobody else can begin a pass while we hold the lease: the count is ours.
-    return _row().values_list("passes", flat=True).get()
 
 
 def _want() -> None:
@@ -88,7 +84,7 @@ def _run_pass(token: int, hook: str) -> bool:
         _want()
         return False
     finally:
-        _row().filter(passes=token).update(lease_expires_at=None)
+        lease.release(_row(), token, fields=FIELDS)
 
 
 def _defer(interval: float | None = None) -> None:
@@ -98,15 +94,15 @@ def _defer(interval: float | None = None) -> None:
     sooner. The later message then finds the pass done and nothing wanted."""
     if interval is None:
         interval = settings.PUBLISH_REFRESH_INTERVAL
-    lost = db_now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
+    lost = now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
     if (
         _row()
         .filter(
             Q(deferred_until__isnull=True)
             | Q(deferred_until__lte=lost)
-            | Q(deferred_until__gt=db_now_plus(interval))
+            | Q(deferred_until__gt=now_plus(interval))
         )
-        .update(deferred_until=db_now_plus(interval))
+        .update(deferred_until=now_plus(interval))
     ):
         dispatch_refresh(eta=timezone.now() + timedelta(seconds=interval))
 
@@ -124,8 +120,8 @@ def shared_views_request(*, backlog: bool = False) -> None:
     interval = (
         settings.PUBLISH_REFRESH_BACKLOG_INTERVAL if backlog else settings.PUBLISH_REFRESH_INTERVAL
     )
-    fresh = db_now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
-    covered = Q(wanted=True, deferred_until__gt=fresh, deferred_until__lte=db_now_plus(interval))
+    fresh = now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
+    covered = Q(wanted=True, deferred_until__gt=fresh, deferred_until__lte=now_plus(interval))
     if not _row().exclude(covered).update(wanted=True):
         if _row().exists():
             return
@@ -142,7 +138,7 @@ def shared_views_backlog_drained() -> None:
     last full batches left their pass deferred for the backlog's interval, bring it
     forward, so the shared views list the backlog about an interval after its last
     publish. One query when there is nothing to bring forward."""
-    later = db_now_plus(settings.PUBLISH_REFRESH_INTERVAL)
+    later = now_plus(settings.PUBLISH_REFRESH_INTERVAL)
     if _row().filter(wanted=True, deferred_until__gt=later).exists():
         shared_views_request()
 
@@ -163,7 +159,7 @@ def shared_views_pass(*, full: bool = False) -> bool:
     with `full` the publishers' full check. False when another pass holds the lease."""
     _want()
     # The full check runs in the catch-up task, stopped at its hard time limit.
-    token = _acquire(forced=True, lease=settings.PUBLISH_CATCHUP_TIME_LIMIT if full else None)
+    token = _acquire(forced=True, seconds=settings.PUBLISH_CATCHUP_TIME_LIMIT if full else None)
     if token is None:
         logger.info("shared views: a pass is running elsewhere; one more is deferred")
         _defer()
@@ -177,5 +173,5 @@ def shared_views_pass(*, full: bool = False) -> bool:
 def full_check_due() -> bool:
     """The full check (reconcile) runs every PUBLISH_RECONCILE_EVERY seconds; the
     catch-up runs a refresh the other times, whose cost follows what changed."""
-    cutoff = db_now_plus(-settings.PUBLISH_RECONCILE_EVERY)
+    cutoff = now_plus(-settings.PUBLISH_RECONCILE_EVERY)
     return not _row().filter(reconciled_at__gt=cutoff).exists()

@@ -6,10 +6,10 @@ import logging
 
 from django.conf import settings
 
-from clock.runs import scheduled_run
 from publishing.models import Article
 from publishing.publishers import get_publishers, run_optional_hook
 from publishing.services.refresh import shared_views_pass, shared_views_request
+from work.runs import scheduled_run
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def article_unpublish(*, snapshot: dict) -> None:
 def site_reconcile() -> None:
     """The full check (targets drop what the database no longer has, every view is
     rebuilt): run by the catch-up every PUBLISH_RECONCILE_EVERY. A run of its own, one
-    at a time and never beside another heavy job (clock.runs); one that finds the
+    at a time and never beside another heavy job (work.runs); one that finds the
     previous still running, or a large catch-up batch, is skipped and due again at the
     next catch-up."""
     with scheduled_run(

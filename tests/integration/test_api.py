@@ -14,18 +14,18 @@ import redis
 from django.conf import settings
 from django.test import Client
 
-from config.brokers import REDIS, dispatch_transport_options
 from publishing import dispatch
 from publishing.models import Article, ArticleStatus
 from publishing.services import catch_up
 from tests.support.broker import broker
 from tests.support.processes import PrivateRedis, free_port
 from tests.support.waiting import wait_for
+from work.brokers import REDIS, dispatch_transport_options
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # What one dispatch to a broker that is down may cost (config/settings.py): a connect
-# timeout of the sends' transport options per try (config/brokers.py; the tests' stopped
+# timeout of the sends' transport options per try (work/brokers.py; the tests' stopped
 # broker is a private Redis), one retry. The bound the test
 # holds the POST to is that with a generous margin for a loaded machine, as
 # tests/integration/test_dispatch.py does for a save: far from "hangs", and still a

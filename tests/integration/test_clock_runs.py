@@ -14,12 +14,12 @@ from django.db import connections
 from django.utils import timezone
 from pythonjsonlogger.json import JsonFormatter
 
-from clock.leases import HEAVY, lease_take
-from clock.models import JobLease, JobOutcome, JobRun
-from clock.runs import scheduled_run
 from publishing.services import catch_up, site_reconcile
 from tests.support.chaos import RECONCILE_RULE, release
 from tests.support.waiting import wait_for
+from work.job_leases import HEAVY, lease_take
+from work.models import JobLease, JobOutcome, JobRun
+from work.runs import scheduled_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

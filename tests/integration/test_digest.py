@@ -17,17 +17,17 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from clock.digest.content import day_bounds, digest_build
-from clock.digest.days import digest_yesterday
-from clock.models import Digest, DigestState
-from clock.tasks import digest_daily
 from config.celery import app
 from config.queues import celery_queues
+from digest.content import day_bounds, digest_build
+from digest.days import digest_yesterday
+from digest.tasks import digest_daily
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from tests.support import processes
 from tests.support.receiver import Receiver
 from tests.support.smtp import SmtpServer
 from tests.support.waiting import wait_for
+from work.models import Digest, DigestState
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -244,7 +244,7 @@ def test_the_digest_lists_the_days_publishes_scheduled_dead_slowest_and_counts(m
     assert content["attempts"] == {"ok": 1, "retry": 1, "dead": 1, "running": 0}
     json.dumps(content)  # the webhook's body as it is
 
-    from clock.digest.content import digest_render
+    from digest.content import digest_render
 
     text, html = digest_render(content)
     assert "Live <one>" in text and "Live &lt;one&gt;" in html and "<one>" not in html

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from django.conf import settings
 from kombu import pools
 
-from config import brokers
 from config.celery import app
 from publishing import dispatch
+from work import brokers
 
 
 def switch_broker(url: str) -> None:

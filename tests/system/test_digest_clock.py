@@ -11,13 +11,13 @@ from collections.abc import Iterator
 import pytest
 from django.conf import settings
 
-from clock.digest.days import digest_yesterday
-from clock.models import Digest, DigestState
-from clock.tasks import digest_daily
+from digest.days import digest_yesterday
+from digest.tasks import digest_daily
 from tests.support.receiver import Receiver
 from tests.support.smtp import SmtpServer
 from tests.support.waiting import wait_for
 from tests.system.conftest import record_timing, since
+from work.models import Digest, DigestState
 
 pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
 

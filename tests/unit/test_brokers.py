@@ -1,4 +1,4 @@
-"""Redis or RabbitMQ: the broker-specific settings (config/brokers.py), and start-up
+"""Redis or RabbitMQ: the broker-specific settings (work/brokers.py), and start-up
 refusing a broker URL or queue type that cannot work."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from config import brokers
 from config.checks import publishing_settings_problems
 from config.queues import celery_queues
 from tests.support.processes import ROOT
 from tests.unit.test_settings_checks import GOOD
+from work import brokers
 
 
 @pytest.mark.parametrize(

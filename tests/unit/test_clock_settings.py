@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from clock.metering import peak_rss_bytes, read_proc_io
 from config.checks import mail_address_problems
 from config.crontab import parse_crontab
+from work.metering import peak_rss_bytes, read_proc_io
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from config.checks import site_root_problems
-from config.site_root import parse_site_root
 from tests.support.processes import ROOT
+from work.site_root import parse_site_root
 
 STRONG_KEY = "k3y-" + "0123456789abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJKLMN"
 

@@ -14,15 +14,15 @@ from datetime import date
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from clock.digest.days import (
+from digest.days import (
     DayOutcome,
     digest_enabled,
     digest_reopen,
     digest_run,
     digest_send,
 )
-from clock.exceptions import DigestDateError, DigestRetry
-from clock.runs import scheduled_run
+from digest.exceptions import DigestDateError, DigestRetry
+from work.runs import scheduled_run
 
 
 class Command(BaseCommand):

@@ -151,6 +151,6 @@ def digest_render(content: dict) -> tuple[str, str]:
     """(plain text, HTML) of the mail."""
     context = {"d": content, "site_title": settings.SITE_TITLE}
     return (
-        render_to_string("clock/digest.txt", context),
-        render_to_string("clock/digest.html", context),
+        render_to_string("digest/digest.txt", context),
+        render_to_string("digest/digest.html", context),
     )

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from clock.leases import HEAVY, Busy, Lease, lease_release, lease_renew, lease_take
-from clock.metering import Meter
-from clock.models import JobOutcome, JobRun
+from work.job_leases import HEAVY, Busy, Lease, lease_release, lease_renew, lease_take
+from work.metering import Meter
+from work.models import JobOutcome, JobRun
 
+# The name the summary lines have always had (docs/operations.md): log filters keep working.
 logger = logging.getLogger("clock.runs")
 
 

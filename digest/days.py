@@ -5,7 +5,8 @@ retry, a manual run, cron) inserts the rows it wants or finds them (insert-or-no
 then moves a row on only by conditional UPDATEs, like an article:
 
 - **claim**: `state=pending`, lease free, next try due → lease, `attempts+1`,
-  `claims+1`; the `claims` read after it is the fencing token.
+  `claims+1`; the `claims` read after it is the fencing token (the one fenced lease,
+  work.lease).
 - **deliver**: the content is built once and kept; the mail, then the webhook, each
   recorded as it goes (`mailed_at`, `posted_at`) under the token, so a try after the
   mail went (a retry, a take-over after the lease) posts the webhook without mailing
@@ -26,19 +27,22 @@ from datetime import date, timedelta
 from enum import StrEnum
 
 from django.conf import settings
-from django.db.models import F, Max, Q
+from django.db.models import Max
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from clock.digest.content import digest_build
-from clock.digest.delivery import digest_key, mail_digest, post_digest
-from clock.exceptions import DigestDateError, DigestRetry, DigestSendError
-from clock.leases import now_plus
-from clock.models import Digest, DigestState
-from clock.runs import Run, scheduled_run
+from digest.content import digest_build
+from digest.delivery import digest_key, mail_digest, post_digest
+from digest.exceptions import DigestDateError, DigestRetry, DigestSendError
 from publishing.alerts import send_alert
+from work import lease
+from work.models import Digest, DigestState
+from work.runs import Run, scheduled_run
 
 logger = logging.getLogger(__name__)
+
+# A day's last error, as its row keeps it.
+ERROR_MAX_CHARS = 2000
 
 
 class DayOutcome(StrEnum):
@@ -92,46 +96,33 @@ def digest_reopen(*, day: date) -> None:
     )
 
 
-def _lease_free() -> Q:
-    return Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lte=Now())
-
-
-def _due() -> Q:
-    return Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=Now())
-
-
 def digest_claim(*, day: date, now: bool = False) -> int | None:
     """Take the day's digest for one try; the fencing token, or None. `now`: without
     waiting for the backoff (a person asked)."""
-    rows = Digest.objects.filter(day=day, state=DigestState.PENDING).filter(_lease_free())
+    rows = _pending(day)
     if not now:
-        rows = rows.filter(_due())
-    taken = rows.update(
-        lease_expires_at=now_plus(settings.DIGEST_LEASE_SECONDS),
-        attempts=F("attempts") + 1,
-        claims=F("claims") + 1,
-    )
-    if not taken:
-        return None
-    return Digest.objects.filter(day=day).values_list("claims", flat=True).get()
+        rows = rows.filter(lease.due())
+    return lease.claim_token(rows, seconds=settings.DIGEST_LEASE_SECONDS)
 
 
 def digest_why_not(*, day: date) -> str:
     """Why the day's digest could not be claimed, in words."""
-    row = Digest.objects.filter(day=day).annotate(db_now=Now()).first()
+    row = lease.row_state(
+        Digest.objects.filter(day=day), "state", "sent_at", "lease_expires_at", "next_attempt_at"
+    )
     if row is None:
         return f"the digest of {day} was never planned"
-    if row.state == DigestState.SENT:
-        return f"the digest of {day} was sent at {_when(row.sent_at)}"
-    if row.state != DigestState.PENDING:
-        return f"the digest of {day} is {row.state}"
-    if row.lease_expires_at and row.lease_expires_at > row.db_now:
+    if row["state"] == DigestState.SENT:
+        return f"the digest of {day} was sent at {_when(row['sent_at'])}"
+    if row["state"] != DigestState.PENDING:
+        return f"the digest of {day} is {row['state']}"
+    if row.seconds_until("lease_expires_at") is not None:
         return (
             f"the digest of {day} is being sent by another run "
-            f"(its lease runs until {_when(row.lease_expires_at)})"
+            f"(its lease runs until {_when(row['lease_expires_at'])})"
         )
-    if row.next_attempt_at and row.next_attempt_at > row.db_now:
-        return f"the digest of {day} waits for its next try at {_when(row.next_attempt_at)}"
+    if row.seconds_until("next_attempt_at") is not None:
+        return f"the digest of {day} waits for its next try at {_when(row['next_attempt_at'])}"
     return f"the digest of {day} was taken by another run a moment ago"
 
 
@@ -141,12 +132,12 @@ def _when(moment) -> str:
     return timezone.localtime(moment).isoformat(sep=" ", timespec="seconds")
 
 
+def _pending(day: date):
+    return Digest.objects.filter(day=day, state=DigestState.PENDING)
+
+
 def _mine(day: date, token: int):
-    return Digest.objects.filter(day=day, claims=token, state=DigestState.PENDING)
-
-
-def _backoff(attempt: int) -> float:
-    return float(min(settings.PUBLISH_RETRY_BACKOFF_MAX, 2 ** max(0, attempt - 1)))
+    return lease.fenced(_pending(day), token)
 
 
 def digest_deliver(*, day: date, token: int) -> DayOutcome:
@@ -170,8 +161,8 @@ def digest_deliver(*, day: date, token: int) -> DayOutcome:
                 return DayOutcome.OVERTAKEN
     except DigestSendError as exc:
         return _fail(day, token, attempt=row.attempts, error=str(exc), permanent=exc.permanent)
-    if not _mine(day, token).update(
-        state=DigestState.SENT, sent_at=Now(), lease_expires_at=None, last_error=""
+    if not lease.release(
+        _pending(day), token, state=DigestState.SENT, sent_at=Now(), last_error=""
     ):
         return DayOutcome.OVERTAKEN
     logger.info("digest of %s sent (key %s)", day, digest_key(day.isoformat()))
@@ -180,12 +171,13 @@ def digest_deliver(*, day: date, token: int) -> DayOutcome:
 
 def _fail(day: date, token: int, *, attempt: int, error: str, permanent: bool) -> DayOutcome:
     last = permanent or attempt >= settings.DIGEST_MAX_ATTEMPTS
-    changes = {"lease_expires_at": None, "last_error": error[:2000]}
+    changes = {"last_error": lease.cut(error, ERROR_MAX_CHARS)}
     if last:
         changes["state"] = DigestState.FAILED
     else:
-        changes["next_attempt_at"] = now_plus(_backoff(attempt))
-    if not _mine(day, token).update(**changes):
+        wait = lease.backoff(attempt, cap=settings.PUBLISH_RETRY_BACKOFF_MAX)
+        changes["next_attempt_at"] = lease.now_plus(wait)
+    if not lease.release(_pending(day), token, **changes):
         return DayOutcome.OVERTAKEN
     if not last:
         logger.warning("digest of %s: try %d failed, tried again later: %s", day, attempt, error)
@@ -234,8 +226,9 @@ def _send_unfinished(run: Run, report: DigestReport) -> None:
             # Being sent by another run, or backing off: the newer days wait for it.
             break
         if outcome is DayOutcome.RETRY:
-            row = Digest.objects.annotate(db_now=Now()).get(day=day)
-            wait = (row.next_attempt_at - row.db_now).total_seconds() if row.next_attempt_at else 1
+            row = lease.row_state(Digest.objects.filter(day=day), "next_attempt_at")
+            left = row.seconds_until("next_attempt_at") or 0.0
+            wait = 1.0 if row["next_attempt_at"] is None else left
             raise DigestRetry(words, retry_in=max(0.5, wait))
 
 

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 
 from blogpublish.webhooks import CONNECT_TIMEOUT, check_answer
-from clock.digest.content import digest_render, digest_subject
-from clock.exceptions import DigestSendError
+from digest.content import digest_render, digest_subject
+from digest.exceptions import DigestSendError
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 from publishing.signing import signed_headers
 

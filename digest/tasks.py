@@ -1,12 +1,15 @@
-"""The clock's tasks: thin, each calls the digest's job (clock.digest.days)."""
+"""The digest's tasks: thin, each calls the digest's job (digest.days).
+
+Their registered names are the ones they had in clock/ (`clock.tasks.…`): Beat's
+entries, the task routes and messages already in a queue name them so."""
 
 from __future__ import annotations
 
 from celery import Task, shared_task
 from django.conf import settings
 
-from clock.digest.days import digest_run
-from clock.exceptions import DigestRetry
+from digest.days import digest_run
+from digest.exceptions import DigestRetry
 
 # Beyond the days' own leases (each day renews the job's lease as it begins), the task is
 # stopped before a run of every catch-up day could be taken over twice.
@@ -36,14 +39,14 @@ def _run(task: Task, *, plan: bool) -> dict | None:
     return vars(report) if report else None
 
 
-@shared_task(**DIGEST_TASK)
+@shared_task(name="clock.tasks.digest_daily", **DIGEST_TASK)
 def digest_daily(self: Task) -> dict | None:
     """DIGEST_SCHEDULE (Celery Beat): the days the missed-run policy wants, and any
     unfinished day."""
     return _run(self, plan=True)
 
 
-@shared_task(**DIGEST_TASK)
+@shared_task(name="clock.tasks.digest_resume", **DIGEST_TASK)
 def digest_resume(self: Task) -> dict | None:
     """Every PUBLISH_CATCHUP_INTERVAL (Celery Beat): finish an unfinished day, if any."""
     return _run(self, plan=False)

@@ -1,11 +1,11 @@
 """The clock's gauges in /metrics: the last run of each scheduled job, as its summary
-line said (clock.runs). Kept apart from publishing's metrics: one call adds them."""
+line said (work.runs). Kept apart from publishing's metrics: one call adds them."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from clock.models import JobOutcome, JobRun
+from work.models import JobOutcome, JobRun
 
 FIGURES = {
     "wall_seconds": ("wall_s", "Wall time of the job's last run"),

@@ -1,0 +1,66 @@
+"""Database statements the ORM lacks, for any model: an UPDATE that returns its rows,
+and a condition on several columns at once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from django.db import connections
+from django.db.models import Model, QuerySet
+from django.db.models.sql import UpdateQuery
+
+M = TypeVar("M", bound=Model)
+
+
+def update_returning(
+    queryset: QuerySet[M], *, only: Sequence[str] | None = None, **values: Any
+) -> list[M]:
+    """`queryset.update(**values)` that also returns the rows it updated, as they are
+    after the update: one `UPDATE … RETURNING` (PostgreSQL; SQLite since 3.35) instead
+    of an UPDATE and a read. The SQL is Django's own, so the database clock and the
+    other expressions are written as `update()` writes them. `only`: the fields to
+    return (the others deferred), e.g. `("id",)`; every field when None."""
+    model, db = queryset.model, queryset.db
+    query = queryset.query.chain(UpdateQuery)
+    query.add_update_values(values)
+    compiler = query.get_compiler(db)
+    sql, params = compiler.as_sql()
+    if not sql:  # an empty IN (): nothing to update
+        return []
+    fields = model._meta.concrete_fields
+    if only is not None:
+        fields = [model._meta.get_field(name) for name in only]
+    connection = connections[db]
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(f"{sql} RETURNING {columns}", params)
+        rows = cursor.fetchall()
+    converters = compiler.get_converters([field.get_col(model._meta.db_table) for field in fields])
+    if converters:
+        rows = compiler.apply_converters(rows, converters)
+    names = [field.attname for field in fields]
+    return [model.from_db(db, names, list(row)) for row in rows]
+
+
+def row_values_in(
+    rows: QuerySet[M], fields: Sequence[str], values: Sequence[Sequence[Any]]
+) -> QuerySet[M]:
+    """`rows` whose `fields` (names; "pk" for the key) equal one of `values`:
+    `(a, b, …) IN (VALUES (…), …)`, one row value each (PostgreSQL, and SQLite since
+    3.15). The same condition as an OR of one Q per row, which Django takes longer to
+    compile than the database takes to run when there are thousands
+    (docs/performance.md). `values` must not be empty."""
+    connection = connections[rows.db]
+    meta = rows.model._meta
+    table = connection.ops.quote_name(meta.db_table)
+    quote = connection.ops.quote_name
+    columns = ", ".join(
+        f"{table}.{quote((meta.pk if name == 'pk' else meta.get_field(name)).column)}"
+        for name in fields
+    )
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    params = [value for row in values for value in row]
+    return rows.extra(
+        where=[f"({columns}) IN (VALUES {', '.join([one] * len(values))})"], params=params
+    )

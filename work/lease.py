@@ -1,0 +1,305 @@
+"""The one fenced lease: take a row with one conditional UPDATE, by the database clock.
+
+Every job that must not run twice at once (an article's attempt, a batch of them, the
+refresher's pass, a scheduled run, a day's digest) holds its row this way, and only
+this way (docs/design.md, "The fenced lease"):
+
+- **claim**: `UPDATE … SET <expires> = now + lease, <token> = <token> + 1[, <attempts> =
+  <attempts> + 1] WHERE <the caller's conditions> AND lease free [AND <attempts> <
+  budget]`, returning the rows as the UPDATE left them. One row updated = claimed;
+  none = someone else has it, or there is no work. Two claimers can never both win,
+  on SQLite or PostgreSQL, because the check and the write are one statement.
+- **token**: the claim counter is never reset, so the value the claim returned is the
+  claimer's fencing token. Every write of the claimed attempt is `WHERE <token> =
+  mine` (`fenced`): a claimer whose lease ran out and was overtaken writes nothing
+  over the newer claim's work. (An attempt budget is reset by an edit or a requeue,
+  so it cannot be the token: an old attempt would match a new one with its number.)
+- **time**: the lease and every due time are the database's clock (`Now()`), so hosts
+  with skewed clocks agree on whose lease has run out.
+- **many rows** (`claim_many`): up to `limit` rows in the one statement, oldest first;
+  on PostgreSQL the rows are picked with `FOR UPDATE SKIP LOCKED`, so concurrent
+  claimers pass each other's rows by instead of waiting or taking them twice.
+
+The module knows no model: the caller passes a queryset and the names of its fields
+(`LeaseFields`). It imports nothing of the project, so every package can use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from django.db import connections
+from django.db.models import (
+    DateTimeField,
+    Expression,
+    ExpressionWrapper,
+    F,
+    Model,
+    Q,
+    QuerySet,
+    Value,
+)
+from django.db.models.functions import Now
+
+from work.db import row_values_in, update_returning
+
+M = TypeVar("M", bound=Model)
+
+# Longest error text kept on a row (an article's last error, an attempt's): enough for
+# a traceback's last line and its context, bounded so one bad target cannot bloat rows.
+ERROR_MAX_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class LeaseFields:
+    """The names of a model's lease fields. `attempts` is None for a row without an
+    attempt budget (a job's lease, the refresher's)."""
+
+    expires: str = "lease_expires_at"
+    token: str = "claims"
+    attempts: str | None = "attempts"
+
+
+LEASE = LeaseFields()
+
+
+# --- the database clock ----------------------------------------------------------------
+
+
+def now_plus(seconds: float) -> ExpressionWrapper:
+    """The database clock plus `seconds` (negative: ago), as an expression for UPDATE
+    and WHERE, so every host compares times on one clock."""
+    return ExpressionWrapper(
+        Now() + Value(timedelta(seconds=seconds)), output_field=DateTimeField()
+    )
+
+
+def lease_free(fields: LeaseFields = LEASE) -> Q:
+    """Nobody holds the lease: never taken, let go, or run out."""
+    return Q(**{f"{fields.expires}__isnull": True}) | Q(**{f"{fields.expires}__lte": Now()})
+
+
+def due(field: str = "next_attempt_at") -> Q:
+    """Not backing off: the next try's time (`field`) is unset or has come."""
+    return Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__lte": Now()})
+
+
+def within_budget(max_attempts: int, fields: LeaseFields = LEASE) -> Q:
+    """Tries left in the budget (see `claim`'s `max_attempts`)."""
+    return Q(**{f"{_attempts(fields)}__lt": max_attempts})
+
+
+def budget_spent(max_attempts: int, fields: LeaseFields = LEASE) -> Q:
+    """No try left, although no try said it was the last (each one died): the caller
+    gives the row up instead of claiming it again, so a row that kills its claimer
+    cannot loop."""
+    return Q(**{f"{_attempts(fields)}__gte": max_attempts})
+
+
+def _attempts(fields: LeaseFields) -> str:
+    if fields.attempts is None:
+        raise ValueError("these rows have no attempt budget (LeaseFields.attempts is None)")
+    return fields.attempts
+
+
+# --- claim, renew, release ---------------------------------------------------------------
+
+
+def _claim_changes(fields: LeaseFields, seconds: float, count_attempt: bool) -> dict[str, Any]:
+    changes: dict[str, Any] = {
+        fields.expires: now_plus(seconds),
+        fields.token: F(fields.token) + 1,
+    }
+    if count_attempt and fields.attempts is not None:
+        changes[fields.attempts] = F(fields.attempts) + 1
+    return changes
+
+
+def claim(
+    rows: QuerySet[M],
+    *,
+    seconds: float,
+    fields: LeaseFields = LEASE,
+    max_attempts: int | None = None,
+    only: tuple[str, ...] | None = None,
+    **changes: Any,
+) -> list[M]:
+    """Claim the rows of `rows` whose lease is free, for `seconds`, in one UPDATE: the
+    rows as the claim left them (`getattr(row, fields.token)` is each one's token);
+    empty when none was free. An attempt is counted when the rows have a budget;
+    `max_attempts` claims only rows with a try left. `changes`: more columns the same
+    statement sets (`updated_at=Now()`, who holds it). `only`: the fields to return
+    (default every field)."""
+    rows = rows.filter(lease_free(fields))
+    if max_attempts is not None:
+        rows = rows.filter(within_budget(max_attempts, fields))
+    return update_returning(
+        rows, only=only, **_claim_changes(fields, seconds, count_attempt=True), **changes
+    )
+
+
+def claim_token(
+    rows: QuerySet, *, seconds: float, fields: LeaseFields = LEASE, **changes: Any
+) -> int | None:
+    """`claim` of a single row (a job's lease, the refresher, a day's digest): its
+    fencing token, or None when its lease is held (or the row is not there)."""
+    claimed = claim(rows, seconds=seconds, fields=fields, only=(fields.token,), **changes)
+    return getattr(claimed[0], fields.token) if claimed else None
+
+
+def pick(rows: QuerySet[M], *, limit: int, order_by: Sequence[str | Expression]) -> QuerySet[M]:
+    """Up to `limit` of `rows`, in `order_by` order (field names or expressions, e.g. a
+    `Case` that puts one row first), as the WHERE of one claim.
+
+    On PostgreSQL the ids are locked with SKIP LOCKED, so another claimer's statement
+    passes them by instead of waiting, and read as `pk = ANY(ARRAY(subquery))`: an
+    InitPlan, run once. (With `pk IN (subquery)` the planner may run the subquery again
+    per row, and each run skips the rows the last one locked: more than `limit` rows
+    would be claimed.) SQLite runs an uncorrelated IN subquery once, and its writers
+    take turns anyway. The outer query keeps `rows`' conditions: on PostgreSQL a row
+    changed since the subquery read it is checked again against them (READ COMMITTED's
+    re-check), not against the subquery's snapshot."""
+    ids = rows.order_by(*order_by).values("pk")[:limit]
+    connection = connections[rows.db]
+    if connection.vendor != "postgresql":
+        return rows.filter(pk__in=ids)
+    sql, params = ids.query.sql_with_params()
+    table = connection.ops.quote_name(rows.model._meta.db_table)
+    pk = connection.ops.quote_name(rows.model._meta.pk.column)
+    return rows.extra(
+        where=[f"{table}.{pk} = ANY(ARRAY({sql} FOR UPDATE SKIP LOCKED))"], params=list(params)
+    )
+
+
+def claim_many(
+    rows: QuerySet[M],
+    *,
+    limit: int,
+    order_by: Sequence[str | Expression],
+    seconds: float,
+    fields: LeaseFields = LEASE,
+    max_attempts: int | None = None,
+    sort_key: Callable[[M], Any] | None = None,
+    **changes: Any,
+) -> list[M]:
+    """`claim` of up to `limit` rows in one statement, picked first by `order_by` (`pick`:
+    SKIP LOCKED on PostgreSQL); returned sorted by `sort_key`, by default by the field
+    names of `order_by` (ascending), since RETURNING comes in no particular order."""
+    rows = rows.filter(lease_free(fields))
+    if max_attempts is not None:
+        rows = rows.filter(within_budget(max_attempts, fields))
+    claimed = update_returning(
+        pick(rows, limit=limit, order_by=order_by),
+        **_claim_changes(fields, seconds, count_attempt=True),
+        **changes,
+    )
+    if sort_key is None:
+        names = [name for name in order_by if isinstance(name, str)]
+        claimed.sort(key=lambda row: tuple(getattr(row, name) for name in names))
+    else:
+        claimed.sort(key=sort_key)
+    return claimed
+
+
+def fenced(rows: QuerySet[M], token: int, *, fields: LeaseFields = LEASE) -> QuerySet[M]:
+    """The rows still held by the claim whose token is `token`: every write of a claimed
+    attempt goes through this, so an overtaken claimer's write matches nothing."""
+    return rows.filter(**{fields.token: token})
+
+
+def fenced_many(
+    rows: QuerySet[M],
+    held: Sequence[Sequence[Any]],
+    *,
+    fields: LeaseFields = LEASE,
+    also: tuple[str, ...] = (),
+) -> QuerySet[M]:
+    """`fenced` for many claims in one condition: `held` is `(pk, token, *also)` per
+    claim (`also`: more fields that must still match, e.g. the content a claim read)."""
+    return row_values_in(
+        rows.filter(pk__in=[row[0] for row in held]), ("pk", fields.token, *also), held
+    )
+
+
+def seconds_left(rows: QuerySet, token: int, *, fields: LeaseFields = LEASE) -> float | None:
+    """Seconds the claim whose token is `token` still holds the row, by the database
+    clock; None when it holds it no longer (ran out, let go, or overtaken). For a
+    claimer that may have paused (a stalled host) to check before a write that cannot
+    be fenced in the same statement (a file, a webhook)."""
+    state = row_state(fenced(rows, token, fields=fields), fields.expires)
+    return None if state is None else state.seconds_until(fields.expires)
+
+
+def renew(rows: QuerySet, token: int, *, seconds: float, fields: LeaseFields = LEASE) -> bool:
+    """Hold the lease `seconds` from now; False when it was lost (it ran out and another
+    claim took the row)."""
+    return bool(fenced(rows, token, fields=fields).update(**{fields.expires: now_plus(seconds)}))
+
+
+def release(
+    rows: QuerySet,
+    token: int,
+    *,
+    fields: LeaseFields = LEASE,
+    refund_attempt: bool = False,
+    **changes: Any,
+) -> bool:
+    """Let the lease go (with `changes`, an outcome written in the same statement),
+    if the claim whose token is `token` still holds it. `refund_attempt`: the claim did
+    not try (it ran short of lease), so its attempt does not count."""
+    values: dict[str, Any] = {fields.expires: None, **changes}
+    if refund_attempt:
+        values[_attempts(fields)] = F(_attempts(fields)) - 1
+    return bool(fenced(rows, token, fields=fields).update(**values))
+
+
+# --- why not claimed, errors, backoff ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowState:
+    """A row as a claim that found nothing saw it, with the database clock's time: what
+    says why (held, backing off, not due, done) in the caller's words."""
+
+    values: dict[str, Any]
+    db_now: datetime
+
+    def __getitem__(self, field: str) -> Any:
+        return self.values[field]
+
+    def seconds_until(self, field: str) -> float | None:
+        """Seconds until the time in `field` (a lease's end, a due time) by the database
+        clock; None when it is unset or has come."""
+        moment = self.values[field]
+        if moment is None or moment <= self.db_now:
+            return None
+        return (moment - self.db_now).total_seconds()
+
+
+def row_state(rows: QuerySet, *fields: str) -> RowState | None:
+    """The first row of `rows` (one, by its key) with `fields`, read with the database
+    clock; None when there is no such row."""
+    row = rows.annotate(_db_now=Now()).values(*fields, "_db_now").first()
+    if row is None:
+        return None
+    db_now = row.pop("_db_now")
+    return RowState(values=row, db_now=db_now)
+
+
+def cut(text: str, limit: int = ERROR_MAX_CHARS) -> str:
+    """An error text as a row keeps it: at most `limit` characters."""
+    return text[:limit]
+
+
+def describe(exc: BaseException, limit: int = ERROR_MAX_CHARS) -> str:
+    """An exception as a row keeps it: its type and message, cut."""
+    return cut(f"{type(exc).__name__}: {exc}", limit)
+
+
+def backoff(attempt: int, *, cap: float) -> float:
+    """Seconds before the try after `attempt` failed: 1, 2, 4 … capped at `cap`, as
+    Celery's `retry_backoff` (without its jitter)."""
+    return float(min(cap, 2 ** max(0, attempt - 1)))
