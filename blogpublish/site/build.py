@@ -165,6 +165,8 @@ def update(site: SiteStorage, state: SiteState) -> None:
     write_partial_chunk(site, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
         atomic_write(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+    if not site.exists(paths.ROBOTS):  # a site before robots.txt, until its next rebuild
+        atomic_write(site, paths.ROBOTS, documents.robots_txt())
     write_front_page(site, newest, count=count, write=atomic_write)
     state.count = count
 
@@ -210,6 +212,7 @@ def rebuild(site: SiteStorage, state: SiteState) -> None:
     write_partial_chunk(site, newest, count=count, write=write_if_changed)
     write_if_changed(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     remove_beyond(site, pages=full_pages(count), chunks=sitemap_chunks(count))
+    write_if_changed(site, paths.ROBOTS, documents.robots_txt())
     write_front_page(site, newest, count=count, write=write_if_changed)
     state.count, state.rebuild = count, False
 

@@ -13,6 +13,7 @@ others are written. `report` defaults to a log line; the refresher passes
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from django.template.loader import render_to_string
 from django.utils import dateformat, timezone
 from django.utils.feedgenerator import Atom1Feed
 
+from blogpublish.desk.images import IMAGE_REF_RE
 from blogpublish.rendering import plain_excerpt, render_markdown
 from blogpublish.site import paths
 from blogpublish.site.selectors import Entry
@@ -89,6 +91,25 @@ def site_context() -> dict:
     }
 
 
+def json_ld(data: dict) -> str:
+    """JSON for a <script type="application/ld+json"> block: `<`, `>` and `&` escaped
+    as JSON escapes, so no text of an article can close the block (`</script>`)."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def first_image_url(body: str) -> str:
+    """The absolute address of the first uploaded image the body names, or ''."""
+    match = IMAGE_REF_RE.search(body)
+    return paths.absolute(f"{paths.site_path()}/{match[0]}") if match else ""
+
+
+def robots_txt() -> str:
+    """Every crawler welcome; the sitemap announced (sitemaps.org, "Submitting")."""
+    sitemap = paths.absolute(f"{paths.site_path()}/{paths.SITEMAP}")
+    return f"User-agent: *\nAllow: /\n\nSitemap: {sitemap}\n"
+
+
 def rfc3339(moment: datetime) -> str:
     """UTC, to the second: 2025-03-01T12:00:00Z."""
     return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
@@ -103,18 +124,39 @@ def display_date(moment: datetime) -> str:
 def article_page(article) -> str:
     """The article's own page. HTML5 reads most characters, but a control character is
     a parse error there too: stripped with the rest of what XML 1.0 cannot carry."""
+    body = strip_xml_illegal(article.body)
+    url = paths.article_url(article.slug)
+    # Formatted here, not with the template's `date` filter (its cost is most of the
+    # template's; display_date): the same text.
+    date_iso = dateformat.format(timezone.localtime(article.publish_at), "c")
+    description = plain_excerpt(body)
+    image = first_image_url(body)
     page = render_to_string(
         "blogpublish/article.html",
         {
             **site_context(),
             "article": article,
-            # Formatted here, not with the template's `date` filter (its cost is most
-            # of the template's; display_date): the same text.
-            "date_iso": dateformat.format(timezone.localtime(article.publish_at), "c"),
+            "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
-            "body_html": render_markdown(strip_xml_illegal(article.body)),
-            "canonical_url": paths.article_url(article.slug),
+            "body_html": render_markdown(body),
+            "canonical_url": url,
+            "description": description,
+            "og_type": "article",
+            "og_image": image,
+            "json_ld": json_ld(
+                {
+                    "@context": "https://schema.org",
+                    "@type": "BlogPosting",
+                    "headline": article.title,
+                    "description": description,
+                    "datePublished": date_iso,
+                    "url": url,
+                    "mainEntityOfPage": url,
+                    "publisher": {"@type": "Organization", "name": settings.SITE_TITLE},
+                    **({"image": image} if image else {}),
+                }
+            ),
         },
     )
     return strip_xml_illegal(page)
@@ -153,6 +195,11 @@ def listing_page(
             "entries": items,
             "newer_href": newer_href,
             "older_href": older_href,
+            "canonical_url": paths.absolute(paths.archive_href(page)),
+            "og_type": "website",
+            "description": (
+                f"{settings.SITE_TITLE}: archive, page {page}" if page else settings.SITE_TITLE
+            ),
         },
     )
 

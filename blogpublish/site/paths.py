@@ -22,6 +22,7 @@ from publishing.validators import is_reserved_slug
 FRONT_PAGE = "index.html"
 FEED = "feed.xml"
 SITEMAP = "sitemap.xml"  # a sitemap index; the URLs are in sitemap-<n>.xml
+ROBOTS = "robots.txt"  # announces the sitemap to crawlers
 ARCHIVE_DIR = "page"  # page/<n>/index.html
 # Pages are written here first, then renamed into place (blogpublish.files.stage).
 STAGING_DIR = ".staging"

@@ -32,7 +32,7 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PREFIX = "blog/site"
-SHARED = {"index.html", "feed.xml", "sitemap.xml"}
+SHARED = {"index.html", "feed.xml", "sitemap.xml", "robots.txt"}
 
 
 class BucketSite:
@@ -183,6 +183,7 @@ def test_every_object_carries_its_content_type_and_cache_control(site, make_arti
         "feed.xml": "application/atom+xml",
         "sitemap.xml": "application/xml",
         "sitemap-1.xml": "application/xml",
+        "robots.txt": "text/plain",
     }
     assert {site.head(rel)["CacheControl"] for rel in site.keys} == {"public, max-age=60"}
 

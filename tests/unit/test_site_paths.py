@@ -48,6 +48,7 @@ def test_article_dir_names__not_the_sites_own_nor_dot_files():
         paths.FRONT_PAGE,
         paths.FEED,
         paths.SITEMAP,
+        paths.ROBOTS,
         paths.sitemap_chunk_name(9),
         paths.ARCHIVE_DIR,
         paths.STAGING_DIR,
