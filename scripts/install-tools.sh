@@ -3,6 +3,8 @@
 #   promtool          (package prometheus)  `promtool test rules` of deploy/prometheus/
 #   /usr/bin/chromium (package chromium)    the browser tests (Playwright drives it;
 #                                           Playwright downloads no browser of its own)
+#   hugo              (package hugo)        tests/unit/test_hugo_parity.py: imported posts
+#                                           render as Hugo (Goldmark) renders them
 # Called by `make install` and `make test`; quick when everything is there. Add a tool
 # as one more "command package" pair below.
 #   scripts/install-tools.sh [--check]    --check: only say what is missing (exit 1)
@@ -11,6 +13,7 @@ set -euo pipefail
 tools=(
     "promtool prometheus"
     "/usr/bin/chromium chromium"
+    "hugo hugo"
 )
 
 missing=()
