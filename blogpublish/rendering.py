@@ -116,7 +116,9 @@ def to_html(text: str) -> str:
             extensions = _lib.cmark_parser_get_syntax_extensions(parser)
             html = _lib.cmark_render_html(root, OPTIONS, extensions)
             try:
-                return _ffi.string(html).decode("utf-8")
+                # "replace": cmark writes the character references &#xFFFE; and
+                # &#xFFFF; as the lone bytes FE and FF (utf8proc's markers): U+FFFD.
+                return _ffi.string(html).decode("utf-8", "replace")
             finally:
                 _free(_address(html))
         finally:
