@@ -20,6 +20,11 @@ the depth for the same reason; so does this module, before nh3 reads the HTML:
 - past MAX_DEPTH open elements (or MAX_FORMATTING open <b>, <em>, <a>, …, which the
   parser re-opens in every new paragraph), a start tag is dropped and its text stays.
 
+What a reader could see differ from nh3 alone, on raw HTML only: misnested inline tags
+end at the first end tag (`<b>a <i>b</b> c</i>`: " c" is not italic, where the parser
+re-opens the <i>); a stray `</p>` makes no empty paragraph; a <textarea>'s or <title>'s
+content is sanitised as HTML instead of shown as text.
+
 Markdown alone never comes near (lists 16 deep are about 35), nor does a real article's
 HTML. Linear: one regular-expression match and O(1) work per tag, amortised.
 """
