@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) tools
 
-## make tools: the system tools the tests use (promtool, chromium), from Debian, when missing.
+## make tools: the system tools the tests use (promtool, chromium, hugo), from Debian, when missing.
 tools:
 	@scripts/install-tools.sh
 

@@ -213,6 +213,46 @@ def bench_operator(args: argparse.Namespace) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def bench_render(args: argparse.Namespace) -> None:
+    """The Markdown renderers (issue 20): an 8 KB post with each candidate, the
+    pathological corpus (bench/pathological.py) with each at a small size, and with the
+    site's renderer at the 1 MiB size limit (quick: 128 KiB), its worst case first."""
+    from bench.pathological import SHAPES, best_of, real_post, render_times, renderers
+
+    limit, small = (2**17, 2**12) if args.quick else (2**20, 2**13)
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-render-"))
+    try:
+        with django_in(workdir):
+            candidates = renderers()
+            post = real_post()
+            print(f"\nRendering an {len(post):,}-character post (best of 50, CPU time)")
+            for name, render in candidates.items():
+                seconds = best_of(render, post, 50, clock=time.thread_time)
+                print(f"  {name:40} {seconds * 1000:8.2f} ms")
+            print(
+                f"\n{len(SHAPES)} pathological shapes at {small // 1024} KiB (CPU time), and the "
+                "steepest growth from 1/8 of it (n → 8n: linear 8×, quadratic 64×)"
+            )
+            for name, render in candidates.items():
+                times = {shape: t for t, shape in render_times(render, small, runs=1)}
+                eighth = {shape: t for t, shape in render_times(render, small // 8, runs=3)}
+                worst = max(times, key=times.get)
+                steepest = max(times, key=lambda shape: times[shape] / max(eighth[shape], 1e-5))
+                growth = times[steepest] / max(eighth[steepest], 1e-5)
+                print(
+                    f"  {name:40} worst {times[worst] * 1000:9.1f} ms ({worst}); "
+                    f"steepest {growth:4.0f}× ({steepest})"
+                )
+            site = candidates["the site: cmark-gfm + nesting + nh3"]
+            print(f"\nThe site's renderer at {limit // 1024} KiB, slowest first (CPU time)")
+            results = render_times(site, limit, runs=1)
+            for seconds, shape in results[:8]:
+                print(f"  {seconds * 1000:9.1f} ms  {shape}")
+            print(f"  … {len(results) - 8} more, the fastest {results[-1][0] * 1000:.1f} ms")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 from bench.preview import bench_preview  # noqa: E402 (needs ROOT)
 
 BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
@@ -220,6 +260,7 @@ BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_site,
     bench_operator,
     bench_preview,
+    bench_render,
 ]
 SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
 SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}

@@ -1,26 +1,43 @@
-"""Markdown to safe HTML: `markdown` renders, `nh3` keeps only what cannot run.
+"""Markdown to safe HTML: cmark-gfm renders, `nh3` keeps only what cannot run.
 
-Input over the limits of publishing.text_limits (nesting, runs of emphasis marks,
-unclosed brackets: python-markdown's slow paths) is refused before rendering, in
-linear time, so no article can hold a worker for minutes. Validation refuses it too;
-this is the net under rows that got past validation.
+CommonMark with GitHub's extensions (tables, strikethrough, autolinks, task lists,
+footnotes) through cmark-gfm, the C renderer behind GitHub and PyPI's READMEs, which is
+linear by construction and fuzzed with pathological inputs of its own (why this one and
+not markdown-it-py or mistune: docs/site.md, "Rendering"). No shape of Markdown is slow,
+so nothing is refused for its shape; only a body over the size limit is refused here, as
+the net under rows that got past validation. Preview, publish, the excerpts of the
+front page and the feed all render through `to_html` below.
 """
 
 from __future__ import annotations
 
-import threading
+import ctypes
 from functools import lru_cache
 from html import unescape
 
-import markdown
 import nh3
+from cmarkgfm import _cmark
+from cmarkgfm.cmark import Options
 
+from blogpublish.nesting import bounded_nesting
 from publishing.exceptions import PermanentPublishError
-from publishing.text_limits import markdown_complexity_problems
+from publishing.validators import BODY_MAX_BYTES
 
-EXTENSIONS = ["extra", "sane_lists"]  # extra: tables, fenced code, footnotes, abbr, …
+# UNSAFE: raw HTML reaches nh3, which removes what can run (as it always has); cmark
+# alone would replace every raw tag with a comment. The GFM "tagfilter" extension is
+# left out for the same reason: nh3 drops <script> and <style> with their content.
+OPTIONS = (
+    Options.CMARK_OPT_UNSAFE
+    | Options.CMARK_OPT_FOOTNOTES
+    # style="text-align: …" rather than align="…": what the site's policy (and its
+    # Content-Security-Policy's style-src-attr, blogpublish.csp) has always allowed.
+    | Options.CMARK_OPT_TABLE_PREFER_STYLE_ATTRIBUTES
+    # Invalid UTF-8 (a lone surrogate passed through below) becomes U+FFFD.
+    | Options.CMARK_OPT_VALIDATE_UTF8
+)
+EXTENSIONS = ("table", "strikethrough", "autolink", "tasklist")
 
-ALLOWED_TAGS = set(nh3.ALLOWED_TAGS)
+ALLOWED_TAGS = set(nh3.ALLOWED_TAGS) | {"section", "input"}
 ALLOWED_ATTRIBUTES = {
     **{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()},
     # Footnotes link by id; fenced code carries its language as a class.
@@ -29,6 +46,7 @@ ALLOWED_ATTRIBUTES = {
     "sup": {"id", "class"},
     "li": {"id", "class"},
     "div": {"class"},
+    "section": {"class"},  # cmark-gfm's footnotes: <section class="footnotes">
     "code": {"class"},
     "pre": {"class"},
     "h1": {"id"},
@@ -39,61 +57,110 @@ ALLOWED_ATTRIBUTES = {
     "h6": {"id"},
     "th": {"align", "style", "colspan", "rowspan"},
     "td": {"align", "style", "colspan", "rowspan"},
+    # A task list's box: `checked` is kept, and every <input> is made a disabled
+    # checkbox (SET_ATTRIBUTES), so none can be typed into or sent anywhere.
+    "input": {"checked"},
 }
+SET_ATTRIBUTES = {"input": {"type": "checkbox", "disabled": ""}}
 URL_SCHEMES = {"http", "https", "mailto"}
 
 
-class MarkdownTooComplexError(PermanentPublishError):
-    """The Markdown is over the renderer's limits; edit the article."""
+class MarkdownTooLargeError(PermanentPublishError):
+    """The Markdown is over the size limit; edit the article."""
 
 
-def check_complexity(text: str) -> None:
-    problems = markdown_complexity_problems(text)
-    if problems:
-        raise MarkdownTooComplexError("Not rendered: " + " ".join(problems))
-
-
-_renderers = threading.local()
-
-
-def _to_html(text: str) -> str:
-    """`markdown.markdown(text, …)` through one renderer per thread: building a
-    `Markdown` with its extensions costs more than converting a short article
-    (docs/performance.md, "Import → published"). `reset()` clears what the last text
-    left (footnotes, abbreviations, references), also after a conversion that raised."""
-    renderer = getattr(_renderers, "renderer", None)
-    if renderer is None:
-        renderer = _renderers.renderer = markdown.Markdown(
-            extensions=EXTENSIONS, output_format="html"
+def check_size(text: str) -> None:
+    """Refuse a body over the size limit (validation refuses it first; this is for rows
+    written past validation). Any shape of Markdown under it renders in milliseconds."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > BODY_MAX_BYTES:
+        raise MarkdownTooLargeError(
+            f"Not rendered: the text is {size:,} bytes; at most {BODY_MAX_BYTES:,} are allowed."
         )
-    return renderer.reset().convert(text)
 
 
-def render_markdown(text: str) -> str:
-    check_complexity(text)
-    html = _to_html(text)
+# --- cmark-gfm, called so that it frees what it allocates --------------------------------
+#
+# cmarkgfm's own wrappers (markdown_to_html_with_extensions and the rest) never free the
+# document tree nor the HTML buffer: measured, about 1 MB lost per render of an 18 KB
+# text, so a worker would grow by gigabytes in a day. The binding does not declare
+# cmark_node_free nor free(), but its shared library exports cmark_node_free, and the
+# HTML buffer comes from cmark's default allocator, which is the C library's calloc,
+# so the C library's free() releases it. tests/unit/test_rendering.py holds this.
+_lib, _ffi = _cmark.lib, _cmark.ffi
+_shared = ctypes.CDLL(_cmark.__file__)  # already loaded: the same library, not a copy
+_node_free = _shared.cmark_node_free
+_node_free.argtypes, _node_free.restype = [ctypes.c_void_p], None
+_free = ctypes.CDLL(None).free
+_free.argtypes, _free.restype = [ctypes.c_void_p], None
+_lib.cmark_gfm_core_extensions_ensure_registered()
+_EXTENSIONS = [_lib.cmark_find_syntax_extension(name.encode()) for name in EXTENSIONS]
+
+
+def _address(pointer) -> int:
+    return int(_ffi.cast("uintptr_t", pointer))
+
+
+def to_html(text: str) -> str:
+    """`text` as cmark-gfm's HTML, before sanitising. Linear in the length of `text`."""
+    # surrogatepass: a lone surrogate goes through as invalid UTF-8 that VALIDATE_UTF8
+    # turns into U+FFFD, instead of an encoding error.
+    data = text.encode("utf-8", "surrogatepass")
+    parser = _lib.cmark_parser_new(OPTIONS)
+    try:
+        for extension in _EXTENSIONS:
+            _lib.cmark_parser_attach_syntax_extension(parser, extension)
+        _lib.cmark_parser_feed(parser, data, len(data))
+        root = _lib.cmark_parser_finish(parser)
+        try:
+            extensions = _lib.cmark_parser_get_syntax_extensions(parser)
+            html = _lib.cmark_render_html(root, OPTIONS, extensions)
+            try:
+                # "replace": cmark writes the character references &#xFFFE; and
+                # &#xFFFF; as the lone bytes FE and FF (utf8proc's markers): U+FFFD.
+                return _ffi.string(html).decode("utf-8", "replace")
+            finally:
+                _free(_address(html))
+        finally:
+            _node_free(_address(root))
+    finally:
+        _lib.cmark_parser_free(parser)
+
+
+def sanitise(html: str) -> str:
+    """What cannot run taken out of `html`: the site's one policy. The nesting is
+    bounded first, so that nh3 reads any HTML in linear time (blogpublish.nesting)."""
     return nh3.clean(
-        html,
+        bounded_nesting(html),
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
+        set_tag_attribute_values=SET_ATTRIBUTES,
         url_schemes=URL_SCHEMES,
         filter_style_properties={"text-align"},
         link_rel="noopener noreferrer",
     )
 
 
+def render_markdown(text: str) -> str:
+    check_size(text)
+    return sanitise(to_html(text))
+
+
 EXCERPT_CHARS = 240
-EXCERPT_SKIPS = {"script", "style", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "sup", "table"}
+EXCERPT_SKIPS = {
+    *("script", "style", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "sup", "table"),
+    "section",  # the footnotes
+}
 
 
 @lru_cache(maxsize=1024)
 def plain_excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The start of a Markdown text as plain text, cut at a word: for the front page and
     the feed. Cached, since the same 50 articles are summarised at every refresh.
-    Raises MarkdownTooComplexError, as render_markdown does."""
-    check_complexity(text)
-    html = _to_html(text)
+    Raises MarkdownTooLargeError, as render_markdown does."""
+    check_size(text)
     # Prose only: headings, code and footnotes would read as noise in a summary.
+    html = bounded_nesting(to_html(text))
     prose = nh3.clean(html, tags=set(), attributes={}, clean_content_tags=EXCERPT_SKIPS)
     plain = " ".join(unescape(prose).split())
     if len(plain) <= limit:

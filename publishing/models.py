@@ -27,11 +27,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.db import OctetLength
-from publishing.text_limits import (
-    validate_display_chars,
-    validate_markdown_limits,
-    validate_xml_chars,
-)
+from publishing.text_limits import validate_display_chars, validate_xml_chars
 from publishing.validators import (
     BODY_MAX_BYTES,
     RESERVED_SLUGS,
@@ -204,7 +200,7 @@ class Article(models.Model):
     # share a folder on a case-insensitive file system; set by save() (and bulk_create).
     slug_key = models.CharField(max_length=800, unique=True, editable=False)
     body = models.TextField(
-        validators=[validate_body_size, validate_xml_chars, validate_markdown_limits],
+        validators=[validate_body_size, validate_xml_chars],
         help_text=_("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20},
     )
     status = models.CharField(

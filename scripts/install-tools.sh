@@ -5,6 +5,8 @@
 #                                           Playwright downloads no browser of its own)
 #   exiftool          (package libimage-exiftool-perl) reads every metadata block of the
 #                                           uploaded images' tests (tests/security/)
+#   hugo              (package hugo)        tests/unit/test_hugo_parity.py: imported posts
+#                                           render as Hugo (Goldmark) renders them
 # Called by `make install` and `make test`; quick when everything is there. Add a tool
 # as one more "command package" pair below.
 #   scripts/install-tools.sh [--check]    --check: only say what is missing (exit 1)
@@ -14,6 +16,7 @@ tools=(
     "promtool prometheus"
     "/usr/bin/chromium chromium"
     "exiftool libimage-exiftool-perl"
+    "hugo hugo"
 )
 
 missing=()

@@ -26,8 +26,11 @@ SUPPORTED = [
     Example("Inline code", "`code`", "<code>code</code>"),
     Example("Fenced code", "```python\nprint(1)\n```", '<code class="language-python">'),
     Example("Table", "| a | b |\n|---|---|\n| 1 | 2 |", "<table>"),
-    Example("Footnote", "Text.[^1]\n\n[^1]: The note.", 'class="footnote"'),
-    Example("Abbreviation", "HTML\n\n*[HTML]: HyperText Markup Language", "<abbr"),
+    Example("Footnote", "Text.[^1]\n\n[^1]: The note.", 'class="footnotes"'),
+    Example("Strikethrough", "~~gone~~", "<del>gone</del>"),
+    Example("Task list", "- [x] done\n- [ ] to do", 'checked=""'),
+    Example("Link from an address", "https://example.com", '<a href="https://example.com"'),
+    Example("Abbreviation (HTML)", '<abbr title="HyperText Markup Language">HTML</abbr>', "<abbr"),
     Example("Rule", "---", "<hr>"),
 ]
 
@@ -37,5 +40,6 @@ REMOVED = [
     Example("Event handlers (onclick=…)", '<a href="/" onclick="x()">a</a>', "onclick"),
     Example("javascript: and data: links", "[a](javascript:alert(1))", "javascript:"),
     Example("Frames, objects, forms", '<iframe src="https://example.com"></iframe>', "<iframe"),
+    Example("Form fields (any <input> is a disabled checkbox)", '<input name="q">', "name="),
     Example("style attributes (but text-align in tables)", '<p style="color:red">a</p>', "style="),
 ]

@@ -21,7 +21,6 @@ from django.utils.html import escape
 
 from blogpublish.csp import meta_policy
 from blogpublish.desk import limits
-from blogpublish.rendering import MarkdownTooComplexError
 from blogpublish.site import documents
 from publishing.models import (
     TITLE_MAX_LENGTH,
@@ -30,7 +29,7 @@ from publishing.models import (
     normalize_slug,
     slug_from_title,
 )
-from publishing.text_limits import validate_markdown_limits, validate_xml_chars
+from publishing.text_limits import validate_xml_chars
 from publishing.validators import BODY_MAX_BYTES, validate_body_size
 
 UNTITLED = "(no title yet)"
@@ -56,7 +55,7 @@ def publish_at_from(data) -> tuple:
 
 def body_problems(body: str) -> list[str]:
     problems = []
-    for validate in (validate_body_size, validate_xml_chars, validate_markdown_limits):
+    for validate in (validate_body_size, validate_xml_chars):
         try:
             validate(body)
         except ValidationError as exc:
@@ -74,10 +73,7 @@ def preview_of(data) -> Preview:
     if len(body.encode("utf-8", "surrogatepass")) > BODY_MAX_BYTES:
         return Preview(html="", problems=problems)  # over 1 MiB: not worth rendering
     article = Article(title=title, slug=slug, body=body, publish_at=publish_at)
-    try:
-        page = documents.article_page(article)
-    except MarkdownTooComplexError as exc:
-        return Preview(html="", problems=[*problems, str(exc)])
+    page = documents.article_page(article)  # under the size limit, any Markdown renders
     return Preview(html=with_policy_meta(page), problems=problems)
 
 

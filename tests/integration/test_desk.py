@@ -105,10 +105,18 @@ def test_preview__is_the_page_the_site_writes(admin_client):
 
 @pytest.mark.django_db
 def test_preview__says_what_publishing_would_refuse(admin_client):
-    answer = admin_client.post(PREVIEW, {"title": "x", "body": "[" * 10_001}).json()
+    answer = admin_client.post(PREVIEW, {"title": "x", "body": "[" * (2**20 + 1)}).json()
 
     assert answer["html"] == ""
-    assert any("square brackets" in p or "Not rendered" in p for p in answer["problems"]), answer
+    assert any("the limit is 1,048,576 bytes" in p for p in answer["problems"]), answer
+
+
+@pytest.mark.django_db
+def test_preview__renders_markdown_the_old_renderer_refused(admin_client):
+    """Issue 20: a body's one limit is its size; the old denylist refused this."""
+    answer = admin_client.post(PREVIEW, article_form(title="x", body="[" * 10_001)).json()
+
+    assert answer["problems"] == [] and "[[[[" in answer["html"]
 
 
 @pytest.mark.django_db
@@ -238,7 +246,7 @@ def test_image__uploaded_inserted_and_shown_on_the_published_page(worker, admin_
     article = wait_status(Article.objects.get(slug="with-a-picture").pk, ArticleStatus.PUBLISHED)
 
     page = (settings.SITE_ROOT / article.slug / "index.html").read_text(encoding="utf-8")
-    assert f'<img alt="Sunset 1" src="/{path}">' in page
+    assert f'<img src="/{path}" alt="Sunset 1">' in page
     assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", preview) == page
     served = client.get(f"/{path}")
     assert served.status_code == 200

@@ -223,7 +223,7 @@ def test_hostile_markdown_is_sanitised_and_rich_markdown_renders(site, make_arti
     assert '<a href="https://example.com/" rel="noopener noreferrer">a safe one</a>' in main
     assert "<table>" in main and '<td style="text-align:right">3.14</td>' in main
     assert "<code class=\"language-python\">print('fenced')" in main
-    assert 'class="footnote"' in main and "The footnote." in main
+    assert '<section class="footnotes">' in main and "The footnote." in main
 
 
 def test_chinese_title_gives_a_working_page_index_entry_and_feed_entry(site, make_article):

@@ -164,7 +164,7 @@ admin.autodiscover()
 FORK_PER_MODULE = """
 import json, os, sys, traceback
 import celery, django.contrib.admin, django.db.models, django.http, django.urls
-import kombu.transport.redis, markdown, nh3, redis, requests
+import cmarkgfm, kombu.transport.redis, nh3, redis, requests
 packages, import_first, modules = sys.argv[1].split(","), sys.argv[2], sys.argv[3:]
 preloaded = sorted(m for m in sys.modules if m.split(".")[0] in packages)
 assert not preloaded, f"the project was loaded before the fork: {preloaded}"

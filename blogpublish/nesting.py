@@ -1,0 +1,153 @@
+"""HTML nested no deeper than the sanitiser reads in linear time.
+
+nh3 (ammonia on html5ever) builds the whole tree before it cleans it, and an HTML tree
+builder pays for every new element in proportion to the depth of the open elements
+(the "has an element in scope" checks of the HTML standard), so its time grows with the
+square of the nesting: 40,000 nested blockquotes ("> " × 40,000, 80 kB of Markdown)
+take 110 s, 40,000 raw `<div>` 67 s (measured, docs/site.md "Rendering"). Browsers cap
+the depth for the same reason; so does this module, before nh3 reads the HTML:
+
+- what it passes on is tokenised by html5ever exactly as it was here: tags matched by
+  the HTML standard's own grammar (attributes, quotes), every other "<" escaped as
+  "&lt;", comments and other "<!…>", "<?…>" dropped (nh3 drops them too), <script> and
+  <style> dropped with their content (as nh3 drops them), and the tags that would switch
+  the tokeniser to raw text (<textarea>, <title>, <xmp>, …; nh3 removes them, keeping
+  their text) dropped;
+- it is well-formed: an end tag closes what is open above its element, and an end tag
+  whose element is not open is dropped; so the parser's stack is never deeper than the
+  elements open here, plus what it adds itself (a table's <tbody> and <tr>);
+- a long text is cut into nodes of about TEXT_RUN characters (`_split`);
+- past MAX_DEPTH open elements (or MAX_FORMATTING open <b>, <em>, <a>, …, which the
+  parser re-opens in every new paragraph), a start tag is dropped and its text stays.
+
+What a reader could see differ from nh3 alone, on raw HTML only: misnested inline tags
+end at the first end tag (`<b>a <i>b</b> c</i>`: " c" is not italic, where the parser
+re-opens the <i>); a stray `</p>` makes no empty paragraph; a <textarea>'s or <title>'s
+content is sanitised as HTML instead of shown as text.
+
+Markdown alone never comes near (lists 16 deep are about 35), nor does a real article's
+HTML. Linear: one regular-expression match and O(1) work per tag, amortised.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_DEPTH = 64
+MAX_FORMATTING = 16
+TEXT_RUN = 4096  # characters of text in one node, at most, before the next "&"
+
+_WS = r"\t\n\f\r "
+# The text before each "<", then one token: a comment, a bogus comment (<!…>, <?…>,
+# </ not followed by a letter), a start or end tag (HTML Living Standard §13.2.5, "Tag
+# open state" onwards: a name up to whitespace, "/" or ">"; attribute names, then values
+# double-quoted, single-quoted or unquoted; stray "/" and quotes where the standard reads
+# them), a "<" that starts a tag with no ">" (the parser reads the rest of the text as
+# that tag, "eof-in-tag", and keeps none of it), or a lone "<" (text); or the end of the
+# text. Atomic groups and possessive quantifiers keep each match linear.
+_TOKENS = re.compile(
+    rf"""
+    ([^<]*+)
+    (?:
+        (<!--(?:>|->|.*?(?:-->|--!>)|.*))
+      | (<(?:[!?]|/(?![A-Za-z]))[^>]*+>?)
+      | (<(/?)([A-Za-z][^{_WS}/>]*+)
+            (?>
+                [{_WS}/]
+              | [^{_WS}/>][^{_WS}/>=]*+
+                (?>[{_WS}]*+=[{_WS}]*+(?>"[^"]*+"|'[^']*+'|[^{_WS}>]++)?)?
+            )*+
+            >)
+      | (<(?=/?[A-Za-z]))
+      | (<)
+      | \Z
+    )
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+VOID = frozenset(
+    {
+        *("area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr"),
+        *("image", "img", "input", "keygen", "link", "meta", "param", "source", "track"),
+        "wbr",
+    }
+)
+# Dropped with their content: nh3 drops these with their content too.
+DROPPED_WITH_CONTENT = frozenset({"script", "style"})
+# Their content is raw text to the parser; nh3 removes the tags and keeps the text.
+RAW_TEXT = frozenset(
+    {"iframe", "noembed", "noframes", "noscript", "plaintext", "textarea", "title", "xmp"}
+)
+# Closed by the parser when an ancestor closes ("generate implied end tags"): an end tag
+# is not written for them, which would make an empty <p> of a </p> the parser met alone.
+IMPLIED_END = frozenset({"dd", "dt", "li", "optgroup", "option", "p", "rb", "rp", "rt", "rtc"})
+FORMATTING = frozenset(
+    {"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong"}
+    | {"tt", "u"}
+)
+
+
+def _ascii_lower(name: str) -> str:
+    return name.encode("utf-8", "surrogatepass").lower().decode("utf-8", "surrogatepass")
+
+
+def _split(text: str) -> str:
+    """`text` with an empty comment before a "&" every TEXT_RUN characters or so: the
+    parser appends each character reference to its text node, at a cost that grows
+    with the node (1 MiB of "&" renders as 5 MB of "&amp;": 16 s), and a comment starts
+    a new node. nh3 drops comments, so the output is the same text."""
+    pieces, start = [], 0
+    while (cut := text.find("&", start + TEXT_RUN)) >= 0:
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return "<!---->".join(pieces)
+
+
+def bounded_nesting(html: str) -> str:
+    """`html` as the parser will read it, well-formed and at most MAX_DEPTH deep."""
+    out: list[str] = []
+    stack: list[str] = []
+    open_count: dict[str, int] = {}
+    formatting = 0
+    skipping = ""  # in a <script> or <style>: dropped up to its end tag
+    for match in _TOKENS.finditer(html):
+        text, _comment, _bogus, tag, end, name, unfinished, lt = match.groups()
+        if unfinished:
+            break  # and stop: every later "<" would be read up to the end again
+        if skipping:
+            if end and _ascii_lower(name) == skipping:
+                skipping = ""
+            continue
+        out.append(_split(text) if len(text) > TEXT_RUN else text)
+        if lt:
+            out.append("&lt;")
+        elif not tag:
+            continue  # a comment, a bogus comment, the end: nothing to write
+        elif end:
+            name = _ascii_lower(name)
+            if not open_count.get(name):
+                continue  # nothing to close
+            while True:  # close what is open above it, then it
+                top = stack.pop()
+                open_count[top] -= 1
+                formatting -= top in FORMATTING
+                if top == name:
+                    out.append(tag)
+                    break
+                if top not in IMPLIED_END:
+                    out.append(f"</{top}>")
+        else:
+            name = _ascii_lower(name)
+            if name in VOID:
+                out.append(tag)
+            elif name in DROPPED_WITH_CONTENT:
+                skipping = name
+            elif name in RAW_TEXT:
+                continue
+            elif len(stack) < MAX_DEPTH and (name not in FORMATTING or formatting < MAX_FORMATTING):
+                out.append(tag)
+                stack.append(name)
+                open_count[name] = open_count.get(name, 0) + 1
+                formatting += name in FORMATTING
+    return "".join(out)
