@@ -1,5 +1,5 @@
 """Markdown that makes renderers slow: the corpus of `bench/run.py render` and of
-tests/unit/test_render_growth.py.
+tests/security/test_render_growth.py.
 
     .venv/bin/python bench/run.py render [--quick]
 
@@ -183,7 +183,7 @@ def best_of(
     clock: Callable[[], float] = time.perf_counter,
 ) -> float:
     """The least of `runs` times to render `text`, in seconds of `clock` (wall time by
-    default; tests/unit/test_render_growth.py counts the thread's CPU time)."""
+    default; tests/security/test_render_growth.py counts the thread's CPU time)."""
     best = float("inf")
     for _ in range(runs):
         started = clock()
