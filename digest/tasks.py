@@ -11,9 +11,11 @@ from django.conf import settings
 from digest.days import digest_run
 from digest.exceptions import DigestRetry
 
-# Beyond the days' own leases (each day renews the job's lease as it begins), the task is
-# stopped before a run of every catch-up day could be taken over twice.
-_LIMIT = settings.DIGEST_LEASE_SECONDS * (settings.DIGEST_CATCHUP_DAYS + 1)
+# Inside the lease, as for articles: a day is claimed for DIGEST_LEASE_SECONDS, and the
+# task is stopped before any lease it took can run out, so a slow mail server can never
+# let a second try take the day over while the first still sends (issue 17, finding 9).
+# Days a stopped run did not reach are sent by the resume, oldest first.
+_LIMIT = settings.DIGEST_LEASE_SECONDS
 
 DIGEST_TASK = {
     "bind": True,

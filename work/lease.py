@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import connections
@@ -277,6 +277,18 @@ class RowState:
         if moment is None or moment <= self.db_now:
             return None
         return (moment - self.db_now).total_seconds()
+
+
+def db_now(using: str = "default") -> datetime:
+    """The database's clock now (aware, UTC): the one every lease and due time is
+    compared with, so hosts with skewed clocks agree on what time it is."""
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":  # as Django's Now() reads it there
+            cursor.execute("SELECT STRFTIME('%Y-%m-%d %H:%M:%f', 'NOW')")
+            return datetime.fromisoformat(cursor.fetchone()[0]).replace(tzinfo=UTC)
+        cursor.execute("SELECT CURRENT_TIMESTAMP")
+        return cursor.fetchone()[0].astimezone(UTC)
 
 
 def row_state(rows: QuerySet, *fields: str) -> RowState | None:
