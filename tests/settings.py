@@ -46,6 +46,9 @@ os.environ.setdefault("PUBLISH_RETRY_BACKOFF_MAX", "2")
 # Small batches, so that a backlog of a few dozen rows takes several (services.batches).
 os.environ.setdefault("PUBLISH_BATCH_SIZE", "5")
 os.environ.setdefault("PUBLISH_BATCH_TASKS", "2")
+# A preview's render (in a forked process) may take over the 1 s default on a loaded
+# 2-core machine; the limit's own test sets a short one (tests/security/test_preview_limits.py).
+os.environ.setdefault("PREVIEW_TIME_LIMIT", "10")
 
 from config.queues import celery_queues  # noqa: E402
 from config.settings import *  # noqa: E402, F403
