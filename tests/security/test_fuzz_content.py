@@ -22,6 +22,7 @@ from blogpublish.site import documents
 from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry
 from publishing.models import Article
 from publishing.text_limits import first_xml_illegal
+from tests.support.site import without_json_ld
 
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 # A generous bound for one accepted article's page (the slowest near-limit inputs
@@ -123,9 +124,7 @@ def test_fuzz__validation_rendering_and_shared_documents(title, body):
             SimpleNamespace(title=article.title, slug="fuzz", body=article.body, publish_at=MOMENT)
         )
         assert time.perf_counter() - started < RENDER_BOUND_S
-        # No script but the page's one JSON-LD data block, which no text can leave.
-        assert page.lower().count("<script") == page.count('<script type="application/ld+json">')
-        assert page.count("</script>") == 1
+        assert "<script" not in without_json_ld(page).lower()
         problems, ids = shared_documents(entries_with(article.title, article.body))
         # Accepted content is carried whole: nothing repaired, nothing left out.
         assert problems == []

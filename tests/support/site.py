@@ -107,3 +107,13 @@ def assert_lists_exactly(root: Path, slugs_newest_first: list[str]) -> None:
     assert sorted(pages) == list(range(1, len(oldest_first) // 50 + 1))
     for number, listing in pages.items():
         assert listing.slugs == oldest_first[50 * (number - 1) : 50 * number][::-1], number
+
+
+JSON_LD_OPEN = '<script type="application/ld+json">'
+
+
+def without_json_ld(html: str) -> str:
+    """A page less its one JSON-LD data block (escaped so no text leaves it: documents.
+    json_ld), for the checks that no other script made it into the page."""
+    head, found, rest = html.partition(JSON_LD_OPEN)
+    return head + rest.partition("</script>")[2] if found else html
