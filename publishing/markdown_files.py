@@ -213,9 +213,10 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         line = f" at line {where.line + 2}" if where is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise BadFile(f"the front matter is not valid YAML{line}: {_cut(problem)}") from None
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, ArithmeticError, RecursionError) as exc:
         # What YAML reads but Python cannot make (`2024-02-30`, an integer of 5,000
-        # digits), or nesting inside a single value too deep for the constructor.
+        # digits, a sexagesimal float past the float range), or nesting inside a single
+        # value too deep for the constructor.
         raise BadFile(
             f"the front matter has a value that cannot be read: {_cut(str(exc))}"
         ) from None
@@ -235,8 +236,14 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         body=_LEADING_BLANK_LINES.sub("", text[match.end() :], count=1).rstrip(),
         slug="" if slug is None else _text("slug", slug),
         publish_at=None if meta.get("date") is None else parse_date(meta["date"]),
-        ignored_keys={str(key) for key in meta if key not in KNOWN_KEYS},
+        ignored_keys={_key_name(key) for key in meta if key not in KNOWN_KEYS},
     )
+
+
+def _key_name(key: object) -> str:
+    """A front-matter key as the import names it: text cut short; another kind of key
+    by its kind (`str()` of a 20,000-digit integer key raises)."""
+    return _cut(key) if isinstance(key, str) else f"<a {type(key).__name__} key>"
 
 
 def slug_from_path(path: PurePath) -> str:

@@ -48,6 +48,9 @@ MEDIA_DIR = "media"  # a reserved slug (publishing.validators)
 IMAGE_MAX_BYTES = 10 * 2**20
 IMAGE_MAX_PIXELS = 50_000_000
 FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp"}
+# A phone's multi-picture JPEG (MPO) opens through the JPEG decoder as "MPO": its first
+# picture is kept, as a plain JPEG (jpeg_without_location stops at its end).
+EXTENSIONS = {**FORMATS, "MPO": "jpg"}
 # What an article's Markdown names an image by: media/<64 hex>.<ext>.
 IMAGE_REF_RE = re.compile(r"media/([0-9a-f]{64}\.(?:png|jpg|gif|webp))")
 
@@ -108,7 +111,7 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
         raise ImageRefused(
             f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read ({exc})."
         ) from None
-    return without_location(data, image), FORMATS[image.format], width, height
+    return without_location(data, image), EXTENSIONS[image.format], width, height
 
 
 # --- metadata: only what showing the image needs is kept ----------------------------
@@ -140,7 +143,7 @@ def without_location(data: bytes, image: PIL.Image.Image) -> bytes:
     """`data` with no metadata but its orientation: no EXIF (GPS or other), XMP (standard
     or extended), IPTC, comments or text chunks, whatever they say."""
     exif = orientation_exif(image)
-    if image.format == "JPEG":
+    if image.format in ("JPEG", "MPO"):
         return jpeg_without_location(data, exif.tobytes() if exif else None)
     return re_encoded(data, image, exif)
 

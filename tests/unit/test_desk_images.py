@@ -112,3 +112,19 @@ def test_empty_file_is_refused():
 )
 def test_alt_text_from_the_file_name(name, alt):
     assert alt_text(name) == alt
+
+
+def test_a_phones_multi_picture_jpeg_is_kept_as_its_first_picture():
+    """MPO (several JPEGs in one file, as phones write them) answered 500: its format
+    was not one of the four (found by the issue 19 review)."""
+    first = PIL.Image.new("RGB", (8, 6), (200, 20, 20))
+    second = PIL.Image.new("RGB", (8, 6), (20, 20, 200))
+    out = io.BytesIO()
+    first.save(out, "MPO", save_all=True, append_images=[second])
+
+    cleaned, ext, width, height = check(out.getvalue(), name="phone.jpg")
+
+    assert (ext, width, height) == ("jpg", 8, 6)
+    stored = PIL.Image.open(io.BytesIO(cleaned))
+    assert stored.format == "JPEG" and getattr(stored, "n_frames", 1) == 1
+    assert stored.convert("RGB").getpixel((4, 3))[0] > 150  # the first picture's red

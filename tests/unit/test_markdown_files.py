@@ -110,3 +110,22 @@ def test_render_then_parse_gives_the_same_fields(title):
     parsed = parse(render(title=title, slug="s-1", publish_at=when, body=body))
 
     assert (parsed.title, parsed.slug, parsed.publish_at, parsed.body) == (title, "s-1", when, body)
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "title: T\nf: 1" + ":59" * 200 + ".5",  # a sexagesimal float past the float range
+        "title: T\n? 0b" + "1" * 20000 + "\n: 1",  # a key str() cannot print
+    ],
+    ids=["float-overflow", "huge-int-key"],
+)
+def test_parse__values_python_cannot_make_are_a_bad_file_not_a_crash(front):
+    """Found by the issue 19 review: each ended the whole import with a traceback."""
+    text = f"---\n{front}\n---\nBody.\n"
+    try:
+        parsed = parse(text)
+    except BadFile as exc:
+        assert len(str(exc)) < 300
+    else:
+        assert all(len(key) < 300 for key in parsed.ignored_keys)
