@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -56,6 +57,14 @@ class ApiTokenAdmin(admin.ModelAdmin):
     search_fields = ("user__username", "name", "prefix")
     actions = ("revoke",)
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
+
+    def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
+        # A token acts as its user: only a superuser may make one for someone else, or
+        # whoever may add tokens could act as any user, a superuser included (found by
+        # the issue 19 review).
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_form(self, request: HttpRequest, obj: ApiToken | None = None, **kwargs):
         if obj is None:

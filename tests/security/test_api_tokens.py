@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 
 from api.models import ApiToken, TokenScope
@@ -121,3 +123,20 @@ def test_the_admin_makes_a_token_of_the_scope_chosen_and_lists_it(admin_client, 
     assert listing.count(read) == 1 and listing.count(write) == 1
     only_write = admin_client.get("/admin/api/apitoken/?scope__exact=write").content.decode()
     assert write in only_write and read not in only_write
+
+
+def test_a_token_maker_who_is_no_superuser_makes_tokens_for_themselves_only(client):
+    """Found by the issue 19 review: a staff user allowed to add tokens made one for a
+    superuser, and with it deleted articles through the API."""
+    boss = get_user_model().objects.create_superuser("boss", password="pw-of-the-boss-1")
+    maker = staff_user("maker", perms=["view_article"], password="pw-of-the-maker-1")
+    maker.user_permissions.add(Permission.objects.get(codename="add_apitoken"))
+    client.force_login(maker)
+
+    response = client.post("/admin/api/apitoken/add/", {"user": boss.pk, "scope": "write"})
+
+    assert response.status_code == 200  # the form again, with the choice refused
+    assert "Select a valid choice" in response.content.decode()
+    assert not ApiToken.objects.filter(user=boss).exists()
+    mine = client.post("/admin/api/apitoken/add/", {"user": maker.pk, "scope": "read"})
+    assert mine.status_code == 200 and ApiToken.objects.filter(user=maker).count() == 1
