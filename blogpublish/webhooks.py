@@ -26,6 +26,7 @@ from blogpublish.site.documents import rfc3339
 from blogpublish.site.paths import article_url
 from blogpublish.site.selectors import has_content
 from publishing.exceptions import PermanentPublishError, TransientPublishError
+from publishing.publishers import BasePublisher
 from publishing.signing import signed_headers
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def check_answer(status: int, text: str) -> None:
     raise PermanentPublishError(message)
 
 
-class WebhookPublisher:
+class WebhookPublisher(BasePublisher):
     def __init__(self, url: str | None = None, secret: str | None = None):
         self.url = url or settings.PUBLISH_WEBHOOK_URL
         self.secret = settings.PUBLISH_WEBHOOK_SECRET if secret is None else secret

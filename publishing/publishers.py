@@ -1,17 +1,21 @@
 """The one small interface between the pipeline and what it publishes to.
 
 A publisher is any class named in settings.PUBLISH_PUBLISHERS, built with no
-arguments, with
+arguments, that has every method of `Publisher` (checked when the publishers are first
+built; `BasePublisher` gives the ones a target may not need):
 
     publish(article) -> None     make this content of the article live. Called while
                                  the attempt holds its lease, before it completes.
                                  Idempotent.
+    publish_many(articles) -> dict[int, Exception]
+                                 `publish` for a batch's articles (publishing.services.
+                                 batches): each with `publish`'s guarantees, the
+                                 failures returned by article id instead of raised, so
+                                 one article's failure is its own. BasePublisher's calls
+                                 `publish` article by article.
     unpublish(article) -> None   the article was deleted: take it off. `article` is an
                                  unsaved Article carrying id, uid, slug, published_slug
                                  and title. Idempotent.
-
-and, optionally,
-
     forget(article) -> None      the article is being deleted: called inside the
                                  delete's transaction (same `article` as unpublish),
                                  so what must go is known even if no message arrives.
@@ -22,12 +26,6 @@ and, optionally,
                                  Cheap: its cost follows what changed, not the site.
     reconcile() -> None          the full check, from the catch-up now and then: remove
                                  whatever the database no longer has, then refresh.
-    publish_many(articles) -> dict[int, Exception]
-                                 `publish` for a batch's articles (publishing.services.
-                                 batches): each with `publish`'s guarantees, the
-                                 failures returned by article id instead of raised, so
-                                 one article's failure is its own. A publisher without
-                                 it is called with `publish`, article by article.
 
 `publish` and `unpublish` raise `TransientPublishError` or `PermanentPublishError`
 (publishing.exceptions); any other exception is treated as transient: a bug is
@@ -38,13 +36,17 @@ pass is wanted again; `forget` failing fails the delete.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
+
+from publishing.logcontext import log_context
 
 if TYPE_CHECKING:
     from publishing.models import Article
@@ -52,29 +54,78 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+@runtime_checkable
 class Publisher(Protocol):
+    """Every method the pipeline calls on a target (the module's docstring says when)."""
+
     def publish(self, article: Article) -> None: ...
 
+    def publish_many(self, articles: list[Article]) -> dict[int, Exception]: ...
+
     def unpublish(self, article: Article) -> None: ...
+
+    def forget(self, article: Article) -> None: ...
+
+    def refresh(self) -> None: ...
+
+    def reconcile(self) -> None: ...
+
+
+INTERFACE = ("publish", "publish_many", "unpublish", "forget", "refresh", "reconcile")
+
+
+class BasePublisher:
+    """The parts a target may not need: nothing to note at a delete, no shared views to
+    refresh or check, and a batch published article by article."""
+
+    def publish(self, article: Article) -> None:
+        raise NotImplementedError
+
+    def publish_many(self, articles: list[Article]) -> dict[int, Exception]:
+        failures: dict[int, Exception] = {}
+        for article in articles:
+            with log_context(article_id=article.pk, attempt=article.attempts):
+                try:
+                    self.publish(article)
+                except Exception as exc:  # transient, a time limit, or a bug: its own
+                    failures[article.pk] = exc
+        return failures
+
+    def unpublish(self, article: Article) -> None:
+        return None
+
+    def forget(self, article: Article) -> None:
+        return None
+
+    def refresh(self) -> None:
+        return None
+
+    def reconcile(self) -> None:
+        return None
 
 
 @cache
 def get_publishers() -> tuple[Publisher, ...]:
-    return tuple(import_string(path)() for path in settings.PUBLISH_PUBLISHERS)
+    publishers = tuple(import_string(path)() for path in settings.PUBLISH_PUBLISHERS)
+    for path, publisher in zip(settings.PUBLISH_PUBLISHERS, publishers, strict=True):
+        if not isinstance(publisher, Publisher):
+            missing = [name for name in INTERFACE if not callable(getattr(publisher, name, None))]
+            raise ImproperlyConfigured(
+                f"PUBLISH_PUBLISHERS: {path} lacks {', '.join(missing)} of the publisher "
+                "interface (publishing.publishers; subclass BasePublisher for the defaults)"
+            )
+    return publishers
 
 
-def run_optional_hook(name: str, *args, raising: bool = False) -> None:
-    """Call `name(*args)` on every publisher that has it; failures are logged and, with
-    `raising`, the first one is raised once every publisher had its call."""
+def each_publisher(call: Callable[[Publisher], object], *, what: str, raising: bool = False):
+    """`call(publisher)` for every publisher; failures are logged and, with `raising`, the
+    first one is raised once every publisher had its call."""
     failure: Exception | None = None
     for publisher in get_publishers():
-        hook = getattr(publisher, name, None)
-        if hook is None:
-            continue
         try:
-            hook(*args)
+            call(publisher)
         except Exception as exc:
-            logger.exception("%s.%s() failed", type(publisher).__name__, name)
+            logger.exception("%s.%s() failed", type(publisher).__name__, what)
             failure = failure or exc
     if raising and failure is not None:
         raise failure

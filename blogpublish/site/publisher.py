@@ -16,11 +16,12 @@ from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.state import Note, SiteState, add_note, add_notes
 from blogpublish.storage import SiteStorage, site_storage
 from publishing.exceptions import PermanentPublishError, TransientPublishError
+from publishing.publishers import BasePublisher
 
 logger = logging.getLogger(__name__)
 
 
-class StaticSitePublisher:
+class StaticSitePublisher(BasePublisher):
     """The site under SITE_ROOT (a folder or a bucket, blogpublish.storage):
     `<slug>/index.html` per article, `index.html` (the newest 50),
     `page/<n>/index.html` (the archive), `feed.xml` (Atom) and `sitemap.xml`.

@@ -265,27 +265,19 @@ def _still_ours(claims: list[Claim]) -> list[Claim]:
 def _run_publishers(claims: list[Claim]) -> dict[int, Exception]:
     """Every publisher for a group of claims, in order, as `run_publishers` runs them
     for one: a row that one publisher failed goes to no later one, and before each
-    publisher after the first the rows overtaken meanwhile drop out. A publisher with
-    `publish_many` (the static site) takes the group at once; the others row by row.
+    publisher after the first the rows overtaken meanwhile drop out. Each publisher takes
+    the group through `publish_many`: the static site at once, the others row by row
+    (publishing.publishers.BasePublisher).
     Returns the failures by article id."""
     failures: dict[int, Exception] = {}
     alive = list(claims)
     for number, publisher in enumerate(get_publishers()):
         if number and alive:
             alive = _still_ours(alive)
-        many = getattr(publisher, "publish_many", None)
-        if many is not None:
-            try:
-                failures |= many([claim.article for claim in alive])
-            except Exception as exc:  # not one row's (its rows' failures are returned)
-                failures |= {claim.article.pk: exc for claim in alive}
-        else:
-            for claim in alive:
-                with log_context(article_id=claim.article.pk, attempt=claim.attempt):
-                    try:
-                        publisher.publish(claim.article)
-                    except Exception as exc:  # transient, a time limit, or a bug
-                        failures[claim.article.pk] = exc
+        try:
+            failures |= publisher.publish_many([claim.article for claim in alive])
+        except Exception as exc:  # not one row's (its rows' failures are returned)
+            failures |= {claim.article.pk: exc for claim in alive}
         alive = [claim for claim in alive if claim.article.pk not in failures]
     return failures
 

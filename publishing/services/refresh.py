@@ -17,6 +17,7 @@ and the catch-up runs a pass every time.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
@@ -26,7 +27,7 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_refresh
 from publishing.models import Refresher
-from publishing.publishers import run_optional_hook
+from publishing.publishers import Publisher, each_publisher
 from work import lease
 from work.lease import now_plus
 
@@ -72,10 +73,16 @@ def _want() -> None:
         Refresher.objects.get_or_create(pk=REFRESHER_ID, defaults={"wanted": True})
 
 
+PASSES: dict[str, Callable[[Publisher], None]] = {
+    "refresh": lambda publisher: publisher.refresh(),
+    "reconcile": lambda publisher: publisher.reconcile(),
+}
+
+
 def _run_pass(token: int, hook: str) -> bool:
     """One pass under the lease `token`; False (and another pass wanted) if it failed."""
     try:
-        run_optional_hook(hook, raising=True)
+        each_publisher(PASSES[hook], what=hook, raising=True)
         return True
     except Exception:
         # A failed pass (a serialization conflict with an attempt, a full disk) is

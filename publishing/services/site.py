@@ -7,7 +7,7 @@ import logging
 from django.conf import settings
 
 from publishing.models import Article
-from publishing.publishers import get_publishers, run_optional_hook
+from publishing.publishers import each_publisher, get_publishers
 from publishing.services.refresh import shared_views_pass, shared_views_request
 from work.runs import scheduled_run
 
@@ -23,7 +23,8 @@ def _article(snapshot: dict) -> Article:
 def article_forget(*, snapshot: dict) -> None:
     """Inside the delete's transaction: every target records what must go, so the next
     refresh takes the article off even if the unpublish message never arrives."""
-    run_optional_hook("forget", _article(snapshot), raising=True)
+    article = _article(snapshot)
+    each_publisher(lambda publisher: publisher.forget(article), what="forget", raising=True)
 
 
 def article_unpublish(*, snapshot: dict) -> None:

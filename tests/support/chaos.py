@@ -31,6 +31,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from publishing.exceptions import PermanentPublishError, TransientPublishError
+from publishing.publishers import BasePublisher
 from tests.support.waiting import wait_for
 
 # The rule (and release file) of the full check: {"(reconcile)": {"hold": 30}}.
@@ -61,7 +62,7 @@ def write_chaos(rules: dict) -> None:
     os.replace(tmp, settings.CHAOS_FILE)
 
 
-class ChaosPublisher:
+class ChaosPublisher(BasePublisher):
     def publish(self, article) -> None:
         rule = read_chaos().get(article.slug)
         if not rule:
@@ -110,7 +111,7 @@ class ChaosPublisher:
                 wait_for(release_file(RECONCILE_RULE).exists, timeout=rule["hold"], interval=0.02)
 
 
-class JournalPublisher:
+class JournalPublisher(BasePublisher):
     def publish(self, article) -> None:
         line = f"{article.slug} {article.attempts} {article.content_hash}\n"
         # One O_APPEND write per line: lines from concurrent processes never interleave.

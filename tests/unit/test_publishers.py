@@ -1,0 +1,47 @@
+"""The publisher interface is declared whole (issue 18, item 5): a target named in
+PUBLISH_PUBLISHERS without every method of `Publisher` is refused with the names it
+lacks, and BasePublisher's `publish_many` keeps each article's failure its own."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from publishing.exceptions import TransientPublishError
+from publishing.publishers import BasePublisher, Publisher, get_publishers
+
+
+class OnlyPublish:
+    def publish(self, article) -> None:
+        return None
+
+
+class FailsOdd(BasePublisher):
+    def publish(self, article) -> None:
+        if article.pk % 2:
+            raise TransientPublishError(f"odd {article.pk}")
+
+
+def test_a_publisher_without_the_whole_interface_is_refused_by_name(settings):
+    settings.PUBLISH_PUBLISHERS = [f"{__name__}.OnlyPublish"]
+
+    with pytest.raises(ImproperlyConfigured, match="lacks publish_many, unpublish, forget"):
+        get_publishers()
+
+
+def test_a_base_publisher_has_the_whole_interface(settings):
+    settings.PUBLISH_PUBLISHERS = [f"{__name__}.FailsOdd"]
+
+    [publisher] = get_publishers()
+    assert isinstance(publisher, Publisher)
+
+
+def test_publish_many__each_articles_failure_is_its_own():
+    articles = [SimpleNamespace(pk=n, attempts=1) for n in (1, 2, 3)]
+
+    failures = FailsOdd().publish_many(articles)
+
+    assert sorted(failures) == [1, 3]
+    assert str(failures[3]) == "odd 3"
