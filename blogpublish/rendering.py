@@ -21,6 +21,7 @@ from cmarkgfm.cmark import Options
 
 from blogpublish.nesting import bounded_nesting
 from publishing.exceptions import PermanentPublishError
+from publishing.text_limits import table_cells_problem
 from publishing.validators import BODY_MAX_BYTES
 
 # UNSAFE: raw HTML reaches nh3, which removes what can run (as it always has); cmark
@@ -70,13 +71,17 @@ class MarkdownTooLargeError(PermanentPublishError):
 
 
 def check_size(text: str) -> None:
-    """Refuse a body over the size limit (validation refuses it first; this is for rows
-    written past validation). Any shape of Markdown under it renders in milliseconds."""
+    """Refuse a body over the size limit, or whose tables would make too many cells
+    (validation refuses both first; this is for rows written past validation). Any
+    other shape of Markdown under the limit renders in time linear in its size."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > BODY_MAX_BYTES:
         raise MarkdownTooLargeError(
             f"Not rendered: the text is {size:,} bytes; at most {BODY_MAX_BYTES:,} are allowed."
         )
+    problem = table_cells_problem(text)
+    if problem:
+        raise MarkdownTooLargeError(f"Not rendered: {problem}.")
 
 
 # --- cmark-gfm, called so that it frees what it allocates --------------------------------

@@ -27,7 +27,11 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.db import OctetLength
-from publishing.text_limits import validate_display_chars, validate_xml_chars
+from publishing.text_limits import (
+    table_cells_problem,
+    validate_display_chars,
+    validate_xml_chars,
+)
 from publishing.validators import (
     BODY_MAX_BYTES,
     RESERVED_SLUGS,
@@ -388,6 +392,8 @@ class Article(models.Model):
                 self.slug = self._unique_slug(slug_from_title(self.title))
         else:
             self._check_slug_free()
+        if self.body and (problem := table_cells_problem(self.body)):
+            raise ValidationError({"body": f"The Markdown is too large to render: {problem}."})
 
     def validate_unique(self, exclude=None) -> None:
         # save() sets slug_key; clean() has compared it already, with a clearer message.

@@ -88,6 +88,42 @@ def validate_display_chars(value: str) -> None:
     _refuse_first(DISPLAY_TRICK_RE, value, message, "display_char")
 
 
+# GitHub's tables: cmark-gfm pads every row of a table to its header's width, so a row of
+# one character costs the header's columns: a 500-column header over thousands of short
+# rows is millions of cells (hundreds of MB of HTML, gigabytes of memory) from 100 KB of
+# text (found by the issue 19 review). A real table stays far below this many cells.
+MAX_TABLE_CELLS = 100_000
+_DASH_RUN = re.compile(r"-+")
+
+
+def table_cells(text: str) -> int:
+    """How many cells the tables of `text` can make at most, counted in one pass: from a
+    delimiter row (`|---|:--:|`) on, each line up to a blank one is a row of as many
+    cells as the delimiter row has columns (more than cmark-gfm may take as rows: a
+    bound, never an underestimate)."""
+    total = columns = 0
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            columns = 0
+        elif columns:
+            total += columns
+        elif "|" in stripped and "-" in stripped and not stripped.strip("|:- \t"):
+            columns = len(_DASH_RUN.findall(stripped))
+    return total
+
+
+def table_cells_problem(text: str) -> str | None:
+    """Why the text's tables are too large to render, or None."""
+    cells = table_cells(text)
+    if cells <= MAX_TABLE_CELLS:
+        return None
+    return (
+        f"its tables would make {cells:,} cells (each row gets as many cells as its "
+        f"table's header has columns); at most {MAX_TABLE_CELLS:,}"
+    )
+
+
 def validate_markdown_limits(value: str) -> None:
     """Accepts every text. Kept for migration 0009, which names it: the shape limits it
     held went with python-markdown (issue 20); the body's one limit is its size."""
