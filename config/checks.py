@@ -146,10 +146,12 @@ def flower_basic_auth_problems(basic_auth: str | list[str]) -> list[str]:
         where = f"FLOWER_BASIC_AUTH entry {number}"
         if not (colon and user.strip() and password):
             problems.append(f"{where} must be user:password, with both parts non-empty.")
-        elif len(password) < FLOWER_PASSWORD_MIN_LENGTH:
+        elif len(password.strip()) < FLOWER_PASSWORD_MIN_LENGTH:
+            # Spaces count for nothing: twelve of them are no password (the issue 19 review).
             problems.append(
                 f"{where}: the password of {user!r} must be at least "
-                f"{FLOWER_PASSWORD_MIN_LENGTH} characters (it has {len(password)})."
+                f"{FLOWER_PASSWORD_MIN_LENGTH} characters (it has {len(password.strip())}), "
+                "not counting spaces at its ends."
             )
     return problems
 

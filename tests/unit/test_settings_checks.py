@@ -207,6 +207,7 @@ def test_webhook_secret_problems(url, secret, problem):
         ("flower:", "entry 1 must be user:password"),
         (":twelve-chars", "entry 1 must be user:password"),
         ("flower:eleven-char", "at least 12 characters (it has 11)"),
+        ("flower:" + " " * 12, "at least 12 characters (it has 0)"),  # spaces are no password
         ("flower:12-characters,other:", "entry 2 must be user:password"),
         ("flower:12-characters", None),
         ("flower:pass:with:colons", None),  # Flower compares the whole "user:password"
