@@ -22,9 +22,15 @@ import time
 from collections.abc import Callable
 
 import pytest
+from django.db import connection
 
 from bench.pathological import SHAPES, best_of
 from blogpublish.rendering import render_markdown
+
+# Pure rendering, no database: run once, in the SQLite run.
+pytestmark = pytest.mark.skipif(
+    connection.vendor == "postgresql", reason="no database involved: runs on SQLite"
+)
 
 MAX_GROWTH = 20
 START = 2**14  # characters

@@ -21,9 +21,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from blogpublish.rendering import render_markdown, sanitise
 from publishing.markdown_files import parse
+
+# Pure rendering, no database: run once, in the SQLite run.
+pytestmark = pytest.mark.skipif(
+    connection.vendor == "postgresql", reason="no database involved: runs on SQLite"
+)
 
 CORPUS = Path(__file__).resolve().parents[1] / "hugo_corpus"
 WRITING = Path(__file__).resolve().parents[2] / "docs" / "writing.md"
