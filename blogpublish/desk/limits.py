@@ -21,9 +21,13 @@ convenience and the public site is what the guards protect.
 
 from __future__ import annotations
 
+import contextlib
 import math
-import multiprocessing
 import os
+import pickle
+import select
+import signal
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -128,41 +132,63 @@ def render_slot() -> Iterator[None]:
 # --- per render: a time limit ----------------------------------------------------------
 
 
-def _run_in_child(send, function: Callable[[Any], Any], argument: Any) -> None:
-    os.nice(19)  # the web's other requests (readers) come first for the CPU
+def _render_in_child(write_fd: int, function: Callable[[Any], Any], argument: Any) -> None:
+    """The forked child: render, send the pickled result, and leave with os._exit, so
+    none of the parent's state is cleaned up from here. (multiprocessing's children run
+    its after-fork hooks, and kombu's closes the inherited broker connections there: on
+    RabbitMQ that sent a Connection.Close down the web process's own socket, and its
+    next send met a reset connection.)"""
     try:
-        result = ("ok", function(argument))
-    except Exception as exc:  # sent back as text: the parent says what failed
-        result = ("error", f"{type(exc).__name__}: {exc}")
-    send.send(result)
-    send.close()
+        os.nice(19)  # the web's other requests (readers) come first for the CPU
+        try:
+            result = ("ok", function(argument))
+        except Exception as exc:  # sent back as text: the parent says what failed
+            result = ("error", f"{type(exc).__name__}: {exc}")
+        with os.fdopen(write_fd, "wb") as out:
+            out.write(pickle.dumps(result))
+    finally:
+        os._exit(0)
+
+
+def _read_until_closed(read_fd: int, deadline: float) -> bytes | None:
+    """What the child wrote, once it closed its end; None if the deadline came first."""
+    chunks = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+            return None
+        chunk = os.read(read_fd, 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def run_with_time_limit(function: Callable[[Any], Any], argument: Any, *, seconds: float) -> Any:
     """`function(argument)` in a forked child process, its result sent back through a
     pipe; the child is killed and PreviewTooSlow raised when it takes over `seconds`.
     The argument is not pickled (the child has it from the fork); the result is."""
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_run_in_child, args=(send, function, argument), daemon=True)
-    child.start()
-    send.close()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _render_in_child(write_fd, function, argument)
+    os.close(write_fd)
     try:
-        if not receive.poll(seconds):
-            raise PreviewTooSlow(
-                f"The preview was stopped: rendering took longer than "
-                f"{settings.PREVIEW_TIME_LIMIT:g} s. The frame still shows an earlier "
-                "preview; shorten or simplify the text."
-            )
-        try:
-            status, value = receive.recv()
-        except EOFError:
-            raise BlogpublishError("the preview's render process ended without an answer") from None
+        data = _read_until_closed(read_fd, time.monotonic() + seconds)
     finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receive.close()
+        os.close(read_fd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    if data is None:
+        raise PreviewTooSlow(
+            f"The preview was stopped: rendering took longer than "
+            f"{settings.PREVIEW_TIME_LIMIT:g} s. The frame still shows an earlier "
+            "preview; shorten or simplify the text."
+        )
+    if not data:
+        raise BlogpublishError("the preview's render process ended without an answer")
+    status, value = pickle.loads(data)
     if status != "ok":
         raise BlogpublishError(f"the preview could not be rendered ({value})")
     return value
