@@ -66,10 +66,17 @@ def worker_is_idle(worker: processes.Proc, queues: list[str], soon: float = 10.0
     if any(queue_message_counts(names=queues).values()):
         return False
     inspect = app.control.inspect(destination=[worker.hostname], timeout=1.0)
-    for held in (inspect.active(), inspect.reserved()):
+    try:
+        answers = inspect.active(), inspect.reserved(), inspect.scheduled()
+    except OSError:
+        # A pooled broker connection the broker closed meanwhile (RabbitMQ resets one
+        # that sat idle): dropped, and asked again at the next poll with a new one.
+        app.pool.force_close_all(close_pool=False)
+        return False
+    active, reserved, scheduled = answers
+    for held in (active, reserved):
         if not held or worker.hostname not in held or held[worker.hostname]:
             return False
-    scheduled = inspect.scheduled()
     if not scheduled or worker.hostname not in scheduled:
         return False
     horizon = datetime.now().astimezone() + timedelta(seconds=soon)
