@@ -5,8 +5,11 @@ out after the commit (PostgreSQL only: SQLite has no asynchronous commit)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
 from blogpublish.site.lock import page_guard, snapshot
 
@@ -22,7 +25,8 @@ def synchronous_commit() -> str:
 
 
 def test_delete__its_own_transaction_commits_synchronously(make_article):
-    article = make_article(title="Deleted durably")
+    # Scheduled, so no worker of the run publishes it while the test deletes it.
+    article = make_article(title="Deleted durably", publish_at=timezone.now() + timedelta(days=1))
 
     with transaction.atomic():
         article.delete()  # the site publisher's `forget` runs the page guard in here
