@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from tests.support import processes
-from tests.support.waiting import wait_for
+from tests.support.waiting import assert_flower_refuses_to_start, wait_for
 
 GOOD = "flower:correct-horse-battery"
 
@@ -47,14 +47,7 @@ def basic(credentials: str) -> dict[str, str]:
 )
 def test_flower_without_strong_credentials_does_not_start(monkeypatch, basic_auth, named):
     proc, _ = start_flower(monkeypatch, basic_auth)
-    try:
-        wait_for(lambda: not proc.alive(), timeout=60, what="flower to refuse to start")
-
-        assert proc.popen.returncode != 0
-        log = proc.tail()
-        assert "Flower does not start" in log and named in log, log
-    finally:
-        proc.stop()
+    assert_flower_refuses_to_start(proc, named)
 
 
 def test_flower_with_strong_credentials_answers_only_to_them(monkeypatch):

@@ -17,7 +17,7 @@ import pytest
 
 from config.flower import flower_basic_auth, flower_problems
 from tests.support import processes
-from tests.support.waiting import wait_for
+from tests.support.waiting import assert_flower_refuses_to_start
 
 GOOD = "flower:correct-horse-battery"
 ENV = {"FLOWER_BASIC_AUTH": GOOD}
@@ -151,11 +151,4 @@ def test_real_flower__bad_spelling_does_not_start(tmp_path, argv, named):
         processes.celery_cmd("flower", "--address=127.0.0.1", f"--port={port}", *args),
         env=ENV,
     )
-    try:
-        wait_for(lambda: not proc.alive(), timeout=60, what="flower to refuse to start")
-
-        assert proc.popen.returncode != 0
-        log = proc.tail()
-        assert "Flower does not start" in log and named in log, log
-    finally:
-        proc.stop()
+    assert_flower_refuses_to_start(proc, named)

@@ -21,3 +21,15 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
         time.sleep(interval)
+
+
+def assert_flower_refuses_to_start(proc, named: str) -> None:
+    """`proc` (a tests.support.processes.Proc) exits non-zero, its log saying why with
+    `named` in it; it is stopped in any case."""
+    try:
+        wait_for(lambda: not proc.alive(), timeout=60, what=f"{proc.name} to refuse to start")
+        assert proc.popen.returncode != 0
+        log = proc.tail()
+        assert "Flower does not start" in log and named in log, log
+    finally:
+        proc.stop()
