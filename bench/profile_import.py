@@ -6,7 +6,7 @@ in-process, with pyinstrument.
 Writes N Markdown files (default 10,000; bench/importing.py's), imports them into a
 fresh database with the broker unreachable (the batch messages are not sent), prints
 the rate and pyinstrument's summary; with --publish, then publishes them in this
-process through `publish_batch_of_due`, as a worker child does, and profiles that.
+process through `publish_group`, as a worker child does, and profiles that.
 A measurement, not a test.
 """
 
@@ -74,7 +74,7 @@ def run(count: int, workdir: Path, *, publish: bool) -> None:
     from pyinstrument import Profiler
 
     from bench.importing import write_files
-    from publishing.services import publish_batch_of_due
+    from publishing.services import publish_group
     from publishing.services.importing import articles_import
 
     write_files(workdir / "posts", count)
@@ -93,7 +93,7 @@ def run(count: int, workdir: Path, *, publish: bool) -> None:
     started = time.perf_counter()
     done = 0
     with profiler:
-        while (claimed := publish_batch_of_due(retry_in=lambda n: 0).claimed) > 0:
+        while (claimed := publish_group(retry_in=lambda n: 0).claimed) > 0:
             done += claimed
     elapsed = time.perf_counter() - started
     print(f"publish: {done} in {elapsed:.2f} s: {done / elapsed:,.0f} articles/s (one process)\n")

@@ -6,6 +6,8 @@ that is the whole contract between the pipeline and the targets it publishes to.
 
 from __future__ import annotations
 
+from celery.exceptions import SoftTimeLimitExceeded
+
 
 class PublishingError(Exception):
     """The publishing pipeline failed."""
@@ -17,8 +19,10 @@ class PublishingError(Exception):
 class TransientPublishError(PublishingError):
     """A publishing target failed in a way that may pass; the attempt is retried."""
 
-    #: Seconds until the next attempt is due, once the pipeline has recorded it.
-    retry_in: float | None = None
+    def __init__(self, message: str | None = None, *, retry_in: float | None = None):
+        super().__init__(message)
+        #: Seconds until the next attempt is due, once the pipeline has recorded it.
+        self.retry_in = retry_in
 
 
 class PermanentPublishError(PublishingError):
@@ -36,3 +40,8 @@ class ArticleDeadError(PublishingError):
 class AttemptTimeLimitExceeded(PublishingError):
     """The attempt ran past its time limit (PUBLISH_SOFT_TIME_LIMIT) and was stopped; it
     is retried like any transient failure, and the article is dead after the budget."""
+
+
+# What stops an attempt or a group from outside (the worker's soft limit, the backup
+# executor's): never one article's own error for the articles it did not reach.
+TIME_LIMITS = (SoftTimeLimitExceeded, AttemptTimeLimitExceeded)

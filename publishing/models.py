@@ -252,6 +252,11 @@ class Article(models.Model):
 
     objects = ArticleQuerySet.as_manager()
 
+    # Not a column: what this save decided, for the post_save receiver that sends the
+    # publish after the commit (publishing.signals). save() sets it before writing: a
+    # new pending row, or an edit that changed the content, is work; anything else not.
+    wants_publish: bool = False
+
     class Meta:
         ordering = ["-publish_at", "-id"]
         # The validators' rules that SQL can say, for writes that bypass save()

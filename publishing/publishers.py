@@ -7,12 +7,21 @@ built; `BasePublisher` gives the ones a target may not need):
     publish(article) -> None     make this content of the article live. Called while
                                  the attempt holds its lease, before it completes.
                                  Idempotent.
+    in_groups: bool              True: the pipeline hands this publisher a group's
+                                 articles at once (`publish_many`), and the publisher
+                                 checks each one's token at its own write (the static
+                                 site: one page guard for the group). False (the
+                                 default): the pipeline calls `publish` article by
+                                 article, checking before each one that the attempt
+                                 still holds the row and is within its time.
     publish_many(articles) -> dict[int, Exception]
-                                 `publish` for a batch's articles (publishing.services.
-                                 batches): each with `publish`'s guarantees, the
+                                 `publish` for a group's articles (publishing.services.
+                                 publish): each with `publish`'s guarantees, the
                                  failures returned by article id instead of raised, so
-                                 one article's failure is its own. BasePublisher's calls
-                                 `publish` article by article.
+                                 one article's failure is its own; a time limit
+                                 (exceptions.TIME_LIMITS) is raised, never returned as
+                                 one article's. BasePublisher's calls `publish`
+                                 article by article.
     unpublish(article) -> None   the article was deleted: take it off. `article` is an
                                  unsaved Article carrying id, uid, slug, published_slug
                                  and title. Idempotent.
@@ -46,6 +55,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
+from publishing.exceptions import TIME_LIMITS
 from publishing.logcontext import log_context
 
 if TYPE_CHECKING:
@@ -57,6 +67,8 @@ logger = logging.getLogger(__name__)
 @runtime_checkable
 class Publisher(Protocol):
     """Every method the pipeline calls on a target (the module's docstring says when)."""
+
+    in_groups: bool
 
     def publish(self, article: Article) -> None: ...
 
@@ -71,12 +83,14 @@ class Publisher(Protocol):
     def reconcile(self) -> None: ...
 
 
-INTERFACE = ("publish", "publish_many", "unpublish", "forget", "refresh", "reconcile")
+INTERFACE = ("in_groups", "publish", "publish_many", "unpublish", "forget", "refresh", "reconcile")
 
 
 class BasePublisher:
     """The parts a target may not need: nothing to note at a delete, no shared views to
-    refresh or check, and a batch published article by article."""
+    refresh or check, and a group published article by article."""
+
+    in_groups: bool = False
 
     def publish(self, article: Article) -> None:
         raise NotImplementedError
@@ -87,7 +101,9 @@ class BasePublisher:
             with log_context(article_id=article.pk, attempt=article.attempts):
                 try:
                     self.publish(article)
-                except Exception as exc:  # transient, a time limit, or a bug: its own
+                except TIME_LIMITS:
+                    raise
+                except Exception as exc:  # transient, permanent, or a bug: its own
                     failures[article.pk] = exc
         return failures
 
@@ -109,7 +125,7 @@ def get_publishers() -> tuple[Publisher, ...]:
     publishers = tuple(import_string(path)() for path in settings.PUBLISH_PUBLISHERS)
     for path, publisher in zip(settings.PUBLISH_PUBLISHERS, publishers, strict=True):
         if not isinstance(publisher, Publisher):
-            missing = [name for name in INTERFACE if not callable(getattr(publisher, name, None))]
+            missing = [name for name in INTERFACE if not hasattr(publisher, name)]
             raise ImproperlyConfigured(
                 f"PUBLISH_PUBLISHERS: {path} lacks {', '.join(missing)} of the publisher "
                 "interface (publishing.publishers; subclass BasePublisher for the defaults)"

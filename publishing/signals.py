@@ -12,7 +12,7 @@ from publishing.services import UNPUBLISH_FIELDS, article_forget
 
 
 def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
-    if raw or not getattr(instance, "wants_publish", False):
+    if raw or not instance.wants_publish:
         return
     # After commit, so a worker never looks for a row it cannot see yet; robust, so a
     # failing dispatch can neither fail the save nor drop other on-commit callbacks.

@@ -12,16 +12,17 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from publishing.dispatch import dispatch_batches, dispatch_publish
+from publishing.dispatch import dispatch_batches, dispatch_many, dispatch_publish
 from publishing.exceptions import ArticleDeadError, TransientPublishError
 from publishing.services import (
+    GroupReport,
     Outcome,
-    article_publish,
     article_unpublish,
     catch_up,
-    leases_left,
-    publish_batch_of_due,
+    last_leased,
+    publish_group,
     shared_views_deferred,
+    suspects_due,
 )
 
 logger = logging.getLogger(__name__)
@@ -99,34 +100,82 @@ REQUEUE_ON_HARD_TIME_LIMIT = {"acks_on_timeout": False}
     **REQUEUE_ON_HARD_TIME_LIMIT,
 )
 def publish_article(self: PublishTask, article_id: int) -> dict:
-    result = article_publish(
-        article_id=article_id,
+    """Publish the article: its row first, and in the same claim up to
+    PUBLISH_BATCH_SIZE - 1 other due rows (a burst drains in groups; an idle save goes
+    alone). A message whose row another task holds or has published ends after the
+    claim (services.publish)."""
+    report = publish_group(
+        limit=settings.PUBLISH_BATCH_SIZE,
+        first=article_id,
         retry_in=self.backoff,
         worker=self.request.hostname or "",
         task_id=self.request.id or "",
     )
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+    follow_up(report, redelivered=redelivered, own=article_id)
+    result = report.of(article_id)
+    assert result is not None  # claimed, or explained
     if result.outcome is Outcome.RETRY:
-        exc = TransientPublishError(result.error)
-        exc.retry_in = result.retry_in
-        raise exc
+        raise TransientPublishError(result.error, retry_in=result.retry_in)
     if result.outcome is Outcome.DEAD:
         raise ArticleDeadError(
             f"article {article_id} is dead after {result.attempt} attempt(s): {result.error}",
             article_id=article_id,
         )
-    if result.outcome is Outcome.CHANGED:
+    if result.outcome in (Outcome.CHANGED, Outcome.RELEASED):
         dispatch_publish(article_id)
     elif result.due_in is not None and result.due_in <= settings.PUBLISH_ETA_HORIZON:
         # This message came before the row was due (an ETA from a host whose clock runs
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
-    elif result.lease_left is not None and (self.request.delivery_info or {}).get("redelivered"):
+    elif result.lease_left is not None and redelivered:
         # Redelivered because the worker running it died (reject_on_worker_lost) or was
         # killed at the hard time limit (acks_on_timeout): the dead attempt's lease still
-        # holds the row. Come back when it runs out rather
-        # than wait for the catch-up. Only redeliveries re-arm, so copies never multiply.
+        # holds the row. Come back when it runs out rather than wait for the catch-up;
+        # that message claims the dead attempt's group again. Only redeliveries re-arm,
+        # so copies never multiply.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.lease_left))
     return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
+
+
+def follow_up(report: GroupReport, *, redelivered: bool, own: int | None = None) -> None:
+    """The messages a group leaves for the rows it claimed besides `own` (whose message
+    is the task's own business): their messages have ended, seeing the rows held.
+    - rows that failed and back off: one message for each, for when it is due, as the
+      task's own retry would be;
+    - rows changed meanwhile or let go (the group ran short of time): one message now,
+      whose group claims them all again;
+    - a redelivered message whose own row is done, while rows of its dead
+      predecessor's group are still leased: one message for the row whose lease runs
+      out last, for then;
+    - a group that took over a row its dead claimer left (that message, or the one a
+      redelivered message sent): one message now for each other such row, claimed
+      alone, so that a row that kills its claimer takes no other row down with it.
+    """
+    for result in report.results:
+        if result.article_id == own or result.outcome is not Outcome.RETRY:
+            continue
+        if result.retry_in is not None and result.retry_in <= settings.PUBLISH_ETA_HORIZON:
+            eta = timezone.now() + timedelta(seconds=result.retry_in)
+            dispatch_publish(result.article_id, eta=eta)
+    again = [
+        r.article_id
+        for r in report.results
+        if r.article_id != own and r.outcome in (Outcome.CHANGED, Outcome.RELEASED)
+    ]
+    if again:
+        dispatch_publish(again[0])
+    mine = report.of(own) if own is not None else None
+    if redelivered and (mine is None or mine.lease_left is None):
+        # (A message whose own row is still leased comes back for it itself.)
+        held = last_leased()
+        if held is not None:
+            article_id, left = held
+            dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=left + 0.5))
+    if report.took_over:
+        # Rows a dead claimer left are claimed alone, each by a message of its own.
+        suspects = suspects_due(limit=settings.PUBLISH_BATCH_SIZE)
+        dispatch_many([(article_id, None) for article_id in suspects if article_id != own])
 
 
 @shared_task(
@@ -137,29 +186,23 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
     **REQUEUE_ON_HARD_TIME_LIMIT,
 )
 def publish_batch(self: Task) -> dict:
-    """Publish up to PUBLISH_BATCH_SIZE due articles (services.batches), then send
-    itself again while the backlog lasts: a full batch means more may be due. Rows
-    that failed and back off get one batch for when the first is due again, as the
-    single task's retry would. A redelivered batch (its worker died mid-batch or was
-    killed at the hard time limit, and reject_on_worker_lost or acks_on_timeout sent it
-    back) comes back once more when the leases its dead predecessor left have run out;
-    only redeliveries do, so copies never multiply.
+    """Publish up to PUBLISH_BATCH_SIZE due articles (a group without a row of its own,
+    services.publish), then send itself again while the backlog lasts: a full group
+    means more may be due. Rows that failed and back off, rows let go, and a redelivered
+    batch's dead predecessor's rows get their messages as a save's group leaves them
+    (`follow_up`).
     (A whole worker killed: Redis redelivers only after its visibility timeout, and
     the catch-up takes the rows once their lease has run out.)"""
-    report = publish_batch_of_due(
+    report = publish_group(
+        limit=settings.PUBLISH_BATCH_SIZE,
         retry_in=publish_article.backoff,
         worker=self.request.hostname or "",
         task_id=self.request.id or "",
     )
-    if report.full or report.outcomes[str(Outcome.CHANGED)]:
+    if report.full:
         dispatch_batches(1)
-    if report.retry_in is not None and report.retry_in <= settings.PUBLISH_ETA_HORIZON:
-        dispatch_batches(1, eta=timezone.now() + timedelta(seconds=report.retry_in))
-    if (self.request.delivery_info or {}).get("redelivered"):
-        left = leases_left()
-        if left is not None:
-            dispatch_batches(1, eta=timezone.now() + timedelta(seconds=left + 0.5))
-    return {"claimed": report.claimed, "released": report.released, **report.outcomes}
+    follow_up(report, redelivered=bool((self.request.delivery_info or {}).get("redelivered")))
+    return {"claimed": report.claimed, **report.outcomes}
 
 
 @shared_task(

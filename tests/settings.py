@@ -43,7 +43,7 @@ os.environ["SECRET_KEY"] = f"test-only-secret-key-of-run-{RUN_ID}-{RUN_ID}-{RUN_
 os.environ.setdefault("PUBLISH_MAX_ATTEMPTS", "3")
 os.environ.setdefault("PUBLISH_LEASE_SECONDS", "10")
 os.environ.setdefault("PUBLISH_RETRY_BACKOFF_MAX", "2")
-# Small batches, so that a backlog of a few dozen rows takes several (services.batches).
+# Small batches, so that a backlog of a few dozen rows takes several (services.publish).
 os.environ.setdefault("PUBLISH_BATCH_SIZE", "5")
 os.environ.setdefault("PUBLISH_BATCH_TASKS", "2")
 # A preview's render (in a forked process) may take over the 1 s default on a loaded

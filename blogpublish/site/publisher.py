@@ -15,7 +15,7 @@ from blogpublish.site import build, documents, paths, selectors
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.state import Note, SiteState, add_note, add_notes
 from blogpublish.storage import SiteStorage, site_storage
-from publishing.exceptions import PermanentPublishError, TransientPublishError
+from publishing.exceptions import TIME_LIMITS, PermanentPublishError, TransientPublishError
 from publishing.publishers import BasePublisher
 
 logger = logging.getLogger(__name__)
@@ -31,6 +31,9 @@ class StaticSitePublisher(BasePublisher):
     `reconcile`, which the pipeline runs one at a time (publishing.services.refresh).
     Every write is atomic. Layout and choices: docs/site.md.
     """
+
+    # A group's pages are written under one guard, each page's token checked there.
+    in_groups = True
 
     def __init__(self, storage: SiteStorage | None = None):
         self._storage = storage
@@ -109,6 +112,8 @@ class StaticSitePublisher(BasePublisher):
         for article in articles:
             try:
                 rendered.append((article, documents.article_page(article)))
+            except TIME_LIMITS:
+                raise
             except Exception as exc:  # over the renderer's limits, or a bug: its own
                 failures[article.pk] = exc
         if not rendered:
@@ -173,6 +178,8 @@ class StaticSitePublisher(BasePublisher):
         for article in articles:
             try:
                 self.publish(article)
+            except TIME_LIMITS:
+                raise
             except Exception as exc:  # as `publish` raises it, for this article alone
                 failures[article.pk] = exc
         return failures

@@ -1,6 +1,7 @@
 """Services: every state change of the pipeline, as plain typed functions.
 
-`articles` holds the transitions of one attempt (claim, complete, fail); `operator`
+`publish` is the one publish path (claim a group, publish, complete or fail each row,
+let go what it could not try): a single article is a group of one; `operator`
 what a person does (requeue, publish now); `site` deletes and the full check of the
 targets; `catch_up` the safety net that finds work the event path missed; `alarms` the
 dead-letter and stuck alerts; `refresh` the coalescing refresher of the shared views;
@@ -9,30 +10,29 @@ Callers import from here.
 """
 
 from publishing.services.alarms import article_dead_alert, stuck_check
-from publishing.services.articles import (
-    AttemptResult,
-    Claim,
-    Outcome,
-    article_claim,
-    article_complete,
-    article_fail,
-    article_publish,
-    explain_unclaimed,
-)
 from publishing.services.authoring import (
     article_create,
     article_update,
     articles_create_many,
 )
-from publishing.services.batches import (
-    BatchReport,
-    articles_claim_batch,
-    articles_complete,
-    leases_left,
-    publish_batch_of_due,
-)
 from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
 from publishing.services.operator import article_publish_now, article_requeue
+from publishing.services.publish import (
+    AttemptResult,
+    Claim,
+    GroupReport,
+    Outcome,
+    article_claim,
+    article_complete,
+    article_fail,
+    article_publish,
+    claim_group,
+    complete,
+    explain_unclaimed,
+    last_leased,
+    publish_group,
+    suspects_due,
+)
 from publishing.services.refresh import (
     shared_views_deferred,
     shared_views_pass,
@@ -48,9 +48,9 @@ from publishing.services.site import (
 __all__ = [
     "UNPUBLISH_FIELDS",
     "AttemptResult",
-    "BatchReport",
     "CatchUpReport",
     "Claim",
+    "GroupReport",
     "Outcome",
     "article_claim",
     "article_complete",
@@ -63,17 +63,18 @@ __all__ = [
     "article_requeue",
     "article_unpublish",
     "article_update",
-    "articles_claim_batch",
-    "articles_complete",
     "articles_create_many",
     "catch_up",
+    "claim_group",
+    "complete",
     "explain_unclaimed",
-    "leases_left",
-    "publish_batch_of_due",
+    "last_leased",
+    "publish_group",
     "publish_pending",
     "shared_views_deferred",
     "shared_views_pass",
     "shared_views_request",
     "site_reconcile",
     "stuck_check",
+    "suspects_due",
 ]

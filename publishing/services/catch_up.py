@@ -24,13 +24,12 @@ from publishing import rollup
 from publishing.dispatch import dispatch_batches, dispatch_many
 from publishing.models import Article, CatchUpRun
 from publishing.selectors import (
-    article_ids_claimable,
     articles_due_for_catch_up,
     articles_to_arm,
     dead_unalerted_ids,
 )
 from publishing.services.alarms import article_dead_alert, stuck_check
-from publishing.services.articles import article_publish
+from publishing.services.publish import publish_group, suspects_due
 from publishing.services.refresh import full_check_due, shared_views_pass
 from publishing.services.site import site_reconcile
 from publishing.time_limits import attempt_time_limit
@@ -72,7 +71,7 @@ def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
 
 
 def _send_batches(stale: list[int]) -> list[int]:
-    """A large backlog: batch tasks (services.batches) instead of one message per row.
+    """A large backlog: batch tasks (services.publish) instead of one message per row.
     They claim the oldest due rows, these among them, and send themselves again while
     any are due. Returns the rows counted as sent (all, or none if the broker is down).
 
@@ -127,7 +126,11 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         )
         stale = stale[: settings.PUBLISH_CATCHUP_HEAVY_BATCH]
     if len(stale) > settings.PUBLISH_BATCH_THRESHOLD:
-        sent = _send_batches(stale)
+        # Rows a dead claimer left are claimed only alone: a message each.
+        alone = set(stale) & set(suspects_due(limit=limit))
+        sent = _send_batches([pk for pk in stale if pk not in alone])
+        if alone:
+            sent += _send_all([(article_id, None) for article_id in sorted(alone)])
     else:
         sent = _send_all([(article_id, None) for article_id in stale])
     run.renew()
@@ -174,24 +177,32 @@ def catch_up_recorded(*, report: CatchUpReport) -> None:
 def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:
     """The backup executor: claim and publish due rows in this process, no broker.
 
-    Goes on until nothing is claimable or `limit` attempts were made; returns the
-    count of each outcome. Each attempt has the worker's time limits, inside the lease
+    Claims groups of due rows through the one publish path (services.publish) until
+    nothing is claimable or `limit` rows were claimed; returns the count of each
+    outcome. Each group has the worker's time limits, inside the lease
     (publishing.time_limits), so a hung target or a slow render cannot outlive it.
     """
     worker = f"publish_pending@{socket.gethostname()}:{os.getpid()}"
     outcomes: Counter = Counter()
     while outcomes.total() < limit:
-        batch = article_ids_claimable(limit=min(100, limit - outcomes.total()))
-        if not batch:
-            break
-        for article_id in batch:
-            result = article_publish(
-                article_id=article_id,
+        report = publish_group(
+            limit=min(settings.PUBLISH_BATCH_SIZE, limit - outcomes.total()),
+            retry_in=retry_in,
+            worker=worker,
+            time_limit=attempt_time_limit,
+        )
+        if not report.claimed and (alone := suspects_due(limit=1)):
+            # A row a dead claimer left: alone (services.publish, claim_group).
+            report = publish_group(
+                limit=1,
+                first=alone[0],
                 retry_in=retry_in,
                 worker=worker,
                 time_limit=attempt_time_limit,
             )
-            outcomes[str(result.outcome)] += 1
+        if not report.claimed:
+            break
+        outcomes.update(report.outcomes)
     for article_id in dead_unalerted_ids(limit=limit):
         article_dead_alert(article_id=article_id)
     stuck_check()

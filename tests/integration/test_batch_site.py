@@ -1,5 +1,5 @@
 """The static site's batch path (StaticSitePublisher.publish_many, driven by
-publishing.services.batches) on a real database and SITE_ROOT: each row keeps the single
+publishing.services.publish) on a real database and SITE_ROOT: each row keeps the single
 path's guarantees, and the shared views are right once a backlog has drained."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from blogpublish.models import PageNote
 from blogpublish.rendering import MarkdownTooLargeError
 from blogpublish.site import StaticSitePublisher, documents, paths
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt, Refresher
-from publishing.services import publish_batch_of_due
+from publishing.services import publish_group
 from publishing.tasks import publish_article
 from tests.integration.test_batches import all_published, backlog, ok_counts
 from tests.support.site import assert_lists_exactly
@@ -64,7 +64,7 @@ def test_a_row_edited_mid_batch_is_fenced_and_the_others_publish(quiet_site, mon
 
     monkeypatch.setattr(files, "stage_many", edit_then_stage)
 
-    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=6, worker="here")
+    report = publish_group(retry_in=publish_article.backoff, limit=6, worker="here")
 
     assert report.claimed == 6
     assert report.outcomes == {"published": 5, "changed": 1}
@@ -91,7 +91,7 @@ def test_a_link_where_one_page_goes_makes_that_row_dead_not_the_batch(
     link.symlink_to(elsewhere, target_is_directory=True)
     request.addfinalizer(link.unlink)  # the full check leaves links alone
 
-    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=5, worker="here")
+    report = publish_group(retry_in=publish_article.backoff, limit=5, worker="here")
 
     assert report.outcomes == {"published": 4, "dead": 1}
     assert all_published(others) and all(page(a).is_file() for a in others)
@@ -122,7 +122,7 @@ def test_a_row_the_renderer_refuses_goes_dead_alone(quiet_site, monkeypatch):
     refused, others = articles[0], articles[1:]
     Article.objects.filter(pk=refused.pk).update(body="UNRENDERABLE body")
 
-    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=4, worker="here")
+    report = publish_group(retry_in=publish_article.backoff, limit=4, worker="here")
 
     assert report.outcomes == {"published": 3, "dead": 1}
     assert all_published(others)
@@ -143,7 +143,7 @@ def test_the_shared_views_are_right_once_the_backlog_drains(quiet_site, rows, se
     articles = backlog(f"drain-{uuid.uuid4().hex[:6]}", rows)
 
     batches = 0
-    while publish_batch_of_due(retry_in=publish_article.backoff, worker="here").claimed:
+    while publish_group(retry_in=publish_article.backoff, worker="here").claimed:
         batches += 1
 
     assert all_published(articles)
@@ -169,7 +169,7 @@ def test_a_row_overtaken_mid_batch_is_not_written_by_the_batch(quiet_site, monke
 
     monkeypatch.setattr(files, "stage_many", overtake_then_stage)
 
-    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=4, worker="here")
+    report = publish_group(retry_in=publish_article.backoff, limit=4, worker="here")
 
     assert report.outcomes["published"] == 3 and all_published(others)
     row = Article.objects.get(pk=overtaken.pk)

@@ -1,4 +1,4 @@
-"""Backlogs published by batch tasks (publishing.services.batches) on a real worker,
+"""Backlogs published by batch tasks (publishing.services.publish) on a real worker,
 Redis and database: every per-row guarantee of the single path holds inside a batch."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_batches
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from publishing.services import articles_claim_batch, batches, catch_up, publish_batch_of_due
+from publishing.services import catch_up, claim_group, publish, publish_group
 from publishing.tasks import publish_article
 from tests.integration.test_failures import alert_mails, outcomes, wait_status
 from tests.support.chaos import journal_entries
@@ -77,8 +77,8 @@ def test_a_claim_takes_at_most_its_limit_oldest_first(transactional_db):
     prefix = f"limit-{uuid.uuid4().hex[:6]}"
     articles = backlog(prefix, 7)
 
-    first = articles_claim_batch(limit=3)
-    second = articles_claim_batch(limit=3)
+    first = claim_group(limit=3)
+    second = claim_group(limit=3)
 
     assert [c.article.pk for c in first] == [a.pk for a in articles[:3]]
     assert [c.article.pk for c in second] == [a.pk for a in articles[3:6]]
@@ -95,7 +95,7 @@ def test_two_claimers_at_once_never_take_one_row_twice(transactional_db):
     def claimer(name: str) -> None:
         try:
             start.wait()
-            while claims := articles_claim_batch(limit=4, worker=name):
+            while claims := claim_group(limit=4, worker=name):
                 taken[name] += [claim.article.pk for claim in claims]
         finally:
             connection.close()
@@ -121,7 +121,7 @@ def test_two_batch_consumers_on_one_backlog_publish_each_row_once(worker):
 
     dispatch_batches()
     here = 0
-    while report := publish_batch_of_due(retry_in=publish_article.backoff, worker="test-process"):
+    while report := publish_group(retry_in=publish_article.backoff, worker="test-process"):
         if not report.claimed:
             break
         here += report.claimed
@@ -152,11 +152,11 @@ def test_the_catch_up_sends_batches_for_a_large_stale_backlog(worker, settings, 
 
 
 def test_a_long_batch_completes_in_groups_each_row_once(transactional_db, monkeypatch):
-    monkeypatch.setattr(batches, "COMPLETE_EVERY", 2)
+    monkeypatch.setattr(publish, "COMPLETE_EVERY", 2)
     prefix = f"groups-{uuid.uuid4().hex[:6]}"
     articles = backlog(prefix, 7)
 
-    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=7, worker="here")
+    report = publish_group(retry_in=publish_article.backoff, limit=7, worker="here")
 
     assert report.claimed == 7 and report.outcomes == {"published": 7}
     assert all_published(articles)

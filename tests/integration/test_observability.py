@@ -205,9 +205,9 @@ def test_rollup__compaction_keeps_every_count(transactional_db):
 
 
 def test_rollup__a_batch_of_publishes_is_counted_like_single_ones(transactional_db):
-    """The batch path (services.batches, a backlog claimed in one statement) counts its
+    """The batch path (services.publish, a backlog claimed in one statement) counts its
     publishes in the histograms and the counter too."""
-    from publishing.services.batches import publish_batch_of_due
+    from publishing.services.publish import publish_group
 
     Article.objects.bulk_create(
         [
@@ -217,7 +217,7 @@ def test_rollup__a_batch_of_publishes_is_counted_like_single_ones(transactional_
     )  # no signals: nothing is dispatched
     before = rollup.totals()
 
-    report = publish_batch_of_due(retry_in=lambda attempt: 0, limit=10)
+    report = publish_group(retry_in=lambda attempt: 0, limit=10)
 
     after = rollup.totals()
     assert report.claimed == 4

@@ -249,7 +249,7 @@ def test_a_batch_puts_its_pages_and_fences_a_row_edited_meanwhile(site, monkeypa
     no fsync, a PUT per page under one page guard; a row edited after its page was
     rendered is not PUT, and the others are live."""
     from blogpublish.storage.base import SiteStorage
-    from publishing.services import publish_batch_of_due
+    from publishing.services import publish_group
     from publishing.tasks import publish_article
     from tests.integration.test_batch_site import edit
     from tests.integration.test_batches import all_published, backlog
@@ -264,7 +264,7 @@ def test_a_batch_puts_its_pages_and_fences_a_row_edited_meanwhile(site, monkeypa
 
     monkeypatch.setattr(SiteStorage, "stage_many", edit_then_stage)
 
-    report = publish_batch_of_due(retry_in=publish_article.backoff, limit=5, worker="here")
+    report = publish_group(retry_in=publish_article.backoff, limit=5, worker="here")
 
     assert report.outcomes == {"published": 4, "changed": 1}
     assert all_published(others)

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.utils import timezone
 
-from publishing.models import Article, ArticleStatus, AttemptOutcome, content_hash_of
+from publishing.models import Article, ArticleStatus, AttemptOutcome, content_hash_of, key_of
 from publishing.services import (
     article_claim,
     article_complete,
@@ -138,3 +138,17 @@ def test_saving_unchanged_from_the_admin_publishes_nothing(quiet_article, sent_t
     assert row.status == ArticleStatus.PUBLISHED
     assert row.content_hash == row.published_hash
     assert sent_tasks == []
+
+
+def test_a_row_whose_key_was_kept_from_before_keys_publishes_at_its_slugs_key(quiet_article):
+    """A slug key kept from before keys (`<key>#<id>`, migration 0007) is not its live
+    page's key: the completion records the slug's own key as the live one."""
+    article = quiet_article("Kept-Key")
+    Article.objects.filter(pk=article.pk).update(slug_key=f"kept-key#{article.pk}")
+
+    claim = article_claim(article_id=article.pk)
+    assert article_complete(claim=claim).outcome == "published"
+
+    row = Article.objects.get(pk=article.pk)
+    assert row.slug_key == f"kept-key#{article.pk}"
+    assert row.published_slug_key == key_of("Kept-Key") == "kept-key"

@@ -1,15 +1,17 @@
 """The publisher interface is declared whole (issue 18, item 5): a target named in
 PUBLISH_PUBLISHERS without every method of `Publisher` is refused with the names it
-lacks, and BasePublisher's `publish_many` keeps each article's failure its own."""
+lacks, and BasePublisher's `publish_many` keeps each article's failure its own, but
+never takes a time limit for one article's failure (issue 17, finding 1)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.core.exceptions import ImproperlyConfigured
 
-from publishing.exceptions import TransientPublishError
+from publishing.exceptions import AttemptTimeLimitExceeded, TransientPublishError
 from publishing.publishers import BasePublisher, Publisher, get_publishers
 
 
@@ -27,7 +29,9 @@ class FailsOdd(BasePublisher):
 def test_a_publisher_without_the_whole_interface_is_refused_by_name(settings):
     settings.PUBLISH_PUBLISHERS = [f"{__name__}.OnlyPublish"]
 
-    with pytest.raises(ImproperlyConfigured, match="lacks publish_many, unpublish, forget"):
+    with pytest.raises(
+        ImproperlyConfigured, match="lacks in_groups, publish_many, unpublish, forget"
+    ):
         get_publishers()
 
 
@@ -45,3 +49,29 @@ def test_publish_many__each_articles_failure_is_its_own():
 
     assert sorted(failures) == [1, 3]
     assert str(failures[3]) == "odd 3"
+
+
+@pytest.mark.parametrize("limit", [SoftTimeLimitExceeded, AttemptTimeLimitExceeded])
+def test_publish_many__a_time_limit_stops_the_group_instead_of_failing_one_article(limit):
+    published = []
+
+    class SlowSecond(BasePublisher):
+        def publish(self, article) -> None:
+            if article.pk == 2:
+                raise limit()
+            published.append(article.pk)
+
+    articles = [SimpleNamespace(pk=n, attempts=1) for n in (1, 2, 3)]
+
+    with pytest.raises(limit):
+        SlowSecond().publish_many(articles)
+    assert published == [1]
+
+
+def test_only_the_static_site_takes_groups_at_once():
+    from blogpublish.site import StaticSitePublisher
+    from blogpublish.webhooks import WebhookPublisher
+
+    assert StaticSitePublisher.in_groups is True
+    assert WebhookPublisher.in_groups is False
+    assert BasePublisher.in_groups is False

@@ -1,0 +1,713 @@
+"""The one publish path: DESIGN.md's state transitions, each one conditional UPDATE.
+
+A publish is a group of claimed rows, one or many, through the same code. A save's own
+message (`publish_article`) claims its row first and, in the same statement, up to
+PUBLISH_BATCH_SIZE - 1 other due rows, so a burst drains in groups; an idle save's
+group is its row alone. A backlog's `publish_batch` and `manage.py publish_pending`
+claim groups of due rows without a row of their own.
+
+- **Claim** (`claim_group`): one `UPDATE … RETURNING` through the one fenced lease
+  (work.lease.claim_many: SKIP LOCKED on PostgreSQL). Each row gets its own lease, its
+  attempt counted, its claim count raised (the fencing token) and a `PublishAttempt`.
+  A message whose own row another claimer holds, or that is done, claims nothing else
+  and ends after that statement and one read that says why. A row whose budget is
+  spent by attempts that never finished (each killed its worker) goes dead instead of
+  being claimed, so a message that kills workers cannot loop.
+- **Publish** (`_Group.publish`): COMPLETE_EVERY rows at a time, every publisher in
+  order. A publisher that takes groups (`in_groups`, the static site) takes them at
+  once and checks each row's token at its write; the others go row by row, each row
+  checked first: still ours (its token), and within the group's time. A failure is
+  that row's own: backoff, dead after PUBLISH_MAX_ATTEMPTS with one alert.
+- **Complete** (`complete`): the rows that published, in one fenced UPDATE
+  (`claims = token AND content_hash = hash AND status = pending`, per row); a row that
+  does not match was edited meanwhile (published again next) or overtaken (left to the
+  newer attempt). Then one request to refresh the shared pages, after the commit.
+- **Within the lease**: a group starts no row after 0.4 of the lease, and no later step
+  of a row after 0.6 of it (the soft time limit is at 0.8); the first row of each
+  step always goes on, so every group makes progress. A time limit fails the rows it
+  stopped (their own time), never the rows it did not reach: the published rows
+  complete, the rest are let go (lease cleared, the attempt not counted), and the
+  task sends a message for them.
+
+The token fences every write: an attempt whose lease ran out and was overtaken cannot
+overwrite a newer attempt's outcome. (`attempts` is the budget of the current content
+and starts again at 0 after a requeue or an edit, so it cannot be the token.)
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import partial
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import (
+    Case,
+    DurationField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.db.models.functions import Now, StrIndex, Substr
+from django.utils import timezone
+
+from publishing import rollup
+from publishing.exceptions import TIME_LIMITS, PermanentPublishError
+from publishing.logcontext import log_context
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from publishing.publishers import get_publishers
+from publishing.selectors import article_claim_state, due_q
+from publishing.services.alarms import article_dead_alert
+from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
+from work import lease
+from work.db import update_returning
+from work.lease import describe
+
+logger = logging.getLogger(__name__)
+
+# A long group completes what it published every this many rows, so its first rows are
+# live (and a worker killed late in the group loses little) before the group ends.
+COMPLETE_EVERY = 100
+
+
+class Outcome(enum.StrEnum):
+    PUBLISHED = "published"  # this attempt's content is live
+    RETRY = "retry"  # failed; due again after `retry_in` seconds
+    DEAD = "dead"  # failed for the last time
+    CHANGED = "changed"  # published, but the content changed meanwhile: publish again
+    SKIPPED = "skipped"  # nothing claimed, or overtaken: someone else has it, or no work
+    RELEASED = "released"  # claimed, not tried: the group ran short of time; due again
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    outcome: Outcome
+    article_id: int
+    attempt: int | None = None
+    error: str = ""
+    reason: str = ""
+    # RETRY: seconds until due again. SKIPPED: seconds until a scheduled or backing-off
+    # row is due, or until another attempt's lease runs out.
+    retry_in: float | None = None
+    due_in: float | None = None
+    lease_left: float | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    article: Article
+    attempt: int  # of this content's budget (PUBLISH_MAX_ATTEMPTS)
+    token: int  # Article.claims after this claim: the fencing token
+    content_hash: str
+    record: PublishAttempt
+    started: float
+    taken_over: bool = False  # from an attempt that never finished (its claimer died)
+
+
+@dataclass
+class GroupReport:
+    """What one group did: a result per claimed row, and why the message's own row was
+    not claimed when it was not."""
+
+    claimed: int = 0
+    limit: int = 0
+    results: list[AttemptResult] = field(default_factory=list)
+    unclaimed: AttemptResult | None = None
+    # Seconds until the first row that failed in this group is due again.
+    retry_in: float | None = None
+    # A row was taken over from a claimer that died: its group's other rows wait for
+    # messages of their own (`suspects_due`).
+    took_over: bool = False
+
+    @property
+    def outcomes(self) -> Counter:
+        return Counter(str(result.outcome) for result in self.results)
+
+    @property
+    def full(self) -> bool:
+        """Claimed as many as it could: more may be due."""
+        return self.claimed > 0 and self.claimed >= self.limit
+
+    @property
+    def released(self) -> int:
+        return self.outcomes[str(Outcome.RELEASED)]
+
+    def of(self, article_id: int) -> AttemptResult | None:
+        """The result for `article_id`: its outcome, or why it was not claimed."""
+        for result in self.results:
+            if result.article_id == article_id:
+                return result
+        return self.unclaimed
+
+    def add(self, result: AttemptResult) -> None:
+        self.results.append(result)
+        if result.outcome is Outcome.RETRY and result.retry_in is not None:
+            self.retry_in = min(self.retry_in or result.retry_in, result.retry_in)
+
+
+UNFINISHED = "never finished: its worker died or ran out of time, and the lease ran out"
+
+
+# --- claim ---------------------------------------------------------------------------
+
+
+def claim_group(
+    *, limit: int, first: int | None = None, worker: str = "", task_id: str = ""
+) -> list[Claim]:
+    """Claim up to `limit` due rows with a free lease in one statement: `first` (a
+    message's own row) first and, only while it is claimable, the oldest others; a
+    Claim each, in that order."""
+    due = Article.objects.filter(due_q())
+    # A row left leased by a claimer that died is only ever claimed alone, by its own
+    # message: if it is what killed the claimer, it takes no other row down with it.
+    clean = Q(lease_expires_at__isnull=True)
+    if first is None:
+        _give_up_spent(limit)
+        rows, order_by = due.filter(clean), ["publish_at", "id"]
+    else:
+        own = due.filter(lease.lease_free(), clean, pk=first)
+        own = own.filter(lease.within_budget(settings.PUBLISH_MAX_ATTEMPTS))
+        others = clean & Exists(own) if limit > 1 else Q(pk__in=[])
+        rows = due.filter(Q(pk=first) | others)
+        first_key = Case(When(pk=first, then=0), default=1, output_field=IntegerField())
+        order_by = [first_key, "publish_at", "id"]
+    with transaction.atomic():
+        claimed = lease.claim_many(
+            rows,
+            limit=limit,
+            order_by=order_by,
+            seconds=settings.PUBLISH_LEASE_SECONDS,
+            max_attempts=settings.PUBLISH_MAX_ATTEMPTS,
+            sort_key=lambda a: (a.pk != first, a.publish_at, a.pk),
+            updated_at=Now(),
+        )
+        if not claimed:
+            return []
+        taken_over: set[int] = set()
+        if again := [a.pk for a in claimed if a.claims > 1]:
+            # Earlier attempts still "running" lost their lease: say what became of them.
+            lost = PublishAttempt.objects.filter(article_id__in=again, outcome="")
+            taken_over = set(lost.values_list("article_id", flat=True))
+            count = lost.update(
+                outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
+            )
+            rollup.record(outcome=AttemptOutcome.RETRY, count=count)
+        records = PublishAttempt.objects.bulk_create(
+            PublishAttempt(
+                article=article,
+                number=article.attempts,
+                content_hash=article.content_hash,
+                worker=worker[:255],
+                task_id=task_id[:255],
+            )
+            for article in claimed
+        )
+    started = time.monotonic()
+    return [
+        Claim(
+            article,
+            article.attempts,
+            article.claims,
+            article.content_hash,
+            record,
+            started,
+            taken_over=article.pk in taken_over,
+        )
+        for article, record in zip(claimed, records, strict=True)
+    ]
+
+
+def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Claim | None:
+    """`claim_group` of one row: its Claim, or None (dead if its budget is spent)."""
+    claims = claim_group(limit=1, first=article_id, worker=worker, task_id=task_id)
+    if not claims:
+        _give_up_if_spent(article_id)
+    return claims[0] if claims else None
+
+
+def _unfinished(article_ids: list[int]):
+    return PublishAttempt.objects.filter(article_id__in=article_ids, outcome="")
+
+
+def _give_up_unfinished(rows: QuerySet[Article], *, article_id: int) -> bool:
+    """Dead, when the budget is spent by attempts that never said how they ended."""
+    error = f"the last attempt {UNFINISHED}"
+    if not rows.filter(lease.budget_spent(settings.PUBLISH_MAX_ATTEMPTS)).update(
+        status=ArticleStatus.DEAD, lease_expires_at=None, last_error=error, updated_at=Now()
+    ):
+        return False
+    lost = _unfinished([article_id]).update(
+        outcome=AttemptOutcome.DEAD, error=UNFINISHED, finished_at=timezone.now()
+    )
+    rollup.record(outcome=AttemptOutcome.DEAD, count=lost)
+    logger.error("article %s is dead: %s", article_id, error)
+    transaction.on_commit(partial(article_dead_alert, article_id=article_id), robust=True)
+    return True
+
+
+def _give_up_if_spent(article_id: int) -> bool:
+    with transaction.atomic():
+        rows = Article.objects.filter(due_q(), lease.lease_free(), pk=article_id)
+        return _give_up_unfinished(rows, article_id=article_id)
+
+
+def _give_up_spent(limit: int) -> None:
+    """Due rows whose budget is spent by attempts that never finished: dead, each with
+    its alert, instead of claimed again."""
+    rows = Article.objects.filter(
+        due_q() & lease.lease_free() & lease.budget_spent(settings.PUBLISH_MAX_ATTEMPTS)
+    )
+    for article_id in rows.values_list("id", flat=True)[:limit]:
+        with transaction.atomic():
+            _give_up_unfinished(rows.filter(pk=article_id), article_id=article_id)
+
+
+def explain_unclaimed(*, article_id: int) -> AttemptResult:
+    """Why a claim found nothing: said in the log, and returned to the caller. A due row
+    whose lease is free was not claimed because its budget is spent: it goes dead."""
+    state = article_claim_state(article_id=article_id)
+    due_in = lease_left = None
+    if state is None:
+        reason = "it no longer exists"
+    elif state["status"] != ArticleStatus.PENDING:
+        reason = f"it is {state['status']}"
+    elif (due_in := state.seconds_until("publish_at")) is not None:
+        reason = f"it is scheduled for {state['publish_at']:%Y-%m-%d %H:%M:%S} UTC"
+    elif (due_in := state.seconds_until("next_attempt_at")) is not None:
+        reason = f"it is backing off for {due_in:.1f}s after a failure"
+    elif (lease_left := state.seconds_until("lease_expires_at")) is not None:
+        reason = f"another attempt holds its lease for {lease_left:.1f}s"
+    else:
+        spent = _give_up_if_spent(article_id)
+        reason = "its budget is spent: it is dead" if spent else "another claimed it first"
+    logger.info("article %s not claimed: %s", article_id, reason)
+    return AttemptResult(
+        Outcome.SKIPPED, article_id, reason=reason, due_in=due_in, lease_left=lease_left
+    )
+
+
+# --- outcomes ------------------------------------------------------------------------
+
+
+def _finish(claim: Claim, outcome: AttemptOutcome, error: str = "") -> None:
+    """Record one attempt's outcome other than published, and count it in the metrics
+    rollup, in the caller's transaction (so the counts are exactly what committed)."""
+    now = timezone.now()
+    seconds = time.monotonic() - claim.started
+    PublishAttempt.objects.filter(pk=claim.record.pk).update(
+        outcome=outcome,
+        error=lease.cut(error),
+        finished_at=now,
+        duration=timedelta(seconds=seconds),
+    )
+    rollup.record(outcome=outcome, duration=seconds, now=now)
+
+
+def _pending(claim: Claim) -> QuerySet[Article]:
+    return Article.objects.filter(pk=claim.article.pk, status=ArticleStatus.PENDING)
+
+
+def _fenced(claims: list[Claim]) -> QuerySet[Article]:
+    """The claimed rows still at each claim's token and content, in one condition."""
+    held = [(c.article.pk, c.token, c.content_hash) for c in claims]
+    return lease.fenced_many(Article.objects.all(), held, also=("content_hash",))
+
+
+def complete(*, claims: list[Claim], request_refresh: bool = True) -> list[AttemptResult]:
+    """The publishers succeeded for `claims`: those still current and ours published in
+    one UPDATE; each other one through `_complete_one` (changed, or overtaken). Then,
+    after the commit, one request to refresh the shared pages (unless the caller asks
+    itself)."""
+    if not claims:
+        return []
+    with transaction.atomic():
+        done = update_returning(
+            _fenced(claims).filter(status=ArticleStatus.PENDING),
+            only=("id",),
+            status=ArticleStatus.PUBLISHED,
+            # The fence on content_hash means the row's content is what was published.
+            published_hash=F("content_hash"),
+            published_slug=F("slug"),
+            published_slug_key=_live_key(),
+            published_title=F("title"),
+            published_body=F("body"),
+            published_publish_at=F("publish_at"),
+            published_at=Now(),
+            lease_expires_at=None,
+            next_attempt_at=None,
+            last_error="",
+            updated_at=Now(),
+        )
+        done_ids = {article.pk for article in done}
+        published = [c for c in claims if c.article.pk in done_ids]
+        if published:
+            _record_published(published)
+        results = []
+        for claim in claims:
+            with log_context(article_id=claim.article.pk, attempt=claim.attempt):
+                if claim.article.pk not in done_ids:
+                    results.append(_complete_one(claim))
+                    continue
+                logger.info("article %s published (attempt %s)", claim.article.pk, claim.attempt)
+                results.append(AttemptResult(Outcome.PUBLISHED, claim.article.pk, claim.attempt))
+        # The shared views (index, feed) are refreshed from the database after the
+        # commit, by a pass that begins after it: coalesced, never waited for.
+        if request_refresh and any(r.outcome is Outcome.PUBLISHED for r in results):
+            transaction.on_commit(shared_views_request, robust=True)
+    return results
+
+
+def _live_key() -> Case:
+    """The key of the page a slug is published at: the slug's key, without the `#<id>`
+    that a key kept from before keys carries (models.key_of)."""
+    cut_at = StrIndex(F("slug_key"), Value("#"))
+    return Case(
+        When(slug_key__contains="#", then=Substr(F("slug_key"), 1, cut_at - 1)),
+        default=F("slug_key"),
+    )
+
+
+def _record_published(claims: list[Claim]) -> None:
+    """Their attempts OK, in one UPDATE (the duration from each record's start), and the
+    metrics rollup, in the completion's transaction (publishing.rollup)."""
+    finished_at = timezone.now()
+    PublishAttempt.objects.filter(pk__in=[c.record.pk for c in claims]).update(
+        outcome=AttemptOutcome.OK,
+        finished_at=finished_at,
+        duration=ExpressionWrapper(
+            Value(finished_at) - F("started_at"), output_field=DurationField()
+        ),
+    )
+    rollup.record_published(
+        observations=[
+            (
+                max(0.0, (finished_at - c.record.started_at).total_seconds()),
+                rollup.latency_of(
+                    pending_since=c.article.pending_since,
+                    created_at=c.article.created_at,
+                    publish_at=c.article.publish_at,
+                    published_at=finished_at,
+                ),
+            )
+            for c in claims
+        ],
+        now=finished_at,
+    )
+
+
+def _complete_one(claim: Claim) -> AttemptResult:
+    """A claim the group's UPDATE did not publish: the content changed meanwhile
+    (released, published again next), or the claim was overtaken (the newer attempt
+    has the row)."""
+    article_id, attempt = claim.article.pk, claim.attempt
+    if lease.release(_pending(claim), claim.token, updated_at=Now()):
+        reason = "the content changed while publishing; the new content goes next"
+        _finish(claim, AttemptOutcome.RETRY, reason)
+        logger.info("article %s attempt %s: %s", article_id, attempt, reason)
+        return AttemptResult(Outcome.CHANGED, article_id, attempt, reason=reason)
+    reason = "overtaken: the lease ran out and another attempt took over"
+    _finish(claim, AttemptOutcome.RETRY, reason)
+    logger.warning("article %s attempt %s %s", article_id, attempt, reason)
+    return AttemptResult(Outcome.SKIPPED, article_id, attempt, reason=reason)
+
+
+def article_complete(*, claim: Claim) -> AttemptResult:
+    """`complete` of one claim."""
+    return complete(claims=[claim])[0]
+
+
+def article_fail(
+    *, claim: Claim, error: str, permanent: bool, retry_in: float = 0.0
+) -> AttemptResult:
+    """An attempt failed: back off, or dead after the last attempt or a permanent error."""
+    article_id, attempt = claim.article.pk, claim.attempt
+    give_up = permanent or attempt >= settings.PUBLISH_MAX_ATTEMPTS
+    with transaction.atomic():
+        # Dead only for the content that failed: an edit made meanwhile gets its chance.
+        if give_up and lease.release(
+            _pending(claim).filter(content_hash=claim.content_hash),
+            claim.token,
+            status=ArticleStatus.DEAD,
+            next_attempt_at=None,
+            last_error=error,
+            updated_at=Now(),
+        ):
+            _finish(claim, AttemptOutcome.DEAD, error)
+            transaction.on_commit(partial(article_dead_alert, article_id=article_id), robust=True)
+            return AttemptResult(Outcome.DEAD, article_id, attempt, error=error)
+        if give_up:
+            retry_in = 0.0
+        if lease.release(
+            _pending(claim),
+            claim.token,
+            last_error=error,
+            next_attempt_at=lease.now_plus(retry_in),
+            updated_at=Now(),
+        ):
+            _finish(claim, AttemptOutcome.RETRY, error)
+            logger.warning(
+                "article %s attempt %s/%s failed, next in %.1fs: %s",
+                article_id,
+                attempt,
+                settings.PUBLISH_MAX_ATTEMPTS,
+                retry_in,
+                error,
+            )
+            return AttemptResult(Outcome.RETRY, article_id, attempt, error=error, retry_in=retry_in)
+        _finish(claim, AttemptOutcome.RETRY, f"overtaken by another attempt; {error}")
+        return AttemptResult(Outcome.SKIPPED, article_id, attempt, error=error, reason="overtaken")
+
+
+def release(*, claims: list[Claim]) -> list[AttemptResult]:
+    """Let claimed rows go without an attempt (the group ran short of time): the lease
+    cleared, the attempt not counted, its record removed. Fenced, like an outcome: a
+    claim overtaken meanwhile is recorded as such."""
+    results = []
+    for claim in claims:
+        with transaction.atomic():
+            if lease.release(_pending(claim), claim.token, refund_attempt=True, updated_at=Now()):
+                PublishAttempt.objects.filter(pk=claim.record.pk).delete()
+                results.append(AttemptResult(Outcome.RELEASED, claim.article.pk, claim.attempt))
+            else:
+                reason = "overtaken: the lease ran out and another attempt took over"
+                _finish(claim, AttemptOutcome.RETRY, reason)
+                results.append(
+                    AttemptResult(Outcome.SKIPPED, claim.article.pk, claim.attempt, reason=reason)
+                )
+    return results
+
+
+# --- the group -----------------------------------------------------------------------
+
+
+class _Group:
+    """One group's run: which claims have an outcome, which one a publisher is on."""
+
+    def __init__(self, claims: list[Claim], retry_in: Callable[[int], float]):
+        self.claims = claims
+        self.retry_in = retry_in
+        self.report = GroupReport(claimed=len(claims))
+        self.done: set[int] = set()  # claims with an outcome (or let go)
+        self.in_flight: list[Claim] = []  # what a publisher is working on now
+        # Start no row after 0.4 of the lease, and no later step of a row after 0.6 of
+        # it (the soft time limit comes at 0.8): each row's work stays inside its lease.
+        lease_seconds = settings.PUBLISH_LEASE_SECONDS
+        self.start_by = claims[0].started + lease_seconds * 0.4
+        self.finish_by = claims[0].started + lease_seconds * 0.6
+
+    def settle(self, results: list[AttemptResult]) -> None:
+        for result in results:
+            self.report.add(result)
+            self.done.add(result.article_id)
+
+    def fail(self, claim: Claim, exc: BaseException) -> None:
+        """The outcome of a claim whose publisher raised `exc`: permanent → dead now;
+        anything else retried, then dead."""
+        with log_context(article_id=claim.article.pk, attempt=claim.attempt):
+            if isinstance(exc, PermanentPublishError):
+                result = article_fail(claim=claim, error=describe(exc), permanent=True)
+            else:
+                logger.warning(
+                    "article %s attempt %s raised", claim.article.pk, claim.attempt, exc_info=exc
+                )
+                result = article_fail(
+                    claim=claim,
+                    error=describe(exc),
+                    permanent=False,
+                    retry_in=self.retry_in(claim.attempt),
+                )
+        self.settle([result])
+
+    def ours(self, claims: list[Claim]) -> list[Claim]:
+        """The claims whose rows this group still holds (token and content), in one
+        query: the rest were edited or overtaken, and are left to the newer attempt."""
+        held = set(
+            _fenced(claims).filter(status=ArticleStatus.PENDING).values_list("id", flat=True)
+        )
+        # Their outcome now: changed (the new content goes next), or overtaken.
+        self.settle([_complete_one(c) for c in claims if c.article.pk not in held])
+        return [claim for claim in claims if claim.article.pk in held]
+
+    def publish(self, claims: list[Claim]) -> list[Claim]:
+        """Every publisher for `claims`, in order; returns the claims every publisher
+        published. A claim that a publisher failed goes to no later one; one overtaken
+        or edited has its outcome now; one that a publisher going row by row did not
+        reach before its deadline (`start_by` for the first publisher, `finish_by` for
+        the later ones) is left without one, and let go. The first row of each
+        publisher's turn always goes on, so every group makes progress."""
+        alive = claims
+        for number, publisher in enumerate(get_publishers()):
+            if not alive:
+                break
+            if publisher.in_groups:
+                # Checks each row's token at its own write too.
+                alive = self.ours(alive) if number else alive
+                self.in_flight = alive
+                failures = publisher.publish_many([claim.article for claim in alive])
+                self.in_flight = []
+                for exc in failures.values():
+                    if isinstance(exc, TIME_LIMITS):
+                        raise exc
+                for claim in alive:
+                    if claim.article.pk in failures:
+                        self.fail(claim, failures[claim.article.pk])
+                alive = [claim for claim in alive if claim.article.pk not in failures]
+                continue
+            kept: list[Claim] = []
+            deadline = self.finish_by if number else self.start_by
+            for claim in alive:
+                if kept and time.monotonic() > deadline:
+                    break
+                if number and not self.ours([claim]):
+                    continue
+                self.in_flight = [claim]
+                with log_context(article_id=claim.article.pk, attempt=claim.attempt):
+                    try:
+                        publisher.publish(claim.article)
+                    except TIME_LIMITS:
+                        raise
+                    except Exception as exc:  # transient, permanent, or a bug: its own
+                        self.in_flight = []
+                        self.fail(claim, exc)
+                        continue
+                self.in_flight = []
+                kept.append(claim)
+            alive = kept
+        return alive
+
+    def run(self, time_limit: Callable[[], AbstractContextManager]) -> None:
+        published: list[Claim] = []
+        try:
+            with time_limit():
+                for n in range(0, len(self.claims), COMPLETE_EVERY):
+                    if n and time.monotonic() > self.start_by:
+                        break
+                    published = self.publish(self.claims[n : n + COMPLETE_EVERY])
+                    self.settle(complete(claims=published, request_refresh=False))
+                    published = []
+        except TIME_LIMITS as exc:
+            # The rows it stopped ran out of time themselves: their attempt failed.
+            logger.warning("the group stopped at its time limit: %s", describe(exc))
+            # The limit may have come in the middle of a statement: the connection is
+            # then unusable, and the outcomes below need a fresh one.
+            if not connection.in_atomic_block:
+                connection.close()
+            for claim in self.in_flight:
+                self.fail(claim, exc)
+        finally:
+            # Also when a time limit or an error stopped the loop after a group's
+            # pages were written: what did publish completes; the rows not started are
+            # let go. A row a publisher was on when an error (or the worker's kill)
+            # stopped it keeps its lease and its attempt: the next claim records it as
+            # never finished, so a row that always hangs ends dead, not looping.
+            unsettled = [claim for claim in published if claim.article.pk not in self.done]
+            self.settle(complete(claims=unsettled, request_refresh=False))
+            started = {claim.article.pk for claim in self.in_flight}
+            rest = [c for c in self.claims if c.article.pk not in self.done | started]
+            if rest:
+                self.settle(release(claims=rest))
+                logger.warning("group: %d of %d rows let go, untried", len(rest), len(self.claims))
+
+
+def publish_group(
+    *,
+    retry_in: Callable[[int], float],
+    first: int | None = None,
+    worker: str = "",
+    task_id: str = "",
+    time_limit: Callable[[], AbstractContextManager] = nullcontext,
+    limit: int | None = None,
+) -> GroupReport:
+    """Claim a group (`claim_group`: `first` first), publish it COMPLETE_EVERY rows at a
+    time, complete or fail each row, let go what it could not try, and ask for one
+    refresh of the shared pages.
+
+    `retry_in(attempt)` gives the backoff after a transient failure of that attempt (the
+    Celery task's retry_backoff policy). `time_limit()` bounds the publishers: the
+    backup executor passes its own (publishing.time_limits); a Celery worker enforces
+    the task's limits itself. `limit`: PUBLISH_BATCH_SIZE by default."""
+    limit = limit or settings.PUBLISH_BATCH_SIZE
+    with log_context(article_id=first, task_id=task_id):
+        claims = claim_group(limit=limit, first=first, worker=worker, task_id=task_id)
+        if not claims:
+            report = GroupReport(limit=limit)
+            if first is not None:
+                report.unclaimed = explain_unclaimed(article_id=first)
+            else:
+                shared_views_backlog_drained()
+            return report
+        group = _Group(claims, retry_in)
+        group.report.limit = limit
+        group.report.took_over = any(claim.taken_over for claim in claims)
+        try:
+            group.run(time_limit)
+        finally:
+            report = group.report
+            if report.outcomes[str(Outcome.PUBLISHED)]:
+                backlog = first is None and report.full
+                transaction.on_commit(partial(shared_views_request, backlog=backlog), robust=True)
+            elif first is None and not report.full:
+                transaction.on_commit(shared_views_backlog_drained, robust=True)
+    if len(claims) > 1:
+        logger.info(
+            "group of %d: %s",
+            report.claimed,
+            ", ".join(f"{n} {o}" for o, n in sorted(report.outcomes.items())),
+        )
+    if first is not None and report.of(first) is None:
+        report.unclaimed = explain_unclaimed(article_id=first)
+    return report
+
+
+def article_publish(
+    *,
+    article_id: int,
+    retry_in: Callable[[int], float],
+    worker: str = "",
+    task_id: str = "",
+    time_limit: Callable[[], AbstractContextManager] = nullcontext,
+) -> AttemptResult:
+    """One attempt of one row: `publish_group` of the row alone; its result."""
+    report = publish_group(
+        limit=1,
+        first=article_id,
+        retry_in=retry_in,
+        worker=worker,
+        task_id=task_id,
+        time_limit=time_limit,
+    )
+    result = report.of(article_id)
+    assert result is not None  # claimed, or explained
+    return result
+
+
+def suspects_due(*, limit: int) -> list[int]:
+    """Due rows left leased by a claimer that died (their lease ran out, never let go):
+    each is claimed only alone, by a message of its own. Oldest first."""
+    rows = Article.objects.filter(due_q(), lease_expires_at__lte=Now())
+    return list(rows.order_by("publish_at", "id").values_list("id", flat=True)[:limit])
+
+
+def last_leased() -> tuple[int, float] | None:
+    """The due row held by a lease now whose lease runs out last, and the seconds until
+    it does (by the database clock); None if no due row is held."""
+    state = lease.row_state(
+        Article.objects.filter(due_q(), lease_expires_at__gt=Now()).order_by("-lease_expires_at"),
+        "id",
+        "lease_expires_at",
+    )
+    if state is None:
+        return None
+    return state["id"], state.seconds_until("lease_expires_at") or 0.0

@@ -1,0 +1,123 @@
+"""A burst drains in groups (services.publish), and neither killed claimers nor a slow
+target leave a row behind, dead, or published twice.
+
+Real processes: a `celery worker` subprocess and a private redis-server (the system
+`pipeline` fixture), lease 5 s. No Beat runs: the catch-up is off, so what the tests see
+is the messages' own doing — a killed group's redelivered message claiming the group
+again once the lease ends, a group short of time sending a message for the rows it let
+go.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+import uuid
+
+import pytest
+from django.conf import settings
+
+from publishing.models import Article, AttemptOutcome, PublishAttempt
+from tests.support.chaos import journal_entries
+from tests.support.site import assert_lists_exactly
+from tests.support.waiting import wait_for
+from tests.system.conftest import record_timing, since
+from tests.system.helpers import assert_published_once, save_articles, wait_all_published
+
+pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def own_site(pipeline, settings, tmp_path):
+    """A site folder of this test's own, for the worker and this process."""
+    root = tmp_path / "site"
+    root.mkdir()
+    settings.SITE_ROOT = root
+    pipeline.env["BLOGPUBLISH_TEST_SITE_ROOT"] = str(root)
+    return root
+
+
+def newest_first(articles: list[Article]) -> list[str]:
+    rows = Article.objects.filter(pk__in=[a.pk for a in articles])
+    return list(rows.order_by("-published_publish_at", "-id").values_list("slug", flat=True))
+
+
+def wait_site_exact(articles: list[Article], timeout: float = 30.0) -> None:
+    """The shared pages list exactly these articles (refreshed after the last publish)."""
+
+    def exact() -> bool:
+        try:
+            assert_lists_exactly(settings.SITE_ROOT, newest_first(articles))
+        except (AssertionError, FileNotFoundError):
+            return False
+        return True
+
+    wait_for(exact, timeout=timeout, what="the site to list exactly the burst")
+
+
+def test_a_burst_with_pool_children_killed_every_few_seconds(pipeline, own_site, chaos):
+    """Saved while no worker runs, then drained in groups of up to 10 while a pool
+    child is SIGKILLed every 2 s: every article published once, the site exact."""
+    prefix = f"gk-{uuid.uuid4().hex[:6]}"
+    pipeline.env.update({"PUBLISH_BATCH_SIZE": "10"})
+    articles = save_articles(prefix, 60)  # each save sends its message; none is taken yet
+    for article in articles:  # a slow target: groups are under way when a kill comes
+        chaos(article.slug, hold=0.15)
+    worker = pipeline.worker()
+    started = time.monotonic()
+
+    kills = 0
+    rng = random.Random(7)
+    while kills < 5 and time.monotonic() - started < 60:
+        wait_for(lambda: PublishAttempt.objects.filter(outcome="").exists(), timeout=30)
+        children = worker.children()
+        if children:
+            os.kill(rng.choice(children), signal.SIGKILL)
+            kills += 1
+        wait_for(lambda: len(worker.children()) >= 2, timeout=20, what="the pool refilled")
+        time.sleep(2)  # the pace of the kills, not a wait for a condition
+
+    wait_all_published(articles, timeout=120)
+    record_timing(f"burst of 60 in groups, {kills} pool children killed", since(started))
+    assert kills >= 3, "the burst ended before the kills it is about"
+    assert_published_once(articles)
+    # Groups were claimed: some attempts share a task id.
+    task_ids = PublishAttempt.objects.filter(article__in=articles).values_list("task_id", flat=True)
+    assert len(set(task_ids)) < len(task_ids)
+    # Killed attempts were recorded as unfinished by the claim that took their rows over.
+    unfinished = PublishAttempt.objects.filter(
+        article__in=articles, outcome=AttemptOutcome.RETRY, error__contains="never finished"
+    )
+    assert unfinished.exists()
+    # Delivered at least once (a row whose group was killed after its delivery and
+    # before its completion is delivered again: the webhook's Idempotency-Key is what
+    # lets a receiver drop that repeat).
+    assert all(journal_entries(a.slug) for a in articles)
+    wait_site_exact(articles)
+    assert worker.alive()
+
+
+def test_a_slow_target_at_the_default_group_size_publishes_every_row_once(
+    pipeline, own_site, chaos
+):
+    """Finding 1 of issue 17: a target taking 1 s per row, groups of the default size
+    (100), a 5 s lease. A group starts no row after 0.4 of its lease, completes what
+    published and lets the rest go with a message for them: every row published once,
+    none dead, each delivered once (the journal, the publisher after the site)."""
+    prefix = f"slow-{uuid.uuid4().hex[:6]}"
+    pipeline.env.update({"PUBLISH_BATCH_SIZE": "100"})
+    articles = save_articles(prefix, 12)
+    for article in articles:
+        chaos(article.slug, hold=1.0)  # never released: each row takes its full second
+    pipeline.worker()
+    started = time.monotonic()
+
+    wait_all_published(articles, timeout=120)
+    record_timing("12 rows at 1 s each, groups of 100, 5 s lease", since(started))
+    assert_published_once(articles)
+    dead = PublishAttempt.objects.filter(article__in=articles, outcome=AttemptOutcome.DEAD)
+    assert list(dead.values_list("article__slug", "error")) == []
+    assert all(len(journal_entries(a.slug)) == 1 for a in articles)
+    wait_site_exact(articles)
