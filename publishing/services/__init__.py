@@ -2,7 +2,8 @@
 
 `articles` holds the transitions of one attempt (claim, complete, fail); `operator`
 what a person does (requeue, publish now); `site` deletes and the full check of the
-targets; `catch_up` the safety net that finds work the event path missed; `alarms` the
+targets; `deliveries` the webhook outbox (its deliveries, after the publish);
+`catch_up` the safety net that finds work the event path missed; `alarms` the
 dead-letter and stuck alerts; `refresh` the coalescing refresher of the shared views;
 `authoring` what a writer does (create, edit), which every way in goes through.
 Callers import from here.
@@ -32,6 +33,14 @@ from publishing.services.batches import (
     publish_batch_of_due,
 )
 from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
+from publishing.services.deliveries import (
+    DeliveryOutcome,
+    DeliveryResult,
+    NewDelivery,
+    deliveries_enqueue,
+    delivery_requeue,
+    webhook_deliver,
+)
 from publishing.services.operator import article_publish_now, article_requeue
 from publishing.services.refresh import (
     shared_views_deferred,
@@ -51,6 +60,9 @@ __all__ = [
     "BatchReport",
     "CatchUpReport",
     "Claim",
+    "DeliveryOutcome",
+    "DeliveryResult",
+    "NewDelivery",
     "Outcome",
     "article_claim",
     "article_complete",
@@ -67,6 +79,8 @@ __all__ = [
     "articles_complete",
     "articles_create_many",
     "catch_up",
+    "deliveries_enqueue",
+    "delivery_requeue",
     "explain_unclaimed",
     "leases_left",
     "publish_batch_of_due",
@@ -76,4 +90,5 @@ __all__ = [
     "shared_views_request",
     "site_reconcile",
     "stuck_check",
+    "webhook_deliver",
 ]
