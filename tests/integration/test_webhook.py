@@ -11,6 +11,7 @@ messages, and these tests never depend on whether it runs. Its alerts
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import time
 import pytest
 import requests
 from django.conf import settings
+from django.core.management import call_command
 from django.test import override_settings
 from django.urls import reverse
 
@@ -286,6 +288,26 @@ def test_a_dead_delivery_requeued_from_the_dashboard_and_the_api_is_delivered(
     wait_for(lambda: len(receiver.requests_for("requeued-hook")) == 3, what="the requeued delivery")
     wait_delivery(key)
 
+    # The admin's action on Webhook deliveries: one click, as the article's Requeue.
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.DEAD)
+    response = admin_client.post(
+        reverse("admin:publishing_webhookdelivery_changelist"),
+        {"action": "requeue", "_selected_action": [delivery.pk]},
+        follow=True,
+    )
+    assert "1 dead webhook delivery(s) requeued." in response.content.decode()
+    wait_for(lambda: len(receiver.requests_for("requeued-hook")) == 4, what="the admin's requeue")
+    wait_delivery(key)
+    # The delivery list and a delivery's page show (read-only).
+    changelist = reverse("admin:publishing_webhookdelivery_changelist")
+    assert admin_client.get(changelist).status_code == 200
+    page = admin_client.get(reverse("admin:publishing_webhookdelivery_change", args=[delivery.pk]))
+    assert page.status_code == 200 and key in page.content.decode()
+    # The dashboard lists dead deliveries with their Requeue button.
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.DEAD)
+    dashboard = admin_client.get(reverse("publishing-dashboard")).content.decode()
+    assert f'name="delivery_id" value="{delivery.pk}"' in dashboard
+
 
 def test_a_receiver_that_is_down_gets_the_event_once_it_is_up_again(receiver, make_article):
     receiver.go_down()
@@ -367,16 +389,22 @@ def test_a_dead_event_stops_blocking_the_next_one(receiver, make_article):
     ]
 
 
-def test_the_catch_up_sends_a_delivery_whose_message_was_lost(receiver, make_article):
-    article = wait_status(make_article(slug="lost-message"), "published")
+def delivered_then_one_without_message(make_article, slug: str) -> tuple[Article, WebhookDelivery]:
+    """An article published and its event delivered; then one more event of it in the
+    outbox whose message never reached the broker (it was down)."""
+    article = wait_status(make_article(slug=slug), "published")
     wait_delivery(published_key(article))
-    # An event in the outbox whose message never reached the broker (it was down).
     lost = WebhookDelivery.objects.create(
         article_id=article.pk,
         event="article.published",
-        key="lost-" + "0" * 59,
-        body=json.dumps({"event": "article.published", "slug": "lost-message", "id": article.pk}),
+        key=f"lost-{slug}".ljust(64, "0"),
+        body=json.dumps({"event": "article.published", "slug": slug, "id": article.pk}),
     )
+    return article, lost
+
+
+def test_the_catch_up_sends_a_delivery_whose_message_was_lost(receiver, make_article):
+    article, lost = delivered_then_one_without_message(make_article, "lost-message")
 
     report = catch_up()
 
@@ -386,6 +414,17 @@ def test_the_catch_up_sends_a_delivery_whose_message_was_lost(receiver, make_art
         published_key(article),
         lost.key,
     ]
+
+
+def test_publish_pending_sends_the_due_deliveries_without_the_broker(receiver, make_article):
+    _article, lost = delivered_then_one_without_message(make_article, "backup-executor")
+    out = io.StringIO()
+
+    call_command("publish_pending", stdout=out)
+
+    assert "publish_pending: webhook deliveries: 1 delivered" in out.getvalue()
+    assert WebhookDelivery.objects.get(pk=lost.pk).status == DeliveryStatus.DELIVERED
+    assert receiver.requests_for("backup-executor")[-1].headers["Idempotency-Key"] == lost.key
 
 
 def test_delete_sends_a_signed_delete_event(receiver, make_article):
