@@ -188,7 +188,12 @@ def delivery_why_not(*, delivery_id: int) -> DeliveryResult:
 
 
 def webhook_deliver(*, delivery_id: int) -> DeliveryResult:
-    """One try of one delivery: claim, POST, then delivered, retry or dead."""
+    """One try of one delivery: claim, POST, then delivered, retry or dead. With the
+    webhook turned off (no PUBLISH_WEBHOOK_URL) nothing is tried: the outbox keeps its
+    pending deliveries for when it is on again."""
+    if not settings.PUBLISH_WEBHOOK_URL:
+        logger.info("webhook delivery %s not sent: PUBLISH_WEBHOOK_URL is not set", delivery_id)
+        return DeliveryResult(DeliveryOutcome.SKIPPED, delivery_id, reason="the webhook is off")
     row = delivery_claim(delivery_id=delivery_id)
     if row is None:
         return delivery_why_not(delivery_id=delivery_id)
@@ -318,6 +323,8 @@ def deliveries_deliver_due(*, limit: int) -> Counter:
     waits for an earlier one of its article is tried after it). The count of each
     outcome."""
     outcomes: Counter = Counter()
+    if not settings.PUBLISH_WEBHOOK_URL:
+        return outcomes
     due = (
         _pending()
         .filter(lease.due(), lease.lease_free())
@@ -337,7 +344,9 @@ def deliveries_deliver_due(*, limit: int) -> Counter:
 def deliveries_catch_up(*, limit: int) -> tuple[int, int]:
     """The catch-up's part: send the stale pending deliveries again, and alert deaths
     whose alert was lost with its worker. (sent, alerts)."""
-    stale = deliveries_stale(stale_after=settings.PUBLISH_STALE_AFTER, limit=limit)
+    stale = []
+    if settings.PUBLISH_WEBHOOK_URL:  # off: the pending ones wait for it to be on again
+        stale = deliveries_stale(stale_after=settings.PUBLISH_STALE_AFTER, limit=limit)
     sent = deliveries_dispatch(stale, past_breaker=True)
     if len(sent) < len(stale):
         logger.warning(

@@ -36,7 +36,7 @@ from publishing.models import (
     PublishAttempt,
     WebhookDelivery,
 )
-from publishing.services import catch_up
+from publishing.services import catch_up, webhook_deliver
 from publishing.signing import sign
 from tests.support import documented_receiver, processes
 from tests.support.api import bearer
@@ -425,6 +425,19 @@ def test_publish_pending_sends_the_due_deliveries_without_the_broker(receiver, m
     assert "publish_pending: webhook deliveries: 1 delivered" in out.getvalue()
     assert WebhookDelivery.objects.get(pk=lost.pk).status == DeliveryStatus.DELIVERED
     assert receiver.requests_for("backup-executor")[-1].headers["Idempotency-Key"] == lost.key
+
+
+def test_with_the_webhook_turned_off_the_outbox_keeps_its_pending_deliveries(
+    receiver, make_article, settings
+):
+    _article, kept = delivered_then_one_without_message(make_article, "webhook-off")
+    settings.PUBLISH_WEBHOOK_URL = ""
+
+    assert webhook_deliver(delivery_id=kept.pk).reason == "the webhook is off"
+    assert catch_up().deliveries_sent == 0
+    kept.refresh_from_db()
+    assert (kept.status, kept.attempts, kept.dispatched_at) == (DeliveryStatus.PENDING, 0, None)
+    assert len(receiver.requests_for("webhook-off")) == 1  # the first event's only
 
 
 def test_delete_sends_a_signed_delete_event(receiver, make_article):
