@@ -1,7 +1,7 @@
 """The HTTP API: /api/articles and /api/schema (django-ninja).
 
 Every write goes through `publishing.services` (article_create, article_update,
-article_requeue), the functions the admin calls, so the API takes exactly what the
+article_requeue, delivery_requeue), the functions the admin calls, so the API takes exactly what the
 admin takes and publishes the same way: a pending row, dispatched after the commit.
 Every operation declares what it needs (api/permissions.py): the admin's permission
 for it, and a write token for a write; its authentication checks both (403 otherwise)
@@ -23,22 +23,34 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 
-from api.exceptions import ApiError, InsufficientScope, NotRequeueable
+from api.exceptions import (
+    ApiError,
+    DeliveryNotRequeueable,
+    InsufficientScope,
+    NotRequeueable,
+)
 from api.permissions import CREATE, EDIT, READ, REMOVE, REQUEUE, Need, check_access, default_need
 from api.schemas import (
     ArticleCreateIn,
     ArticleOut,
     ArticlePage,
     ArticlePatchIn,
+    DeliveryOut,
     ErrorOut,
     StatusFilter,
     article_out,
+    delivery_out,
     parse_publish_at,
 )
 from api.services import article_create_once, request_digest
 from api.tokens import token_lookup
-from publishing.models import Article
-from publishing.services import article_create, article_requeue, article_update
+from publishing.models import Article, WebhookDelivery
+from publishing.services import (
+    article_create,
+    article_requeue,
+    article_update,
+    delivery_requeue,
+)
 
 NON_FIELD = "__all__"  # as Django names errors that belong to no one field
 MAX_ID = 2**63 - 1  # the largest primary key either database stores
@@ -87,6 +99,7 @@ api = NinjaAPI(
 COMMON = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut}
 ONE = {**COMMON, 404: ErrorOut}
 ArticleId = PathParam(..., ge=1, le=MAX_ID, description="The article's id.")
+DeliveryId = PathParam(..., ge=1, le=MAX_ID, description="The webhook delivery's id.")
 
 
 # --- errors: one shape, {"detail": …, "errors": {field: [messages]}} ---------------------
@@ -354,3 +367,21 @@ def requeue_article(request: HttpRequest, id: int = ArticleId):
         raise NotRequeueable(f"Only a dead article can be requeued; this one is {article.status}.")
     article.refresh_from_db()
     return article_out(article)
+
+
+@api.post(
+    "/webhook-deliveries/{id}/requeue",
+    auth=BearerToken(REQUEUE),
+    response={200: DeliveryOut, 409: ErrorOut, **ONE},
+    summary=("Requeue a dead webhook delivery (pending again, tries reset), as the admin's action"),
+)
+def requeue_delivery(request: HttpRequest, id: int = DeliveryId):
+    _known_query(request)
+    delivery = get_object_or_404(WebhookDelivery, pk=id)
+    if not delivery_requeue(delivery_id=delivery.pk):
+        delivery.refresh_from_db()
+        raise DeliveryNotRequeueable(
+            f"Only a dead webhook delivery can be requeued; this one is {delivery.status}."
+        )
+    delivery.refresh_from_db()
+    return delivery_out(delivery)

@@ -24,6 +24,12 @@ class NotRequeueable(ApiError):
     status = 409
 
 
+class DeliveryNotRequeueable(ApiError):
+    """Only a dead webhook delivery can be requeued."""
+
+    status = 409
+
+
 class PermissionMissing(ApiError):
     """The token's user may not do this."""
 

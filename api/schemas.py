@@ -127,6 +127,21 @@ class ArticlePage(Schema):
     items: list[ArticleSummaryOut]
 
 
+class DeliveryOut(Schema):
+    """A webhook delivery (docs/design.md, "Webhook deliveries")."""
+
+    id: int
+    article_id: int
+    event: str
+    status: str = Field(..., description="pending, delivered or dead.")
+    attempts: int
+    last_error: str
+    next_attempt_at: datetime | None
+    delivered_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
 class ErrorOut(Schema):
     detail: str = Field(..., description="What went wrong, in a sentence.")
     errors: dict[str, list[str]] = Field(
@@ -158,3 +173,18 @@ def article_out(article: Article, *, with_body: bool = True) -> dict:
     if with_body:
         data["body"] = article.body
     return data
+
+
+def delivery_out(delivery) -> dict:
+    return {
+        "id": delivery.pk,
+        "article_id": delivery.article_id,
+        "event": delivery.event,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "last_error": delivery.last_error,
+        "next_attempt_at": _utc(delivery.next_attempt_at),
+        "delivered_at": _utc(delivery.delivered_at),
+        "created_at": _utc(delivery.created_at),
+        "updated_at": _utc(delivery.updated_at),
+    }

@@ -8,9 +8,12 @@ with a key that lets the receiver drop repeats (docs/site.md, "The webhook"):
     X-Blogpublish-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<key>.<raw body>">
                              with PUBLISH_WEBHOOK_SECRET (publishing/signing.py)
 
-A timeout, a connection error, 408, 429 or 5xx is transient (the attempt is retried);
-any other answer outside 2xx is permanent (the article goes dead, the status code in
-its last error).
+The POST is a delivery, not the publish: `publish`, `publish_many`, `unpublish` and
+`forget` only put the event in the outbox (publishing.services.deliveries, one row per
+article version and event, however often an attempt runs), and a delivery task sends
+it after the publish, with retries of its own, dead after PUBLISH_WEBHOOK_MAX_ATTEMPTS
+with one alert. A slow receiver, a 4xx or a long outage never changes the article's
+status: `published` means its page is live.
 """
 
 from __future__ import annotations
@@ -19,21 +22,22 @@ import hashlib
 import json
 import logging
 
-import requests
-from django.conf import settings
-
 from blogpublish.site.documents import rfc3339
 from blogpublish.site.paths import article_url
 from blogpublish.site.selectors import has_content
-from publishing.exceptions import PermanentPublishError, TransientPublishError
 from publishing.publishers import BasePublisher
-from publishing.signing import signed_headers
+from publishing.services.deliveries import NewDelivery, deliveries_enqueue
+
+# What the digest and the tests import from here: the request is publishing's
+# (publishing/webhook_post.py), shared by every webhook blogpublish sends.
+from publishing.webhook_post import CONNECT_TIMEOUT, check_answer
+
+__all__ = ["CONNECT_TIMEOUT", "WebhookPublisher", "check_answer", "encode", "idempotency_key"]
 
 logger = logging.getLogger(__name__)
 
-TRANSIENT_STATUSES = frozenset({408, 429})
-CONNECT_TIMEOUT = 3.05  # a little over a multiple of 3 s, the TCP retransmission window
-ANSWER_EXCERPT_CHARS = 200
+PUBLISHED = "article.published"
+DELETED = "article.deleted"
 
 
 def idempotency_key(uid: object, version: str) -> str:
@@ -48,7 +52,7 @@ def encode(payload: dict) -> bytes:
 
 def published_payload(article) -> dict:
     return {
-        "event": "article.published",
+        "event": PUBLISHED,
         "id": article.pk,
         "uid": str(article.uid),
         "slug": article.slug,
@@ -63,7 +67,7 @@ def published_payload(article) -> dict:
 def deleted_payload(article) -> dict:
     slug = article.published_slug or article.slug
     return {
-        "event": "article.deleted",
+        "event": DELETED,
         "id": article.pk,
         "uid": str(article.uid),
         "slug": slug,
@@ -74,62 +78,56 @@ def deleted_payload(article) -> dict:
     }
 
 
-def check_answer(status: int, text: str) -> None:
-    """Raise what the pipeline needs to know about the receiver's answer."""
-    if 200 <= status < 300:
-        return
-    message = f"webhook answered HTTP {status}"
-    answer = " ".join(text.split())[:ANSWER_EXCERPT_CHARS]
-    if answer:
-        message = f"{message}: {answer}"
-    if status in TRANSIENT_STATUSES or status >= 500:
-        raise TransientPublishError(message)
-    # Other 4xx: the receiver refuses this event. 3xx: the URL is wrong (a POST must not
-    # be followed to another address). Retrying cannot help either.
-    raise PermanentPublishError(message)
+def _delivery(payload: dict, *, key: str) -> NewDelivery:
+    return NewDelivery(
+        article_id=payload["id"],
+        event=payload["event"],
+        key=key,
+        body=encode(payload).decode("utf-8"),
+    )
+
+
+def published_delivery(article) -> NewDelivery:
+    return _delivery(
+        published_payload(article), key=idempotency_key(article.uid, article.content_hash)
+    )
+
+
+def deleted_delivery(article) -> NewDelivery:
+    return _delivery(deleted_payload(article), key=idempotency_key(article.uid, "deleted"))
 
 
 class WebhookPublisher(BasePublisher):
-    def __init__(self, url: str | None = None, secret: str | None = None):
-        self.url = url or settings.PUBLISH_WEBHOOK_URL
-        self.secret = settings.PUBLISH_WEBHOOK_SECRET if secret is None else secret
-        read = settings.PUBLISH_WEBHOOK_TIMEOUT
-        self.timeout = (min(CONNECT_TIMEOUT, read), read)
+    """Puts events in the outbox; the deliveries go out on their own (see the module)."""
+
+    # A group's events go into the outbox in one statement; an overtaken attempt's
+    # event is the same row as the newer attempt's (its key), so adds nothing.
+    in_groups = True
 
     def publish(self, article) -> None:
-        """Announce this content, unless it is no longer the article's: then this attempt
-        cannot complete, and the one for the newer content announces that instead. (A
-        receiver may still, rarely, get an older version after a newer one: docs/site.md.)"""
-        if not has_content(article_id=article.pk, content_hash=article.content_hash):
-            logger.info("article %s was edited or deleted; webhook not sent", article.pk)
-            return
-        key = idempotency_key(article.uid, article.content_hash)
-        self.send(published_payload(article), key=key)
+        self.publish_many([article])
+
+    def publish_many(self, articles: list) -> dict[int, Exception]:
+        """Announce this content of each article, unless it is no longer the article's:
+        then this attempt cannot complete, and the one for the newer content announces
+        that instead. An attempt that runs again (a retry, a take-over) finds its
+        delivery already there and adds none."""
+        current = []
+        for article in articles:
+            if has_content(article_id=article.pk, content_hash=article.content_hash):
+                current.append(published_delivery(article))
+            else:
+                logger.info("article %s was edited or deleted; no webhook event", article.pk)
+        deliveries_enqueue(current)
+        return {}
+
+    def forget(self, article) -> None:
+        """Inside the delete's transaction: the delete event is in the outbox once the
+        delete commits, even if the unpublish message never arrives."""
+        deliveries_enqueue([deleted_delivery(article)])
 
     def unpublish(self, article) -> None:
         """A delete event, sent for every deleted article: a receiver ignores an id it
-        never saw (an article deleted before it was ever published)."""
-        self.send(deleted_payload(article), key=idempotency_key(article.uid, "deleted"))
-
-    def send(self, payload: dict, *, key: str) -> None:
-        body = encode(payload)
-        # Signed at each try, so a retry's timestamp is fresh and its key the same.
-        headers = {
-            **signed_headers(secret=self.secret, key=key, body=body),
-            "User-Agent": "blogpublish-webhook/1",
-        }
-        try:
-            response = requests.post(
-                self.url, data=body, headers=headers, timeout=self.timeout, allow_redirects=False
-            )
-        except requests.Timeout as exc:
-            raise TransientPublishError(f"webhook timed out: {exc}") from exc
-        except requests.RequestException as exc:  # connection refused, DNS, TLS, …
-            raise TransientPublishError(f"webhook unreachable: {exc}") from exc
-        check_answer(response.status_code, response.text)
-        logger.info(
-            "webhook %s for article %s: HTTP %s",
-            payload["event"],
-            payload["id"],
-            response.status_code,
-        )
+        never saw (an article deleted before it was ever published). Normally `forget`
+        has put it in the outbox already; then this adds nothing."""
+        deliveries_enqueue([deleted_delivery(article)])

@@ -20,7 +20,6 @@ def publishing_settings_problems(
     stuck_after: float,
     broker_hold_limit: tuple[str, float],
     delayed_by_broker: bool = False,
-    webhook_timeout: float | None = None,
 ) -> list[str]:
     """`broker_hold_limit`: (its name, seconds), how long a worker may hold a message
     unacked before the broker redelivers it (Redis' visibility timeout) or drops the
@@ -55,12 +54,29 @@ def publishing_settings_problems(
             f"PUBLISH_CATCHUP_INTERVAL ({stale_after + catchup_interval}): the catch-up needs "
             "that long to resend lost work before the pipeline counts as stuck."
         )
-    # blogpublish.webhooks connects for up to 3.05 s, then waits webhook_timeout.
-    if webhook_timeout is not None and webhook_timeout + 3.05 >= soft_time_limit:
+    return problems
+
+
+def webhook_delivery_problems(
+    *, lease: float, webhook_timeout: float, broker_hold_limit: tuple[str, float]
+) -> list[str]:
+    """A webhook delivery's try (publishing.tasks.deliver_webhook) runs under time limits
+    of 80 % and 90 % of its lease, PUBLISH_WEBHOOK_LEASE_SECONDS; its POST connects for up
+    to 3.05 s, then waits PUBLISH_WEBHOOK_TIMEOUT, and must end inside the soft limit."""
+    problems = []
+    soft_time_limit = lease * 0.8
+    if webhook_timeout + 3.05 >= soft_time_limit:
         problems.append(
             f"PUBLISH_WEBHOOK_TIMEOUT ({webhook_timeout}) plus 3 s to connect must fit in the "
-            f"task's soft time limit ({soft_time_limit:.0f}s, 80 % of PUBLISH_LEASE_SECONDS): "
-            "a slow receiver must end as a retry, not as a killed task."
+            f"delivery's soft time limit ({soft_time_limit:.1f}s, 80 % of "
+            "PUBLISH_WEBHOOK_LEASE_SECONDS): a slow receiver must end as a retry, not as a "
+            "killed task."
+        )
+    limit_name, limit = broker_hold_limit
+    if lease >= limit:
+        problems.append(
+            f"PUBLISH_WEBHOOK_LEASE_SECONDS = {lease}s must stay below {limit_name} "
+            f"({limit}s): longer waits are redelivered while still waiting (kombu#337)."
         )
     return problems
 

@@ -22,6 +22,7 @@ from config.checks import (
     publishing_settings_problems,
     secret_key_problems,
     site_root_problems,
+    webhook_delivery_problems,
     webhook_secret_problems,
 )
 from config.crontab import parse_crontab
@@ -362,6 +363,14 @@ PUBLISH_WEBHOOK_SECRET = env_str("PUBLISH_WEBHOOK_SECRET")
 # Seconds to wait for the receiver's answer (connecting takes at most ~3 s more); the
 # whole call stays inside the task's soft time limit, so a slow receiver is a retry.
 PUBLISH_WEBHOOK_TIMEOUT = env_number("PUBLISH_WEBHOOK_TIMEOUT", 10, minimum=0.1)
+# Each webhook event is a delivery of its own (an outbox row, publishing.models.
+# WebhookDelivery), sent by the deliver_webhook task after the publish, never inside it:
+# a try holds its delivery this long (the task's limits stay inside it, and the POST
+# inside them), and a delivery is given up on (dead, one alert) after this many tries,
+# backing off 1, 2, 4 … s up to PUBLISH_RETRY_BACKOFF_MAX between them (about 1.5 h
+# with the defaults). The article's status never depends on it.
+PUBLISH_WEBHOOK_LEASE_SECONDS = env_number("PUBLISH_WEBHOOK_LEASE_SECONDS", 60, minimum=2)
+PUBLISH_WEBHOOK_MAX_ATTEMPTS = env_int("PUBLISH_WEBHOOK_MAX_ATTEMPTS", 12, minimum=1)
 # Alerts as JSON, signed the same way with their own secret (docs/operations.md).
 ALERT_WEBHOOK_URL = env_str("ALERT_WEBHOOK_URL")
 ALERT_WEBHOOK_SECRET = env_str("ALERT_WEBHOOK_SECRET")
@@ -534,6 +543,11 @@ LOGGING = {
 
 # --- Sanity: settings that make no sense together stop start-up ----------------------
 
+_broker_hold_limit = brokers.broker_hold_limit(
+    BROKER_KIND,
+    visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
+    consumer_timeout=RABBITMQ_CONSUMER_TIMEOUT,
+)
 _problems = publishing_settings_problems(
     lease=PUBLISH_LEASE_SECONDS,
     time_limit=PUBLISH_TIME_LIMIT,
@@ -543,14 +557,15 @@ _problems = publishing_settings_problems(
     eta_horizon=PUBLISH_ETA_HORIZON,
     stale_after=PUBLISH_STALE_AFTER,
     stuck_after=PUBLISH_STUCK_AFTER,
-    broker_hold_limit=brokers.broker_hold_limit(
-        BROKER_KIND,
-        visibility_timeout=BROKER_VISIBILITY_TIMEOUT,
-        consumer_timeout=RABBITMQ_CONSUMER_TIMEOUT,
-    ),
+    broker_hold_limit=_broker_hold_limit,
     delayed_by_broker=BROKER_QUEUE_TYPE == "quorum",
-    webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT if PUBLISH_WEBHOOK_URL else None,
 )
+if PUBLISH_WEBHOOK_URL:
+    _problems += webhook_delivery_problems(
+        lease=PUBLISH_WEBHOOK_LEASE_SECONDS,
+        webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT,
+        broker_hold_limit=_broker_hold_limit,
+    )
 _problems += brokers.queue_type_problems(kind=BROKER_KIND, queue_type=BROKER_QUEUE_TYPE)
 _problems += preview_settings_problems(
     rate_per_minute=PREVIEW_RATE_PER_MINUTE,

@@ -12,11 +12,11 @@ import requests
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 
-from blogpublish.webhooks import CONNECT_TIMEOUT, check_answer
 from digest.content import digest_render, digest_subject
 from digest.exceptions import DigestSendError
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 from publishing.signing import signed_headers
+from publishing.webhook_post import CONNECT_TIMEOUT, check_answer
 
 
 def digest_key(day: str) -> str:

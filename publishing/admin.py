@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import widgets
@@ -13,13 +15,37 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from publishing import dates
-from publishing.models import CONTENT_FIELDS, Article, ArticleStatus, PublishAttempt
+from publishing.models import (
+    CONTENT_FIELDS,
+    Article,
+    ArticleStatus,
+    DeliveryStatus,
+    PublishAttempt,
+    WebhookDelivery,
+)
 from publishing.services import (
     article_create,
     article_publish_now,
     article_requeue,
     article_update,
+    delivery_requeue,
 )
+
+
+def requeue_each(
+    model_admin: admin.ModelAdmin,
+    request: HttpRequest,
+    queryset: QuerySet,
+    requeue: Callable[[int], bool],
+    what: str,
+) -> None:
+    """The Requeue action: each selected row through its service, and what was done."""
+    ids = list(queryset.values_list("pk", flat=True))
+    done = sum(requeue(pk) for pk in ids)
+    model_admin.message_user(request, f"{done} dead {what}(s) requeued.", messages.SUCCESS)
+    if done < len(ids):
+        model_admin.message_user(request, f"{len(ids) - done} were not dead.", messages.WARNING)
+
 
 # The admin's home page links the publishing dashboard (publishing/dashboard.py).
 admin.site.index_template = "admin/publishing/index.html"
@@ -203,8 +229,68 @@ class ArticleAdmin(admin.ModelAdmin):
 
     @admin.action(description="Requeue (dead → pending, attempts reset)")
     def requeue(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
-        ids = list(queryset.values_list("pk", flat=True))
-        done = sum(article_requeue(article_id=pk) for pk in ids)
-        self.message_user(request, f"{done} dead article(s) requeued.", messages.SUCCESS)
-        if done < len(ids):
-            self.message_user(request, f"{len(ids) - done} were not dead.", messages.WARNING)
+        requeue_each(self, request, queryset, lambda pk: article_requeue(article_id=pk), "article")
+
+
+DELIVERY_COLOURS = {
+    DeliveryStatus.PENDING: "#b26b00",
+    DeliveryStatus.DELIVERED: "#2e7d32",
+    DeliveryStatus.DEAD: "#c62828",
+}
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """The webhook outbox: what was sent to PUBLISH_WEBHOOK_URL, what waits, what died.
+    Read-only but for the Requeue action (a dead delivery never changes its article)."""
+
+    list_display = (
+        "id",
+        "event",
+        "article_id",
+        "state",
+        "attempts",
+        "next_attempt_at",
+        "delivered_at",
+        "error_start",
+    )
+    list_filter = ("status", "event")
+    search_fields = ("=article_id", "=key")
+    actions = ("requeue",)
+    readonly_fields = (
+        "article_id",
+        "event",
+        "key",
+        "body",
+        "status",
+        "attempts",
+        "last_error",
+        "next_attempt_at",
+        "lease_expires_at",
+        "dispatched_at",
+        "alerted_at",
+        "delivered_at",
+        "created_at",
+        "updated_at",
+    )
+    fields = readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.display(description="status", ordering="status")
+    def state(self, obj: WebhookDelivery) -> str:
+        return format_html('<b style="color:{}">{}</b>', DELIVERY_COLOURS[obj.status], obj.status)
+
+    @admin.display(description="last error")
+    def error_start(self, obj: WebhookDelivery) -> str:
+        return Truncator(obj.last_error).chars(80)
+
+    @admin.action(description="Requeue (dead → pending, tries reset)")
+    def requeue(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
+        requeue_each(
+            self, request, queryset, lambda pk: delivery_requeue(delivery_id=pk), "webhook delivery"
+        )

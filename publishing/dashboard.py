@@ -10,6 +10,8 @@ part by fetching `?fragment=1` every few seconds (static/publishing/dashboard.js
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth.decorators import permission_required
@@ -20,9 +22,16 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from publishing import charts, rollup
-from publishing.models import Alarm, Article, ArticleStatus, CatchUpRun
+from publishing.models import (
+    Alarm,
+    Article,
+    ArticleStatus,
+    CatchUpRun,
+    DeliveryStatus,
+    WebhookDelivery,
+)
 from publishing.selectors import broker_queue_lengths, pipeline_status
-from publishing.services import article_requeue
+from publishing.services import article_requeue, delivery_requeue
 from publishing.services.alarms import STUCK
 
 DEAD_SHOWN = 50
@@ -47,6 +56,23 @@ def most_retried_pending(*, limit: int = RETRIED_SHOWN) -> list[dict]:
         .order_by("-attempts", "id")
         .values("id", "title", "attempts", "last_error", "next_attempt_at")[:limit]
     )
+
+
+def dead_deliveries(*, limit: int = DEAD_SHOWN) -> list[dict]:
+    """The newest dead webhook deliveries first (delivery_status_idx)."""
+    return list(
+        WebhookDelivery.objects.filter(status=DeliveryStatus.DEAD)
+        .order_by("-updated_at")
+        .values("id", "event", "article_id", "attempts", "last_error", "updated_at")[:limit]
+    )
+
+
+def delivery_counts() -> dict[str, int]:
+    """Pending and dead webhook deliveries (delivered ones are history, not counted)."""
+    return {
+        status: WebhookDelivery.objects.filter(status=status).count()
+        for status in (DeliveryStatus.PENDING, DeliveryStatus.DEAD)
+    }
 
 
 def database_state() -> str:
@@ -111,6 +137,8 @@ def dashboard_context() -> dict:
         "queues": queues,
         "dead": dead_articles(),
         "retried": most_retried_pending(),
+        "deliveries": delivery_counts(),
+        "dead_deliveries": dead_deliveries(),
         "charts": chart_svgs(),
         "refresh_seconds": REFRESH_SECONDS,
     }
@@ -142,24 +170,35 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @require_POST
 @permission_required("publishing.change_article", raise_exception=True)
 def dashboard_requeue(request: HttpRequest) -> HttpResponse:
-    """Requeue one dead article (`article_id`) or every dead one (`all`), through the
-    same service as the admin action; back to the dashboard with what was done."""
+    """Requeue one dead article (`article_id`) or every dead one (`all`), or one dead
+    webhook delivery (`delivery_id`), through the same services as the admin actions;
+    back to the dashboard with what was done."""
     if request.POST.get("all"):
         done = requeue_all_dead()
         messages.success(request, f"{done} dead article(s) requeued.")
+    elif "delivery_id" in request.POST:
+        _requeue_one(request, "delivery_id", lambda pk: delivery_requeue(delivery_id=pk))
     else:
-        try:
-            article_id = int(request.POST.get("article_id", ""))
-        except ValueError:
-            article_id = 0
-        if not 0 < article_id < 2**63:  # what a bigint key can be
-            messages.error(request, "No article to requeue was given.")
-        else:
-            if article_requeue(article_id=article_id):
-                messages.success(request, f"Article {article_id} requeued.")
-            else:
-                messages.warning(request, f"Article {article_id} is not dead (any more).")
+        _requeue_one(request, "article_id", lambda pk: article_requeue(article_id=pk))
     return HttpResponseRedirect(reverse("publishing-dashboard"))
+
+
+WHAT = {"article_id": "article", "delivery_id": "webhook delivery"}
+
+
+def _requeue_one(request: HttpRequest, name: str, requeue: Callable[[int], bool]) -> None:
+    """Requeue the row whose id the form posted as `name`, and say what was done."""
+    what = WHAT[name]
+    try:
+        pk = int(request.POST.get(name, ""))
+    except ValueError:
+        pk = 0
+    if not 0 < pk < 2**63:  # what a bigint key can be
+        messages.error(request, f"No {what} to requeue was given.")
+    elif requeue(pk):
+        messages.success(request, f"{what.capitalize()} {pk} requeued.")
+    else:
+        messages.warning(request, f"{what.capitalize()} {pk} is not dead (any more).")
 
 
 def requeue_all_dead(*, batch: int = 500) -> int:

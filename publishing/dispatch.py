@@ -49,6 +49,7 @@ PUBLISH_TASK = "publishing.tasks.publish_article"
 UNPUBLISH_TASK = "publishing.tasks.unpublish_article"
 REFRESH_TASK = "publishing.tasks.refresh_site"
 BATCH_TASK = "publishing.tasks.publish_batch"
+DELIVER_TASK = "publishing.tasks.deliver_webhook"
 
 
 def send_options() -> dict:
@@ -219,6 +220,8 @@ def _argsrepr(name: str, args: tuple) -> str | None:
     (an unpublish carries the deleted article's snapshot, which says little at a glance)."""
     if name == PUBLISH_TASK:
         return f"(article_id={args[0]})"
+    if name == DELIVER_TASK:
+        return f"(delivery_id={args[0]})"
     if name == UNPUBLISH_TASK and args and isinstance(args[0], dict):
         return f"(article_id={args[0].get('id')}, slug={args[0].get('slug')!r})"
     return None
@@ -234,6 +237,9 @@ def _describe(messages: list[Message], exc: Exception) -> tuple[str, str, Except
     elif name == BATCH_TASK:
         what = f"a batch of the backlog{more}"
         then = "the rows stay pending and the catch-up will publish them"
+    elif name == DELIVER_TASK:
+        what = f"webhook delivery {args[0]}{more}"
+        then = "it stays pending and the catch-up will send it"
     elif name == REFRESH_TASK:
         what = f"the shared views' deferred refresh{more}"
         then = "the next request or the catch-up will run the pass"
@@ -291,3 +297,13 @@ def dispatch_batches(
     and those that find nothing due stop. Returns how many were sent."""
     count = settings.PUBLISH_BATCH_TASKS if count is None else count
     return send_batch([(BATCH_TASK, (), eta)] * count, past_breaker=past_breaker)
+
+
+def dispatch_deliveries(
+    ids: list[int], *, eta: datetime | None = None, past_breaker: bool = False
+) -> list[int]:
+    """Send `deliver_webhook` for each webhook delivery in `ids`, in order, on one
+    connection; stop at the first failure. Returns the ids sent (the others stay pending
+    for the catch-up)."""
+    sent = send_batch([(DELIVER_TASK, (pk,), eta) for pk in ids], past_breaker=past_breaker)
+    return ids[:sent]

@@ -636,3 +636,65 @@ class ArticleCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.status}[{self.shard}]: {self.n}"
+
+
+class DeliveryStatus(models.TextChoices):
+    # To be delivered (or being delivered, while its lease holds), or backing off.
+    PENDING = "pending", _("Pending")
+    # The receiver answered 2xx.
+    DELIVERED = "delivered", _("Delivered")
+    # Given up on after PUBLISH_WEBHOOK_MAX_ATTEMPTS tries or a refusal (a 4xx); an
+    # operator requeues it once the receiver is fixed. The article is not affected.
+    DEAD = "dead", _("Dead")
+
+
+class WebhookDelivery(models.Model):
+    """One webhook event of one article, to be POSTed to PUBLISH_WEBHOOK_URL: the outbox
+    (docs/design.md, "Webhook deliveries"). The publish attempt only inserts it; a
+    delivery task claims it on the one fenced lease (work.lease), POSTs the body kept
+    here, and marks it delivered, or backs off, or dead. Its outcome never changes the
+    article's status.
+
+    `article_id` is a plain number, not a foreign key: the delete event outlives its
+    article. `key` (the Idempotency-Key) is unique, so the same article version and
+    event never makes two rows, however often an attempt is retried. Deliveries of one
+    article go in id order: one waits while an earlier one of the same article is
+    pending (`services.deliveries`)."""
+
+    article_id = models.BigIntegerField()
+    event = models.CharField(max_length=32)
+    key = models.CharField(max_length=64, unique=True)
+    # The JSON body exactly as it is POSTed at every try (text, not JSON: PostgreSQL's
+    # jsonb would reorder its keys).
+    body = models.TextField()
+    status = models.CharField(
+        max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
+    )
+    # Tries of the current round, the budget (reset by a requeue).
+    attempts = models.PositiveIntegerField(default=0)
+    # Claims ever made: the value read after a claim is the fencing token.
+    claims = models.PositiveBigIntegerField(default=0, editable=False)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    # When a message for it was last sent (the catch-up re-sends stale ones).
+    dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Set when its death was alerted: one alert per death.
+    alerted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "webhook delivery"
+        verbose_name_plural = "webhook deliveries"
+        ordering = ["-id"]
+        indexes = [
+            # The order per article, and "is an earlier one pending?".
+            models.Index(fields=["article_id", "status", "id"], name="delivery_article_idx"),
+            # The catch-up's stale pending ones, the dashboard's dead ones.
+            models.Index(fields=["status", "updated_at"], name="delivery_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} of article {self.article_id} ({self.status})"

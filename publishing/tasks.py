@@ -12,9 +12,15 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from publishing.dispatch import dispatch_batches, dispatch_many, dispatch_publish
+from publishing.dispatch import (
+    dispatch_batches,
+    dispatch_deliveries,
+    dispatch_many,
+    dispatch_publish,
+)
 from publishing.exceptions import ArticleDeadError, TransientPublishError
 from publishing.services import (
+    DeliveryOutcome,
     GroupReport,
     Outcome,
     article_unpublish,
@@ -23,6 +29,7 @@ from publishing.services import (
     publish_group,
     shared_views_deferred,
     suspects_due,
+    webhook_deliver,
 )
 
 logger = logging.getLogger(__name__)
@@ -212,6 +219,49 @@ def publish_batch(self: Task) -> dict:
 )
 def unpublish_article(self: Task, snapshot: dict) -> None:
     article_unpublish(snapshot=snapshot)
+
+
+class DeliveryRetry(TransientPublishError):
+    """A webhook delivery's try failed; it is tried again after its backoff."""
+
+
+@shared_task(
+    bind=True,
+    ignore_result=True,
+    # The database counts the tries and gives up (PUBLISH_WEBHOOK_MAX_ATTEMPTS), not Celery.
+    max_retries=None,
+    # Ack only after the try, and requeue when the pool child dies mid-POST (or at the
+    # hard time limit); the redelivered message waits for the dead try's lease, and the
+    # database's budget stops a delivery that kills its worker every time.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    **REQUEUE_ON_HARD_TIME_LIMIT,
+    # A database that is briefly unreachable: the message is tried again.
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=settings.PUBLISH_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    # Inside the delivery's lease, so no other try can take it over while this one runs
+    # (the POST's own timeouts end inside the soft limit: config/checks.py).
+    soft_time_limit=settings.PUBLISH_WEBHOOK_LEASE_SECONDS * 0.8,
+    time_limit=settings.PUBLISH_WEBHOOK_LEASE_SECONDS * 0.9,
+)
+def deliver_webhook(self: Task, delivery_id: int) -> dict:
+    """One try of one webhook delivery (services.deliveries): after the publish, never
+    inside it."""
+    result = webhook_deliver(delivery_id=delivery_id)
+    if result.outcome is DeliveryOutcome.RETRY:
+        raise self.retry(countdown=result.retry_in, exc=DeliveryRetry(result.error))
+    if result.due_in is not None and result.due_in <= settings.PUBLISH_ETA_HORIZON:
+        # Came before its backoff was over (a copy sent by the catch-up or a requeue
+        # meanwhile): send it again for when it is due.
+        dispatch_deliveries([delivery_id], eta=timezone.now() + timedelta(seconds=result.due_in))
+    elif result.lease_left is not None and (self.request.delivery_info or {}).get("redelivered"):
+        # Redelivered because the worker running it died: the dead try's lease still holds
+        # the row. Come back when it runs out; only redeliveries re-arm.
+        eta = timezone.now() + timedelta(seconds=result.lease_left)
+        dispatch_deliveries([delivery_id], eta=eta)
+    return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
 
 
 @shared_task(

@@ -3,7 +3,8 @@
 `publish` is the one publish path (claim a group, publish, complete or fail each row,
 let go what it could not try): a single article is a group of one; `operator`
 what a person does (requeue, publish now); `site` deletes and the full check of the
-targets; `catch_up` the safety net that finds work the event path missed; `alarms` the
+targets; `deliveries` the webhook outbox (its deliveries, after the publish);
+`catch_up` the safety net that finds work the event path missed; `alarms` the
 dead-letter and stuck alerts; `refresh` the coalescing refresher of the shared views;
 `authoring` what a writer does (create, edit), which every way in goes through.
 Callers import from here.
@@ -16,6 +17,15 @@ from publishing.services.authoring import (
     articles_create_many,
 )
 from publishing.services.catch_up import CatchUpReport, catch_up, publish_pending
+from publishing.services.deliveries import (
+    DeliveryOutcome,
+    DeliveryResult,
+    NewDelivery,
+    deliveries_deliver_due,
+    deliveries_enqueue,
+    delivery_requeue,
+    webhook_deliver,
+)
 from publishing.services.operator import article_publish_now, article_requeue
 from publishing.services.publish import (
     AttemptResult,
@@ -50,7 +60,10 @@ __all__ = [
     "AttemptResult",
     "CatchUpReport",
     "Claim",
+    "DeliveryOutcome",
+    "DeliveryResult",
     "GroupReport",
+    "NewDelivery",
     "Outcome",
     "article_claim",
     "article_complete",
@@ -67,6 +80,9 @@ __all__ = [
     "catch_up",
     "claim_group",
     "complete",
+    "deliveries_deliver_due",
+    "deliveries_enqueue",
+    "delivery_requeue",
     "explain_unclaimed",
     "last_leased",
     "publish_group",
@@ -77,4 +93,5 @@ __all__ = [
     "site_reconcile",
     "stuck_check",
     "suspects_due",
+    "webhook_deliver",
 ]

@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from publishing.alerts import send_alert
-from publishing.models import Alarm, Article, ArticleStatus
+from publishing.models import Alarm, Article, ArticleStatus, DeliveryStatus, WebhookDelivery
 from publishing.selectors import stuck_articles
 from work.lease import now_plus
 
@@ -42,6 +42,35 @@ def article_dead_alert(*, article_id: int) -> bool:
             "Fix the cause, then requeue it in the admin (action “Requeue”) or edit it."
         ),
         data={"article_id": article_id, **row},
+    )
+    return True
+
+
+def delivery_dead_alert(*, delivery_id: int) -> bool:
+    """Alert that a webhook delivery died, unless that death was alerted already. The
+    article it announces is not affected (its page is live, or gone, as it was)."""
+    claimed = WebhookDelivery.objects.filter(
+        pk=delivery_id, status=DeliveryStatus.DEAD, alerted_at__isnull=True
+    ).update(alerted_at=Now())
+    if not claimed:
+        return False
+    row = WebhookDelivery.objects.values(
+        "article_id", "event", "key", "attempts", "last_error"
+    ).get(pk=delivery_id)
+    send_alert(
+        kind="webhook_delivery_dead",
+        subject=(
+            f"webhook delivery {delivery_id} ({row['event']} of article {row['article_id']}) "
+            f"is dead after {row['attempts']} try(s)"
+        ),
+        message=(
+            f"The webhook {row['event']} of article {row['article_id']} was not delivered to "
+            f"PUBLISH_WEBHOOK_URL after {row['attempts']} try(s); the article itself is not "
+            f"affected.\nLast error: {row['last_error']}\n"
+            "Fix the receiver, then requeue the delivery in the admin (Webhook deliveries, "
+            "action “Requeue”) or on the publishing dashboard."
+        ),
+        data={"delivery_id": delivery_id, **row},
     )
     return True
 

@@ -29,6 +29,7 @@ from publishing.selectors import (
     dead_unalerted_ids,
 )
 from publishing.services.alarms import article_dead_alert, stuck_check
+from publishing.services.deliveries import deliveries_catch_up
 from publishing.services.publish import publish_group, suspects_due
 from publishing.services.refresh import full_check_due, shared_views_pass
 from publishing.services.site import site_reconcile
@@ -47,6 +48,9 @@ class CatchUpReport:
     stuck: bool
     # Not run: the previous catch-up still held its lease.
     skipped: bool = False
+    # Stale pending webhook deliveries sent again, and dead ones alerted late.
+    deliveries_sent: int = 0
+    delivery_alerts: int = 0
 
 
 def _mark_dispatched(ids: list[int]) -> None:
@@ -87,9 +91,10 @@ def _send_batches(stale: list[int]) -> list[int]:
 
 
 def catch_up(*, limit: int | None = None) -> CatchUpReport:
-    """Re-send stale due rows, arm the soon-scheduled ones, alert unalerted deaths,
-    check for a stuck pipeline, and let the publishers refresh the site; then, when it
-    is due, the full check (reconcile), a run of its own.
+    """Re-send stale due rows and stale webhook deliveries, arm the soon-scheduled ones,
+    alert unalerted deaths (of articles and deliveries), check for a stuck pipeline, and
+    let the publishers refresh the site; then, when it is due, the full check
+    (reconcile), a run of its own.
 
     One catch-up at a time: a run that finds the previous one still running is skipped
     (work.runs), and each run ends with its cost summary line."""
@@ -144,22 +149,35 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         run.renew()  # each alert may wait for a slow mail server or webhook
         alerts += article_dead_alert(article_id=article_id)
     run.renew()
+    deliveries_sent, delivery_alerts = deliveries_catch_up(limit=limit)
+    run.renew()
     stuck = stuck_check()
-    report = CatchUpReport(len(stale), len(sent), len(armed), alerts, stuck)
+    report = CatchUpReport(
+        len(stale),
+        len(sent),
+        len(armed),
+        alerts,
+        stuck,
+        deliveries_sent=deliveries_sent,
+        delivery_alerts=delivery_alerts,
+    )
     run.detail = (
         f"{report.stale_found} stale found, {report.stale_sent} sent, {report.armed} armed, "
-        f"{report.alerts_sent} alerts, stuck: {report.stuck}"
+        f"{report.alerts_sent} alerts, stuck: {report.stuck}, "
+        f"{deliveries_sent} webhook deliveries sent, {delivery_alerts} delivery alerts"
     )
     rollup.compact()
     catch_up_recorded(report=report)
     logger.info(
         "catch-up: %d stale due article(s) found, %d sent; %d scheduled armed; "
-        "%d dead-letter alert(s); stuck: %s",
+        "%d dead-letter alert(s); stuck: %s; %d stale webhook deliveries sent, %d alerted",
         report.stale_found,
         report.stale_sent,
         report.armed,
         report.alerts_sent,
         report.stuck,
+        report.deliveries_sent,
+        report.delivery_alerts,
     )
     return report
 

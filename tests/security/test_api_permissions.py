@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from api.tokens import token_create
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, DeliveryStatus, WebhookDelivery
 from tests.support.api import (
     ADD,
     ARTICLE_PERMISSIONS,
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.django_db
 class Operation:
     name: str
     method: str
-    path: str  # "{id}": the id of an existing dead article
+    path: str  # "{id}": the id of an existing dead article (and of its dead webhook delivery)
     body: dict | None
     needs: tuple[str, ...]  # any one of these permissions (codenames)
     writes: bool
@@ -58,6 +58,16 @@ OPERATIONS = [
     Operation("patch", "patch", "/api/articles/{id}", {"title": "Changed"}, (CHANGE,), True, 200),
     Operation("delete", "delete", "/api/articles/{id}", None, (DELETE,), True, 204),
     Operation("requeue", "post", "/api/articles/{id}/requeue", None, (CHANGE,), True, 200),
+    # The article's webhook delivery: the admin's Requeue action needs the same.
+    Operation(
+        "requeue-delivery",
+        "post",
+        "/api/webhook-deliveries/{id}/requeue",
+        None,
+        (CHANGE,),
+        True,
+        200,
+    ),
 ]
 WRITES = [op for op in OPERATIONS if op.writes]
 READS = [op for op in OPERATIONS if not op.writes]
@@ -69,17 +79,29 @@ ALLOWED_BY_ONE = [
 
 @pytest.fixture
 def article() -> Article:
-    """Someone else's article, dead (so that a requeue has something to do)."""
+    """Someone else's article, dead, with a dead webhook delivery of the same id (so that
+    a requeue of either has something to do)."""
     article = Article(title="Someone else's", slug="someone-elses", body="Their text.")
     article.full_clean()
     article.save()
     Article.objects.filter(pk=article.pk).update(status=ArticleStatus.DEAD, last_error="boom")
+    WebhookDelivery.objects.create(
+        pk=article.pk,
+        article_id=article.pk,
+        event="article.published",
+        key="k" * 64,
+        body="{}",
+        status=DeliveryStatus.DEAD,
+    )
     return article
 
 
 def articles() -> list[tuple]:
     """Everything an operation could change, to compare before and after."""
-    return list(Article.objects.order_by("pk").values_list("pk", "title", "status", "attempts"))
+    return [
+        *Article.objects.order_by("pk").values_list("pk", "title", "status", "attempts"),
+        *WebhookDelivery.objects.order_by("pk").values_list("pk", "status", "attempts"),
+    ]
 
 
 def refused(response, *words: str) -> dict:

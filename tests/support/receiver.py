@@ -8,7 +8,9 @@ records everything it received:
     receiver.plan("some-slug", 500, "stall", 400)
 
 "stall" holds the request without answering (past the publisher's read timeout)
-until the receiver stops.
+until the receiver stops; "slow" answers 200 after SLOW_SECONDS. `go_down()` closes the
+listening socket (a receiver that is down: connections are refused) and `come_up()`
+listens again on the same port. Each request records when it arrived and was answered.
 
 Given `verify(headers, body) -> bool` (the documented receiver's, see
 tests/support/documented_receiver.py), it first answers 401 to a request that fails it,
@@ -19,11 +21,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STALL_AT_MOST = 30.0  # seconds; stop() releases stalled requests at once
+SLOW_SECONDS = 1.0
 
 
 @dataclass
@@ -32,6 +36,9 @@ class Received:
     body: bytes
     status: int | None  # None: stalled, never answered
     verified: bool | None = None  # None: the receiver verifies nothing
+    # time.time() when the request arrived, and when its answer was sent (None: never)
+    arrived_at: float = 0.0
+    answered_at: float | None = None
 
     @property
     def json(self) -> dict:
@@ -49,13 +56,17 @@ class Receiver:
         self.received: list[Received] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.server = ThreadingHTTPServer((host, 0), self._handler_class())
+        self._listen((host, 0))
+        self.address = self.server.server_address[:2]
+
+    def _listen(self, address: tuple[str, int]) -> None:
+        self.server = ThreadingHTTPServer(address, self._handler_class())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
+        host, port = self.address
         return f"http://{host}:{port}/hooks/blog"
 
     def start(self) -> Receiver:
@@ -64,8 +75,16 @@ class Receiver:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.go_down()
+
+    def go_down(self) -> None:
+        """Stop listening: a sender's connection is refused until `come_up()`."""
         self.server.shutdown()
         self.server.server_close()
+
+    def come_up(self) -> None:
+        self._listen(self.address)
+        self.start()
 
     def plan(self, slug: str, *answers: int | str) -> None:
         with self.lock:
@@ -102,13 +121,19 @@ class Receiver:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
+                arrived_at = time.time()
                 plan_key = json.loads(body).get("slug") or headers.get("Idempotency-Key", "")
                 answer = receiver._answer_for(plan_key)
                 if answer == "stall":
-                    receiver._record(Received(headers, body, None, verified))
+                    receiver._record(Received(headers, body, None, verified, arrived_at))
                     receiver.stopping.wait(STALL_AT_MOST)
                     return  # the client gave up long ago; close without an answer
-                receiver._record(Received(headers, body, int(answer), verified))
+                if answer == "slow":
+                    receiver.stopping.wait(SLOW_SECONDS)
+                    answer = 200
+                # Recorded before the answer goes out: a sender that has it is recorded.
+                received = Received(headers, body, int(answer), verified, arrived_at, time.time())
+                receiver._record(received)
                 text = b"ok" if answer == 200 else b"refused by the test receiver"
                 self.send_response(int(answer))
                 self.send_header("Content-Length", str(len(text)))

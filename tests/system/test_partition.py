@@ -14,9 +14,9 @@ Host A's attempt is held in flight (the chaos publisher), then A's link is cut. 
 publishes the article once A's lease has run out (Beat's catch-up sends it again). A's
 link comes back and its attempt is let go: the late completion is fenced off. Its
 attempt is recorded as overtaken, nothing of A's reaches the page or the shared
-documents, and the webhook receiver got one delivery for the content. In the bucket,
-which keeps every version of every object, not one object was written or removed after
-B's pass (a rewrite with the same bytes would show as a new version id).
+documents, and the webhook receiver got one delivery for the content (one outbox
+row). In the bucket, which keeps every version of every object, not one object was
+written or removed after B's pass (a rewrite with the same bytes would show as a new version id).
 
 A host's S3 client waits a bounded time for each request (SITE_STORAGE_CONNECT_TIMEOUT
 and _READ_TIMEOUT, derived from the 5 s lease: 0.5 s and 1 s, one retry), so a request
@@ -41,7 +41,13 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from publishing.models import Article, ArticleStatus, AttemptOutcome
+from publishing.models import (
+    Article,
+    ArticleStatus,
+    AttemptOutcome,
+    DeliveryStatus,
+    WebhookDelivery,
+)
 from tests.support import processes
 from tests.support.broker import broker
 from tests.support.chaos import journal_entries, release
@@ -329,7 +335,16 @@ def test_host_cut_off_mid_publish_is_fenced_off_when_it_comes_back(hosts, site_s
     # Nor anywhere else: not one object (or file) written or removed since B's pass.
     assert site_storage.listing() == b_listing
     assert [attempt for attempt, _ in journal_entries(f"{slug}-0")] == [2]
-    # One delivery per content; if A's request had gone out, under the same key.
+    # One delivery per content (the webhook's outbox row, sent after B's publish); if A's
+    # request had gone out, under the same key.
+    wait_for(
+        lambda: WebhookDelivery.objects.filter(
+            article_id=article.pk, status=DeliveryStatus.DELIVERED
+        ).exists(),
+        timeout=60,
+        what="the webhook delivery of B's publish",
+    )
+    assert WebhookDelivery.objects.filter(article_id=article.pk).count() == 1
     received = hosts.receiver.requests_for(f"{slug}-0")
     assert len({r.headers["Idempotency-Key"] for r in received}) == 1
     assert len(received) == 1

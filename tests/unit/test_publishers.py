@@ -68,10 +68,10 @@ def test_publish_many__a_time_limit_stops_the_group_instead_of_failing_one_artic
     assert published == [1]
 
 
-def test_only_the_static_site_takes_groups_at_once():
+def test_the_site_and_the_webhook_outbox_take_groups_at_once():
     from blogpublish.site import StaticSitePublisher
     from blogpublish.webhooks import WebhookPublisher
 
     assert StaticSitePublisher.in_groups is True
-    assert WebhookPublisher.in_groups is False
+    assert WebhookPublisher.in_groups is True
     assert BasePublisher.in_groups is False

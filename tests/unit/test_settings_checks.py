@@ -14,6 +14,7 @@ from config.checks import (
     preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
+    webhook_delivery_problems,
     webhook_secret_problems,
 )
 from tests.support.processes import ROOT
@@ -51,6 +52,31 @@ def test_a_process_with_the_default_settings_starts():
     assert result.returncode == 0, result.stderr
 
 
+WEBHOOK_GOOD = dict(
+    lease=60, webhook_timeout=10, broker_hold_limit=("the broker's visibility timeout", 3600)
+)
+
+
+def test_the_webhook_delivery_defaults_fit_together():
+    assert webhook_delivery_problems(**WEBHOOK_GOOD) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        # a webhook call that the delivery's soft time limit would cut short
+        ({"webhook_timeout": 45}, "PUBLISH_WEBHOOK_TIMEOUT (45)"),
+        ({"lease": 10}, "PUBLISH_WEBHOOK_TIMEOUT (10)"),
+        # a lease the broker would redeliver before it ends
+        ({"lease": 4000}, "PUBLISH_WEBHOOK_LEASE_SECONDS = 4000"),
+    ],
+)
+def test_each_bad_webhook_delivery_setting_is_named(changes, named):
+    problems = webhook_delivery_problems(**(WEBHOOK_GOOD | changes))
+
+    assert any(named in p for p in problems), problems
+
+
 @pytest.mark.parametrize(
     ("changes", "named"),
     [
@@ -65,8 +91,6 @@ def test_a_process_with_the_default_settings_starts():
         ({"stale_after": 0}, "PUBLISH_STALE_AFTER must be positive"),
         # an alarm that sounds before the catch-up had its chance
         ({"stuck_after": 100}, "PUBLISH_STUCK_AFTER (100)"),
-        # a webhook call that the soft time limit would cut short
-        ({"webhook_timeout": 95}, "PUBLISH_WEBHOOK_TIMEOUT (95)"),
     ],
 )
 def test_each_bad_combination_is_named(changes, named):

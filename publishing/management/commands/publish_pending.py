@@ -4,7 +4,8 @@
 
 It needs the database and the publishing targets, not Redis: run it from cron or a
 Kubernetes CronJob while the broker is down. It claims rows through the same services
-as the workers, so running it beside them (or twice) publishes nothing twice.
+as the workers, so running it beside them (or twice) publishes nothing twice. Then it
+sends the due webhook deliveries the same way (one line more when there were any).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from publishing.services import publish_pending
+from publishing.services import deliveries_deliver_due, publish_pending
 from publishing.tasks import publish_article
 
 
@@ -34,6 +35,10 @@ class Command(BaseCommand):
             outcomes = publish_pending(limit=limit, retry_in=publish_article.backoff)
             summary = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "nothing due"
             self.stdout.write(f"publish_pending: {summary}")
+            delivered = deliveries_deliver_due(limit=limit)
+            if delivered:
+                summary = ", ".join(f"{n} {o}" for o, n in sorted(delivered.items()))
+                self.stdout.write(f"publish_pending: webhook deliveries: {summary}")
             if not loop:
                 return
             time.sleep(interval)  # a cron-like pause between passes, not a wait for a result

@@ -1,0 +1,359 @@
+"""Webhook deliveries: the outbox (docs/design.md, "Webhook deliveries").
+
+The publish attempt only inserts a delivery (`deliveries_enqueue`: one row per article
+version and event, the Idempotency-Key unique) and a message is sent after its commit;
+the `deliver_webhook` task then moves the row on by conditional UPDATEs on the one
+fenced lease (work.lease), as an article is moved:
+
+- **claim**: `status=pending`, next try due, lease free, tries left, and no earlier
+  delivery of the same article pending → lease for PUBLISH_WEBHOOK_LEASE_SECONDS,
+  `attempts+1`, `claims+1` (the fencing token). A row whose tries are spent although
+  none said so (each try's worker died) goes dead instead of being claimed again.
+- **deliver**: the body kept on the row, signed now, under the row's key
+  (publishing/webhook_post.py).
+- **delivered** on 2xx; **retry** after a backoff (1, 2, 4 … s, up to
+  PUBLISH_RETRY_BACKOFF_MAX) on a timeout, a connection error, 408, 429 or 5xx; **dead**
+  on any other answer or after PUBLISH_WEBHOOK_MAX_ATTEMPTS tries, with one alert. Each
+  of these writes is fenced by the token: a try that outlived its lease writes nothing
+  over the newer try's outcome.
+- **order**: a later event of an article waits while an earlier one is pending; when the
+  earlier one is delivered or dead, the next one is sent at once. A dead one stops
+  blocking.
+
+None of it touches the article: a receiver that is slow, down or refusing never changes
+an article's status.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import partial
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Now
+
+from publishing.dispatch import dispatch_deliveries
+from publishing.exceptions import PermanentPublishError, PublishingError
+from publishing.models import DeliveryStatus, WebhookDelivery
+from publishing.services.alarms import delivery_dead_alert
+from publishing.webhook_post import post_signed
+from work import lease
+
+logger = logging.getLogger(__name__)
+
+UNFINISHED = "the last try never finished: its worker died or ran out of time"
+
+
+@dataclass(frozen=True)
+class NewDelivery:
+    """An event to put in the outbox: `body` is the JSON text POSTed at every try."""
+
+    article_id: int
+    event: str
+    key: str
+    body: str
+
+
+class DeliveryOutcome(StrEnum):
+    DELIVERED = "delivered"
+    RETRY = "retry"  # failed; tried again after a backoff
+    DEAD = "dead"  # refused, or failed for the last time
+    SKIPPED = "skipped"  # not claimed: done, held, backing off, or waiting for an earlier one
+    OVERTAKEN = "overtaken"  # this try outlived its lease and another took the row over
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    outcome: DeliveryOutcome
+    delivery_id: int
+    attempt: int = 0
+    error: str = ""
+    reason: str = ""
+    # RETRY: seconds until the next try. SKIPPED: until it is due, or its lease runs out.
+    retry_in: float | None = None
+    due_in: float | None = None
+    lease_left: float | None = None
+
+
+# --- the outbox ------------------------------------------------------------------------
+
+
+def deliveries_enqueue(new: Iterable[NewDelivery]) -> None:
+    """Insert the deliveries that are not there yet (by key) and send a message for each
+    pending one after the caller's transaction commits (at once outside one)."""
+    new = list(new)
+    if not new:
+        return
+    WebhookDelivery.objects.bulk_create(
+        [
+            WebhookDelivery(article_id=d.article_id, event=d.event, key=d.key, body=d.body)
+            for d in new
+        ],
+        ignore_conflicts=True,  # the same version and event, again: nothing new
+    )
+    ids = list(
+        WebhookDelivery.objects.filter(
+            key__in=[d.key for d in new], status=DeliveryStatus.PENDING
+        ).values_list("pk", flat=True)
+    )
+    transaction.on_commit(partial(deliveries_dispatch, ids), robust=True)
+
+
+def deliveries_dispatch(ids: list[int], *, past_breaker: bool = False) -> list[int]:
+    """Send a `deliver_webhook` message per id and note when; returns the ids sent (a
+    broker that is down leaves the rest to the catch-up)."""
+    sent = dispatch_deliveries(ids, past_breaker=past_breaker)
+    if sent:
+        WebhookDelivery.objects.filter(pk__in=sent).update(dispatched_at=Now())
+    return sent
+
+
+def _pending():
+    return WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING)
+
+
+def earlier_pending() -> Exists:
+    """An earlier delivery of the same article is still pending: this one waits."""
+    return Exists(_pending().filter(article_id=OuterRef("article_id"), pk__lt=OuterRef("pk")))
+
+
+def _next_of_article(article_id: int) -> None:
+    """Send the article's oldest pending delivery: the one that waited for this one."""
+    first = _pending().filter(article_id=article_id).order_by("pk").values_list("pk", flat=True)
+    ids = list(first[:1])
+    if ids:
+        transaction.on_commit(partial(deliveries_dispatch, ids), robust=True)
+
+
+# --- one try -----------------------------------------------------------------------------
+
+
+def delivery_claim(*, delivery_id: int) -> WebhookDelivery | None:
+    """Take the delivery for one try (its token is `claims`), or None. A delivery whose
+    tries are spent although no try said so goes dead here (with its alert)."""
+    rows = _pending().filter(lease.due(), pk=delivery_id).filter(~earlier_pending())
+    claimed = lease.claim(
+        rows,
+        seconds=settings.PUBLISH_WEBHOOK_LEASE_SECONDS,
+        max_attempts=settings.PUBLISH_WEBHOOK_MAX_ATTEMPTS,
+        updated_at=Now(),
+    )
+    if claimed:
+        return claimed[0]
+    spent = rows.filter(
+        lease.lease_free(), lease.budget_spent(settings.PUBLISH_WEBHOOK_MAX_ATTEMPTS)
+    )
+    if spent.update(status=DeliveryStatus.DEAD, last_error=UNFINISHED, updated_at=Now()):
+        _died(delivery_id, error=UNFINISHED)
+    return None
+
+
+def delivery_why_not(*, delivery_id: int) -> DeliveryResult:
+    """Why a claim found nothing: said in the log, and returned to the caller."""
+    state = lease.row_state(
+        WebhookDelivery.objects.filter(pk=delivery_id),
+        "status",
+        "article_id",
+        "next_attempt_at",
+        "lease_expires_at",
+    )
+    due_in = lease_left = None
+    if state is None:
+        reason = "it no longer exists"
+    elif state["status"] != DeliveryStatus.PENDING:
+        reason = f"it is {state['status']}"
+    elif (due_in := state.seconds_until("next_attempt_at")) is not None:
+        reason = f"it is backing off for {due_in:.1f}s after a failure"
+    elif (lease_left := state.seconds_until("lease_expires_at")) is not None:
+        reason = f"another try holds its lease for {lease_left:.1f}s"
+    elif (
+        earlier := _pending()
+        .filter(article_id=state["article_id"], pk__lt=delivery_id)
+        .values_list("pk", flat=True)
+        .first()
+    ) is not None:
+        reason = f"it waits for the earlier delivery {earlier} of article {state['article_id']}"
+    else:
+        reason = "another try claimed it first"
+    logger.info("webhook delivery %s not claimed: %s", delivery_id, reason)
+    return DeliveryResult(
+        DeliveryOutcome.SKIPPED, delivery_id, reason=reason, due_in=due_in, lease_left=lease_left
+    )
+
+
+def webhook_deliver(*, delivery_id: int) -> DeliveryResult:
+    """One try of one delivery: claim, POST, then delivered, retry or dead. With the
+    webhook turned off (no PUBLISH_WEBHOOK_URL) nothing is tried: the outbox keeps its
+    pending deliveries for when it is on again."""
+    if not settings.PUBLISH_WEBHOOK_URL:
+        logger.info("webhook delivery %s not sent: PUBLISH_WEBHOOK_URL is not set", delivery_id)
+        return DeliveryResult(DeliveryOutcome.SKIPPED, delivery_id, reason="the webhook is off")
+    row = delivery_claim(delivery_id=delivery_id)
+    if row is None:
+        return delivery_why_not(delivery_id=delivery_id)
+    token, attempt = row.claims, row.attempts
+    try:
+        post_signed(
+            url=settings.PUBLISH_WEBHOOK_URL,
+            secret=settings.PUBLISH_WEBHOOK_SECRET,
+            key=row.key,
+            body=row.body.encode("utf-8"),
+            read_timeout=settings.PUBLISH_WEBHOOK_TIMEOUT,
+        )
+    except Exception as exc:  # refused, transient, a time limit, or a bug
+        return _failed(row, token=token, attempt=attempt, exc=exc)
+    if not lease.release(
+        _pending().filter(pk=row.pk),
+        token,
+        status=DeliveryStatus.DELIVERED,
+        delivered_at=Now(),
+        next_attempt_at=None,
+        last_error="",
+        updated_at=Now(),
+    ):
+        return _overtaken(row, attempt)
+    logger.info(
+        "webhook %s of article %s delivered (delivery %s, try %s)",
+        row.event,
+        row.article_id,
+        row.pk,
+        attempt,
+    )
+    _next_of_article(row.article_id)
+    return DeliveryResult(DeliveryOutcome.DELIVERED, row.pk, attempt)
+
+
+def _failed(row: WebhookDelivery, *, token: int, attempt: int, exc: Exception) -> DeliveryResult:
+    refused = isinstance(exc, PermanentPublishError)
+    # The receiver's own words as they are; anything else with its type (a time limit, a bug).
+    error = str(exc) if isinstance(exc, PublishingError) else lease.describe(exc)
+    last = refused or attempt >= settings.PUBLISH_WEBHOOK_MAX_ATTEMPTS
+    changes: dict = {"last_error": lease.cut(error), "updated_at": Now()}
+    wait = None
+    if last:
+        changes["status"] = DeliveryStatus.DEAD
+    else:
+        wait = lease.backoff(attempt, cap=settings.PUBLISH_RETRY_BACKOFF_MAX)
+        # The retry's message goes out now (the task's retry), with its countdown.
+        changes.update(next_attempt_at=lease.now_plus(wait), dispatched_at=Now())
+    if not lease.release(_pending().filter(pk=row.pk), token, **changes):
+        return _overtaken(row, attempt)
+    if not last:
+        logger.warning(
+            "webhook delivery %s (article %s) try %s failed, next in %.0fs: %s",
+            row.pk,
+            row.article_id,
+            attempt,
+            wait,
+            error,
+        )
+        return DeliveryResult(DeliveryOutcome.RETRY, row.pk, attempt, error=error, retry_in=wait)
+    _died(row.pk, error=error)
+    return DeliveryResult(DeliveryOutcome.DEAD, row.pk, attempt, error=error)
+
+
+def _overtaken(row: WebhookDelivery, attempt: int) -> DeliveryResult:
+    logger.warning(
+        "webhook delivery %s try %s outlived its lease; the newer try decides", row.pk, attempt
+    )
+    return DeliveryResult(DeliveryOutcome.OVERTAKEN, row.pk, attempt)
+
+
+def _died(delivery_id: int, *, error: str) -> None:
+    """A delivery is dead: one alert, and the article's next delivery no longer waits."""
+    logger.error("webhook delivery %s is dead: %s", delivery_id, error)
+    transaction.on_commit(partial(delivery_dead_alert, delivery_id=delivery_id), robust=True)
+    article_id = WebhookDelivery.objects.values_list("article_id", flat=True).get(pk=delivery_id)
+    _next_of_article(article_id)
+
+
+# --- the operator, the safety nets -------------------------------------------------------
+
+
+def delivery_requeue(*, delivery_id: int) -> bool:
+    """Dead → pending with a fresh budget of tries, and sent after commit."""
+    requeued = WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.DEAD).update(
+        status=DeliveryStatus.PENDING,
+        attempts=0,
+        last_error="",
+        next_attempt_at=None,
+        lease_expires_at=None,
+        alerted_at=None,
+        updated_at=Now(),
+    )
+    if requeued:
+        logger.info("webhook delivery %s requeued", delivery_id)
+        transaction.on_commit(partial(deliveries_dispatch, [delivery_id]), robust=True)
+    return bool(requeued)
+
+
+def deliveries_stale(*, stale_after: float, limit: int) -> list[int]:
+    """Pending deliveries due for `stale_after` seconds that no message has taken: never
+    sent (the broker was down), a retry message lost, a worker that died. Oldest first;
+    those waiting for an earlier delivery of their article are left to it."""
+    cutoff = lease.now_plus(-stale_after)
+    return list(
+        _pending()
+        .filter(lease.lease_free())
+        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=cutoff))
+        .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lte=cutoff))
+        .filter(~earlier_pending())
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def dead_deliveries_unalerted(*, limit: int) -> list[int]:
+    return list(
+        WebhookDelivery.objects.filter(status=DeliveryStatus.DEAD, alerted_at__isnull=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def deliveries_deliver_due(*, limit: int) -> Counter:
+    """The backup executor's part (`publish_pending`): try the due deliveries in this
+    process, no broker, oldest first, each through the same claim as the task's (one that
+    waits for an earlier one of its article is tried after it). The count of each
+    outcome."""
+    outcomes: Counter = Counter()
+    if not settings.PUBLISH_WEBHOOK_URL:
+        return outcomes
+    due = (
+        _pending()
+        .filter(lease.due(), lease.lease_free())
+        .filter(~earlier_pending())
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    while outcomes.total() < limit:
+        batch = list(due[: min(100, limit - outcomes.total())])
+        if not batch:
+            break
+        for pk in batch:
+            outcomes[str(webhook_deliver(delivery_id=pk).outcome)] += 1
+    return outcomes
+
+
+def deliveries_catch_up(*, limit: int) -> tuple[int, int]:
+    """The catch-up's part: send the stale pending deliveries again, and alert deaths
+    whose alert was lost with its worker. (sent, alerts)."""
+    stale = []
+    if settings.PUBLISH_WEBHOOK_URL:  # off: the pending ones wait for it to be on again
+        stale = deliveries_stale(stale_after=settings.PUBLISH_STALE_AFTER, limit=limit)
+    sent = deliveries_dispatch(stale, past_breaker=True)
+    if len(sent) < len(stale):
+        logger.warning(
+            "catch-up: the broker is unreachable; %d webhook deliveries left for the next run",
+            len(stale) - len(sent),
+        )
+    alerts = sum(
+        delivery_dead_alert(delivery_id=pk) for pk in dead_deliveries_unalerted(limit=limit)
+    )
+    return len(sent), alerts

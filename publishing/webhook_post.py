@@ -1,0 +1,61 @@
+"""One signed POST of a webhook body, and what the receiver's answer means.
+
+The request blogpublish's webhooks send (docs/site.md, "The webhook"): the body as
+given, `Content-Type: application/json`, `Idempotency-Key`, `X-Blogpublish-Signature`
+(publishing/signing.py, signed at each try, so a retry's timestamp is fresh and its key
+the same) and `User-Agent: blogpublish-webhook/1`; no redirect followed (a POST must not
+be carried to another address).
+
+A timeout, a connection error, 408, 429 or 5xx is transient (`TransientPublishError`:
+worth another try); any other answer outside 2xx is permanent (`PermanentPublishError`:
+the receiver refuses this request, or the URL is wrong).
+"""
+
+from __future__ import annotations
+
+import requests
+
+from publishing.exceptions import PermanentPublishError, TransientPublishError
+from publishing.signing import signed_headers
+
+TRANSIENT_STATUSES = frozenset({408, 429})
+CONNECT_TIMEOUT = 3.05  # a little over a multiple of 3 s, the TCP retransmission window
+ANSWER_EXCERPT_CHARS = 200
+USER_AGENT = "blogpublish-webhook/1"
+
+
+def check_answer(status: int, text: str) -> None:
+    """Raise what the sender needs to know about the receiver's answer."""
+    if 200 <= status < 300:
+        return
+    message = f"webhook answered HTTP {status}"
+    answer = " ".join(text.split())[:ANSWER_EXCERPT_CHARS]
+    if answer:
+        message = f"{message}: {answer}"
+    if status in TRANSIENT_STATUSES or status >= 500:
+        raise TransientPublishError(message)
+    # Other 4xx: the receiver refuses this event. 3xx: the URL is wrong (a POST must not
+    # be followed to another address). Retrying cannot help either.
+    raise PermanentPublishError(message)
+
+
+def timeouts(read: float) -> tuple[float, float]:
+    """(connect, read) of one request: connecting never takes longer than the answer may."""
+    return (min(CONNECT_TIMEOUT, read), read)
+
+
+def post_signed(*, url: str, secret: str, key: str, body: bytes, read_timeout: float) -> int:
+    """POST `body` signed under `key`; the receiver's status code when it answered 2xx.
+    Raises `TransientPublishError` (no answer: timed out, unreachable) or, through
+    `check_answer`, what a non-2xx answer means; the status code is in the message."""
+    headers = {**signed_headers(secret=secret, key=key, body=body), "User-Agent": USER_AGENT}
+    try:
+        response = requests.post(
+            url, data=body, headers=headers, timeout=timeouts(read_timeout), allow_redirects=False
+        )
+    except requests.Timeout as exc:
+        raise TransientPublishError(f"webhook timed out: {exc}") from exc
+    except requests.RequestException as exc:  # connection refused, DNS, TLS, …
+        raise TransientPublishError(f"webhook unreachable: {exc}") from exc
+    check_answer(response.status_code, response.text)
+    return response.status_code
