@@ -286,6 +286,12 @@ class Fence:
     `deadline` (time.monotonic()): when the holder stops starting new work, well inside
     its lease and its time limit (`time_left`).
 
+    `trusted_until` (`lease_clock()`, read *before* the claim, plus a share of the
+    lease): until then the claim cannot have been lost, since no other claim succeeds
+    before the lease ends, and no query is made. The clock counts time the process was
+    stopped (SIGSTOP) or the host suspended, so a holder that was paused past it asks
+    the database. A fast holder (a pass of a second in a lease of minutes) never does.
+
     The token is read outside the caller's transaction: a holder reading in one snapshot
     (PostgreSQL's REPEATABLE READ) would see its own claim there forever. On SQLite the
     caller's connection is used: while it is in a write transaction no claim can commit.
@@ -295,10 +301,13 @@ class Fence:
     token: int
     fields: LeaseFields = LEASE
     deadline: float | None = None
+    trusted_until: float | None = None
     _side: Any = field(default=None, repr=False)
 
     def state(self) -> str:
         """ "held", "ran out" (nobody claimed it since) or "taken" (a newer claim)."""
+        if self.trusted_until is not None and lease_clock() < self.trusted_until:
+            return "held"
         held = ExpressionWrapper(
             Q(**{f"{self.fields.expires}__gt": Now()}), output_field=BooleanField()
         )
@@ -339,6 +348,13 @@ class Fence:
         if self._side is None:
             self._side = connections.create_connection(self.rows.db)
         return self._side
+
+
+def lease_clock() -> float:
+    """Seconds on a clock that never goes back and counts the time the process was
+    stopped or the host suspended (Linux's CLOCK_BOOTTIME), for `Fence.trusted_until`."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
 # --- why not claimed, errors, backoff ----------------------------------------------------

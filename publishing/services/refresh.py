@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
@@ -52,14 +53,25 @@ def _row():
     return Refresher.objects.filter(pk=REFRESHER_ID)
 
 
-def _acquire(*, forced: bool, seconds: float, interval: float | None = None) -> int | None:
-    """Take the lease for one pass; its number (the fencing token), or None.
+@dataclass(frozen=True)
+class Claim:
+    """A pass's hold on the refresher: its token, its lease, and until when (on
+    `lease.lease_clock()`, read before the claim) it may trust it without asking."""
+
+    token: int
+    seconds: float
+    trusted_until: float
+
+
+def _acquire(*, forced: bool, seconds: float, interval: float | None = None) -> Claim | None:
+    """Take the lease for one pass (its token is its number), or None.
 
     Unforced: only if a pass is wanted and the last one began PUBLISH_REFRESH_INTERVAL
     ago (or `interval`). `seconds`: the lease (PUBLISH_REFRESH_LEASE_SECONDS). `wanted`
     is cleared as the pass begins: a request after this point asks for the next pass,
     since this one may have read the database before its commit. The pass's watchdog
-    goes out with the claim (`_watch`)."""
+    goes out with the claim, unless one from this process is still on its way
+    (`_watch_claim`)."""
     if interval is None:
         interval = settings.PUBLISH_REFRESH_INTERVAL
     rows = _row()
@@ -67,12 +79,20 @@ def _acquire(*, forced: bool, seconds: float, interval: float | None = None) -> 
         rows = rows.filter(wanted=True).filter(
             Q(last_pass_at__isnull=True) | Q(last_pass_at__lte=now_plus(-interval))
         )
+    before = lease.lease_clock()
     token = lease.claim_token(
         rows, seconds=seconds, fields=FIELDS, wanted=False, last_pass_at=Now()
     )
-    if token is not None:
-        _watch(token, seconds)
-    return token
+    if token is None:
+        return None
+    _watch_claim(token, seconds)
+    return Claim(token, seconds, trusted_until=before + TRUSTED_SHARE * seconds)
+
+
+# The share of its lease a pass trusts without asking the database whether it still
+# holds it (lease.Fence.trusted_until): the soft time limit's share, so a pass that
+# writes after it (a pause, a stall) has its token read at each write.
+TRUSTED_SHARE = 0.8
 
 
 def _want() -> None:
@@ -116,12 +136,17 @@ class PassOutcome(StrEnum):
     BUSY = "busy"
 
 
-def _run_pass(token: int, hook: str, *, seconds: float) -> PassOutcome:
-    """One pass under the lease `token` (held for `seconds`); its outcome. Whatever
-    the outcome, a pass wanted when it ends (a request made meanwhile, or its own
-    failure) is sent within an interval, so no failure waits for the catch-up."""
+def _run_pass(claim: Claim, hook: str) -> PassOutcome:
+    """One pass under `claim`; its outcome. Whatever the outcome, a pass wanted when it
+    ends (a request made meanwhile, or its own failure) is sent within an interval, so
+    no failure waits for the catch-up."""
+    token = claim.token
     fence = lease.Fence(
-        _row(), token, fields=FIELDS, deadline=time.monotonic() + pass_budget(seconds)
+        _row(),
+        token,
+        fields=FIELDS,
+        deadline=time.monotonic() + pass_budget(claim.seconds),
+        trusted_until=claim.trusted_until,
     )
     finished: list[bool | None] = []
     try:
@@ -144,7 +169,11 @@ def _run_pass(token: int, hook: str, *, seconds: float) -> PassOutcome:
     finally:
         fence.close()
         lease.release(_row(), token, fields=FIELDS)
-    if outcome in (PassOutcome.MORE, PassOutcome.FAILED):
+    if outcome is not PassOutcome.DONE:
+        # Its work is rolled back (or, stopped at its budget, not finished): wanted
+        # again. Overtaken by a newer pass, that costs one pass more; with its lease
+        # merely run out (a slow pass nobody took over), it is the only way its
+        # requests get their pass before the catch-up.
         _want()
     if outcome is PassOutcome.MORE:
         logger.info(
@@ -169,15 +198,30 @@ def _retry_after() -> float:
 
 
 def _watch(token: int, seconds: float) -> None:
-    """Send the watchdog of pass `token`: a `refresh_site` for just after its lease
-    runs out, which runs another pass if this one never let its lease go (its process
-    was killed, or stopped past its lease). A pass that ended finds it a no-op."""
+    """Send a watchdog for `seconds` (and a margin) from now: a `refresh_site` that runs
+    a pass if the lease it then finds ran out without being let go (the pass's process
+    was killed, or stopped past its lease), and comes back when that lease ends if it
+    is still held. A lease let go ends the chain. `token`: the claim that sent it."""
     dispatch_refresh(eta=timezone.now() + timedelta(seconds=seconds + WATCH_MARGIN), after=token)
 
 
 # Seconds after a lease's end that its watchdog comes: the database's clock and the
 # worker's may differ a little (an early watchdog sends itself again, _watched).
 WATCH_MARGIN = 1.0
+# When the last watchdog this process sent comes (time.monotonic()).
+_watch_due = 0.0
+
+
+def _watch_claim(token: int, seconds: float) -> None:
+    """The watchdog of a claim, unless this process sent one that is still on its way:
+    that one finds this lease held when it comes and follows it to its end. So a burst
+    of passes costs a watchdog per lease, not one per pass."""
+    global _watch_due
+    now = time.monotonic()
+    if now + WATCH_MARGIN < _watch_due:  # it comes after this claim, whatever the clocks
+        return
+    _watch(token, seconds)
+    _watch_due = now + seconds + WATCH_MARGIN
 
 
 def _defer(interval: float | None = None) -> None:
@@ -227,11 +271,11 @@ def shared_views_request(*, backlog: bool = False) -> None:
         if _row().exists():
             return
         _want()
-    token = _acquire(forced=False, seconds=_lease_seconds(), interval=interval)
-    if token is None:
+    claim = _acquire(forced=False, seconds=_lease_seconds(), interval=interval)
+    if claim is None:
         _defer(interval)
         return
-    _run_pass(token, "refresh", seconds=_lease_seconds())
+    _run_pass(claim, "refresh")
 
 
 def shared_views_backlog_drained() -> None:
@@ -251,15 +295,15 @@ def shared_views_deferred(*, after: int | None = None) -> PassOutcome:
     PUBLISH_REFRESH_LOST_AFTER, whichever is first (a holder that sends nothing at its
     end, as one of an older release does), not every interval while the pass runs.
 
-    `after`: the watchdog of pass `after` (`_watch`): if that pass never let its lease
-    go (killed, or stopped past it), a pass is wanted and runs now."""
+    `after`: a watchdog, sent by claim `after` (`_watch`): if the lease ran out without
+    being let go (a pass killed, or stopped past it), a pass is wanted and runs now."""
     if after is not None and not _watched(after):
         return PassOutcome.BUSY
     if after is None:
         _row().update(deferred_until=None)
-    token = _acquire(forced=False, seconds=_lease_seconds())
-    if token is not None:
-        return _run_pass(token, "refresh", seconds=_lease_seconds())
+    claim = _acquire(forced=False, seconds=_lease_seconds())
+    if claim is not None:
+        return _run_pass(claim, "refresh")
     state = lease.row_state(_row(), "wanted", FIELDS.expires)
     if state is not None and state["wanted"]:
         held = state.seconds_until(FIELDS.expires)
@@ -269,19 +313,22 @@ def shared_views_deferred(*, after: int | None = None) -> PassOutcome:
 
 
 def _watched(token: int) -> bool:
-    """The watchdog of pass `token`: True (a pass is now wanted) if that pass's lease ran
-    out without being let go; sent again for later if it still holds it."""
-    held = lease.seconds_left(_row(), token, fields=FIELDS)
+    """A watchdog (sent by claim `token`): True (a pass is now wanted) if the lease ran
+    out without being let go; sent again for its end if a pass still holds it."""
+    state = lease.row_state(_row(), FIELDS.expires, FIELDS.token)
+    if state is None:
+        return False
+    held = state.seconds_until(FIELDS.expires)
     if held is not None:
         _watch(token, held)
         return False
-    dead = Q(passes=token, lease_expires_at__isnull=False, lease_expires_at__lte=Now())
+    dead = Q(lease_expires_at__isnull=False, lease_expires_at__lte=Now())
     if not _row().filter(dead).update(wanted=True):
-        return False
+        return False  # let go: the chain ends (the next claim sends another)
     logger.warning(
         "shared views: pass %d never let its lease go (its process died or stopped); "
         "another pass now",
-        token,
+        state[FIELDS.token],
     )
     return True
 
@@ -295,13 +342,19 @@ def shared_views_pass(*, full: bool = False) -> bool:
     return outcome in (PassOutcome.DONE, PassOutcome.MORE)
 
 
-def shared_views_whole() -> bool:
+def shared_views_whole(*, full: bool = False) -> bool:
     """Passes in this process until one leaves nothing to do (a long rebuild's last
-    slice), for a command that must see the views whole (`restore_check --repair`).
-    False when one failed, was overtaken or found another pass running."""
+    slice), the first the full check with `full`, for a command that must see the views
+    whole (`restore_check --repair`). A pass running elsewhere is waited for (a lease at
+    most). False when one failed or was overtaken, or the other pass outlasted its lease."""
+    waited_until = time.monotonic() + _lease_seconds()
     outcome = PassOutcome.MORE
     while outcome is PassOutcome.MORE:
-        outcome = _forced_pass(full=False)
+        outcome = _forced_pass(full=full)
+        while outcome is PassOutcome.BUSY and time.monotonic() < waited_until:
+            time.sleep(0.1)  # the other pass's end, polled: a command, not a worker
+            outcome = _forced_pass(full=full)
+        full = False
     return outcome is PassOutcome.DONE
 
 
@@ -309,12 +362,12 @@ def _forced_pass(*, full: bool) -> PassOutcome:
     _want()
     # The full check runs in the catch-up task, stopped at its hard time limit.
     seconds = settings.PUBLISH_CATCHUP_TIME_LIMIT if full else _lease_seconds()
-    token = _acquire(forced=True, seconds=seconds)
-    if token is None:
+    claim = _acquire(forced=True, seconds=seconds)
+    if claim is None:
         logger.info("shared views: a pass is running elsewhere; one more is deferred")
         _defer()
         return PassOutcome.BUSY
-    outcome = _run_pass(token, "reconcile" if full else "refresh", seconds=seconds)
+    outcome = _run_pass(claim, "reconcile" if full else "refresh")
     # A full check that failed is due again at the next catch-up, not in an hour; one
     # that stopped at its budget is done: the refresh passes finish its rebuild.
     if full and outcome in (PassOutcome.DONE, PassOutcome.MORE):
