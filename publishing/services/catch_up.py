@@ -103,8 +103,8 @@ def catch_up(*, limit: int | None = None) -> CatchUpReport:
             run.renew()
             shared_views_pass()
     if full and not site_reconcile():
-        # The full check was skipped (the last one still runs, or a heavy batch): a
-        # refresh instead, so that every catch-up runs a pass.
+        # The full check was skipped (the last one still runs, a heavy batch) or not
+        # done: a refresh instead, so that every catch-up runs a pass.
         shared_views_pass()
     return report
 

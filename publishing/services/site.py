@@ -45,7 +45,8 @@ def site_reconcile() -> bool:
     rebuilt): run by the catch-up every PUBLISH_RECONCILE_EVERY. A run of its own, one
     at a time and never beside another heavy job (work.runs); one that finds the
     previous still running, or a large catch-up batch, is skipped and due again at the
-    next catch-up. False when skipped (the caller runs a refresh instead)."""
+    next catch-up. False when skipped, or when its pass was not done (another pass held
+    the refresher's lease, or it failed or was overtaken): the caller runs a refresh."""
     with scheduled_run(
         "reconcile", lease_seconds=settings.PUBLISH_CATCHUP_TIME_LIMIT, heavy=True
     ) as run:
@@ -57,4 +58,4 @@ def site_reconcile() -> bool:
             if done
             else "not done: another pass held the refresher's lease, or it failed or was overtaken"
         )
-    return True
+    return done
