@@ -10,9 +10,9 @@ interval, not N, and every article of the burst is listed within about an interv
 (plus one pass) of the burst's last publish.
 
 Nothing is lost when a refresher dies or a message is lost: a pass that fails is
-wanted again and sent within an interval; a pass that dies holding its lease is
-followed by its watchdog (a `refresh_site` sent with the claim for just after the
-lease) within PUBLISH_REFRESH_INTERVAL plus the lease; a deferred pass that never came
+wanted again and sent a little later; a pass that dies holding its lease is followed
+by a watchdog (a `refresh_site` sent with a claim for just after the lease, one per
+lease and process) within PUBLISH_REFRESH_INTERVAL plus the lease; a deferred pass that never came
 is sent again by the next request; and the catch-up runs a pass every time.
 
 No stale write: a pass writes the shared views under its fencing token, checked at
