@@ -290,10 +290,11 @@ def shared_views_backlog_drained() -> None:
 
 def shared_views_deferred(*, after: int | None = None) -> PassOutcome:
     """The deferred pass (the `refresh_site` task): run it if still wanted. If another
-    pass holds the lease, that pass sends the next when it ends (and its watchdog if it
-    never does); this message only comes back once, when that lease runs out or after
-    PUBLISH_REFRESH_LOST_AFTER, whichever is first (a holder that sends nothing at its
-    end, as one of an older release does), not every interval while the pass runs.
+    pass holds the lease, that pass sends the next when it ends (and a watchdog if it
+    never does); this message only sends a watchdog for when that lease runs out or
+    PUBLISH_REFRESH_LOST_AFTER, whichever is first (for a holder that sends nothing at
+    its end, as one of an older release does), not itself every interval while the
+    pass runs.
 
     `after`: a watchdog, sent by claim `after` (`_watch`): if the lease ran out without
     being let go (a pass killed, or stopped past it), a pass is wanted and runs now."""
@@ -304,17 +305,22 @@ def shared_views_deferred(*, after: int | None = None) -> PassOutcome:
     claim = _acquire(forced=False, seconds=_lease_seconds())
     if claim is not None:
         return _run_pass(claim, "refresh")
-    state = lease.row_state(_row(), "wanted", FIELDS.expires)
+    state = lease.row_state(_row(), "wanted", FIELDS.expires, FIELDS.token)
     if state is not None and state["wanted"]:
         held = state.seconds_until(FIELDS.expires)
-        # Free: the last pass ended less than an interval ago.
-        _defer(None if held is None else min(held, settings.PUBLISH_REFRESH_LOST_AFTER))
+        if held is None:
+            _defer()  # free: the last pass began less than an interval ago
+        else:
+            # Held: a watchdog, which leaves the deferred pass's bookkeeping alone (a
+            # deferred pass far ahead would make every request run a pass in place).
+            _watch(state[FIELDS.token], min(held, settings.PUBLISH_REFRESH_LOST_AFTER))
     return PassOutcome.BUSY
 
 
 def _watched(token: int) -> bool:
-    """A watchdog (sent by claim `token`): True (a pass is now wanted) if the lease ran
-    out without being let go; sent again for its end if a pass still holds it."""
+    """A watchdog (sent by claim `token`, or by a deferred pass that found the lease
+    held): True (a pass is now wanted) if the lease ran out without being let go; sent
+    again for its end if a pass still holds it."""
     state = lease.row_state(_row(), FIELDS.expires, FIELDS.token)
     if state is None:
         return False
@@ -324,7 +330,12 @@ def _watched(token: int) -> bool:
         return False
     dead = Q(lease_expires_at__isnull=False, lease_expires_at__lte=Now())
     if not _row().filter(dead).update(wanted=True):
-        return False  # let go: the chain ends (the next claim sends another)
+        # Let go: the chain ends (the next claim sends another). A pass still wanted
+        # with none on its way (its holder sent none as it ended, as one of an older
+        # release does) is sent now.
+        if _row().filter(wanted=True).exists():
+            _defer()
+        return False
     logger.warning(
         "shared views: pass %d never let its lease go (its process died or stopped); "
         "another pass now",

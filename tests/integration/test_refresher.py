@@ -300,9 +300,9 @@ def test_no_message_loop_while_a_pass_runs(site, worker, make_article, chaos):
         chaos(REFRESH_RULE)
         release(REFRESH_RULE)
     # The second publish's request sends one deferred pass, which finds the lease held
-    # and comes back once, PUBLISH_REFRESH_LOST_AFTER (5.5 s) later (a message with an
-    # ETA is received when it is sent); with the held pass's watchdog, if it came
-    # late: at most 4 (without the guard: 37 in one run).
+    # and sends one watchdog for PUBLISH_REFRESH_LOST_AFTER (5.5 s) later (a message
+    # with an ETA is received when it is sent); with the held pass's own watchdog, if
+    # it came late: at most 4 (without the guard: 37 in one run).
     assert sent <= 4, sent
     wait_for(lambda: on_front_page(waiting) and on_front_page(first), what="the next pass")
     wait_settled()
