@@ -255,12 +255,30 @@ def bench_render(args: argparse.Namespace) -> None:
 
 from bench.preview import bench_preview  # noqa: E402 (needs ROOT)
 
+
+def bench_rebuild(args: argparse.Namespace) -> None:
+    """A delete then a publish on a large site (bench/rebuild.py): the new article on the
+    front page and in the feed, while the archive is rebuilt pass by pass (SQLite)."""
+    from bench.rebuild import rebuild_report
+
+    size = args.rebuild_articles or (10_000 if args.quick else 100_000)
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-rebuild-"))
+    try:
+        with django_in(workdir):
+            print(f"\nA delete, then a publish, on a site of {size:,} articles (SQLite)")
+            for line in rebuild_report(size, workdir):
+                print(line, flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_pipeline,
     bench_site,
     bench_operator,
     bench_preview,
     bench_render,
+    bench_rebuild,
 ]
 SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
 SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}
@@ -278,6 +296,9 @@ def main() -> None:
     parser.add_argument("--first", type=int, help="site: first batch (1,000; quick: 500)")
     parser.add_argument("--then", type=int, help="site: second batch (10,000; quick: 1,000)")
     parser.add_argument("--window", type=int, help="site: articles per row (1,000; quick: 500)")
+    parser.add_argument(
+        "--rebuild-articles", type=int, help="rebuild: the site's size (100,000; quick: 10,000)"
+    )
     add_arguments(parser)
     operator = parser.add_argument_group("operator (1 M / 5 M; quick: 100 k / 500 k)")
     operator.add_argument("--operator-articles", type=int, help="articles in the table")

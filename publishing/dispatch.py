@@ -283,10 +283,11 @@ def dispatch_unpublish(snapshot: dict) -> bool:
     return send_batch([(UNPUBLISH_TASK, (snapshot,), None)]) == 1
 
 
-def dispatch_refresh(*, eta: datetime) -> bool:
-    """Send the deferred pass of the shared views' refresher (publishing.services.refresh);
-    if the broker is down, the next request or the catch-up's pass does it instead."""
-    return send_batch([(REFRESH_TASK, (), eta)]) == 1
+def dispatch_refresh(*, eta: datetime, after: int | None = None) -> bool:
+    """Send the deferred pass of the shared views' refresher (publishing.services.refresh),
+    or with `after` the watchdog of that pass; if the broker is down, the next request
+    or the catch-up's pass does it instead."""
+    return send_batch([(REFRESH_TASK, () if after is None else (after,), eta)]) == 1
 
 
 def dispatch_batches(

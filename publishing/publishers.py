@@ -28,12 +28,20 @@ built; `BasePublisher` gives the ones a target may not need):
     forget(article) -> None      the article is being deleted: called inside the
                                  delete's transaction (same `article` as unpublish),
                                  so what must go is known even if no message arrives.
-    refresh() -> None            bring shared views (index, feed, …) in line with the
+    refresh(*, fence=None) -> bool | None
+                                 bring shared views (index, feed, …) in line with the
                                  database. Run by the coalescing refresher
                                  (publishing.services.refresh), one pass at a time on
                                  any host, after outcomes and deletes have committed.
                                  Cheap: its cost follows what changed, not the site.
-    reconcile() -> None          the full check, from the catch-up now and then: remove
+                                 `fence` (work.lease.Fence) is the pass's token: every
+                                 write of a shared view checks it before and after
+                                 (raising work.lease.Overtaken), and the pass keeps to
+                                 `fence.time_left()`. False: it stopped at that budget
+                                 with work left (a rebuild's checkpoint); the refresher
+                                 asks for the next pass at once.
+    reconcile(*, fence=None) -> bool | None
+                                 the full check, from the catch-up now and then: remove
                                  whatever the database no longer has, then refresh.
 
 `publish` and `unpublish` raise `TransientPublishError` or `PermanentPublishError`
@@ -60,6 +68,7 @@ from publishing.logcontext import log_context
 
 if TYPE_CHECKING:
     from publishing.models import Article
+    from work.lease import Fence
 
 logger = logging.getLogger(__name__)
 
@@ -78,9 +87,9 @@ class Publisher(Protocol):
 
     def forget(self, article: Article) -> None: ...
 
-    def refresh(self) -> None: ...
+    def refresh(self, *, fence: Fence | None = None) -> bool | None: ...
 
-    def reconcile(self) -> None: ...
+    def reconcile(self, *, fence: Fence | None = None) -> bool | None: ...
 
 
 INTERFACE = ("in_groups", "publish", "publish_many", "unpublish", "forget", "refresh", "reconcile")
@@ -113,10 +122,10 @@ class BasePublisher:
     def forget(self, article: Article) -> None:
         return None
 
-    def refresh(self) -> None:
+    def refresh(self, *, fence: Fence | None = None) -> bool | None:
         return None
 
-    def reconcile(self) -> None:
+    def reconcile(self, *, fence: Fence | None = None) -> bool | None:
         return None
 
 

@@ -285,6 +285,7 @@ def publish_catch_up() -> dict:
     soft_time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.8,
     time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.9,
 )
-def refresh_site() -> None:
-    """The deferred pass of the shared views' refresher (services.refresh)."""
-    shared_views_deferred()
+def refresh_site(after: int | None = None) -> str:
+    """The deferred pass of the shared views' refresher (services.refresh), or with
+    `after` the watchdog of pass `after`; the pass's outcome."""
+    return str(shared_views_deferred(after=after))

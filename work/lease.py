@@ -16,6 +16,10 @@ this way (docs/design.md, "The fenced lease"):
   so it cannot be the token: an old attempt would match a new one with its number.)
 - **time**: the lease and every due time are the database's clock (`Now()`), so hosts
   with skewed clocks agree on whose lease has run out.
+- **at the write** (`Fence`): a holder whose writes cannot share a statement with its
+  token (files, objects in a bucket) checks the token just before each write and again
+  just after it; a holder that finds itself overtaken stops (`Overtaken`), and says
+  whether a write of its may have landed after the newer holder's.
 - **many rows** (`claim_many`): up to `limit` rows in the one statement, oldest first;
   on PostgreSQL the rows are picked with `FOR UPDATE SKIP LOCKED`, so concurrent
   claimers pass each other's rows by instead of waiting or taking them twice.
@@ -26,13 +30,16 @@ The module knows no model: the caller passes a queryset and the names of its fie
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import connections
 from django.db.models import (
+    BooleanField,
     DateTimeField,
     Expression,
     ExpressionWrapper,
@@ -254,6 +261,100 @@ def release(
     if refund_attempt:
         values[_attempts(fields)] = F(_attempts(fields)) - 1
     return bool(fenced(rows, token, fields=fields).update(**values))
+
+
+# --- the token at the write --------------------------------------------------------------
+
+
+class Overtaken(Exception):
+    """The lease was lost (it ran out, or a newer claim took the row): the holder stops."""
+
+    def __init__(self, message: str | None = None, *, wrote: bool = False):
+        super().__init__(message or self.__doc__)
+        # A write of the stopped holder landed after the newer claim was made: what it
+        # wrote may be older than the newer holder's, so it must be written again.
+        self.wrote = wrote
+
+
+@dataclass
+class Fence:
+    """A claim's token, checked at each of its writes that the database cannot fence
+    (a file renamed into place, a PUT): `before(what)` raises `Overtaken` unless the
+    claim still holds the row; `after(what)` too, with `wrote=True` when a newer claim
+    took the row meanwhile (the write may have landed over the newer holder's).
+
+    `deadline` (time.monotonic()): when the holder stops starting new work, well inside
+    its lease and its time limit (`time_left`).
+
+    `trusted_until` (`lease_clock()`, read *before* the claim, plus a share of the
+    lease): until then the claim cannot have been lost, since no other claim succeeds
+    before the lease ends, and no query is made. The clock counts time the process was
+    stopped (SIGSTOP) or the host suspended, so a holder that was paused past it asks
+    the database. A fast holder (a pass of a second in a lease of minutes) never does.
+
+    The token is read outside the caller's transaction: a holder reading in one snapshot
+    (PostgreSQL's REPEATABLE READ) would see its own claim there forever. On SQLite the
+    caller's connection is used: while it is in a write transaction no claim can commit.
+    """
+
+    rows: QuerySet
+    token: int
+    fields: LeaseFields = LEASE
+    deadline: float | None = None
+    trusted_until: float | None = None
+    _side: Any = field(default=None, repr=False)
+
+    def state(self) -> str:
+        """ "held", "ran out" (nobody claimed it since) or "taken" (a newer claim)."""
+        if self.trusted_until is not None and lease_clock() < self.trusted_until:
+            return "held"
+        held = ExpressionWrapper(
+            Q(**{f"{self.fields.expires}__gt": Now()}), output_field=BooleanField()
+        )
+        query = self.rows.annotate(_held=held).values_list(self.fields.token, "_held")
+        connection = connections[self.rows.db]
+        if connection.vendor == "postgresql" and connection.in_atomic_block:
+            sql, params = query[:1].query.sql_with_params()
+            with self._side_connection().cursor() as cursor:
+                cursor.execute(sql, params)
+                row = cursor.fetchone()
+        else:
+            row = query.first()
+        if row is None or row[0] != self.token:
+            return "taken"
+        return "held" if row[1] else "ran out"
+
+    def before(self, what: str) -> None:
+        state = self.state()
+        if state != "held":
+            raise Overtaken(f"claim {self.token}: the lease was {state} before {what}")
+
+    def after(self, what: str) -> None:
+        state = self.state()
+        if state != "held":
+            raise Overtaken(
+                f"claim {self.token}: the lease was {state} after {what}", wrote=state == "taken"
+            )
+
+    def time_left(self) -> float:
+        return math.inf if self.deadline is None else self.deadline - time.monotonic()
+
+    def close(self) -> None:
+        if self._side is not None:
+            self._side.close()
+            self._side = None
+
+    def _side_connection(self):
+        if self._side is None:
+            self._side = connections.create_connection(self.rows.db)
+        return self._side
+
+
+def lease_clock() -> float:
+    """Seconds on a clock that never goes back and counts the time the process was
+    stopped or the host suspended (Linux's CLOCK_BOOTTIME), for `Fence.trusted_until`."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
 # --- why not claimed, errors, backoff ----------------------------------------------------

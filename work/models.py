@@ -109,3 +109,19 @@ class JobLease(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Checkpoint(models.Model):
+    """How far a long job that runs in several passes got (work.checkpoints): one row
+    per job name, written in the transaction of the pass whose progress it records, so
+    a pass that stops at its time budget resumes where it stopped, and one that fails
+    or is overtaken leaves the last committed progress. Not a lock: only the job's own
+    lease decides who runs it."""
+
+    name = models.CharField(max_length=64, unique=True)
+    # Where the job resumes, in the job's own terms; None: from the start.
+    position = models.JSONField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.name}: {self.position}"

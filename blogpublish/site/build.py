@@ -4,15 +4,18 @@ Always called by the refresher (one pass at a time), inside one snapshot of the
 database. `update` is the refresh after outcomes: it costs the front page, the feed and
 the archive pages that changed, whatever the size of the site. `rebuild` streams every
 listed article once: after a delete or a new date, from reconcile, or when the site's
-state row is missing.
+state row is missing; it writes the front page and feed first and keeps its progress in
+a checkpoint, so a rebuild longer than a pass resumes instead of starting over.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from datetime import datetime
 
 from blogpublish.site import documents, paths, problems, selectors
+from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard
 from blogpublish.site.pagination import (
     PAGE_SIZE,
@@ -21,6 +24,7 @@ from blogpublish.site.pagination import (
     newer_than,
     older_than,
     older_than_front,
+    page_of,
     pages_to_write,
     sitemap_chunks,
 )
@@ -28,18 +32,22 @@ from blogpublish.site.selectors import Entry
 from blogpublish.site.state import SiteState
 from blogpublish.storage import SiteStorage
 from publishing.models import ArticleStatus
+from work.checkpoints import checkpoint_clear, checkpoint_read, checkpoint_save
 
 logger = logging.getLogger(__name__)
 
+# Where the shared views are written: the storage, or it fenced by the refresher's
+# token (blogpublish.site.fenced), which has the same writes.
+Site = SiteStorage | FencedSite
 # SiteStorage.write or SiteStorage.write_if_changed: (storage, path in it, data)
-Write = Callable[[SiteStorage, str, str | bytes], object]
+Write = Callable[[Site, str, str | bytes], object]
 
 
-def atomic_write(site: SiteStorage, rel: str, data: str | bytes) -> None:
+def atomic_write(site: Site, rel: str, data: str | bytes) -> None:
     site.write(rel, data)
 
 
-def write_if_changed(site: SiteStorage, rel: str, data: str | bytes) -> bool:
+def write_if_changed(site: Site, rel: str, data: str | bytes) -> bool:
     return site.write_if_changed(rel, data)
 
 
@@ -78,22 +86,25 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
         live = row["published_slug"] if row else ""
         state.removals.append((sorted(set(written.slugs) - {live}), article_id))
         if row is None:
+            state.shifted = state.shifted or written.was_listed
             state.rebuild = state.rebuild or written.was_listed
         elif row["published_hash"]:
             changed.append(article_id)
             if not written.was_listed:
                 inserted.append(article_id)
             elif written.listed_at != selectors.listed_date(row["published_publish_at"]):
-                state.rebuild = True  # a new date moved it: every position between shifts
+                # A new date moved it: every position between shifts.
+                state.rebuild = state.shifted = True
     return changed, inserted
 
 
 # --- writing the views -----------------------------------------------------------------
 
 
-def write_front_page(site: SiteStorage, newest: list[Entry], *, count: int, write: Write) -> None:
-    """The front page: the newest PAGE_SIZE articles. Written last by every refresh, so
-    once a reader sees it, the feed and sitemap of the same refresh are there too."""
+def write_front_page(site: Site, newest: list[Entry], *, count: int, write: Write) -> None:
+    """The front page: the newest PAGE_SIZE articles. Written after the feed and the
+    sitemap by every refresh, so once a reader sees it, those of the same refresh are
+    there too."""
     older = older_than_front(count)
     write(
         site,
@@ -109,7 +120,7 @@ def write_front_page(site: SiteStorage, newest: list[Entry], *, count: int, writ
 
 
 def write_archive_page(
-    site: SiteStorage, page: int, entries: list[Entry], *, count: int, write: Write
+    site: Site, page: int, entries: list[Entry], *, count: int, write: Write
 ) -> None:
     """Archive page `page` (entries newest first) and its sitemap chunk."""
     older = older_than(page)
@@ -124,9 +135,7 @@ def write_archive_page(
     write(site, paths.sitemap_chunk_name(page), documents.sitemap(entries, report=problems.report))
 
 
-def write_partial_chunk(
-    site: SiteStorage, newest: list[Entry], *, count: int, write: Write
-) -> None:
+def write_partial_chunk(site: Site, newest: list[Entry], *, count: int, write: Write) -> None:
     """The sitemap chunk after the last full page: the newest `count % PAGE_SIZE`."""
     rest = count % PAGE_SIZE
     if rest:
@@ -136,20 +145,28 @@ def write_partial_chunk(
 
 # --- refresh ---------------------------------------------------------------------------
 
+# The rebuild's progress (work.checkpoints): the last archive page written, and the key
+# (publish_at, id) of its newest entry, where the next pass resumes.
+REBUILD_CHECKPOINT = "site-rebuild"
 
-def update(site: SiteStorage, state: SiteState) -> None:
-    """The refresh after an outcome: front page, feed, and the archive pages that changed."""
+# Seconds a pass has left for more work (the refresher's budget, inside its lease and
+# its time limit); None: no limit.
+TimeLeft = Callable[[], float] | None
+
+
+def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
+    """The refresh after an outcome: front page, feed, and the archive pages that
+    changed. False when a rebuild it ran stopped at its budget (`rebuild`)."""
     changed, inserted = settle(state)
     if state.rebuild:
-        rebuild(site, state)
-        return
+        return rebuild(site, state, time_left=time_left, changed=changed)
     old_count, count = state.count, state.count + len(inserted)
     entries = selectors.listed_entries(changed)
     positions = positions_of(entries, inserted=inserted, total=count)
     if any(not 0 <= position < count for position in positions.values()):
         logger.warning("the site's article count (%s) is out of date; rebuilding", count)
-        rebuild(site, state)
-        return
+        state.shifted = True
+        return rebuild(site, state, time_left=time_left, changed=changed)
     shifted = [positions[article_id] for article_id in inserted if article_id in positions]
     pages = pages_to_write(
         old_count=old_count,
@@ -169,6 +186,7 @@ def update(site: SiteStorage, state: SiteState) -> None:
         atomic_write(site, paths.ROBOTS, documents.robots_txt())
     write_front_page(site, newest, count=count, write=atomic_write)
     state.count = count
+    return True
 
 
 def positions_of(entries: dict[int, Entry], *, inserted: list[int], total: int) -> dict[int, int]:
@@ -191,33 +209,94 @@ def positions_of(entries: dict[int, Entry], *, inserted: list[int], total: int) 
     }
 
 
-def rebuild(site: SiteStorage, state: SiteState) -> None:
-    """Every view from the database, streaming the articles once; files that did not
-    change are left alone (write_if_changed)."""
-    settle(state)
-    count, page, batch = 0, 0, []
-    held: tuple[int, list[Entry]] | None = None  # the last full page: is it the newest?
-    for entry in selectors.iter_oldest_first():
-        batch.append(entry)
-        count += 1
-        if len(batch) == PAGE_SIZE:
-            page += 1
-            if held:
-                write_archive_page(site, *held, count=count, write=write_if_changed)
-            held, batch = (page, batch[::-1]), []
-    if held:
-        write_archive_page(site, *held, count=count, write=write_if_changed)
+def rebuild(
+    site: Site,
+    state: SiteState,
+    *,
+    time_left: TimeLeft = None,
+    resume: bool = True,
+    changed: Iterable[int] = (),
+) -> bool:
+    """Every view from the database; documents that did not change are left alone
+    (write_if_changed). The front page, the feed and the sitemap index first, so they
+    list what was just published however large the archive; then the archive pages,
+    oldest first, from where the last pass stopped (`REBUILD_CHECKPOINT`; `resume`).
+
+    Stops after a page once `time_left()` is spent, with the checkpoint saved in the
+    pass's transaction and the rebuild still due: False. The next pass writes the
+    front page and feed again and carries on from there. True once every page is
+    written (the site's end removed, the checkpoint cleared). `changed`: articles
+    whose entry changed, settled by the caller (`update`)."""
+    changed = [*changed, *settle(state)[0]]
+    count = selectors.count_listed()
     newest = selectors.newest(PAGE_SIZE)
     write_if_changed(site, paths.FEED, documents.atom_feed(newest, report=problems.report))
     write_partial_chunk(site, newest, count=count, write=write_if_changed)
     write_if_changed(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
-    remove_beyond(site, pages=full_pages(count), chunks=sitemap_chunks(count))
     write_if_changed(site, paths.ROBOTS, documents.robots_txt())
     write_front_page(site, newest, count=count, write=write_if_changed)
-    state.count, state.rebuild = count, False
+    state.count = count
+    mark = _resume_at(site, state, changed, count=count) if resume else None
+    if not _write_archive(site, count=count, mark=mark, time_left=time_left):
+        state.rebuild = True
+        return False
+    remove_beyond(site, pages=full_pages(count), chunks=sitemap_chunks(count))
+    checkpoint_clear(REBUILD_CHECKPOINT)
+    state.rebuild = state.shifted = False
+    return True
 
 
-def remove_beyond(site: SiteStorage, *, pages: int, chunks: int) -> None:
+def _key(mark: dict) -> tuple[datetime, int]:
+    return datetime.fromisoformat(mark["publish_at"]), mark["id"]
+
+
+def _resume_at(site: Site, state: SiteState, changed: list[int], *, count: int) -> dict | None:
+    """The checkpoint, if the pages it says are written still hold: no listed article
+    left or moved since (`state.shifted`), and exactly `page` × PAGE_SIZE articles up
+    to its key. An article changed in place below it has its page written again here."""
+    mark = checkpoint_read(REBUILD_CHECKPOINT)
+    if not mark or state.shifted:
+        return None
+    key = _key(mark)
+    if selectors.count_up_to(key) != mark["page"] * PAGE_SIZE:
+        return None
+    below = {
+        page_of(selectors.count_up_to((entry.publish_at, entry.id)) - 1)
+        for entry in selectors.listed_entries(changed).values()
+        if (entry.publish_at, entry.id) <= key
+    }
+    for page in sorted(below):
+        entries = selectors.entries_at(first=first_position(page), size=PAGE_SIZE, total=count)
+        write_archive_page(site, page, entries, count=count, write=write_if_changed)
+    return mark
+
+
+def _write_archive(site: Site, *, count: int, mark: dict | None, time_left: TimeLeft) -> bool:
+    """The full archive pages after `mark` (all of them without), oldest first; False
+    when the budget ran out first (the checkpoint then says where to resume)."""
+    page = mark["page"] if mark else 0
+    batch: list[Entry] = []
+    for entry in selectors.iter_oldest_first(after=_key(mark) if mark else None):
+        batch.append(entry)
+        if len(batch) < PAGE_SIZE:
+            continue
+        page += 1
+        write_archive_page(site, page, batch[::-1], count=count, write=write_if_changed)
+        last, batch = batch[-1], []
+        if time_left is not None and time_left() <= 0 and page < full_pages(count):
+            position = {"page": page, "publish_at": last.publish_at.isoformat(), "id": last.id}
+            checkpoint_save(REBUILD_CHECKPOINT, position)
+            logger.info(
+                "shared views: the rebuild stopped at its budget after archive page %d of %d; "
+                "the next pass resumes there",
+                page,
+                full_pages(count),
+            )
+            return False
+    return True
+
+
+def remove_beyond(site: Site, *, pages: int, chunks: int) -> None:
     """Archive pages and sitemap chunks past the end, after the site shrank. Never
     through a link: a link at `page/` stops the pass (blogpublish.files)."""
     for name in site.names(paths.ARCHIVE_DIR):

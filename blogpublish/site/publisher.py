@@ -5,20 +5,42 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Iterator
 
 from django.conf import settings
 from django.db import DatabaseError
 
 from blogpublish.desk import images
 from blogpublish.exceptions import StorageError, SymlinkRefused
+from blogpublish.models import SITE_STATE_ID
+from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import build, documents, paths, selectors
+from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.state import Note, SiteState, add_note, add_notes
 from blogpublish.storage import SiteStorage, site_storage
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError, TransientPublishError
 from publishing.publishers import BasePublisher
+from work.checkpoints import checkpoint_clear
+from work.lease import Fence, Overtaken
 
 logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _overtaken_rebuilds() -> Iterator[None]:
+    """A pass that was overtaken after one of its writes may have written an older
+    document over the newer pass's: once its snapshot is rolled back, it asks for a
+    full rebuild from the first page (blogpublish.site.fenced), which rewrites every
+    shared document that differs from the database, whoever wrote last."""
+    try:
+        yield
+    except Overtaken as exc:
+        if exc.wrote:
+            logger.warning("shared views: %s; a full rebuild is due", exc)
+            SiteStateRow.objects.filter(pk=SITE_STATE_ID).update(rebuild=True)
+            checkpoint_clear(build.REBUILD_CHECKPOINT)
+        raise
 
 
 class StaticSitePublisher(BasePublisher):
@@ -199,30 +221,42 @@ class StaticSitePublisher(BasePublisher):
         the refresh the pipeline runs next removes the pages and relists."""
         self.forget(article)
 
-    def refresh(self) -> None:
+    def refresh(self, *, fence: Fence | None = None) -> bool:
         """Front page, feed, sitemap and the archive pages that changed: one pass in
-        one snapshot of the database, then the directories it settled are removed."""
+        one snapshot of the database, then the directories it settled are removed.
+        With `fence` (the refresher's token), every shared document's write is checked
+        against it (blogpublish.site.fenced) and the pass keeps to its budget: False
+        when a rebuild stopped there, to be resumed by the next pass."""
         try:
-            self._refresh()
+            return self._refresh(fence)
         except SymlinkRefused as exc:  # the pass fails, is logged, and is wanted again
             logger.error("the shared views were not written: %s", exc)
             raise
 
-    def _refresh(self) -> None:
-        with snapshot():
+    def _refresh(self, fence: Fence | None) -> bool:
+        site, time_left = self._shared(fence)
+        with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
             if state.rebuild:
-                build.rebuild(self.site, state)
+                done = build.rebuild(site, state, time_left=time_left)
             else:
-                build.update(self.site, state)
+                done = build.update(site, state, time_left=time_left)
             state.save_pass()
         self._remove(state)
+        return done
 
-    def reconcile(self) -> None:
+    def _shared(self, fence: Fence | None) -> tuple[build.Site, build.TimeLeft]:
+        """Where the shared views are written: fenced by the pass's token, if given."""
+        if fence is None:
+            return self.site, None
+        return FencedSite(self.site, fence), fence.time_left
+
+    def reconcile(self, *, fence: Fence | None = None) -> bool:
         """The full check: list the site (a folder or every key of the bucket, page by
         page), remove every page directory no article needs (a delete that bypassed the
         signals, a crash between a pass and its removals), write the live pages that are
-        missing, then rebuild the shared views (each rewritten only if it differs)."""
+        missing, then rebuild the shared views from the first page (each rewritten only
+        if it differs; with `fence`, as `refresh`, stopping at the budget)."""
         needed = selectors.owned_slugs()
         present = self.site.page_dirs()
         for name in sorted(present):
@@ -235,11 +269,13 @@ class StaticSitePublisher(BasePublisher):
         except SymlinkRefused as exc:
             logger.error("reconcile: %s", exc)
         self._sweep_images()
-        with snapshot():
+        site, time_left = self._shared(fence)
+        with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
-            build.rebuild(self.site, state)
+            done = build.rebuild(site, state, time_left=time_left, resume=False)
             state.save_pass()
         self._remove(state)
+        return done
 
     def _restore_missing(self, with_page: set[str]) -> None:
         """Live articles whose page is gone (deleted by hand, lost by the storage): the

@@ -113,11 +113,30 @@ def entries_at(*, first: int, size: int, total: int) -> list[Entry]:
     return [Entry.from_values(row) for row in rows]
 
 
-def iter_oldest_first() -> Iterator[Entry]:
-    """Every listed article, oldest first, streamed: memory stays flat on a large site."""
-    rows = listed().order_by("published_publish_at", "id").values(*ENTRY_FIELDS)
+def _after_key(publish_at: datetime, article_id: int) -> Q:
+    # (publish_at, id) > the key, with the plain range first (as _newer_than).
+    return Q(published_publish_at__gte=publish_at) & (
+        Q(published_publish_at__gt=publish_at) | Q(id__gt=article_id)
+    )
+
+
+def iter_oldest_first(*, after: tuple[datetime, int] | None = None) -> Iterator[Entry]:
+    """Every listed article, oldest first, streamed: memory stays flat on a large site.
+    `after`: only those after the key (publish_at, id), where a rebuild resumes."""
+    articles = listed() if after is None else listed().filter(_after_key(*after))
+    rows = articles.order_by("published_publish_at", "id").values(*ENTRY_FIELDS)
     for row in rows.iterator(chunk_size=2000):
         yield Entry.from_values(row)
+
+
+def count_up_to(key: tuple[datetime, int]) -> int:
+    """How many listed articles have a key (publish_at, id) at most `key`: the position
+    after it (walks the index, reads no row)."""
+    publish_at, article_id = key
+    at_most = Q(published_publish_at__lte=publish_at) & (
+        Q(published_publish_at__lt=publish_at) | Q(id__lte=article_id)
+    )
+    return listed().filter(at_most).order_by().count()
 
 
 def listed_entries(ids: Iterable[int]) -> dict[int, Entry]:

@@ -36,6 +36,9 @@ class SiteState:
     # Page directories settled notes no longer need, with the article that wrote them:
     # removed after the pass commits, each under its page guard (build.remove_unneeded).
     removals: list[tuple[list[str], int]] = field(default_factory=list)
+    # Settled by this pass: a listed article left or moved, so positions shifted and a
+    # rebuild in progress starts over (build.rebuild's checkpoint no longer holds).
+    shifted: bool = False
 
     @classmethod
     def load(cls) -> SiteState:

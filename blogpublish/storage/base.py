@@ -77,11 +77,15 @@ class SiteStorage(abc.ABC):
     def read(self, rel: str) -> bytes | None:
         """The document, or None when it is not there (on disk: nor a link, nor a FIFO)."""
 
+    def holds(self, rel: str, data: str | bytes) -> bool:
+        """Does the document already hold exactly `data` (as `write` would leave it)?"""
+        return self.read(rel) == payload(data)
+
     def write_if_changed(self, rel: str, data: str | bytes) -> bool:
         """`write`, unless the document already holds exactly `data`; True if written.
         A rebuild that changed nothing then writes nothing."""
         data = payload(data)
-        if self.read(rel) == data:
+        if self.holds(rel, data):
             return False
         self.write(rel, data)
         return True

@@ -122,17 +122,21 @@ class S3SiteStorage(SiteStorage):
                     return None
                 raise
 
-    def write_if_changed(self, rel: str, data: str | bytes) -> bool:
-        """One HEAD: the same bytes (by their SHA-256), type and cache control are left
-        alone; anything else (missing, other bytes, a wrong type) is written."""
-        body = payload(data)
+    def holds(self, rel: str, data: str | bytes) -> bool:
+        """One HEAD: the same bytes (by their SHA-256), type and cache control; anything
+        else (missing, other bytes, a wrong type) is not."""
         head = self.head(rel)
-        if (
+        return (
             head is not None
-            and head.get("Metadata", {}).get("sha256") == hashlib.sha256(body).hexdigest()
+            and head.get("Metadata", {}).get("sha256") == hashlib.sha256(payload(data)).hexdigest()
             and head.get("ContentType") == content_type_of(rel)
             and head.get("CacheControl") == cache_control_of(rel)
-        ):
+        )
+
+    def write_if_changed(self, rel: str, data: str | bytes) -> bool:
+        """`write` unless the object `holds` the data already (one HEAD)."""
+        body = payload(data)
+        if self.holds(rel, body):
             return False
         self.write(rel, body)
         return True

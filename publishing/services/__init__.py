@@ -47,6 +47,7 @@ from publishing.services.refresh import (
     shared_views_deferred,
     shared_views_pass,
     shared_views_request,
+    shared_views_whole,
 )
 from publishing.services.site import (
     UNPUBLISH_FIELDS,
@@ -90,6 +91,7 @@ __all__ = [
     "shared_views_deferred",
     "shared_views_pass",
     "shared_views_request",
+    "shared_views_whole",
     "site_reconcile",
     "stuck_check",
     "suspects_due",

@@ -106,8 +106,10 @@ def catch_up(*, limit: int | None = None) -> CatchUpReport:
         if not full:
             run.renew()
             shared_views_pass()
-    if full:
-        site_reconcile()
+    if full and not site_reconcile():
+        # The full check was skipped (the last one still runs, a heavy batch) or not
+        # done: a refresh instead, so that every catch-up runs a pass.
+        shared_views_pass()
     return report
 
 
@@ -225,5 +227,9 @@ def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:
         article_dead_alert(article_id=article_id)
     stuck_check()
     if outcomes:  # the passes its outcomes deferred need a broker: one now, here
-        shared_views_pass()
+        # Under a time limit inside the refresher's lease, as the refresh_site task
+        # runs one (publishing.time_limits: no pool here to stop it).
+        seconds = settings.PUBLISH_REFRESH_LEASE_SECONDS
+        with attempt_time_limit(soft=0.8 * seconds, hard=0.9 * seconds):
+            shared_views_pass()
     return outcomes

@@ -9,16 +9,27 @@ ETA, the others find it sent. So a burst of N publishes costs about one pass per
 interval, not N, and every article of the burst is listed within about an interval
 (plus one pass) of the burst's last publish.
 
-Nothing is lost when a refresher dies or a message is lost: `wanted` stays set, the
-lease runs out, a deferred pass that never came is sent again by the next request,
-and the catch-up runs a pass every time.
+Nothing is lost when a refresher dies or a message is lost: a pass that fails is
+wanted again and sent a little later; a pass that dies holding its lease is followed
+by a watchdog (a `refresh_site` sent with a claim for just after the lease, one per
+lease and process) within PUBLISH_REFRESH_INTERVAL plus the lease; a deferred pass that never came
+is sent again by the next request; and the catch-up runs a pass every time.
+
+No stale write: a pass writes the shared views under its fencing token, checked at
+each write (work.lease.Fence, blogpublish.site.fenced); a pass that outlived its
+lease and was overtaken stops and says so (PassOutcome.OVERTAKEN). Each pass keeps
+to a budget inside its lease (`pass_budget`): a rebuild longer than that keeps its
+progress in a checkpoint and the next pass resumes it (docs/design.md).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 
 from django.conf import settings
 from django.db.models import Q
@@ -42,15 +53,25 @@ def _row():
     return Refresher.objects.filter(pk=REFRESHER_ID)
 
 
-def _acquire(
-    *, forced: bool, seconds: float | None = None, interval: float | None = None
-) -> int | None:
-    """Take the lease for one pass; its number (the fencing token), or None.
+@dataclass(frozen=True)
+class Claim:
+    """A pass's hold on the refresher: its token, its lease, and until when (on
+    `lease.lease_clock()`, read before the claim) it may trust it without asking."""
+
+    token: int
+    seconds: float
+    trusted_until: float
+
+
+def _acquire(*, forced: bool, seconds: float, interval: float | None = None) -> Claim | None:
+    """Take the lease for one pass (its token is its number), or None.
 
     Unforced: only if a pass is wanted and the last one began PUBLISH_REFRESH_INTERVAL
     ago (or `interval`). `seconds`: the lease (PUBLISH_REFRESH_LEASE_SECONDS). `wanted`
     is cleared as the pass begins: a request after this point asks for the next pass,
-    since this one may have read the database before its commit."""
+    since this one may have read the database before its commit. The pass's watchdog
+    goes out with the claim, unless one from this process is still on its way
+    (`_watch_claim`)."""
     if interval is None:
         interval = settings.PUBLISH_REFRESH_INTERVAL
     rows = _row()
@@ -58,13 +79,20 @@ def _acquire(
         rows = rows.filter(wanted=True).filter(
             Q(last_pass_at__isnull=True) | Q(last_pass_at__lte=now_plus(-interval))
         )
-    return lease.claim_token(
-        rows,
-        seconds=seconds or settings.PUBLISH_REFRESH_LEASE_SECONDS,
-        fields=FIELDS,
-        wanted=False,
-        last_pass_at=Now(),
+    before = lease.lease_clock()
+    token = lease.claim_token(
+        rows, seconds=seconds, fields=FIELDS, wanted=False, last_pass_at=Now()
     )
+    if token is None:
+        return None
+    _watch_claim(token, seconds)
+    return Claim(token, seconds, trusted_until=before + TRUSTED_SHARE * seconds)
+
+
+# The share of its lease a pass trusts without asking the database whether it still
+# holds it (lease.Fence.trusted_until): the soft time limit's share, so a pass that
+# writes after it (a pause, a stall) has its token read at each write.
+TRUSTED_SHARE = 0.8
 
 
 def _want() -> None:
@@ -73,25 +101,127 @@ def _want() -> None:
         Refresher.objects.get_or_create(pk=REFRESHER_ID, defaults={"wanted": True})
 
 
-PASSES: dict[str, Callable[[Publisher], None]] = {
-    "refresh": lambda publisher: publisher.refresh(),
-    "reconcile": lambda publisher: publisher.reconcile(),
+PASSES: dict[str, Callable[[Publisher, lease.Fence], bool | None]] = {
+    "refresh": lambda publisher, fence: publisher.refresh(fence=fence),
+    "reconcile": lambda publisher, fence: publisher.reconcile(fence=fence),
 }
 
+# How long a pass works before it stops starting new work (a rebuild then keeps its
+# checkpoint, and the next pass, sent at once, resumes it): a second, and never more
+# than half its lease, so it stays well inside the lease and the task's soft time
+# limit (0.8 of the lease) and commits its progress instead of being stopped and
+# losing it. A second keeps the front page and feed within about a second of a
+# publish during a long rebuild: each pass writes them first (docs/design.md).
+PASS_BUDGET_SECONDS = 1.0
+PASS_BUDGET_SHARE = 0.5
 
-def _run_pass(token: int, hook: str) -> bool:
-    """One pass under the lease `token`; False (and another pass wanted) if it failed."""
+
+def pass_budget(seconds: float) -> float:
+    """The budget of a pass whose lease is `seconds` long."""
+    return min(PASS_BUDGET_SECONDS, PASS_BUDGET_SHARE * seconds)
+
+
+class PassOutcome(StrEnum):
+    # Every publisher brought its shared views in line with the snapshot.
+    DONE = "done"
+    # A publisher stopped at the pass's budget with work left (a rebuild's checkpoint
+    # is saved): the next pass is wanted and sent at once.
+    MORE = "more"
+    # A publisher raised: the pass is wanted again and sent within an interval.
+    FAILED = "failed"
+    # The lease ran out or a newer pass took it: this pass stopped, and wrote nothing
+    # after it found out (work.lease.Fence).
+    OVERTAKEN = "overtaken"
+    # Another pass holds the lease (it sends the next pass when it ends).
+    BUSY = "busy"
+
+
+def _run_pass(claim: Claim, hook: str) -> PassOutcome:
+    """One pass under `claim`; its outcome. Whatever the outcome, a pass wanted when it
+    ends (a request made meanwhile, or its own failure) is sent within an interval, so
+    no failure waits for the catch-up."""
+    token = claim.token
+    fence = lease.Fence(
+        _row(),
+        token,
+        fields=FIELDS,
+        deadline=time.monotonic() + pass_budget(claim.seconds),
+        trusted_until=claim.trusted_until,
+    )
+    finished: list[bool | None] = []
     try:
-        each_publisher(PASSES[hook], what=hook, raising=True)
-        return True
+        each_publisher(
+            lambda publisher: finished.append(PASSES[hook](publisher, fence)),
+            what=hook,
+            raising=True,
+        )
+        outcome = PassOutcome.MORE if False in finished else PassOutcome.DONE
+    except lease.Overtaken as exc:
+        logger.warning(
+            "shared views: the %s pass %d was overtaken and stopped: %s", hook, token, exc
+        )
+        outcome = PassOutcome.OVERTAKEN
     except Exception:
         # A failed pass (a serialization conflict with an attempt, a full disk) is
-        # wanted again; the next request or the catch-up runs it.
+        # wanted again, and sent below.
         logger.warning("shared views: the %s pass failed; another is wanted", hook, exc_info=True)
-        _want()
-        return False
+        outcome = PassOutcome.FAILED
     finally:
+        fence.close()
         lease.release(_row(), token, fields=FIELDS)
+    if outcome is not PassOutcome.DONE:
+        # Its work is rolled back (or, stopped at its budget, not finished): wanted
+        # again. Overtaken by a newer pass, that costs one pass more; with its lease
+        # merely run out (a slow pass nobody took over), it is the only way its
+        # requests get their pass before the catch-up.
+        _want()
+    if outcome is PassOutcome.MORE:
+        logger.info(
+            "shared views: the %s pass %d stopped at its budget; the next resumes", hook, token
+        )
+    # After the release: a request that found this pass holding the lease left the
+    # next pass to it (shared_views_request's `covered`). A failed pass is tried again
+    # a little later, not every interval while its cause (a full disk) lasts; a new
+    # request meanwhile runs one at once.
+    if _row().filter(wanted=True).exists():
+        _defer(_retry_after() if outcome is PassOutcome.FAILED else None)
+    return outcome
+
+
+def _retry_after() -> float:
+    """Seconds before the pass after a failed one: inside PUBLISH_REFRESH_INTERVAL plus
+    the lease, the bound docs/design.md gives."""
+    return max(
+        settings.PUBLISH_REFRESH_INTERVAL,
+        min(settings.PUBLISH_REFRESH_LOST_AFTER, settings.PUBLISH_REFRESH_LEASE_SECONDS),
+    )
+
+
+def _watch(token: int, seconds: float) -> None:
+    """Send a watchdog for `seconds` (and a margin) from now: a `refresh_site` that runs
+    a pass if the lease it then finds ran out without being let go (the pass's process
+    was killed, or stopped past its lease), and comes back when that lease ends if it
+    is still held. A lease let go ends the chain. `token`: the claim that sent it."""
+    dispatch_refresh(eta=timezone.now() + timedelta(seconds=seconds + WATCH_MARGIN), after=token)
+
+
+# Seconds after a lease's end that its watchdog comes: the database's clock and the
+# worker's may differ a little (an early watchdog sends itself again, _watched).
+WATCH_MARGIN = 1.0
+# When the last watchdog this process sent comes (time.monotonic()).
+_watch_due = 0.0
+
+
+def _watch_claim(token: int, seconds: float) -> None:
+    """The watchdog of a claim, unless this process sent one that is still on its way:
+    that one finds this lease held when it comes and follows it to its end. So a burst
+    of passes costs a watchdog per lease, not one per pass."""
+    global _watch_due
+    now = time.monotonic()
+    if now + WATCH_MARGIN < _watch_due:  # it comes after this claim, whatever the clocks
+        return
+    _watch(token, seconds)
+    _watch_due = now + seconds + WATCH_MARGIN
 
 
 def _defer(interval: float | None = None) -> None:
@@ -114,6 +244,10 @@ def _defer(interval: float | None = None) -> None:
         dispatch_refresh(eta=timezone.now() + timedelta(seconds=interval))
 
 
+def _lease_seconds() -> float:
+    return settings.PUBLISH_REFRESH_LEASE_SECONDS
+
+
 def shared_views_request(*, backlog: bool = False) -> None:
     """An outcome or a delete has committed: the shared views must catch up with it.
     Runs the pass here when none ran lately, else leaves it to one deferred pass.
@@ -123,21 +257,25 @@ def shared_views_request(*, backlog: bool = False) -> None:
     brings a pass deferred for later forward.
 
     In a burst this costs one UPDATE that changes nothing: a pass is already wanted and
-    deferred, and that pass begins after this commit, so it covers it."""
+    deferred (that pass begins after this commit, so it covers it), or a pass is
+    running, which sends the next one when it ends (`_run_pass`)."""
     interval = (
         settings.PUBLISH_REFRESH_BACKLOG_INTERVAL if backlog else settings.PUBLISH_REFRESH_INTERVAL
     )
     fresh = now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
-    covered = Q(wanted=True, deferred_until__gt=fresh, deferred_until__lte=now_plus(interval))
+    covered = Q(wanted=True) & (
+        Q(deferred_until__gt=fresh, deferred_until__lte=now_plus(interval))
+        | Q(lease_expires_at__gt=Now())
+    )
     if not _row().exclude(covered).update(wanted=True):
         if _row().exists():
             return
         _want()
-    token = _acquire(forced=False, interval=interval)
-    if token is None:
+    claim = _acquire(forced=False, seconds=_lease_seconds(), interval=interval)
+    if claim is None:
         _defer(interval)
         return
-    _run_pass(token, "refresh")
+    _run_pass(claim, "refresh")
 
 
 def shared_views_backlog_drained() -> None:
@@ -150,31 +288,102 @@ def shared_views_backlog_drained() -> None:
         shared_views_request()
 
 
-def shared_views_deferred() -> None:
-    """The deferred pass (the `refresh_site` task): run it if still wanted; if another
-    pass holds the lease, come back after an interval."""
-    _row().update(deferred_until=None)
-    token = _acquire(forced=False)
-    if token is not None:
-        _run_pass(token, "refresh")
-    elif _row().filter(wanted=True).exists():
-        _defer()
+def shared_views_deferred(*, after: int | None = None) -> PassOutcome:
+    """The deferred pass (the `refresh_site` task): run it if still wanted. If another
+    pass holds the lease, that pass sends the next when it ends (and a watchdog if it
+    never does); this message only sends a watchdog for when that lease runs out or
+    PUBLISH_REFRESH_LOST_AFTER, whichever is first (for a holder that sends nothing at
+    its end, as one of an older release does), not itself every interval while the
+    pass runs.
+
+    `after`: a watchdog, sent by claim `after` (`_watch`): if the lease ran out without
+    being let go (a pass killed, or stopped past it), a pass is wanted and runs now."""
+    if after is not None and not _watched(after):
+        return PassOutcome.BUSY
+    if after is None:
+        _row().update(deferred_until=None)
+    claim = _acquire(forced=False, seconds=_lease_seconds())
+    if claim is not None:
+        return _run_pass(claim, "refresh")
+    state = lease.row_state(_row(), "wanted", FIELDS.expires, FIELDS.token)
+    if state is not None and state["wanted"]:
+        held = state.seconds_until(FIELDS.expires)
+        if held is None:
+            _defer()  # free: the last pass began less than an interval ago
+        else:
+            # Held: a watchdog, which leaves the deferred pass's bookkeeping alone (a
+            # deferred pass far ahead would make every request run a pass in place).
+            _watch(state[FIELDS.token], min(held, settings.PUBLISH_REFRESH_LOST_AFTER))
+    return PassOutcome.BUSY
+
+
+def _watched(token: int) -> bool:
+    """A watchdog (sent by claim `token`, or by a deferred pass that found the lease
+    held): True (a pass is now wanted) if the lease ran out without being let go; sent
+    again for its end if a pass still holds it."""
+    state = lease.row_state(_row(), FIELDS.expires, FIELDS.token)
+    if state is None:
+        return False
+    held = state.seconds_until(FIELDS.expires)
+    if held is not None:
+        _watch(token, held)
+        return False
+    dead = Q(lease_expires_at__isnull=False, lease_expires_at__lte=Now())
+    if not _row().filter(dead).update(wanted=True):
+        # Let go: the chain ends (the next claim sends another). A pass still wanted
+        # with none on its way (its holder sent none as it ended, as one of an older
+        # release does) is sent now.
+        if _row().filter(wanted=True).exists():
+            _defer()
+        return False
+    logger.warning(
+        "shared views: pass %d never let its lease go (its process died or stopped); "
+        "another pass now",
+        state[FIELDS.token],
+    )
+    return True
 
 
 def shared_views_pass(*, full: bool = False) -> bool:
     """A pass now, wanted or not (the catch-up, the backup executor): a refresh, or
-    with `full` the publishers' full check. False when another pass holds the lease."""
+    with `full` the publishers' full check. True when it did its work (a rebuild that
+    stopped at its budget included: the next pass resumes it); False when another pass
+    holds the lease, or this one failed or was overtaken (it says so in the log)."""
+    outcome = _forced_pass(full=full)
+    return outcome in (PassOutcome.DONE, PassOutcome.MORE)
+
+
+def shared_views_whole(*, full: bool = False) -> bool:
+    """Passes in this process until one leaves nothing to do (a long rebuild's last
+    slice), the first the full check with `full`, for a command that must see the views
+    whole (`restore_check --repair`). A pass running elsewhere is waited for (a lease at
+    most). False when one failed or was overtaken, or the other pass outlasted its lease."""
+    waited_until = time.monotonic() + _lease_seconds()
+    outcome = PassOutcome.MORE
+    while outcome is PassOutcome.MORE:
+        outcome = _forced_pass(full=full)
+        while outcome is PassOutcome.BUSY and time.monotonic() < waited_until:
+            time.sleep(0.1)  # the other pass's end, polled: a command, not a worker
+            outcome = _forced_pass(full=full)
+        full = False
+    return outcome is PassOutcome.DONE
+
+
+def _forced_pass(*, full: bool) -> PassOutcome:
     _want()
     # The full check runs in the catch-up task, stopped at its hard time limit.
-    token = _acquire(forced=True, seconds=settings.PUBLISH_CATCHUP_TIME_LIMIT if full else None)
-    if token is None:
+    seconds = settings.PUBLISH_CATCHUP_TIME_LIMIT if full else _lease_seconds()
+    claim = _acquire(forced=True, seconds=seconds)
+    if claim is None:
         logger.info("shared views: a pass is running elsewhere; one more is deferred")
         _defer()
-        return False
-    # A full check that failed is due again at the next catch-up, not in an hour.
-    if _run_pass(token, "reconcile" if full else "refresh") and full:
+        return PassOutcome.BUSY
+    outcome = _run_pass(claim, "reconcile" if full else "refresh")
+    # A full check that failed is due again at the next catch-up, not in an hour; one
+    # that stopped at its budget is done: the refresh passes finish its rebuild.
+    if full and outcome in (PassOutcome.DONE, PassOutcome.MORE):
         _row().update(reconciled_at=Now())
-    return True
+    return outcome
 
 
 def full_check_due() -> bool:

@@ -40,16 +40,22 @@ def article_unpublish(*, snapshot: dict) -> None:
     logger.info("article %s (%s) unpublished", snapshot.get("id"), snapshot.get("slug"))
 
 
-def site_reconcile() -> None:
+def site_reconcile() -> bool:
     """The full check (targets drop what the database no longer has, every view is
     rebuilt): run by the catch-up every PUBLISH_RECONCILE_EVERY. A run of its own, one
     at a time and never beside another heavy job (work.runs); one that finds the
     previous still running, or a large catch-up batch, is skipped and due again at the
-    next catch-up."""
+    next catch-up. False when skipped, or when its pass was not done (another pass held
+    the refresher's lease, or it failed or was overtaken): the caller runs a refresh."""
     with scheduled_run(
         "reconcile", lease_seconds=settings.PUBLISH_CATCHUP_TIME_LIMIT, heavy=True
     ) as run:
         if run.skipped:
-            return
+            return False
         done = shared_views_pass(full=True)
-        run.detail = "full check done" if done else "another pass held the refresher's lease"
+        run.detail = (
+            "full check done"
+            if done
+            else "not done: another pass held the refresher's lease, or it failed or was overtaken"
+        )
+    return done

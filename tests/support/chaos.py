@@ -36,6 +36,8 @@ from tests.support.waiting import wait_for
 
 # The rule (and release file) of the full check: {"(reconcile)": {"hold": 30}}.
 RECONCILE_RULE = "(reconcile)"
+# The rule of a refresh pass: {"(refresh)": {"hold": 30}}.
+REFRESH_RULE = "(refresh)"
 
 
 def read_chaos() -> dict:
@@ -100,15 +102,28 @@ class ChaosPublisher(BasePublisher):
     def unpublish(self, article) -> None:
         return None
 
-    def reconcile(self) -> None:
+    def reconcile(self, *, fence=None) -> None:
         """The full check: held like an attempt by the rule of RECONCILE_RULE."""
         rule = read_chaos().get(RECONCILE_RULE)
         if rule and rule.get("hold"):
-            pid_file = settings.RUN_DIR / "pids" / RECONCILE_RULE
-            pid_file.parent.mkdir(exist_ok=True)
-            pid_file.write_text(str(os.getpid()))
-            with contextlib.suppress(AssertionError):
-                wait_for(release_file(RECONCILE_RULE).exists, timeout=rule["hold"], interval=0.02)
+            _hold_pass(RECONCILE_RULE, rule["hold"])
+
+    def refresh(self, *, fence=None) -> None:
+        """A pass of the shared views (it runs before the site's, after the claim): held
+        like the full check by the rule of REFRESH_RULE."""
+        rule = read_chaos().get(REFRESH_RULE)
+        if rule and rule.get("hold"):
+            _hold_pass(REFRESH_RULE, rule["hold"])
+
+
+def _hold_pass(name: str, seconds: float) -> None:
+    """Leave this process's pid in RUN_DIR/pids/<name>, then wait for `release(name)`
+    for at most `seconds`."""
+    pid_file = settings.RUN_DIR / "pids" / name
+    pid_file.parent.mkdir(exist_ok=True)
+    pid_file.write_text(str(os.getpid()))
+    with contextlib.suppress(AssertionError):
+        wait_for(release_file(name).exists, timeout=seconds, interval=0.02)
 
 
 class JournalPublisher(BasePublisher):

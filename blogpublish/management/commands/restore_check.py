@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from blogpublish.site.check import installation_check
 from blogpublish.storage import site_storage
-from publishing.services import site_reconcile
+from publishing.services import shared_views_whole, site_reconcile
 
 
 class Command(BaseCommand):
@@ -25,7 +25,9 @@ class Command(BaseCommand):
     def handle(self, *args, repair: bool = False, **options) -> None:
         if repair:
             self.stdout.write("running the full check (pages, shared documents)…")
-            site_reconcile()
+            # Skipped (a pass or a heavy job running): the full check once that ends. A
+            # rebuild longer than a pass goes on pass by pass: here, to the end.
+            shared_views_whole(full=not site_reconcile())
         report = installation_check(site_storage())
         counts = ", ".join(f"{n} {status}" for status, n in sorted(report.counts.items()))
         self.stdout.write(
