@@ -156,8 +156,9 @@ def follow_up(report: GroupReport, *, redelivered: bool, own: int | None = None)
       predecessor's group are still leased: one message for the row whose lease runs
       out last, for then;
     - a group that took over a row its dead claimer left (that message, or the one a
-      redelivered message sent): one message now for each other such row, claimed
-      alone, so that a row that kills its claimer takes no other row down with it.
+      redelivered message sent), and any redelivered message: one message now for
+      each row a dead claimer left whose lease has run out, claimed alone, so that a
+      row that kills its claimer takes no other row down with it.
     """
     for result in report.results:
         if result.article_id == own or result.outcome is not Outcome.RETRY:
@@ -179,8 +180,10 @@ def follow_up(report: GroupReport, *, redelivered: bool, own: int | None = None)
         if held is not None:
             article_id, left = held
             dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=left + 0.5))
-    if report.took_over:
-        # Rows a dead claimer left are claimed alone, each by a message of its own.
+    if report.took_over or redelivered:
+        # Rows a dead claimer left are claimed alone, each by a message of its own (a
+        # redelivered message may come after their lease ran out: then no group takes
+        # them, and no claim of its own took one over).
         suspects = suspects_due(limit=settings.PUBLISH_BATCH_SIZE)
         dispatch_many([(article_id, None) for article_id in suspects if article_id != own])
 
