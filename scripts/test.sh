@@ -7,6 +7,9 @@
 # rabbitmqctl and deleted when the run ends, so runs never see each other's data.
 #   scripts/test.sh [sqlite|postgres|rabbitmq|all] [pytest args…]
 # `rabbitmq` without paths runs tests/integration and tests/system/test_rabbitmq.py.
+# Each run leaves out the tests another run holds already (tests/support/runs.py): the
+# PostgreSQL run those that use no database, the SQLite run the system tests, the
+# RabbitMQ run the integration tests that do not depend on the broker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"; [[ $# -gt 0 ]] && shift

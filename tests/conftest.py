@@ -142,6 +142,39 @@ def sent_tasks():
     before_task_publish.disconnect(record)
 
 
+LEFT_OUT: dict[str, int] = {}  # reason -> how many tests this run left to another
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test in the runs where its database or broker can change its outcome
+    (tests/support/runs.py); the others are deselected, and counted in the summary."""
+    from django.conf import settings
+    from django.db import connection
+
+    from tests.support.runs import not_in_this_run, of_item
+
+    keep, leave = [], []
+    for item in items:
+        why = not_in_this_run(
+            of_item(item), database=connection.vendor, broker=settings.BROKER_KIND
+        )
+        if why is None:
+            keep.append(item)
+        else:
+            leave.append(item)
+            LEFT_OUT[why] = LEFT_OUT.get(why, 0) + 1
+    if leave:
+        config.hook.pytest_deselected(items=leave)
+        items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter):
+    if LEFT_OUT:
+        terminalreporter.section("run in another run (tests/support/runs.py)")
+        for why, count in sorted(LEFT_OUT.items()):
+            terminalreporter.write_line(f"{count:5d}  {why}")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -10,7 +10,10 @@ from django.utils import timezone
 from publishing.models import Article, content_hash_of
 from publishing.services import catch_up
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.broker,  # the catch-up's sends are the subject: runs again on RabbitMQ
+]
 
 
 @pytest.fixture

@@ -28,7 +28,10 @@ from tests.support.broker import broker
 from tests.support.processes import ROOT, PrivateRedis, free_port
 from tests.support.waiting import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.broker,  # dispatch to the broker is the subject: runs again on RabbitMQ
+]
 
 # settings: socket connect/read timeouts of 0.5 s and one publish retry, so a save
 # waits about 1-2 s for a broker that is down; the bound here is generous on purpose

@@ -16,6 +16,9 @@ import requests
 from tests.support import processes
 from tests.support.waiting import assert_flower_refuses_to_start, wait_for
 
+# Flower watches the broker (its events, its queues): runs again on RabbitMQ.
+pytestmark = pytest.mark.broker
+
 GOOD = "flower:correct-horse-battery"
 
 

@@ -21,7 +21,10 @@ from publishing.models import Article, ArticleStatus, MetricsBucket
 from tests.support import processes
 from tests.support.waiting import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.broker,  # a worker of the module's own takes its messages: runs again on RabbitMQ
+]
 
 TOKEN = "observability-scrape-token"
 

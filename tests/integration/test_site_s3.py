@@ -29,7 +29,10 @@ from tests.support.settling import wait_settled
 from tests.support.site import assert_lists_exactly, read_listing
 from tests.support.waiting import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.broker,  # a worker of the module's own takes its messages: runs again on RabbitMQ
+]
 
 PREFIX = "blog/site"
 SHARED = {"index.html", "feed.xml", "sitemap.xml", "robots.txt"}
