@@ -38,7 +38,7 @@ ANSWER_EXCERPT_CHARS = 200
 
 def idempotency_key(uid: object, version: str) -> str:
     """The same for the same article and content; new after an edit. `version` is the
-    content hash, or "deleted" for the delete event."""
+    content hash, or "deleted" / "withdrawn" for those events."""
     return hashlib.sha256(f"{uid}:{version}".encode()).hexdigest()
 
 
@@ -110,6 +110,13 @@ class WebhookPublisher(BasePublisher):
         """A delete event, sent for every deleted article: a receiver ignores an id it
         never saw (an article deleted before it was ever published)."""
         self.send(deleted_payload(article), key=idempotency_key(article.uid, "deleted"))
+
+    def withdraw(self, article) -> None:
+        """The writer took the article back to draft (publishing.services.stories): the
+        delete event's fields under `article.withdrawn`, once per Article row (a story
+        published again gets a new row, so a new uid and new keys)."""
+        payload = {**deleted_payload(article), "event": "article.withdrawn"}
+        self.send(payload, key=idempotency_key(article.uid, "withdrawn"))
 
     def send(self, payload: dict, *, key: str) -> None:
         body = encode(payload)

@@ -36,3 +36,13 @@ class ArticleDeadError(PublishingError):
 class AttemptTimeLimitExceeded(PublishingError):
     """The attempt ran past its time limit (PUBLISH_SOFT_TIME_LIMIT) and was stopped; it
     is retried like any transient failure, and the article is dead after the budget."""
+
+
+class StoryConflict(PublishingError):
+    """The draft was saved elsewhere since this copy was loaded (another tab or writer);
+    reload it, or save again to overwrite."""
+
+    def __init__(self, message: str | None = None, *, current: int, given: int):
+        super().__init__(message)
+        self.current = current
+        self.given = given

@@ -27,5 +27,7 @@ def article_deleted(sender, instance, **kwargs) -> None:
     # written the page of an article that never completed (docs/site.md, "Deletes").
     snapshot = {field: getattr(instance, field) for field in UNPUBLISH_FIELDS}
     snapshot["uid"] = str(snapshot["uid"])
+    # "deleted", or "withdrawn" (back to draft): the targets tell their readers which.
+    snapshot["event"] = instance.deleted_as
     article_forget(snapshot=snapshot)  # in the delete's transaction: nothing is lost
     transaction.on_commit(partial(dispatch_unpublish, snapshot), robust=True)

@@ -4,7 +4,8 @@
 what a person does (requeue, publish now); `site` deletes and the full check of the
 targets; `catch_up` the safety net that finds work the event path missed; `alarms` the
 dead-letter and stuck alerts; `refresh` the coalescing refresher of the shared views;
-`authoring` what a writer does (create, edit), which every way in goes through.
+`authoring` what a writer does (create, edit), which every way in goes through;
+`stories` the writer's drafts (save, publish, withdraw) beside the pipeline.
 Callers import from here.
 """
 
@@ -44,6 +45,12 @@ from publishing.services.site import (
     article_unpublish,
     site_reconcile,
 )
+from publishing.services.stories import (
+    story_of_article,
+    story_publish,
+    story_save,
+    story_withdraw,
+)
 
 __all__ = [
     "UNPUBLISH_FIELDS",
@@ -75,5 +82,9 @@ __all__ = [
     "shared_views_pass",
     "shared_views_request",
     "site_reconcile",
+    "story_of_article",
+    "story_publish",
+    "story_save",
+    "story_withdraw",
     "stuck_check",
 ]

@@ -29,15 +29,26 @@ def article_forget(*, snapshot: dict) -> None:
 
 def article_unpublish(*, snapshot: dict) -> None:
     """A deleted article leaves every target. `snapshot` holds UNPUBLISH_FIELDS, since
-    the row is gone; publishers raise TransientPublishError to be retried."""
+    the row is gone, and `event`: "withdrawn" when the writer took it back to draft
+    (each target's `withdraw`), else a delete; publishers raise TransientPublishError
+    to be retried."""
+    withdrawn = snapshot.get("event") == "withdrawn"
     try:
         for publisher in get_publishers():
-            publisher.unpublish(_article(snapshot))
+            if withdrawn:
+                publisher.withdraw(_article(snapshot))
+            else:
+                publisher.unpublish(_article(snapshot))
     finally:
         # The row is gone whatever a later target answered: the index and feed drop it
         # at the next pass, not after that target's retries.
         shared_views_request()
-    logger.info("article %s (%s) unpublished", snapshot.get("id"), snapshot.get("slug"))
+    logger.info(
+        "article %s (%s) %s",
+        snapshot.get("id"),
+        snapshot.get("slug"),
+        "withdrawn" if withdrawn else "unpublished",
+    )
 
 
 def site_reconcile() -> None:

@@ -1,0 +1,232 @@
+"""What a writer does with a story (issue 22): save a draft, publish it, withdraw it.
+
+The draft is the `Story`; the pipeline knows only the `Article`. "Publish" copies the
+story's text to the Article of the same id, through `article_create` or
+`article_update`, so the pipeline sees an ordinary save: a pending row, dispatched
+after the commit (docs/design.md, "Drafts"). "Withdraw" deletes that Article row, as a
+delete does (its page and listings go, by the same signal and task), marked
+`withdrawn` so the targets say so, and the story is a draft again, its slug kept.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from publishing.exceptions import StoryConflict
+from publishing.models import (
+    CONTENT_FIELDS,
+    Article,
+    Revision,
+    Story,
+    StoryState,
+    key_of,
+    slug_from_title,
+)
+from publishing.services.authoring import article_create, article_update
+
+logger = logging.getLogger(__name__)
+
+# What a story's draft holds of an article's content.
+DRAFT_FIELDS = CONTENT_FIELDS  # title, slug, body, publish_at
+
+
+def _next_article_id() -> int:
+    """An id from the Article table's own sequence, so that a story's id is never an
+    article's (an article written in the Article form takes the next one)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT nextval(pg_get_serial_sequence('publishing_article', 'id'))")
+            return int(cursor.fetchone()[0])
+        # SQLite: the table is AUTOINCREMENT, so a new row's id is above both the
+        # largest id and sqlite_sequence's; raising the latter reserves one. A write, so
+        # SQLite's one writer at a time makes it atomic.
+        cursor.execute(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'publishing_article', 0 "
+            "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'publishing_article')"
+        )
+        cursor.execute(
+            "UPDATE sqlite_sequence SET seq = 1 + MAX(seq, "
+            "(SELECT COALESCE(MAX(id), 0) FROM publishing_article), "
+            "(SELECT COALESCE(MAX(id), 0) FROM publishing_story)) "
+            "WHERE name = 'publishing_article' RETURNING seq"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def _new_story_id() -> int:
+    for _try in range(100):
+        story_id = _next_article_id()
+        # A sequence reset by hand (or a restore) could hand out a taken id: skip it.
+        if not (
+            Article.objects.filter(pk=story_id).exists()
+            or Story.objects.filter(pk=story_id).exists()
+        ):
+            return story_id
+    raise RuntimeError("the article id sequence hands out taken ids; reset it above max(id)")
+
+
+def _check_slug_free(story: Story) -> None:
+    """No other article or story has this slug up to case, or its live page there."""
+    key = story.slug_key
+    articles = Article.objects.exclude(pk=story.pk).filter(
+        Q(slug_key=key) | Q(published_slug_key=key)
+    )
+    if articles.exists() or Story.objects.exclude(pk=story.pk).filter(slug_key=key).exists():
+        raise ValidationError(
+            {"slug": "Another article or draft has this address (slug); choose another."},
+            code="unique",
+        )
+
+
+def _free_slug(story: Story) -> str:
+    """A slug made from the title, free among articles and stories (Article's rule)."""
+    probe = Article(pk=story.pk, title=story.title)
+    return probe._unique_slug(slug_from_title(story.title))
+
+
+def _content(story: Story) -> dict:
+    return {name: getattr(story, name) for name in DRAFT_FIELDS}
+
+
+def _same(live: dict, draft: dict) -> bool:
+    """The article's content is the draft's; a draft without a date means "when
+    published", so any date matches it."""
+    if draft["publish_at"] is None:
+        live = {**live, "publish_at": None}
+    return live == draft
+
+
+def _record(story: Story, *, saved_by: str, note: str = "") -> Revision:
+    return Revision.objects.create(
+        story=story, number=story.version, saved_by=saved_by, note=note, **_content(story)
+    )
+
+
+def story_save(
+    *,
+    story_id: int | None = None,
+    title: str,
+    body: str = "",
+    slug: str = "",
+    publish_at=None,
+    saved_by: str = "",
+    if_version: int | None = None,
+    note: str = "",
+) -> Story:
+    """Save the draft (a new story when `story_id` is None): nothing is published.
+
+    ValidationError (nothing stored) for content that could not be published either;
+    StoryConflict when `if_version` is given and the story was saved since (another
+    tab, another writer). A save that changes nothing keeps the version."""
+    with transaction.atomic():
+        if story_id is None:
+            story = Story(id=_new_story_id())
+        else:
+            story = Story.objects.select_for_update().get(pk=story_id)
+            if story.trashed_at is not None:
+                raise ValidationError("This story is in the trash; restore it first.")
+        if if_version is not None and story.version != if_version:
+            raise StoryConflict(current=story.version, given=if_version)
+        before = _content(story) if story_id is not None else None
+        story.title, story.body, story.slug, story.publish_at = title, body, slug, publish_at
+        story.clean()
+        story.full_clean(exclude=["slug_key"], validate_unique=False)
+        if not story.slug:
+            story.slug = _free_slug(story)
+        story.slug_key = key_of(story.slug)
+        _check_slug_free(story)
+        if before == _content(story):
+            return story
+        story.version += 1
+        story.save()
+        _record(story, saved_by=saved_by, note=note or ("created" if before is None else ""))
+    return story
+
+
+def story_of_article(article: Article) -> Story:
+    """The article's story, made from the article's content when it has none (an
+    article written in the Article form, or before stories)."""
+    story = Story.objects.filter(pk=article.pk).first()
+    if story is not None:
+        return story
+    story = Story(
+        id=article.pk,
+        state=StoryState.PUBLISHED,
+        version=1,
+        published_version=1,
+        slug_key=key_of(article.slug),
+        **{name: getattr(article, name) for name in DRAFT_FIELDS},
+    )
+    story.save(force_insert=True)
+    _record(story, saved_by="", note="from the article")
+    return story
+
+
+def story_publish(*, story_id: int) -> Article:
+    """Make the draft the article's content: the Article of the same id is made, or
+    updated, through the authoring services, so the pipeline publishes it as any save.
+    ValidationError (nothing changed) when the content cannot be published."""
+    with transaction.atomic():
+        story = Story.objects.select_for_update().get(pk=story_id)
+        if story.trashed_at is not None:
+            raise ValidationError("This story is in the trash; restore it first.")
+        content = _content(story)
+        if content["publish_at"] is None:
+            content["publish_at"] = timezone.now()
+        article = Article.objects.select_for_update().filter(pk=story.pk).first()
+        if article is None:
+            article = article_create(article_id=story.pk, **content)
+        else:
+            article_update(article=article, **content)
+        Story.objects.filter(pk=story.pk).update(
+            state=StoryState.PUBLISHED, published_version=story.version, updated_at=timezone.now()
+        )
+    logger.info("story %s published (version %s)", story.pk, story.version)
+    return article
+
+
+def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
+    """Take the article off the blog without losing it: its Article row is deleted as
+    a delete does it (page, listings, feeds, sitemap; `article.withdrawn` on the
+    webhook), and its story is a draft again, with its slug. The article's content is
+    kept as a revision when the story's draft differs from it (an edit made in the
+    Article form); it becomes the draft unless the draft has unpublished changes."""
+    with transaction.atomic():
+        article = Article.objects.select_for_update().get(pk=article_id)
+        story = story_of_article(article)
+        story = Story.objects.select_for_update().get(pk=story.pk)
+        live = {name: getattr(article, name) for name in DRAFT_FIELDS}
+        if not _same(live, _content(story)):
+            if story.has_unpublished_changes:
+                # The article's text as a revision, then the draft again on top of it.
+                story.version += 1
+                Revision.objects.create(
+                    story=story,
+                    number=story.version,
+                    saved_by=saved_by,
+                    note="the article as withdrawn",
+                    **live,
+                )
+                story.version += 1
+                _record(story, saved_by=saved_by, note="the draft, kept at withdraw")
+            else:
+                for name, value in live.items():
+                    setattr(story, name, value)
+                story.slug_key = key_of(story.slug)
+                story.version += 1
+                _record(story, saved_by=saved_by, note="the article as withdrawn")
+            story.save()
+        # Reserve the address the readers knew, too: the story keeps the slug it had.
+        Story.objects.filter(pk=story.pk).update(
+            state=StoryState.DRAFT, published_version=story.version, updated_at=timezone.now()
+        )
+        article.deleted_as = "withdrawn"
+        article.delete()
+    logger.info("article %s withdrawn: its story is a draft again", article_id)
+    story.refresh_from_db()
+    return story
