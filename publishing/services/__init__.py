@@ -46,8 +46,10 @@ from publishing.services.site import (
     site_reconcile,
 )
 from publishing.services.stories import (
+    revision_diff,
     story_of_article,
     story_publish,
+    story_restore,
     story_save,
     story_withdraw,
 )
@@ -78,12 +80,14 @@ __all__ = [
     "leases_left",
     "publish_batch_of_due",
     "publish_pending",
+    "revision_diff",
     "shared_views_deferred",
     "shared_views_pass",
     "shared_views_request",
     "site_reconcile",
     "story_of_article",
     "story_publish",
+    "story_restore",
     "story_save",
     "story_withdraw",
     "stuck_check",

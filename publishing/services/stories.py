@@ -6,10 +6,13 @@ story's text to the Article of the same id, through `article_create` or
 after the commit (docs/design.md, "Drafts"). "Withdraw" deletes that Article row, as a
 delete does (its page and listings go, by the same signal and task), marked
 `withdrawn` so the targets say so, and the story is a draft again, its slug kept.
+Every save that changes the draft is a `Revision`; any two can be diffed, and an old
+one restored as the current draft.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 
 from django.core.exceptions import ValidationError
@@ -230,3 +233,40 @@ def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
     logger.info("article %s withdrawn: its story is a draft again", article_id)
     story.refresh_from_db()
     return story
+
+
+def story_restore(*, story_id: int, number: int, saved_by: str = "") -> Story:
+    """Make revision `number` the current draft (a new revision, noted as a restore);
+    publishing it is then a normal publish."""
+    revision = Revision.objects.get(story_id=story_id, number=number)
+    story = Story.objects.get(pk=story_id)
+    return story_save(
+        story_id=story_id,
+        saved_by=saved_by,
+        note=f"restored from version {number}",
+        # A restore keeps the address the story has: the old slug may be another's now.
+        **{**{name: getattr(revision, name) for name in DRAFT_FIELDS}, "slug": story.slug},
+    )
+
+
+def revision_diff(old: Revision | Story, new: Revision | Story) -> list[tuple[str, str]]:
+    """The lines of a unified diff from `old` to `new` (title, slug, date, then the body),
+    each as (kind, text): kind " " same, "-" only in old, "+" only in new, "@" a hunk's
+    place. Pure: the desk renders it."""
+    return diff_lines(_as_text(old), _as_text(new))
+
+
+def _as_text(version: Revision | Story) -> list[str]:
+    when = version.publish_at.isoformat() if version.publish_at else "(when published)"
+    head = [f"Title: {version.title}", f"Slug: {version.slug}", f"Date: {when}", ""]
+    return head + version.body.split("\n")
+
+
+def diff_lines(old: list[str], new: list[str], *, context: int = 3) -> list[tuple[str, str]]:
+    lines = difflib.unified_diff(old, new, lineterm="", n=context)
+    out = []
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            continue
+        out.append(("@", line) if line.startswith("@@") else (line[:1], line[1:]))
+    return out

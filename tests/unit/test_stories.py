@@ -9,7 +9,8 @@ from django.core.exceptions import ValidationError
 
 from publishing.exceptions import StoryConflict
 from publishing.models import Article, Revision, Story
-from publishing.services import article_create, story_publish, story_save
+from publishing.services import article_create, story_publish, story_restore, story_save
+from publishing.services.stories import diff_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -90,3 +91,31 @@ def test_every_save_that_changes_the_draft_is_a_revision_with_who_and_when():
         (2, "Two.", "bob"),
     ]
     assert all(r.saved_at for r in revisions)
+
+
+def test_diff_lines_say_what_went_and_what_came_with_context():
+    old = ["Title: T", "", "one", "two", "three"]
+    new = ["Title: T", "", "one", "2", "three", "four"]
+
+    lines = diff_lines(old, new, context=1)
+
+    assert lines == [
+        ("@", "@@ -3,3 +3,4 @@"),
+        (" ", "one"),
+        ("-", "two"),
+        ("+", "2"),
+        (" ", "three"),
+        ("+", "four"),
+    ]
+    assert diff_lines(old, old) == []
+
+
+def test_restore_makes_an_old_version_the_draft_at_the_storys_address():
+    story = story_save(title="Restorable", body="Old words.", slug="restorable")
+    story_save(story_id=story.pk, title="Renamed", body="New words.", slug="moved")
+
+    restored = story_restore(story_id=story.pk, number=1, saved_by="ann")
+
+    assert (restored.title, restored.body, restored.slug) == ("Restorable", "Old words.", "moved")
+    assert restored.version == 3
+    assert Revision.objects.get(story=story, number=3).note == "restored from version 1"

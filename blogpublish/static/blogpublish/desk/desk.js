@@ -13,7 +13,8 @@
 
   function start() {
     const panel = document.getElementById("desk-panel");
-    const form = document.getElementById("article_form");
+    // The article's form, or a story's draft (desk/drafts.py): the same fields.
+    const form = document.getElementById("article_form") || document.getElementById("story_form");
     const body = document.getElementById("id_body");
     if (!panel || !form || !body) {
       return;
