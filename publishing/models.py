@@ -695,6 +695,10 @@ class Story(models.Model):
     published_version = models.PositiveIntegerField(default=0, editable=False)
     # In the trash since then (a delete); purged after STORY_TRASH_DAYS.
     trashed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The shared preview (/preview/<token>/): the token signs the id and this key, so a
+    # new key or none revokes every link given out; it works until preview_expires_at.
+    preview_key = models.CharField(max_length=32, blank=True, default="", editable=False)
+    preview_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -8,7 +8,7 @@ from functools import partial
 from django.db import transaction
 
 from publishing.dispatch import dispatch_unpublish, dispatch_when_due
-from publishing.services import UNPUBLISH_FIELDS, article_forget
+from publishing.services import UNPUBLISH_FIELDS, article_forget, article_to_trash
 
 
 def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
@@ -30,4 +30,5 @@ def article_deleted(sender, instance, **kwargs) -> None:
     # "deleted", or "withdrawn" (back to draft): the targets tell their readers which.
     snapshot["event"] = instance.deleted_as
     article_forget(snapshot=snapshot)  # in the delete's transaction: nothing is lost
+    article_to_trash(article=instance)  # a delete (not a withdraw) keeps it in the trash
     transaction.on_commit(partial(dispatch_unpublish, snapshot), robust=True)

@@ -13,7 +13,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -27,9 +27,14 @@ from publishing.exceptions import StoryConflict
 from publishing.models import Article, Revision, Story, StoryState
 from publishing.services import (
     revision_diff,
+    story_preview_token,
     story_publish,
     story_restore,
     story_save,
+    story_share,
+    story_trash,
+    story_unshare,
+    story_untrash,
     story_withdraw,
 )
 
@@ -94,7 +99,8 @@ class StoryForm(forms.ModelForm):
             raise ValidationError(
                 f"This draft was saved elsewhere (another tab or writer) since you opened "
                 f"it: it is at version {exc.current}, this form at {exc.given}. Copy your "
-                "text, reload the page, and merge."
+                "text, reload the page, and merge.",
+                code="conflict",
             ) from exc
         except ValidationError as exc:
             self._add_errors(exc)
@@ -108,13 +114,33 @@ class StoryForm(forms.ModelForm):
             self.add_error(field if field in self.fields else NON_FIELD_ERRORS, errors)
 
 
+class ShelfFilter(admin.SimpleListFilter):
+    """Drafts, published stories, or the trash; without a choice, all but the trash."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("draft", "Drafts"), ("published", "Published"), ("trash", "Trash")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "trash":
+            return queryset.filter(trashed_at__isnull=False)
+        queryset = queryset.filter(trashed_at__isnull=True)
+        if value in {StoryState.DRAFT, StoryState.PUBLISHED}:
+            return queryset.filter(state=value)
+        return queryset
+
+
 class StoryAdmin(admin.ModelAdmin):
     form = StoryForm
     change_form_template = "blogpublish/desk/story_change_form.html"
     list_display = ("title", "state", "changes", "slug", "version", "updated_at")
-    list_filter = ("state",)
+    list_filter = (ShelfFilter,)
+    actions = ("untrash", "purge")
     search_fields = ("title", "slug")
-    readonly_fields = ("life", "history")
+    readonly_fields = ("life", "sharing", "history")
 
     class Media:
         css = {"all": ["blogpublish/desk/desk.css"]}
@@ -125,7 +151,7 @@ class StoryAdmin(admin.ModelAdmin):
         if obj is None:
             return (fields,)
         return (
-            ("At a glance", {"fields": ("life",)}),
+            ("At a glance", {"fields": ("life", "sharing")}),
             fields,
             ("History", {"fields": ("history",)}),
         )
@@ -154,6 +180,33 @@ class StoryAdmin(admin.ModelAdmin):
                 messages.SUCCESS,
             )
 
+    def delete_model(self, request: HttpRequest, obj: Story) -> None:
+        """A delete moves the story to the trash (docs/writing.md); "Delete forever"
+        in the trash's list purges it."""
+        if obj.trashed_at is None:
+            story_trash(story_id=obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:
+        for pk in queryset.filter(trashed_at__isnull=True).values_list("pk", flat=True):
+            story_trash(story_id=pk)
+
+    @admin.action(description="Restore from the trash (as drafts)", permissions=["change"])
+    def untrash(self, request: HttpRequest, queryset) -> None:
+        for pk in queryset.filter(trashed_at__isnull=False).values_list("pk", flat=True):
+            story, renamed = story_untrash(story_id=pk)
+            if renamed:
+                self.message_user(
+                    request,
+                    f"“{story.title}” is back at /{story.slug}/: its old address was taken.",
+                    messages.WARNING,
+                )
+        self.message_user(request, "Restored as drafts.", messages.SUCCESS)
+
+    @admin.action(description="Delete forever (only what is in the trash)", permissions=["delete"])
+    def purge(self, request: HttpRequest, queryset) -> None:
+        count, _ = queryset.filter(trashed_at__isnull=False).delete()
+        self.message_user(request, f"{count} row(s) deleted for good.", messages.SUCCESS)
+
     def get_urls(self):
         view = self.admin_site.admin_view
         return [
@@ -168,6 +221,13 @@ class StoryAdmin(admin.ModelAdmin):
                 view(self.withdraw_view),
                 name="publishing_story_withdraw",
             ),
+            path("autosave/", view(self.autosave_view), name="publishing_story_autosave"),
+            path("<int:object_id>/share/", view(self.share_view), name="publishing_story_share"),
+            path(
+                "<int:object_id>/unshare/",
+                view(self.unshare_view),
+                name="publishing_story_unshare",
+            ),
             *super().get_urls(),
         ]
 
@@ -175,6 +235,7 @@ class StoryAdmin(admin.ModelAdmin):
         context.update(
             desk_context(request),
             desk_live=obj is not None and Article.objects.filter(pk=obj.pk).exists(),
+            desk_autosave_url=reverse("admin:publishing_story_autosave"),
         )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
@@ -186,12 +247,19 @@ class StoryAdmin(admin.ModelAdmin):
 
     @admin.display(description="state")
     def life(self, obj: Story) -> str:
+        if obj.trashed_at is not None:
+            return format_html(
+                '<span class="desk-story-state">In the trash since {} UTC; purged {} days '
+                "after. Restore it from the trash's list.</span>",
+                obj.trashed_at.strftime("%Y-%m-%d %H:%M"),
+                f"{settings.STORY_TRASH_DAYS:g}",
+            )
         article = Article.objects.filter(pk=obj.pk).only("published_slug", "status").first()
         if article is None:
             text = "Draft: on no page." if obj.state == StoryState.DRAFT else "Not on the site."
             return format_html('<span class="desk-story-state">{}</span>', text)
         html = format_html(
-            '<span class="desk-story-state">Published ({}){}</span>',
+            '<span class="desk-story-state">On the blog (status: {}){}</span>',
             article.status,
             "; this draft has changes not published yet" if obj.has_unpublished_changes else "",
         )
@@ -202,6 +270,33 @@ class StoryAdmin(admin.ModelAdmin):
                 article_url(article.published_slug),
             )
         return html
+
+    @admin.display(description="shared preview")
+    def sharing(self, obj: Story) -> str:
+        token = story_preview_token(obj)
+        share = reverse("admin:publishing_story_share", args=[obj.pk])
+        if token is None:
+            return format_html(
+                '<button type="submit" class="button" id="desk-share" form="desk-story-actions" '
+                'formaction="{}">Share preview</button> <span class="help">A link that shows '
+                "this draft as its page will look, to anyone who has it, for {}.</span>",
+                share,
+                _duration(settings.STORY_PREVIEW_SECONDS),
+            )
+        url = settings.SITE_URL + reverse("story-preview", args=[token])
+        return format_html(
+            '<a id="desk-share-link" href="{}" target="_blank" rel="noopener noreferrer">{}</a> '
+            '<span class="help">until {} UTC</span> '
+            '<button type="submit" class="button" id="desk-unshare" form="desk-story-actions" '
+            'formaction="{}">Revoke</button> '
+            '<button type="submit" class="button" form="desk-story-actions" formaction="{}">'
+            "New link</button>",
+            url,
+            url,
+            obj.preview_expires_at.strftime("%Y-%m-%d %H:%M"),
+            reverse("admin:publishing_story_unshare", args=[obj.pk]),
+            share,
+        )
 
     @admin.display(description="versions")
     def history(self, obj: Story) -> str:
@@ -256,9 +351,7 @@ class StoryAdmin(admin.ModelAdmin):
 
     @method_post
     def restore_view(self, request: HttpRequest, object_id: int, number: int):
-        if not self.has_change_permission(request):
-            raise PermissionDenied
-        story = get_object_or_404(Story, pk=object_id)
+        story = self._changeable(request, object_id)
         try:
             story_restore(story_id=story.pk, number=number, saved_by=request.user.get_username())
         except (Revision.DoesNotExist, ValidationError) as exc:
@@ -270,6 +363,64 @@ class StoryAdmin(admin.ModelAdmin):
                 messages.SUCCESS,
             )
         return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[story.pk]))
+
+    @method_post
+    def autosave_view(self, request: HttpRequest) -> JsonResponse:
+        """The desk's autosave (desk.js): the form's fields, saved as a draft as "Save
+        draft" saves them (never published), with the version the tab last saw; 409
+        when another tab or writer saved since, 400 while the text is not a valid
+        draft yet. A new story is made by its first autosave."""
+        story_id = request.POST.get("story_id", "")
+        obj = get_object_or_404(Story, pk=int(story_id)) if story_id.isdigit() else None
+        allowed = (
+            self.has_add_permission(request)
+            if obj is None
+            else self.has_change_permission(request, obj)
+        )
+        if not allowed:
+            raise PermissionDenied
+        form = self.get_form(request, obj, change=obj is not None)(request.POST, instance=obj)
+        form.publish = False
+        if form.is_valid():
+            story = form.saved
+            return JsonResponse(
+                {
+                    "id": story.pk,
+                    "version": story.version,
+                    "change_url": reverse("admin:publishing_story_change", args=[story.pk]),
+                }
+            )
+        messages_ = [
+            f"{form.fields[name].label}: {m}" if name in form.fields else m
+            for name, errors in form.errors.items()
+            for m in errors
+        ]
+        status = 409 if form.has_error(NON_FIELD_ERRORS, code="conflict") else 400
+        return JsonResponse({"error": " ".join(messages_)}, status=status)
+
+    @method_post
+    def share_view(self, request: HttpRequest, object_id: int):
+        story = self._changeable(request, object_id)
+        story_share(story_id=story.pk)
+        self.message_user(
+            request,
+            "Anyone with the preview link can read this draft as its page will look; "
+            "earlier links stop working.",
+            messages.SUCCESS,
+        )
+        return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[story.pk]))
+
+    @method_post
+    def unshare_view(self, request: HttpRequest, object_id: int):
+        story = self._changeable(request, object_id)
+        if story_unshare(story_id=story.pk):
+            self.message_user(request, "Revoked: the link shows “not published yet”.")
+        return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[story.pk]))
+
+    def _changeable(self, request: HttpRequest, object_id: int) -> Story:
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        return get_object_or_404(Story, pk=object_id)
 
     @method_post
     def withdraw_view(self, request: HttpRequest, object_id: int):
@@ -305,3 +456,9 @@ def _text(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(exc.messages)
     return "no such version"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.3g} days"
+    return f"{seconds / 3600:.3g} hours"

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import difflib
 import logging
+import secrets
+from datetime import timedelta
 
+from django.conf import settings
+from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from publishing.exceptions import StoryConflict
@@ -31,6 +35,7 @@ from publishing.models import (
     slug_from_title,
 )
 from publishing.services.authoring import article_create, article_update
+from publishing.services.operator import article_requeue
 
 logger = logging.getLogger(__name__)
 
@@ -172,8 +177,9 @@ def story_of_article(article: Article) -> Story:
 
 def story_publish(*, story_id: int) -> Article:
     """Make the draft the article's content: the Article of the same id is made, or
-    updated, through the authoring services, so the pipeline publishes it as any save.
-    ValidationError (nothing changed) when the content cannot be published."""
+    updated, through the authoring services, so the pipeline publishes it as any save
+    (a dead article whose content is the draft's already is requeued). ValidationError
+    (nothing changed) when the content cannot be published."""
     with transaction.atomic():
         story = Story.objects.select_for_update().get(pk=story_id)
         if story.trashed_at is not None:
@@ -186,6 +192,9 @@ def story_publish(*, story_id: int) -> Article:
             article = article_create(article_id=story.pk, **content)
         else:
             article_update(article=article, **content)
+            # The same content, dead: "Publish" is the writer asking again.
+            if article_requeue(article_id=article.pk):
+                article.refresh_from_db()
         Story.objects.filter(pk=story.pk).update(
             state=StoryState.PUBLISHED, published_version=story.version, updated_at=timezone.now()
         )
@@ -270,3 +279,151 @@ def diff_lines(old: list[str], new: list[str], *, context: int = 3) -> list[tupl
             continue
         out.append(("@", line) if line.startswith("@@") else (line[:1], line[1:]))
     return out
+
+
+# --- shareable previews ----------------------------------------------------------------
+
+PREVIEW_SALT = "blogpublish.story-preview"
+
+
+def story_share(*, story_id: int) -> str:
+    """A new preview link's token for the story (the links given out before stop
+    working), valid for STORY_PREVIEW_SECONDS."""
+    key = secrets.token_hex(16)
+    expires = timezone.now() + timedelta(seconds=settings.STORY_PREVIEW_SECONDS)
+    Story.objects.filter(pk=story_id).update(preview_key=key, preview_expires_at=expires)
+    return _token(story_id, key)
+
+
+def _token(story_id: int, key: str) -> str:
+    signer = signing.Signer(salt=PREVIEW_SALT)
+    return signer.sign_object({"id": story_id, "k": key}, compress=True)
+
+
+def story_preview_token(story: Story) -> str | None:
+    """The token of the story's preview link while it works, else None."""
+    if not story.preview_key or not story.preview_expires_at:
+        return None
+    if story.preview_expires_at <= timezone.now():
+        return None
+    return _token(story.pk, story.preview_key)
+
+
+def story_unshare(*, story_id: int) -> bool:
+    """Revoke the story's preview links; False when it had none."""
+    return bool(
+        Story.objects.filter(pk=story_id)
+        .exclude(preview_key="")
+        .update(preview_key="", preview_expires_at=None)
+    )
+
+
+def story_by_preview_token(token: str) -> Story | None:
+    """The story a preview token shows, or None: forged, revoked, expired, or in the
+    trash (all look the same to whoever holds the link)."""
+    try:
+        data = signing.Signer(salt=PREVIEW_SALT).unsign_object(token)
+        story_id, key = int(data["id"]), str(data["k"])
+    except (signing.BadSignature, KeyError, TypeError, ValueError):
+        return None
+    return Story.objects.filter(
+        pk=story_id,
+        preview_key=key,
+        preview_expires_at__gt=timezone.now(),
+        trashed_at__isnull=True,
+    ).first()
+
+
+# --- the trash -------------------------------------------------------------------------
+
+
+def _trash_key(story: Story) -> str:
+    """A trashed story's key frees its slug (as WordPress frees a trashed post's): no
+    other article or story compares equal to `<key>#trashed-<id>`."""
+    return f"{key_of(story.slug)}#trashed-{story.pk}"
+
+
+def _to_trash(story: Story) -> None:
+    Story.objects.filter(pk=story.pk).update(
+        trashed_at=timezone.now(),
+        state=StoryState.DRAFT,
+        slug_key=_trash_key(story),
+        # A shared preview of a trashed story says "not published yet"; the link goes.
+        preview_key="",
+        preview_expires_at=None,
+        updated_at=timezone.now(),
+    )
+
+
+def story_trash(*, story_id: int) -> Story:
+    """Move the story to the trash for STORY_TRASH_DAYS: its Article, if it has one, is
+    deleted as any delete is (its page and listings go, `article.deleted` once)."""
+    with transaction.atomic():
+        story = Story.objects.select_for_update().get(pk=story_id)
+        if story.trashed_at is None:
+            _to_trash(story)
+            article = Article.objects.filter(pk=story_id).first()
+            if article is not None:
+                article.delete()  # the signal finds the story in the trash already
+    logger.info("story %s moved to the trash", story_id)
+    story.refresh_from_db()
+    return story
+
+
+def article_to_trash(*, article: Article) -> None:
+    """Inside an article's delete (publishing.signals): its story, made from the
+    article's content when it has none, goes to the trash. A withdraw is no delete."""
+    if article.deleted_as != "deleted":
+        return
+    story = Story.objects.select_for_update().filter(pk=article.pk).first()
+    if story is None:
+        story = story_of_article(article)
+    if story.trashed_at is None:
+        _to_trash(story)
+
+
+def story_untrash(*, story_id: int) -> tuple[Story, bool]:
+    """Back from the trash as a draft: (story, whether its slug had to change, since
+    another article or story took it meanwhile)."""
+    with transaction.atomic():
+        story = Story.objects.select_for_update().get(pk=story_id)
+        if story.trashed_at is None:
+            return story, False
+        story.slug_key = key_of(story.slug)
+        try:
+            _check_slug_free(story)
+            renamed = False
+        except ValidationError:
+            story.slug = Article(pk=story.pk, title=story.title)._unique_slug(story.slug)
+            story.slug_key = key_of(story.slug)
+            renamed = True
+        story.trashed_at = None
+        story.state = StoryState.DRAFT
+        story.save(update_fields=["slug", "slug_key", "trashed_at", "state", "updated_at"])
+    return story, renamed
+
+
+def stories_tidy(*, limit: int) -> tuple[int, int]:
+    """The clock's part (the catch-up runs it): purge what has been in the trash for
+    STORY_TRASH_DAYS (sending nothing: the delete was announced when it was trashed),
+    and prune revisions older than STORY_REVISIONS_KEEP_DAYS beyond each story's
+    newest STORY_REVISIONS_KEEP_COUNT. At most `limit` of each per run. Returns
+    (stories purged, revisions pruned)."""
+    now = timezone.now()
+    purge_before = now - timedelta(days=settings.STORY_TRASH_DAYS)
+    stale = list(
+        Story.objects.filter(trashed_at__lt=purge_before).values_list("pk", flat=True)[:limit]
+    )
+    Story.objects.filter(pk__in=stale).delete()
+    keep = settings.STORY_REVISIONS_KEEP_COUNT
+    old = Revision.objects.filter(
+        saved_at__lt=now - timedelta(days=settings.STORY_REVISIONS_KEEP_DAYS),
+        number__lte=F("story__version") - keep,
+    )
+    pruned = list(old.values_list("pk", flat=True)[:limit])
+    Revision.objects.filter(pk__in=pruned).delete()
+    if stale or pruned:
+        logger.info(
+            "stories: %d purged from the trash, %d old revisions pruned", *map(len, (stale, pruned))
+        )
+    return len(stale), len(pruned)

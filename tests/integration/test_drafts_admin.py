@@ -31,6 +31,12 @@ def story_form(story: Story, **changes) -> dict:
     return form
 
 
+def listed(admin_client, url: str) -> list[str]:
+    """The titles in a changelist's rows, sorted."""
+    html = admin_client.get(url).content.decode()
+    return sorted(re.findall(r'class="field-title"><a [^>]*>([^<]*)</a>', html))
+
+
 def wait_published(story_id: int, body: str) -> Article:
     wait_for(
         lambda: Article.objects.filter(
@@ -119,3 +125,64 @@ def test_publish_and_withdraw_need_change_article(django_user_model, client, adm
 
     assert response.status_code == 403
     assert not Article.objects.filter(pk=story.pk).exists()
+
+
+def test_delete_moves_to_the_trash_and_the_trash_restores_or_purges(admin_client):
+    for title in ("Keep me", "Lose me"):
+        admin_client.post(STORY_ADD, {**article_form(title=title, body="Text."), "_save": "1"})
+    keep, lose = Story.objects.order_by("pk")
+
+    for story in (keep, lose):
+        deleted = admin_client.post(f"/admin/publishing/story/{story.pk}/delete/", {"post": "yes"})
+        assert deleted.status_code == 302
+
+    assert Story.objects.filter(trashed_at__isnull=False).count() == 2
+    assert listed(admin_client, "/admin/publishing/story/") == []
+    assert listed(admin_client, "/admin/publishing/story/?state=trash") == ["Keep me", "Lose me"]
+    changelist = "/admin/publishing/story/?state=trash"
+    admin_client.post(
+        changelist, {"action": "untrash", "_selected_action": [keep.pk], "index": "0"}
+    )
+    admin_client.post(changelist, {"action": "purge", "_selected_action": [lose.pk], "index": "0"})
+
+    assert Story.objects.get(pk=keep.pk).trashed_at is None
+    assert not Story.objects.filter(pk=lose.pk).exists()
+
+
+AUTOSAVE = "/admin/publishing/story/autosave/"
+
+
+def test_autosave_makes_the_story_then_saves_it_and_refuses_a_stale_tab(admin_client):
+    first = admin_client.post(
+        AUTOSAVE, {**article_form(title="Typed", body="Half a"), "story_id": ""}
+    )
+    assert first.status_code == 200, first.content
+    made = first.json()
+    assert made["version"] == 1 and made["change_url"] == story_page(made["id"])
+    story = Story.objects.get(pk=made["id"])
+    tab = {"story_id": str(story.pk), "base_version": "1"}
+
+    second = admin_client.post(AUTOSAVE, {**story_form(story, body="Half a sentence."), **tab})
+    assert second.json()["version"] == 2
+    stale = admin_client.post(AUTOSAVE, {**story_form(story, body="Other tab."), **tab})
+
+    assert stale.status_code == 409 and "saved elsewhere" in stale.json()["error"]
+    assert Story.objects.get(pk=story.pk).body == "Half a sentence."
+    assert not Article.objects.exists()  # nothing was published
+
+
+def test_autosave_of_text_that_is_no_draft_yet_is_a_400_that_stores_nothing(admin_client):
+    response = admin_client.post(AUTOSAVE, {**article_form(title="", body="x"), "story_id": ""})
+
+    assert response.status_code == 400 and "title" in response.json()["error"].lower()
+    assert not Story.objects.exists()
+
+
+def test_the_preview_of_a_draft_without_a_date_is_no_problem(admin_client):
+    form = {"title": "Undated", "body": "Text.", "publish_at_0": "", "publish_at_1": ""}
+
+    article = admin_client.post("/admin/publishing/article/preview/", form).json()
+    draft = admin_client.post("/admin/publishing/article/preview/", {**form, "draft": "1"}).json()
+
+    assert any("date" in problem for problem in article["problems"])
+    assert draft["problems"] == [] and "Undated" in draft["html"]

@@ -11,7 +11,13 @@ from django.core.exceptions import ValidationError
 
 from blogpublish.site import StaticSitePublisher
 from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
-from publishing.services import story_publish, story_save, story_withdraw
+from publishing.services import (
+    story_publish,
+    story_save,
+    story_trash,
+    story_untrash,
+    story_withdraw,
+)
 from tests.support.chaos import journal_entries
 from tests.support.settling import wait_settled
 from tests.support.site import read_site
@@ -129,3 +135,38 @@ def test_withdraw_of_an_article_written_in_the_article_form_keeps_its_text(site,
         "Form text.",
     )
     assert Revision.objects.filter(story=story, body="Form text.").exists()
+
+
+def test_a_deleted_article_waits_in_the_trash_and_comes_back_as_a_draft(site, make_article):
+    article = make_article(slug="binned", title="Binned", body="Kept in the trash.")
+    wait_listed(site, "binned")
+
+    Article.objects.filter(pk=article.pk).delete()  # a bulk delete, as the admin's action
+
+    wait_listed(site, "binned", listed=False)
+    story = Story.objects.get(pk=article.pk)
+    assert story.trashed_at is not None and story.body == "Kept in the trash."
+    # The trash frees the address, as WordPress does: another article may take it.
+    taker = make_article(slug="binned", title="The new one")
+    wait_listed(site, "binned")
+
+    restored, renamed = story_untrash(story_id=story.pk)
+
+    assert renamed and restored.slug == "binned-2" and restored.trashed_at is None
+    assert restored.state == StoryState.DRAFT
+    story_publish(story_id=story.pk)
+    wait_listed(site, "binned-2")
+    assert Article.objects.get(pk=taker.pk).slug == "binned"
+
+
+def test_trashing_a_published_story_takes_it_off_the_site(site):
+    story = story_save(title="Short-lived", body="Gone soon.", slug="short-lived")
+    story_publish(story_id=story.pk)
+    wait_listed(site, "short-lived")
+
+    story_trash(story_id=story.pk)
+
+    wait_listed(site, "short-lived", listed=False)
+    assert not Article.objects.filter(pk=story.pk).exists()
+    with pytest.raises(ValidationError, match="trash"):
+        story_publish(story_id=story.pk)

@@ -4,13 +4,25 @@ save over a newer version refused."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from publishing.exceptions import StoryConflict
 from publishing.models import Article, Revision, Story
-from publishing.services import article_create, story_publish, story_restore, story_save
+from publishing.services import (
+    article_create,
+    stories_tidy,
+    story_publish,
+    story_restore,
+    story_save,
+    story_trash,
+)
+from publishing.services.importing import articles_import
 from publishing.services.stories import diff_lines
+from tests.support.import_files import post, write
 
 pytestmark = pytest.mark.django_db
 
@@ -119,3 +131,51 @@ def test_restore_makes_an_old_version_the_draft_at_the_storys_address():
     assert (restored.title, restored.body, restored.slug) == ("Restorable", "Old words.", "moved")
     assert restored.version == 3
     assert Revision.objects.get(story=story, number=3).note == "restored from version 1"
+
+
+def test_the_clock_purges_the_trash_after_its_days_and_prunes_old_revisions(settings):
+    settings.STORY_TRASH_DAYS = 30
+    settings.STORY_REVISIONS_KEEP_DAYS = 90
+    settings.STORY_REVISIONS_KEEP_COUNT = 2
+    long_ago = timezone.now() - timedelta(days=91)
+    kept, binned, fresh_bin = (story_save(title=t) for t in ("Kept", "Binned", "Fresh bin"))
+    for n in range(2, 6):
+        story_save(story_id=kept.pk, title=f"Kept v{n}")
+    Revision.objects.filter(story=kept, number__lte=4).update(saved_at=long_ago)
+    story_trash(story_id=binned.pk)
+    story_trash(story_id=fresh_bin.pk)
+    Story.objects.filter(pk=binned.pk).update(trashed_at=timezone.now() - timedelta(days=31))
+
+    purged, pruned = stories_tidy(limit=100)
+
+    assert (purged, pruned) == (1, 3)
+    assert set(Story.objects.values_list("pk", flat=True)) == {kept.pk, fresh_bin.pk}
+    # v4 is old too, but one of the newest two; v5 is new.
+    assert list(kept.revisions.order_by("number").values_list("number", flat=True)) == [4, 5]
+
+
+def test_a_trashed_story_is_refused_edits_until_restored():
+    story = story_save(title="In the bin", body="Text.", slug="in-the-bin")
+    story_trash(story_id=story.pk)
+
+    with pytest.raises(ValidationError, match="trash"):
+        story_save(story_id=story.pk, title="Edited", body="Text.")
+    assert article_create(title="Free again", body="Text.", slug="in-the-bin").slug == "in-the-bin"
+
+
+def test_import_keeps_draft_files_as_drafts_by_slug(tmp_path):
+    write(tmp_path, "later.md", post("Later", "First words.", draft="true"))
+    write(tmp_path, "clash.md", post("Clash", "x", slug="taken", draft="true"))
+    article_create(title="Live", body="Live text.", slug="taken")
+
+    first = articles_import([tmp_path])
+    again = articles_import([tmp_path])
+    write(tmp_path, "later.md", post("Later", "Second words.", draft="true"))
+    edited = articles_import([tmp_path])
+
+    assert (first.counts["created"], first.counts["failed"]) == (1, 1)
+    assert "an article has this slug" in first.failures[0].reason
+    assert again.counts["unchanged"] == 1 and edited.counts["updated"] == 1
+    story = Story.objects.get(slug="later")
+    assert (story.body, story.version, story.state) == ("Second words.", 2, "draft")
+    assert not Article.objects.filter(slug="later").exists()
