@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import logging
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core import signing
@@ -121,7 +121,7 @@ def story_save(
     title: str,
     body: str = "",
     slug: str = "",
-    publish_at=None,
+    publish_at: datetime | None = None,
     saved_by: str = "",
     if_version: int | None = None,
     note: str = "",
@@ -209,6 +209,9 @@ def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
     kept as a revision when the story's draft differs from it (an edit made in the
     Article form); it becomes the draft unless the draft has unpublished changes."""
     with transaction.atomic():
+        # The story's row first, then the article's, as story_publish and story_trash
+        # take them: two of them at once wait for each other instead of deadlocking.
+        Story.objects.select_for_update().filter(pk=article_id).first()
         article = Article.objects.select_for_update().get(pk=article_id)
         story = story_of_article(article)
         story = Story.objects.select_for_update().get(pk=story.pk)
@@ -362,7 +365,7 @@ def story_trash(*, story_id: int) -> Story:
         story = Story.objects.select_for_update().get(pk=story_id)
         if story.trashed_at is None:
             _to_trash(story)
-            article = Article.objects.filter(pk=story_id).first()
+            article = Article.objects.select_for_update().filter(pk=story_id).first()
             if article is not None:
                 article.delete()  # the signal finds the story in the trash already
     logger.info("story %s moved to the trash", story_id)
