@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import ProhibitNullCharactersValidator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from ninja import Header, NinjaAPI, Query, Status
 from ninja import Path as PathParam
 from ninja.errors import AuthenticationError, HttpError
@@ -26,30 +27,51 @@ from ninja.security import HttpBearer
 from api.exceptions import (
     ApiError,
     DeliveryNotRequeueable,
+    DraftConflict,
     InsufficientScope,
     NotRequeueable,
+    NotWithdrawable,
 )
-from api.permissions import CREATE, EDIT, READ, REMOVE, REQUEUE, Need, check_access, default_need
+from api.permissions import (
+    CREATE,
+    EDIT,
+    PUBLISH,
+    READ,
+    REMOVE,
+    REQUEUE,
+    Need,
+    check_access,
+    default_need,
+)
 from api.schemas import (
     ArticleCreateIn,
     ArticleOut,
     ArticlePage,
     ArticlePatchIn,
+    CreateStatus,
     DeliveryOut,
+    DraftOut,
     ErrorOut,
     StatusFilter,
     article_out,
     delivery_out,
+    draft_out,
     parse_publish_at,
 )
 from api.services import article_create_once, request_digest
 from api.tokens import token_lookup
-from publishing.models import Article, WebhookDelivery
+from publishing.exceptions import StoryConflict
+from publishing.models import Article, Story, WebhookDelivery
 from publishing.services import (
     article_create,
     article_requeue,
     article_update,
     delivery_requeue,
+    story_of_article,
+    story_publish,
+    story_save,
+    story_trash,
+    story_withdraw,
 )
 
 NON_FIELD = "__all__"  # as Django names errors that belong to no one field
@@ -253,12 +275,19 @@ def _messages(exc: DjangoValidationError) -> dict[str, list[str]]:
 @api.post(
     "/articles",
     auth=BearerToken(CREATE),
-    response={200: ArticleOut, 201: ArticleOut, 409: ErrorOut, 413: ErrorOut, **COMMON},
-    summary="Create an article (pending; published as soon as a worker takes it)",
+    response={
+        200: ArticleOut,
+        201: ArticleOut | DraftOut,
+        409: ErrorOut,
+        413: ErrorOut,
+        **COMMON,
+    },
+    summary="Create an article (pending, published as soon as a worker takes it), or a draft",
     description=(
         "201 with the new article. With an `Idempotency-Key`, the same key and the same "
         "body again answer 200 with the article the first request created (as it is "
-        "now); the same key with another body answers 409."
+        "now); the same key with another body answers 409. With `status: draft`, 201 "
+        "with the draft, which nothing publishes until `POST /api/articles/<id>/publish`."
     ),
 )
 def create_article(
@@ -275,6 +304,14 @@ def create_article(
 ):
     _known_query(request)
     fields = _content(payload)
+    if fields.pop("status", None) == CreateStatus.draft:
+        if idempotency_key is not None:
+            raise ApiError(
+                "An Idempotency-Key is not taken with status=draft: save the draft without "
+                "it (a repeated draft is harmless to readers; DELETE the spare one)."
+            )
+        story = story_save(saved_by=request.auth.get_username(), **fields)
+        return Status(201, draft_out(story))
     if idempotency_key is None:
         return Status(201, article_out(article_create(**fields)))
     article, created = article_create_once(
@@ -317,23 +354,42 @@ def list_articles(
 @api.get(
     "/articles/{id}",
     auth=BearerToken(READ),
-    response={200: ArticleOut, **ONE},
-    summary="One article",
+    response={200: ArticleOut | DraftOut, **ONE},
+    summary="One article, or a draft (status draft) of that id",
 )
 def get_article(request: HttpRequest, id: int = ArticleId):
     _known_query(request)
-    return article_out(get_object_or_404(Article, pk=id))
+    article = Article.objects.filter(pk=id).first()
+    if article is not None:
+        return article_out(article)
+    return draft_out(_draft(id))
+
+
+def _draft(story_id: int) -> Story:
+    """The story of this id that is a draft on no page (not in the trash), or 404."""
+    return get_object_or_404(Story, pk=story_id, trashed_at__isnull=True)
 
 
 @api.patch(
     "/articles/{id}",
     auth=BearerToken(EDIT),
-    response={200: ArticleOut, 413: ErrorOut, **ONE},
+    response={200: ArticleOut | DraftOut, 412: ErrorOut, 413: ErrorOut, **ONE},
     summary="Edit an article (only the fields given); changed content is published again",
+    description=(
+        "A draft's edit stays a draft. `If-Match: <version>` (the draft's `version`) "
+        "refuses the edit with 412 when the draft was saved since."
+    ),
 )
-def patch_article(request: HttpRequest, payload: ArticlePatchIn, id: int = ArticleId):
+def patch_article(
+    request: HttpRequest,
+    payload: ArticlePatchIn,
+    id: int = ArticleId,
+    if_match: int = Header(None, alias="If-Match", ge=0, description="A draft's version."),
+):
     _known_query(request)
-    article = get_object_or_404(Article, pk=id)
+    article = Article.objects.filter(pk=id).first()
+    if article is None:
+        return draft_out(_patch_draft(request, payload, _draft(id), if_match))
     fields = _content(payload, article=article)
     if fields:
         article_update(article=article, **fields)
@@ -341,16 +397,71 @@ def patch_article(request: HttpRequest, payload: ArticlePatchIn, id: int = Artic
     return article_out(article)
 
 
+def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | None) -> Story:
+    # The draft's content as an unsaved article of its id, for _content's messages.
+    current = {name: getattr(story, name) for name in ("title", "slug", "body", "publish_at")}
+    probe = Article(pk=story.pk, **{**current, "publish_at": story.publish_at or timezone.now()})
+    fields = _content(payload, article=probe)
+    try:
+        return story_save(
+            story_id=story.pk,
+            saved_by=request.auth.get_username(),
+            if_version=if_match,
+            **{**current, **fields},
+        )
+    except StoryConflict as exc:
+        raise DraftConflict(
+            f"The draft was saved since version {exc.given}: it is at version "
+            f"{exc.current}. GET it, merge, and PATCH again with If-Match: {exc.current}."
+        ) from exc
+
+
 @api.delete(
     "/articles/{id}",
     auth=BearerToken(REMOVE),
     response={204: None, **ONE},
-    summary="Delete an article (its page leaves the site)",
+    summary="Delete an article (its page leaves the site; its text waits in the trash)",
 )
 def delete_article(request: HttpRequest, id: int = ArticleId):
     _known_query(request)
-    get_object_or_404(Article, pk=id).delete()
+    article = Article.objects.filter(pk=id).first()
+    if article is not None:
+        article.delete()  # the trash keeps its story (publishing.signals)
+    else:
+        story_trash(story_id=_draft(id).pk)
     return Status(204, None)
+
+
+@api.post(
+    "/articles/{id}/publish",
+    auth=BearerToken(PUBLISH),
+    response={200: ArticleOut, **ONE},
+    summary="Publish the draft of this id (its article is made, or updated, and published)",
+)
+def publish_article(request: HttpRequest, id: int = ArticleId):
+    _known_query(request)
+    article = Article.objects.filter(pk=id).first()
+    if article is not None:
+        story_of_article(article)  # an article without a story: publishing changes nothing
+    else:
+        _draft(id)
+    article = story_publish(story_id=id)
+    article.refresh_from_db()
+    return article_out(article)
+
+
+@api.post(
+    "/articles/{id}/withdraw",
+    auth=BearerToken(PUBLISH),
+    response={200: DraftOut, 409: ErrorOut, **ONE},
+    summary="Withdraw an article: off the blog as a delete takes it, back to draft",
+)
+def withdraw_article(request: HttpRequest, id: int = ArticleId):
+    _known_query(request)
+    if not Article.objects.filter(pk=id).exists():
+        _draft(id)  # 404 when there is no draft either
+        raise NotWithdrawable("This is a draft already: it is on no page.")
+    return draft_out(story_withdraw(article_id=id, saved_by=request.auth.get_username()))
 
 
 @api.post(

@@ -30,6 +30,18 @@ class DeliveryNotRequeueable(ApiError):
     status = 409
 
 
+class NotWithdrawable(ApiError):
+    """Only an article that is on the blog (pending, published or dead) can be withdrawn."""
+
+    status = 409
+
+
+class DraftConflict(ApiError):
+    """The draft was saved since the version this request names (If-Match)."""
+
+    status = 412
+
+
 class PermissionMissing(ApiError):
     """The token's user may not do this."""
 

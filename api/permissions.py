@@ -39,6 +39,8 @@ EDIT = Need("change articles", (CHANGE,), writes=True)
 REMOVE = Need("delete articles", (DELETE,), writes=True)
 # The admin's Requeue action and the dashboard's need the permission to change.
 REQUEUE = Need("requeue articles", (CHANGE,), writes=True)
+# Publishing a draft and withdrawing change what readers see (issue 22).
+PUBLISH = Need("publish or withdraw articles", (CHANGE,), writes=True)
 
 
 def default_need(method: str) -> Need:

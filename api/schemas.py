@@ -78,9 +78,22 @@ class StatusFilter(StrEnum):
     dead = ArticleStatus.DEAD.value
 
 
+class CreateStatus(StrEnum):
+    draft = "draft"
+    pending = ArticleStatus.PENDING.value
+
+
 class ArticleCreateIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
+    status: CreateStatus = Field(
+        CreateStatus.pending,
+        description=(
+            "`pending` (the default): published as soon as a worker takes it. `draft`: "
+            "kept unpublished until `POST /api/articles/<id>/publish`; the body may be "
+            "empty, the date left out means when published."
+        ),
+    )
     title: str = Field(..., json_schema_extra=NOT_EMPTY, description=TITLE_HELP)
     body: str = Field(..., json_schema_extra=NOT_EMPTY, description=BODY_HELP)
     slug: str = Field("", description=SLUG_HELP)
@@ -118,6 +131,21 @@ class ArticleSummaryOut(Schema):
 
 class ArticleOut(ArticleSummaryOut):
     body: str
+
+
+class DraftOut(Schema):
+    """A story's draft (docs/design.md, "Drafts"): on no page until published."""
+
+    id: int = Field(..., description="The story's id, which its article takes when published.")
+    slug: str
+    title: str
+    status: CreateStatus = Field(..., description="draft")
+    publish_at: datetime | None = Field(..., description="Empty: when published.")
+    version: int = Field(..., description="Saves of the draft (for PATCH's If-Match).")
+    url: str = Field(..., description="Where its page will be.")
+    body: str
+    created_at: datetime
+    updated_at: datetime
 
 
 class ArticlePage(Schema):
@@ -187,4 +215,19 @@ def delivery_out(delivery) -> dict:
         "delivered_at": _utc(delivery.delivered_at),
         "created_at": _utc(delivery.created_at),
         "updated_at": _utc(delivery.updated_at),
+    }
+
+
+def draft_out(story) -> dict:
+    return {
+        "id": story.pk,
+        "slug": story.slug,
+        "title": story.title,
+        "status": CreateStatus.draft,
+        "publish_at": _utc(story.publish_at),
+        "version": story.version,
+        "url": article_url(story.slug),
+        "body": story.body,
+        "created_at": _utc(story.created_at),
+        "updated_at": _utc(story.updated_at),
     }

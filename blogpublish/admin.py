@@ -2,7 +2,8 @@
 
 `publishing.admin.ArticleAdmin` is the pipeline's screen and knows no HTML; this
 subclass, registered in its place, adds what renders: the life sentence with its live
-link and Requeue button, the preview, image uploads and the Markdown help (docs/writing.md).
+link and Requeue and Withdraw buttons, the preview, image uploads and the Markdown help
+(docs/writing.md). The drafts' page (desk/drafts.py, issue 22) is registered here too.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from blogpublish.desk import cheatsheet, images
+from blogpublish.desk import drafts, images
 from blogpublish.desk.life import life_of
 from blogpublish.desk.limits import PreviewRefused
 from blogpublish.desk.preview import guarded_preview_of
 from blogpublish.site.paths import article_url
 from publishing.admin import ArticleAdmin
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, Story
 from publishing.services import article_requeue
 
 logger = logging.getLogger(__name__)
@@ -72,18 +73,16 @@ class DeskArticleAdmin(ArticleAdmin):
                 view(self.requeue_view),
                 name="publishing_article_requeue",
             ),
+            path(
+                "<int:object_id>/withdraw/",
+                view(self.withdraw_view),
+                name="publishing_article_withdraw",
+            ),
             *super().get_urls(),
         ]
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        context.update(
-            desk_preview_url=reverse("admin:publishing_article_preview"),
-            desk_image_url=reverse("admin:publishing_article_image"),
-            desk_supported=cheatsheet.SUPPORTED,
-            desk_removed=cheatsheet.REMOVED,
-            desk_image_max_mib=images.IMAGE_MAX_BYTES // 2**20,
-            desk_images_self_only=settings.SITE_IMAGES_SELF_ONLY,
-        )
+        context.update(drafts.desk_context(request))
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     # --- the article's life -------------------------------------------------------------
@@ -102,6 +101,12 @@ class DeskArticleAdmin(ArticleAdmin):
                 ' · <a class="desk-live-link" href="{}" target="_blank" rel="noopener">'
                 "View the live page</a>",
                 article_url(obj.published_slug),
+            )
+        if obj.published_hash:
+            html += format_html(
+                ' <button type="submit" class="button desk-withdraw" form="{}">'
+                "Withdraw (back to draft)</button>",
+                "desk-withdraw-form",
             )
         if obj.status == ArticleStatus.DEAD:
             # The button of a form of its own, outside the article's form (forms cannot
@@ -136,6 +141,10 @@ class DeskArticleAdmin(ArticleAdmin):
         else:
             self.message_user(request, "It was not dead; nothing to requeue.", messages.WARNING)
         return HttpResponseRedirect(reverse("admin:publishing_article_change", args=[article.pk]))
+
+    @method_post
+    def withdraw_view(self, request: HttpRequest, object_id: int) -> HttpResponseRedirect:
+        return drafts.withdraw(self, request, object_id)
 
     @method_post
     def preview_view(self, request: HttpRequest) -> JsonResponse:
@@ -184,3 +193,4 @@ class DeskArticleAdmin(ArticleAdmin):
 
 admin.site.unregister(Article)
 admin.site.register(Article, DeskArticleAdmin)
+admin.site.register(Story, drafts.StoryAdmin)

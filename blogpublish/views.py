@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import mimetypes
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -24,9 +25,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from blogpublish.csp import site_policy
+from blogpublish.desk import limits
+from blogpublish.desk.preview import shared_page
 from blogpublish.exceptions import StorageError, SymlinkRefused
 from blogpublish.site import paths
 from blogpublish.storage import site_storage
+from publishing.services import story_by_preview_token
 
 logger = logging.getLogger(__name__)
 
@@ -97,4 +101,51 @@ def with_policy(response: HttpResponse) -> HttpResponse:
     response["Content-Security-Policy"] = site_policy(
         images_self_only=settings.SITE_IMAGES_SELF_ONLY
     )
+    return response
+
+
+@require_safe
+def story_preview(request: HttpRequest, token: str) -> HttpResponse:
+    """A shared preview link (issue 22): the story's current draft as its page will
+    look, to anyone with the link, until it expires or is revoked; then "not published
+    yet". Never indexed, never cached, and the token never leaves in a Referer."""
+    story = story_by_preview_token(token)
+    if story is None:
+        context = {"site_title": settings.SITE_TITLE}
+        response = render(request, "blogpublish/preview_gone.html", context, status=404)
+    else:
+        response = shared_preview_response(story)
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    response["Cache-Control"] = "private, no-store"
+    response["Referrer-Policy"] = "no-referrer"
+    return with_policy(response)
+
+
+# A shared link's reader does not retry by hand: a busy render slot (a writer's preview
+# holds it for a moment) is waited for a little, then the page reloads itself.
+SLOT_TRIES = 10
+SLOT_PAUSE = 0.2  # seconds
+BUSY_PAGE = (
+    '<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="2">'
+    '<meta name="robots" content="noindex, nofollow"><title>Preview busy</title>'
+    "<p>The preview is busy; this page tries again in a moment.</p>"
+)
+
+
+def shared_preview_response(story) -> HttpResponse:
+    retry_after = 1
+    for _try in range(SLOT_TRIES):
+        try:
+            with limits.render_slot():
+                page = limits.run_with_time_limit(
+                    shared_page, story, seconds=settings.PREVIEW_TIME_LIMIT
+                )
+            return HttpResponse(page, content_type=TYPES[".html"])
+        except limits.PreviewRefused as exc:
+            retry_after = exc.retry_after
+            time.sleep(SLOT_PAUSE)
+        except limits.PreviewTooSlow as exc:
+            return HttpResponse(str(exc), status=503, content_type="text/plain")
+    response = HttpResponse(BUSY_PAGE, status=429, content_type=TYPES[".html"])
+    response["Retry-After"] = str(retry_after)
     return response

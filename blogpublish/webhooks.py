@@ -42,7 +42,7 @@ DELETED = "article.deleted"
 
 def idempotency_key(uid: object, version: str) -> str:
     """The same for the same article and content; new after an edit. `version` is the
-    content hash, or "deleted" for the delete event."""
+    content hash, or "deleted" / "withdrawn" for those events."""
     return hashlib.sha256(f"{uid}:{version}".encode()).hexdigest()
 
 
@@ -93,8 +93,12 @@ def published_delivery(article) -> NewDelivery:
     )
 
 
-def deleted_delivery(article) -> NewDelivery:
-    return _delivery(deleted_payload(article), key=idempotency_key(article.uid, "deleted"))
+def removed_delivery(article) -> NewDelivery:
+    """`article.deleted`, or `article.withdrawn` when the writer took it back to draft
+    (`article.deleted_as`); one key per Article row and kind."""
+    kind = "withdrawn" if article.deleted_as == "withdrawn" else "deleted"
+    payload = {**deleted_payload(article), "event": f"article.{kind}"}
+    return _delivery(payload, key=idempotency_key(article.uid, kind))
 
 
 class WebhookPublisher(BasePublisher):
@@ -124,10 +128,17 @@ class WebhookPublisher(BasePublisher):
     def forget(self, article) -> None:
         """Inside the delete's transaction: the delete event is in the outbox once the
         delete commits, even if the unpublish message never arrives."""
-        deliveries_enqueue([deleted_delivery(article)])
+        deliveries_enqueue([removed_delivery(article)])
 
     def unpublish(self, article) -> None:
         """A delete event, sent for every deleted article: a receiver ignores an id it
         never saw (an article deleted before it was ever published). Normally `forget`
         has put it in the outbox already; then this adds nothing."""
-        deliveries_enqueue([deleted_delivery(article)])
+        deliveries_enqueue([removed_delivery(article)])
+
+    def withdraw(self, article) -> None:
+        """The writer took the article back to draft (publishing.services.stories): the
+        delete event's fields under `article.withdrawn`, once per Article row (a story
+        published again gets a new row, so a new uid and new keys). Normally `forget`
+        has put it in the outbox already; then this adds nothing."""
+        deliveries_enqueue([removed_delivery(article)])

@@ -278,6 +278,14 @@ PREVIEW_RATE_PER_MINUTE = env_number("PREVIEW_RATE_PER_MINUTE", 60, minimum=0)
 PREVIEW_BURST = env_int("PREVIEW_BURST", 10, minimum=0)
 PREVIEW_MAX_CONCURRENT = env_int("PREVIEW_MAX_CONCURRENT", 1, minimum=0)
 PREVIEW_TIME_LIMIT = env_number("PREVIEW_TIME_LIMIT", 1.0, minimum=0)
+# Drafts (issue 22, docs/writing.md): a shared preview link (/preview/<token>/) works
+# this long; a deleted story stays in the trash this many days; a story's revisions
+# older than STORY_REVISIONS_KEEP_DAYS are pruned by the catch-up, its newest
+# STORY_REVISIONS_KEEP_COUNT always kept.
+STORY_PREVIEW_SECONDS = env_number("STORY_PREVIEW_SECONDS", 7 * 86400, minimum=60)
+STORY_TRASH_DAYS = env_number("STORY_TRASH_DAYS", 30, minimum=0)
+STORY_REVISIONS_KEEP_DAYS = env_number("STORY_REVISIONS_KEEP_DAYS", 90, minimum=0)
+STORY_REVISIONS_KEEP_COUNT = env_int("STORY_REVISIONS_KEEP_COUNT", 50, minimum=1)
 
 PUBLISH_MAX_ATTEMPTS = env_int("PUBLISH_MAX_ATTEMPTS", 5, minimum=1)
 # How long one claimed attempt may run before any executor may take the row over.

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import path, re_path
 
 from api.endpoints import api
-from blogpublish.views import site
+from blogpublish.views import site, story_preview
 from publishing.dashboard import dashboard, dashboard_requeue
 from publishing.views import healthz, metrics, status_json
 
@@ -27,6 +27,9 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("status.json", status_json, name="status-json"),
     path("metrics", metrics, name="metrics"),
+    # A draft's shared preview (docs/writing.md); no page of the site has this address
+    # (a slug's folder holds only index.html).
+    path("preview/<str:token>/", story_preview, name="story-preview"),
     # The blog itself: SITE_ROOT, as the static site builder wrote it.
     re_path(r"^(?P<path>.*)$", site, name="site"),
 ]

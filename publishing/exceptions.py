@@ -45,3 +45,13 @@ class AttemptTimeLimitExceeded(PublishingError):
 # What stops an attempt or a group from outside (the worker's soft limit, the backup
 # executor's): never one article's own error for the articles it did not reach.
 TIME_LIMITS = (SoftTimeLimitExceeded, AttemptTimeLimitExceeded)
+
+
+class StoryConflict(PublishingError):
+    """The draft was saved elsewhere since this copy was loaded (another tab or writer);
+    reload it, or save again to overwrite."""
+
+    def __init__(self, message: str | None = None, *, current: int, given: int):
+        super().__init__(message)
+        self.current = current
+        self.given = given

@@ -13,7 +13,7 @@ laughs") and nesting deeper than `MAX_DEPTH`; and no message ever quotes more th
     title: Hello, world
     slug: hello-world            # optional: else the file's name
     date: 2024-05-01 09:30:00    # optional: publish_at; UTC when it names no zone
-    draft: true                  # optional: the file is skipped
+    draft: true                  # optional: kept as a draft, not published
     tags: [ignored]              # anything else is ignored (and named in the summary)
     ---
     The body, *Markdown*, kept as written.
@@ -138,11 +138,6 @@ class PureSafeLoader(_FrontMatterComposer, yaml.SafeLoader):
     _loader = yaml.SafeLoader
 
 
-@dataclass(frozen=True)
-class Draft:
-    """A file marked `draft: true`: skipped, and counted as skipped."""
-
-
 @dataclass
 class ParsedFile:
     title: str
@@ -152,6 +147,13 @@ class ParsedFile:
     # From `date`, in UTC; None when the file gave none.
     publish_at: datetime | None
     ignored_keys: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A file marked `draft: true`: kept as a draft (a story), never published."""
+
+    parsed: ParsedFile
 
 
 def parse_date(value: object) -> datetime:
@@ -225,19 +227,21 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
     if not isinstance(meta, dict):
         raise BadFile("the front matter must be a mapping of keys to values (title: …)")
     draft = meta.get("draft", False)
-    if draft is True or (isinstance(draft, str) and draft.strip().lower() in {"true", "yes"}):
-        return Draft()
+    is_draft = draft is True or (
+        isinstance(draft, str) and draft.strip().lower() in {"true", "yes"}
+    )
     title = meta.get("title")
     if title is None or (isinstance(title, str) and not title.strip()):
         raise BadFile("no title: the front matter must give a title")
     slug = meta.get("slug")
-    return ParsedFile(
+    parsed = ParsedFile(
         title=_text("title", title),
         body=_LEADING_BLANK_LINES.sub("", text[match.end() :], count=1).rstrip(),
         slug="" if slug is None else _text("slug", slug),
         publish_at=None if meta.get("date") is None else parse_date(meta["date"]),
         ignored_keys={_key_name(key) for key in meta if key not in KNOWN_KEYS},
     )
+    return Draft(parsed) if is_draft else parsed
 
 
 def _key_name(key: object) -> str:

@@ -47,6 +47,11 @@ from publishing.validators import (
 )
 
 TITLE_MAX_LENGTH = 200
+# The content's validators, shared by the article and its story's draft.
+TITLE_VALIDATORS = [validate_single_line, validate_xml_chars, validate_display_chars]
+SLUG_VALIDATORS = [validate_slug_bytes, validate_not_reserved, validate_display_chars]
+BODY_VALIDATORS = [validate_body_size, validate_xml_chars]
+BODY_HELP = _("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20}
 # What a writer edits; save() validates these, whichever way the row is saved.
 CONTENT_FIELDS = ("title", "slug", "body", "publish_at")
 
@@ -187,14 +192,14 @@ def sitemap_chunk_name(field: str) -> Q:
 class Article(models.Model):
     title = models.CharField(
         max_length=TITLE_MAX_LENGTH,
-        validators=[validate_single_line, validate_xml_chars, validate_display_chars],
+        validators=TITLE_VALIDATORS,
     )
     slug = models.SlugField(
         max_length=200,
         unique=True,
         blank=True,
         allow_unicode=True,
-        validators=[validate_slug_bytes, validate_not_reserved, validate_display_chars],
+        validators=SLUG_VALIDATORS,
         help_text=_(
             "The page's address: letters (any script), digits, - and _. "
             "Left blank, it is made from the title."
@@ -204,8 +209,8 @@ class Article(models.Model):
     # share a folder on a case-insensitive file system; set by save() (and bulk_create).
     slug_key = models.CharField(max_length=800, unique=True, editable=False)
     body = models.TextField(
-        validators=[validate_body_size, validate_xml_chars],
-        help_text=_("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20},
+        validators=BODY_VALIDATORS,
+        help_text=BODY_HELP,
     )
     status = models.CharField(
         max_length=16, choices=ArticleStatus.choices, default=ArticleStatus.PENDING
@@ -256,6 +261,10 @@ class Article(models.Model):
     # publish after the commit (publishing.signals). save() sets it before writing: a
     # new pending row, or an edit that changed the content, is work; anything else not.
     wants_publish: bool = False
+
+    # What deleting this row means to the targets (publishing.signals): "deleted", or
+    # "withdrawn" when the writer takes it back to draft (publishing.services.stories).
+    deleted_as: str = "deleted"
 
     class Meta:
         ordering = ["-publish_at", "-id"]
@@ -424,9 +433,10 @@ class Article(models.Model):
         self.published_slug_key = key_of(self.published_slug or "")
 
     def _check_slug_free(self) -> None:
-        """No other article has this slug up to case (its key), or has its live page
-        there: until an article's edit is live, its old page still serves its last
-        version, so that address is not free yet either. One query."""
+        """No other article or story has this slug up to case (its key), or has its live
+        page there: until an article's edit is live, its old page still serves its last
+        version, so that address is not free yet either. A story of another id keeps
+        its slug while it is a draft, withdrawn or in the trash. Two queries."""
         key = key_of(self.slug, self.slug_key or "")
         if "#" in key:  # kept from before keys: see key_of()
             return
@@ -436,7 +446,7 @@ class Article(models.Model):
             Q(slug_key=key) | Q(published_slug_key=key)
         )
         keys = set(others.values_list("slug_key", flat=True)[:2])
-        if key in keys:
+        if key in keys or Story.objects.exclude(pk=self.pk).filter(slug_key=key).exists():
             raise ValidationError(
                 {
                     "slug": _(
@@ -453,7 +463,8 @@ class Article(models.Model):
 
     def _unique_slug(self, base: str, *, also_taken: Iterable[str] = ()) -> str:
         """`base`, or `base-2`, `base-3`, …: the first whose key no other article has as
-        its slug or live page (nor is in `also_taken`). One query, whatever the count."""
+        its slug or live page, nor any story of another id (nor is in `also_taken`). Two
+        queries, whatever the count."""
         base = cut_to_bytes(base, SLUG_MAX_BYTES)
         # Every candidate's key starts with this: the base's, or when the base is cut to
         # make room for a suffix (of up to 11 bytes), the cut one's, a few characters
@@ -465,7 +476,10 @@ class Article(models.Model):
             .filter(Q(slug_key__startswith=prefix) | Q(published_slug_key__startswith=prefix))
             .values_list("slug_key", "published_slug_key")
         )
+        # A draft's, a withdrawn story's or a trashed story's slug is reserved too.
+        stories = Story.objects.exclude(pk=self.pk).filter(slug_key__startswith=prefix)
         taken = {key for row in rows for key in row} | set(also_taken)
+        taken |= set(stories.values_list("slug_key", flat=True))
         slug, n = base, 1
         while slug_key(slug) in taken or is_reserved_slug(slug):  # ≤ len(taken) + 2 rounds
             n += 1
@@ -698,3 +712,107 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} of article {self.article_id} ({self.status})"
+
+
+# --- the writer's workspace: stories, their revisions, the trash (issue 22) ------------
+
+
+class StoryState(models.TextChoices):
+    # The writer's work, on no page: never published, or withdrawn.
+    DRAFT = "draft", _("Draft")
+    # Published: its Article (the same id) is what the pipeline publishes.
+    PUBLISHED = "published", _("Published")
+
+
+class Story(models.Model):
+    """The writer's copy of an article: the draft text, which no reader sees until
+    "Publish" copies it to the `Article` of the same id (made then, or updated). The
+    id comes from the Article table's own sequence (publishing.services.stories), so a
+    story and its Article share one id and an article written in the Article form never
+    takes a draft's. The slug stays reserved for the story while it is a draft,
+    withdrawn or in the trash: no other article or story may take it."""
+
+    id = models.BigIntegerField(primary_key=True)
+    title = models.CharField(
+        max_length=TITLE_MAX_LENGTH,
+        validators=TITLE_VALIDATORS,
+    )
+    slug = models.SlugField(
+        max_length=200,
+        blank=True,
+        allow_unicode=True,
+        validators=SLUG_VALIDATORS,
+        help_text=_("The page's address. Left blank, it is made from the title."),
+    )
+    slug_key = models.CharField(max_length=800, unique=True, editable=False)
+    body = models.TextField(
+        blank=True,
+        validators=BODY_VALIDATORS,
+        help_text=BODY_HELP,
+    )
+    # Empty: published when the writer publishes.
+    publish_at = models.DateTimeField(
+        null=True, blank=True, validators=[validate_publish_at], help_text=_("Empty: now.")
+    )
+    state = models.CharField(max_length=16, choices=StoryState.choices, default=StoryState.DRAFT)
+    # Saves of the draft: what a save names as the version it edited (If-Match), so
+    # two tabs on one draft are told of each other instead of overwriting silently.
+    version = models.PositiveIntegerField(default=0, editable=False)
+    # The version last published: a draft with a higher one has unpublished changes.
+    published_version = models.PositiveIntegerField(default=0, editable=False)
+    # In the trash since then (a delete); purged after STORY_TRASH_DAYS.
+    trashed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The shared preview (/preview/<token>/): the token signs the id and this key, so a
+    # new key or none revokes every link given out; it works until preview_expires_at.
+    preview_key = models.CharField(max_length=32, blank=True, default="", editable=False)
+    preview_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        verbose_name_plural = "stories"
+
+    def __str__(self) -> str:
+        return self.title
+
+    def clean(self) -> None:
+        self.title = (self.title or "").strip()
+        self.slug = normalize_slug(self.slug or "")
+        self.body = normalize_body(self.body or "")
+        if self.publish_at:
+            self.publish_at = self.publish_at.replace(microsecond=0)
+        if self.body and (problem := table_cells_problem(self.body)):
+            raise ValidationError({"body": f"The Markdown is too large to render: {problem}."})
+
+    @property
+    def has_unpublished_changes(self) -> bool:
+        return self.version > self.published_version
+
+
+class Revision(models.Model):
+    """One saved version of a story, with who saved it and when: the history a writer
+    diffs and restores. Kept for STORY_REVISIONS_KEEP_DAYS (the newest
+    STORY_REVISIONS_KEEP_COUNT always), pruned by the catch-up."""
+
+    story = models.ForeignKey(Story, on_delete=models.CASCADE, related_name="revisions")
+    # The story's version this revision is.
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=TITLE_MAX_LENGTH)
+    slug = models.CharField(max_length=200)
+    body = models.TextField(blank=True)
+    publish_at = models.DateTimeField(null=True, blank=True)
+    # The user's name, not a key: a revision outlives the account that saved it.
+    saved_by = models.CharField(max_length=150, blank=True, default="")
+    saved_at = models.DateTimeField(default=timezone.now)
+    # What made it: a save, a restore, a publish of changes made in the Article form…
+    note = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["story", "number"], name="revision_story_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.story_id} v{self.number}"

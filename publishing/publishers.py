@@ -25,7 +25,11 @@ built; `BasePublisher` gives the ones a target may not need):
     unpublish(article) -> None   the article was deleted: take it off. `article` is an
                                  unsaved Article carrying id, uid, slug, published_slug
                                  and title. Idempotent.
-    forget(article) -> None      the article is being deleted: called inside the
+    withdraw(article) -> None    the writer took the article back to draft (issue 22):
+                                 off the site as `unpublish` takes it; a target that
+                                 tells others says "withdrawn", not "deleted".
+                                 BasePublisher's calls `unpublish`.
+    forget(article) -> None      the article is being deleted or withdrawn: called inside the
                                  delete's transaction (same `article` as unpublish),
                                  so what must go is known even if no message arrives.
     refresh(*, fence=None) -> bool | None
@@ -44,7 +48,7 @@ built; `BasePublisher` gives the ones a target may not need):
                                  the full check, from the catch-up now and then: remove
                                  whatever the database no longer has, then refresh.
 
-`publish` and `unpublish` raise `TransientPublishError` or `PermanentPublishError`
+`publish`, `unpublish` and `withdraw` raise `TransientPublishError` or `PermanentPublishError`
 (publishing.exceptions); any other exception is treated as transient: a bug is
 retried, then lands in dead. `refresh` and `reconcile` failures are logged and the
 pass is wanted again; `forget` failing fails the delete.
@@ -85,6 +89,8 @@ class Publisher(Protocol):
 
     def unpublish(self, article: Article) -> None: ...
 
+    def withdraw(self, article: Article) -> None: ...
+
     def forget(self, article: Article) -> None: ...
 
     def refresh(self, *, fence: Fence | None = None) -> bool | None: ...
@@ -92,7 +98,16 @@ class Publisher(Protocol):
     def reconcile(self, *, fence: Fence | None = None) -> bool | None: ...
 
 
-INTERFACE = ("in_groups", "publish", "publish_many", "unpublish", "forget", "refresh", "reconcile")
+INTERFACE = (
+    "in_groups",
+    "publish",
+    "publish_many",
+    "unpublish",
+    "withdraw",
+    "forget",
+    "refresh",
+    "reconcile",
+)
 
 
 class BasePublisher:
@@ -118,6 +133,9 @@ class BasePublisher:
 
     def unpublish(self, article: Article) -> None:
         return None
+
+    def withdraw(self, article: Article) -> None:
+        self.unpublish(article)
 
     def forget(self, article: Article) -> None:
         return None

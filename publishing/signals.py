@@ -8,7 +8,7 @@ from functools import partial
 from django.db import transaction
 
 from publishing.dispatch import dispatch_unpublish, dispatch_when_due
-from publishing.services import UNPUBLISH_FIELDS, article_forget
+from publishing.services import UNPUBLISH_FIELDS, article_forget, article_to_trash
 
 
 def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
@@ -27,5 +27,8 @@ def article_deleted(sender, instance, **kwargs) -> None:
     # written the page of an article that never completed (docs/site.md, "Deletes").
     snapshot = {field: getattr(instance, field) for field in UNPUBLISH_FIELDS}
     snapshot["uid"] = str(snapshot["uid"])
+    # "deleted", or "withdrawn" (back to draft): the targets tell their readers which.
+    snapshot["event"] = instance.deleted_as
     article_forget(snapshot=snapshot)  # in the delete's transaction: nothing is lost
+    article_to_trash(article=instance)  # a delete (not a withdraw) keeps it in the trash
     transaction.on_commit(partial(dispatch_unpublish, snapshot), robust=True)

@@ -40,7 +40,7 @@ from blogpublish.exceptions import BlogpublishError
 from blogpublish.models import Image
 from blogpublish.site import paths
 from blogpublish.storage import SiteStorage, site_storage
-from publishing.models import Article
+from publishing.models import Article, Revision, Story
 
 logger = logging.getLogger(__name__)
 
@@ -276,16 +276,32 @@ def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage
 
 
 def used_paths() -> set[str]:
-    """Every image path named by some article's text or live version (one pass over the
-    bodies; the full check reads the whole site anyway)."""
+    """Every image path named by some article's text or live version, or by a story's
+    draft or revision, in the trash too (issue 22): one pass over the bodies; the full
+    check reads the whole site anyway."""
     used: set[str] = set()
-    rows = Article.objects.filter(
-        Q(body__contains=f"{MEDIA_DIR}/") | Q(published_body__contains=f"{MEDIA_DIR}/")
-    ).values_list("body", "published_body")
-    for body, published in rows.iterator(chunk_size=200):
-        for text in (body, published):
-            used.update(f"{MEDIA_DIR}/{m}" for m in IMAGE_REF_RE.findall(text or ""))
+    named = f"{MEDIA_DIR}/"
+    texts = [
+        Article.objects.filter(Q(body__contains=named) | Q(published_body__contains=named))
+        .values_list("body", "published_body")
+        .iterator(chunk_size=200),
+        Story.objects.filter(body__contains=named).values_list("body").iterator(chunk_size=200),
+        Revision.objects.filter(body__contains=named).values_list("body").iterator(chunk_size=200),
+    ]
+    for rows in texts:
+        for row in rows:
+            for text in row:
+                used.update(f"{MEDIA_DIR}/{m}" for m in IMAGE_REF_RE.findall(text or ""))
     return used
+
+
+def in_use(rel: str) -> bool:
+    """Some article, story or revision names `rel` now."""
+    return (
+        Article.objects.filter(Q(body__contains=rel) | Q(published_body__contains=rel)).exists()
+        or Story.objects.filter(body__contains=rel).exists()
+        or Revision.objects.filter(body__contains=rel).exists()
+    )
 
 
 def sweep(site: SiteStorage) -> list[str]:
@@ -303,8 +319,7 @@ def sweep(site: SiteStorage) -> list[str]:
             # Locked and checked again: an upload of the same bytes meanwhile renews it.
             if not Image.objects.select_for_update().filter(stale, pk=pk).exists():
                 continue
-            refs = Q(body__contains=rel) | Q(published_body__contains=rel)
-            if Article.objects.filter(refs).exists():  # used since the pass began
+            if in_use(rel):  # used since the pass began
                 continue
             Image.objects.filter(pk=pk).delete()
             site.delete(rel)

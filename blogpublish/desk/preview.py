@@ -43,7 +43,9 @@ class Preview:
 
 def publish_at_from(data) -> tuple:
     """The form's date and time (the admin's split widget), or now while they are not
-    a valid date yet."""
+    a valid date yet. A draft's empty date means "when published": now, no problem."""
+    if data.get("draft") and not (data.get("publish_at_0") or data.get("publish_at_1")):
+        return timezone.now(), []
     try:
         value = forms.SplitDateTimeField().clean(
             [data.get("publish_at_0", ""), data.get("publish_at_1", "")]
@@ -96,3 +98,16 @@ def with_policy_meta(page: str) -> str:
     """The page with the site's policy as its first element in <head>."""
     meta = f'<meta http-equiv="Content-Security-Policy" content="{escape(meta_policy())}">'
     return page.replace("<head>", "<head>\n" + meta, 1)
+
+
+def shared_page(story) -> str:
+    """The story's draft as its published page will look, for a shared preview link
+    (blogpublish.views.story_preview): the site's own page, marked noindex."""
+    article = Article(
+        title=story.title,
+        slug=story.slug,
+        body=story.body,
+        publish_at=story.publish_at or timezone.now(),
+    )
+    page = documents.article_page(article)
+    return page.replace("<head>", '<head>\n<meta name="robots" content="noindex, nofollow">', 1)

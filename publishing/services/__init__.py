@@ -6,7 +6,8 @@ what a person does (requeue, publish now); `site` deletes and the full check of 
 targets; `deliveries` the webhook outbox (its deliveries, after the publish);
 `catch_up` the safety net that finds work the event path missed; `alarms` the
 dead-letter and stuck alerts; `refresh` the coalescing refresher of the shared views;
-`authoring` what a writer does (create, edit), which every way in goes through.
+`authoring` what a writer does (create, edit), which every way in goes through;
+`stories` the writer's drafts (save, publish, withdraw) beside the pipeline.
 Callers import from here.
 """
 
@@ -55,6 +56,22 @@ from publishing.services.site import (
     article_unpublish,
     site_reconcile,
 )
+from publishing.services.stories import (
+    article_to_trash,
+    revision_diff,
+    stories_tidy,
+    story_by_preview_token,
+    story_of_article,
+    story_preview_token,
+    story_publish,
+    story_restore,
+    story_save,
+    story_share,
+    story_trash,
+    story_unshare,
+    story_untrash,
+    story_withdraw,
+)
 
 __all__ = [
     "UNPUBLISH_FIELDS",
@@ -75,6 +92,7 @@ __all__ = [
     "article_publish",
     "article_publish_now",
     "article_requeue",
+    "article_to_trash",
     "article_unpublish",
     "article_update",
     "articles_create_many",
@@ -88,11 +106,24 @@ __all__ = [
     "last_leased",
     "publish_group",
     "publish_pending",
+    "revision_diff",
     "shared_views_deferred",
     "shared_views_pass",
     "shared_views_request",
     "shared_views_whole",
     "site_reconcile",
+    "stories_tidy",
+    "story_by_preview_token",
+    "story_of_article",
+    "story_preview_token",
+    "story_publish",
+    "story_restore",
+    "story_save",
+    "story_share",
+    "story_trash",
+    "story_unshare",
+    "story_untrash",
+    "story_withdraw",
     "stuck_check",
     "suspects_due",
     "webhook_deliver",

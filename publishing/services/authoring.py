@@ -21,20 +21,33 @@ from publishing.models import CONTENT_FIELDS, Article, slug_from_title
 
 
 def _article(
-    *, title: str, body: str, slug: str = "", publish_at: datetime | None = None
+    *,
+    title: str,
+    body: str,
+    slug: str = "",
+    publish_at: datetime | None = None,
+    article_id: int | None = None,
 ) -> Article:
-    article = Article(title=title, body=body, slug=slug)
+    article = Article(id=article_id, title=title, body=body, slug=slug)
     if publish_at is not None:
         article.publish_at = publish_at
     return article
 
 
 def article_create(
-    *, title: str, body: str, slug: str = "", publish_at: datetime | None = None
+    *,
+    title: str,
+    body: str,
+    slug: str = "",
+    publish_at: datetime | None = None,
+    article_id: int | None = None,
 ) -> Article:
     """A new pending article (the slug made from the title when blank); ValidationError
-    with a message per field, and nothing stored, when the content is not acceptable."""
-    article = _article(title=title, body=body, slug=slug, publish_at=publish_at)
+    with a message per field, and nothing stored, when the content is not acceptable.
+    `article_id` is a story's (publishing.services.stories): its Article takes its id."""
+    article = _article(
+        title=title, body=body, slug=slug, publish_at=publish_at, article_id=article_id
+    )
     article.full_clean()
     article.save()
     return article

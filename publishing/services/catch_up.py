@@ -33,6 +33,7 @@ from publishing.services.deliveries import deliveries_catch_up
 from publishing.services.publish import publish_group, suspects_due
 from publishing.services.refresh import full_check_due, shared_views_pass
 from publishing.services.site import site_reconcile
+from publishing.services.stories import stories_tidy
 from publishing.time_limits import attempt_time_limit
 from work.runs import Run, busy_message, scheduled_run
 
@@ -169,6 +170,7 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         f"{deliveries_sent} webhook deliveries sent, {delivery_alerts} delivery alerts"
     )
     rollup.compact()
+    stories_tidy(limit=limit)  # the trash and old revisions (docs/design.md, "Drafts")
     catch_up_recorded(report=report)
     logger.info(
         "catch-up: %d stale due article(s) found, %d sent; %d scheduled armed; "

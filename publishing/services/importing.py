@@ -9,7 +9,8 @@ claim the due rows many at a time. docs/import.md says what a user sees.
 
 Idempotent by slug: a file whose article exists with the same content changes nothing
 (no attempt, no webhook); different content is an edit, pending again with a fresh
-budget of attempts, as an edit in the admin is.
+budget of attempts, as an edit in the admin is. A `draft: true` file is kept as a
+story's draft (publishing.services.stories), by its slug too, and never published.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ from publishing.models import (
     FRESH_PENDING,
     Article,
     ArticleStatus,
+    Story,
+    key_of,
+    normalize_slug,
 )
+from publishing.services.stories import story_save
 from publishing.validators import BODY_MAX_BYTES
 
 logger = logging.getLogger(__name__)
@@ -193,12 +198,13 @@ def read_file(path: Path) -> ParsedFile | Draft:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise BadFile(f"not UTF-8 text (byte {exc.start + 1})") from None
-    parsed = markdown_files.parse(text)
-    if isinstance(parsed, ParsedFile) and not parsed.slug:
+    result = markdown_files.parse(text)
+    parsed = result.parsed if isinstance(result, Draft) else result
+    if not parsed.slug:
         parsed.slug = markdown_files.slug_from_path(path)
         if not parsed.slug:
             raise BadFile("its file name gives no slug: set `slug:` in the front matter")
-    return parsed
+    return result
 
 
 # --- validating -----------------------------------------------------------------------
@@ -363,6 +369,39 @@ def _write_chunk(
     return any(p.article.publish_at <= now for p in written)
 
 
+# --- drafts --------------------------------------------------------------------------------
+
+
+def _keep_draft(path: Path, parsed: ParsedFile, *, dry_run: bool) -> FileResult:
+    """A `draft: true` file becomes a story's draft (issue 22), never published; by its
+    slug, as articles are: the draft of that slug is updated (a new revision when the
+    text changed). A slug that an article has already is refused: a draft file must
+    not take back, or shadow, what is live."""
+    slug = normalize_slug(parsed.slug)
+    story = Story.objects.filter(slug_key=key_of(slug), trashed_at__isnull=True).first()
+    if story is None and Article.objects.filter(slug_key=key_of(slug)).exists():
+        reason = "draft: an article has this slug already; remove `draft: true` to update it"
+        return FileResult(path, Action.FAILED, reason, slug)
+    fields = {
+        "title": parsed.title,
+        "body": parsed.body,
+        "slug": slug,
+        "publish_at": parsed.publish_at,
+    }
+    try:
+        if dry_run:
+            Story(id=0, **fields).full_clean(exclude=["slug_key"], validate_unique=False)
+            saved = story
+        else:
+            saved = story_save(story_id=story.pk if story else None, note="imported", **fields)
+    except ValidationError as exc:
+        return FileResult(path, Action.FAILED, _messages(exc), slug)
+    if story is None:
+        return FileResult(path, Action.CREATED, "draft", slug)
+    changed = saved is not None and saved.version != story.version
+    return FileResult(path, Action.UPDATED if changed else Action.UNCHANGED, "draft", slug)
+
+
 # --- the import ----------------------------------------------------------------------------
 
 
@@ -389,7 +428,7 @@ def articles_import(
             _report(report, on_result, FileResult(found, Action.FAILED, exc.reason))
             continue
         if isinstance(result, Draft):
-            _report(report, on_result, FileResult(found, Action.SKIPPED, "draft"))
+            _report(report, on_result, _keep_draft(found, result.parsed, dry_run=dry_run))
             continue
         report.ignored_keys |= result.ignored_keys
         parsed.append((found, result))

@@ -17,7 +17,10 @@ UNPUBLISH_FIELDS = ("id", "uid", "slug", "published_slug", "title")
 
 
 def _article(snapshot: dict) -> Article:
-    return Article(**{k: snapshot.get(k) for k in UNPUBLISH_FIELDS})
+    article = Article(**{k: snapshot.get(k) for k in UNPUBLISH_FIELDS})
+    # What the removal means to readers: a delete, or a withdraw (back to draft).
+    article.deleted_as = snapshot.get("event") or "deleted"
+    return article
 
 
 def article_forget(*, snapshot: dict) -> None:
@@ -29,15 +32,26 @@ def article_forget(*, snapshot: dict) -> None:
 
 def article_unpublish(*, snapshot: dict) -> None:
     """A deleted article leaves every target. `snapshot` holds UNPUBLISH_FIELDS, since
-    the row is gone; publishers raise TransientPublishError to be retried."""
+    the row is gone, and `event`: "withdrawn" when the writer took it back to draft
+    (each target's `withdraw`), else a delete; publishers raise TransientPublishError
+    to be retried."""
+    withdrawn = snapshot.get("event") == "withdrawn"
     try:
         for publisher in get_publishers():
-            publisher.unpublish(_article(snapshot))
+            if withdrawn:
+                publisher.withdraw(_article(snapshot))
+            else:
+                publisher.unpublish(_article(snapshot))
     finally:
         # The row is gone whatever a later target answered: the index and feed drop it
         # at the next pass, not after that target's retries.
         shared_views_request()
-    logger.info("article %s (%s) unpublished", snapshot.get("id"), snapshot.get("slug"))
+    logger.info(
+        "article %s (%s) %s",
+        snapshot.get("id"),
+        snapshot.get("slug"),
+        "withdrawn" if withdrawn else "unpublished",
+    )
 
 
 def site_reconcile() -> bool:

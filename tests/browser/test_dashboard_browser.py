@@ -8,13 +8,10 @@ docs/operations.md shows the one taken with BLOGPUBLISH_SCREENSHOTS_DIR=docs/img
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
 import pytest
 import requests
-from django.conf import settings
 from django.db import connections
 
 from publishing.models import Article, ArticleStatus
@@ -26,15 +23,6 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PASSWORD = "browser-test-password-1"
-
-
-def screenshot_folders() -> list[Path]:
-    folders = [settings.RUN_DIR / "screenshots"]
-    if os.environ.get("BLOGPUBLISH_SCREENSHOTS_DIR"):
-        folders.append(Path(os.environ["BLOGPUBLISH_SCREENSHOTS_DIR"]))
-    for folder in folders:
-        folder.mkdir(parents=True, exist_ok=True)
-    return folders
 
 
 def status_of(article: Article) -> str:
@@ -84,7 +72,7 @@ def web(django_db_setup):
 
 
 def test_dashboard_in_a_browser_after_real_publishes(
-    worker, web, make_article, chaos, django_user_model, browser
+    worker, web, make_article, chaos, django_user_model, browser, screenshots
 ):
     published = [make_article(title=f"Published by the worker {i}") for i in range(4)]
     chaos("refused-by-target", fail="permanent")
@@ -114,7 +102,7 @@ def test_dashboard_in_a_browser_after_real_publishes(
     page.wait_for_function(
         "document.getElementById('bp-dashboard').dataset.refreshes >= 1", timeout=20_000
     )
-    for folder in screenshot_folders():
+    for folder in screenshots:
         page.screenshot(path=str(folder / "dashboard.png"), full_page=True)
 
     chaos("refused-by-target")  # the cause is fixed

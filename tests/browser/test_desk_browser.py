@@ -10,18 +10,15 @@ $BLOGPUBLISH_SCREENSHOTS_DIR when set (`docs/img/` holds the committed ones).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connections
 
 from publishing.models import Article, ArticleStatus
-from tests.support.browser import launch
+from tests.support.browser import log_in
 from tests.support.desk import image_bytes
 from tests.support.waiting import wait_for
 
@@ -35,34 +32,6 @@ BODY = """Spring came **early** this year, and the blog noticed.
 """
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
-    # The live server answers each connection in a thread with its own database
-    # connection, closed when the browser's keep-alive connection ends; PostgreSQL
-    # refuses to drop the test database while one is open.
-    wait_for(
-        lambda: not any("process_request_thread" in t.name for t in threading.enumerate()),
-        what="the live server's request threads to end",
-    )
-
-
-@pytest.fixture
-def screenshots() -> list[Path]:
-    """Where the screenshots go: the run's directory, and the docs' when asked."""
-    folders = [settings.RUN_DIR / "screenshots"]
-    if os.environ.get("BLOGPUBLISH_SCREENSHOTS_DIR"):
-        folders.append(Path(os.environ["BLOGPUBLISH_SCREENSHOTS_DIR"]))
-    for folder in folders:
-        folder.mkdir(parents=True, exist_ok=True)
-    return folders
 
 
 def save_shot(page, folders: list[Path], name: str, **options) -> None:
@@ -88,11 +57,13 @@ def test_write_preview_add_image_save_and_read_it_on_the_site(
     page.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
 
-    page.goto(f"{live_server.url}/admin/login/?next=/admin/publishing/article/add/")
-    page.fill("#id_username", admin_user.username)
-    page.fill("#id_password", "password")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/admin/publishing/article/add/")
+    log_in(
+        page,
+        live_server.url,
+        admin_user.username,
+        "password",
+        then="/admin/publishing/article/add/",
+    )
 
     # Write: the preview follows, rendered by the site (sanitised: no script).
     page.fill("#id_title", "First day of spring")

@@ -11,6 +11,7 @@ from django.utils import timezone
 from blogpublish.desk import images
 from blogpublish.models import Image
 from publishing.models import Article
+from publishing.services import story_save, story_trash
 from tests.integration.test_site_builder import site  # noqa: F401  (the fixture)
 from tests.support.desk import image_bytes
 
@@ -65,3 +66,22 @@ def test_media_folder_is_never_taken_for_a_page(site):  # noqa: F811
     site.publisher.reconcile()
 
     assert (site.root / stored.path).is_file()
+
+
+def test_an_image_of_a_draft_a_revision_or_the_trash_is_in_use(site, settings):  # noqa: F811
+    settings.IMAGE_GRACE_SECONDS = 3600
+    in_draft, in_revision, in_trash, unused = (
+        images.store(image_bytes(colour=colour), name=f"{colour}.png") for colour in COLOURS[:4]
+    )
+    Image.objects.update(uploaded_at=timezone.now() - timedelta(hours=2))
+    story_save(title="A draft", body=f"Look: {in_draft.markdown}")
+    older = story_save(title="Revised", body=f"Once: {in_revision.markdown}")
+    story_save(story_id=older.pk, title="Revised", body="The picture went in an edit.")
+    trashed = story_save(title="Binned", body=f"Here: {in_trash.markdown}")
+    story_trash(story_id=trashed.pk)
+
+    site.publisher.reconcile()
+
+    left = set(Image.objects.values_list("path", flat=True))
+    assert left == {in_draft.path, in_revision.path, in_trash.path}
+    assert not (site.root / unused.path).exists()

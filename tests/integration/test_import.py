@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt, Story
 from tests.support.chaos import journal_entries
 from tests.support.import_files import post, run_import, write
 from tests.support.settling import wait_settled
@@ -54,7 +54,7 @@ def test_import_of_good_bad_draft_and_duplicate_files(worker, blog, sent_tasks):
 
     assert code == 1
     assert out.splitlines()[-1] == (
-        "import_articles: created 3, updated 0, unchanged 0, skipped 1, failed 7"
+        "import_articles: created 4, updated 0, unchanged 0, skipped 0, failed 7"
     )
     assert "ignored front matter keys: tags" in out
     for name, reason in [
@@ -72,6 +72,9 @@ def test_import_of_good_bad_draft_and_duplicate_files(worker, blog, sent_tasks):
     assert set(Article.objects.filter(slug__startswith=p).values_list("slug", flat=True)) == set(
         good
     )
+    # The draft is kept as a story's draft, and nothing publishes it (issue 22).
+    draft = Story.objects.get(slug=f"{p}-draft")
+    assert (draft.title, draft.state, draft.body) == ("Not yet", "draft", "Some *Markdown*.")
     hello = Article.objects.get(slug=f"{p}-hello")
     assert hello.publish_at.isoformat() == "2024-03-01T09:00:00+00:00"
     assert Article.objects.get(slug=f"{p}-hugo").publish_at.isoformat() == (

@@ -36,11 +36,18 @@ from publishing.models import (
     PublishAttempt,
     WebhookDelivery,
 )
-from publishing.services import catch_up, webhook_deliver
+from publishing.services import (
+    catch_up,
+    story_publish,
+    story_save,
+    story_withdraw,
+    webhook_deliver,
+)
 from publishing.signing import sign
 from tests.support import documented_receiver, processes
 from tests.support.api import bearer
 from tests.support.receiver import Receiver
+from tests.support.settling import wait_settled
 from tests.support.waiting import wait_for
 
 pytestmark = [
@@ -456,6 +463,29 @@ def test_delete_sends_a_signed_delete_event(receiver, make_article):
     assert signature_is_valid(deleted)
     assert deleted.json["uid"] == published.json["uid"]
     assert deleted.headers["Idempotency-Key"] != published.headers["Idempotency-Key"]
+
+
+def test_withdraw_sends_one_signed_withdrawn_event_and_no_delete_event(receiver):
+    story = story_save(title="Back to draft", body="Live a while.", slug="withdrawn-hook")
+    article = wait_status(story_publish(story_id=story.pk), "published")
+    published = receiver.requests_for("withdrawn-hook")[-1]
+
+    story_withdraw(article_id=article.pk)
+
+    wait_for(
+        lambda: any(
+            r.json["event"] == "article.withdrawn" for r in receiver.requests_for("withdrawn-hook")
+        ),
+        what="the withdrawn event",
+    )
+    wait_settled()
+    events = [r.json["event"] for r in receiver.requests_for("withdrawn-hook")]
+    assert events == ["article.published", "article.withdrawn"]
+    withdrawn = receiver.requests_for("withdrawn-hook")[-1]
+    assert signature_is_valid(withdrawn)
+    assert withdrawn.json["uid"] == published.json["uid"]
+    assert withdrawn.json["id"] == story.pk
+    assert withdrawn.headers["Idempotency-Key"] != published.headers["Idempotency-Key"]
 
 
 def test_attempt_of_content_edited_since_is_not_announced(receiver, make_article):

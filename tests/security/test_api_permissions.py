@@ -68,6 +68,9 @@ OPERATIONS = [
         True,
         200,
     ),
+    # Publishing and withdrawing change what readers see, as in the admin (issue 22).
+    Operation("publish", "post", "/api/articles/{id}/publish", None, (CHANGE,), True, 200),
+    Operation("withdraw", "post", "/api/articles/{id}/withdraw", None, (CHANGE,), True, 200),
 ]
 WRITES = [op for op in OPERATIONS if op.writes]
 READS = [op for op in OPERATIONS if not op.writes]

@@ -24,3 +24,12 @@ def launch(playwright):
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run scripts/install-tools.sh (make install does)")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def log_in(page, base_url: str, username: str, password: str, *, then: str) -> None:
+    """Log in to the admin at `base_url` and land on the path `then`."""
+    page.goto(f"{base_url}/admin/login/?next={then}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"**{then}")

@@ -79,7 +79,14 @@ def test_parse__bad_files_say_why(text, reason):
 
 @pytest.mark.parametrize("draft", ["true", "True", "yes", "'true'"])
 def test_parse__drafts(draft):
-    assert isinstance(parse(f"---\ntitle: T\ndraft: {draft}\n---\nx"), Draft)
+    result = parse(f"---\ntitle: T\ndraft: {draft}\n---\nx")
+    assert isinstance(result, Draft)
+    assert (result.parsed.title, result.parsed.body) == ("T", "x")  # kept as a draft
+
+
+def test_parse__a_draft_is_held_to_the_same_rules():
+    with pytest.raises(BadFile, match="no title"):
+        parse("---\ndraft: true\n---\nx")
 
 
 def test_parse__draft_false_is_imported():

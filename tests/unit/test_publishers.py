@@ -30,7 +30,7 @@ def test_a_publisher_without_the_whole_interface_is_refused_by_name(settings):
     settings.PUBLISH_PUBLISHERS = [f"{__name__}.OnlyPublish"]
 
     with pytest.raises(
-        ImproperlyConfigured, match="lacks in_groups, publish_many, unpublish, forget"
+        ImproperlyConfigured, match="lacks in_groups, publish_many, unpublish, withdraw, forget"
     ):
         get_publishers()
 

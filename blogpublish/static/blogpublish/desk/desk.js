@@ -10,10 +10,12 @@
   "use strict";
 
   const DEBOUNCE_MS = 400;
+  const AUTOSAVE_MS = 2000; // after typing stops
 
   function start() {
     const panel = document.getElementById("desk-panel");
-    const form = document.getElementById("article_form");
+    // The article's form, or a story's draft (desk/drafts.py): the same fields.
+    const form = document.getElementById("article_form") || document.getElementById("story_form");
     const body = document.getElementById("id_body");
     if (!panel || !form || !body) {
       return;
@@ -32,6 +34,100 @@
       }
     }
     refresh();
+    if (panel.dataset.autosaveUrl) {
+      autosaver(form, csrf, panel);
+    }
+  }
+
+  // A story's draft saves itself (desk/drafts.py: autosave_view) a few seconds after
+  // typing stops, when the tab is hidden, and when the page is left; it never
+  // publishes. Another tab's save since ours stops it with a warning (409).
+  function autosaver(form, csrf, panel) {
+    const status = document.getElementById("desk-autosave");
+    const version = form.elements.namedItem("base_version");
+    let storyId = panel.dataset.storyId || "";
+    let timer = null;
+    let dirty = false;
+    let busy = false;
+    let stopped = false;
+
+    function say(text, state) {
+      if (status) {
+        status.textContent = text;
+        status.dataset.state = state;
+      }
+    }
+
+    function data() {
+      const fields = new FormData(form);
+      fields.set("story_id", storyId);
+      fields.delete("_publish");
+      return fields;
+    }
+
+    async function save() {
+      clearTimeout(timer);
+      if (!dirty || busy || stopped) {
+        return;
+      }
+      busy = true;
+      dirty = false;
+      try {
+        const response = await fetch(panel.dataset.autosaveUrl, {
+          method: "POST",
+          body: data(),
+          headers: {"X-CSRFToken": csrf},
+          credentials: "same-origin",
+        });
+        const answer = await response.json().catch(() => ({}));
+        if (response.ok) {
+          storyId = String(answer.id);
+          version.value = answer.version;
+          if (window.location.pathname !== answer.change_url) {
+            // A new story has its page now: Save draft goes there too.
+            window.history.replaceState(null, "", answer.change_url);
+            form.action = answer.change_url;
+          }
+          say("Draft saved at " + new Date().toLocaleTimeString() + ".", "saved");
+        } else if (response.status === 409) {
+          stopped = true;
+          say(answer.error || "Saved elsewhere since; not saved here.", "conflict");
+        } else {
+          say("Not saved yet: " + (answer.error || response.status), "error");
+        }
+      } catch (error) {
+        dirty = true;
+        say("Not saved yet: the server did not answer.", "error");
+      } finally {
+        busy = false;
+        if (dirty && !stopped) {
+          timer = setTimeout(save, AUTOSAVE_MS);
+        }
+      }
+    }
+
+    form.addEventListener("input", function () {
+      if (stopped) {
+        return;
+      }
+      dirty = true;
+      say("Unsaved changes…", "dirty");
+      clearTimeout(timer);
+      timer = setTimeout(save, AUTOSAVE_MS);
+    });
+    form.addEventListener("submit", function () {
+      stopped = true; // the form's own save follows
+    });
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "hidden") {
+        save();
+      }
+    });
+    window.addEventListener("pagehide", function () {
+      if (dirty && !stopped && !busy) {
+        navigator.sendBeacon(panel.dataset.autosaveUrl, data());
+      }
+    });
   }
 
   // The body's row becomes two columns: the editor (with Add image) and the panel.
@@ -86,6 +182,9 @@
         if (field) {
           data.append(name, field.value);
         }
+      }
+      if (form.id === "story_form") {
+        data.append("draft", "1"); // an empty date: when published
       }
       data.append("csrfmiddlewaretoken", csrf);
       return data;

@@ -1,0 +1,464 @@
+"""Drafts on the desk (issue 22): the story's admin page and its views.
+
+"Save" keeps the draft and publishes nothing; "Save and publish" makes the draft the
+article's content (publishing.services.stories), which the pipeline publishes as any
+save. The page shows the story's history: any two versions diffed, an old one
+restored as the draft. Publishing and withdrawing need `change_article`, the
+permission that changes what readers see.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.decorators import method_decorator
+from django.utils.html import format_html, format_html_join
+from django.views.decorators.http import require_POST
+
+from blogpublish.desk import cheatsheet, images
+from blogpublish.site.paths import article_url
+from publishing.exceptions import StoryConflict
+from publishing.models import Article, Revision, Story, StoryState
+from publishing.services import (
+    revision_diff,
+    story_preview_token,
+    story_publish,
+    story_restore,
+    story_save,
+    story_share,
+    story_trash,
+    story_unshare,
+    story_untrash,
+    story_withdraw,
+)
+
+method_post = method_decorator(require_POST)
+PUBLISH_PERMISSION = "publishing.change_article"
+
+
+def can_publish(request: HttpRequest) -> bool:
+    return request.user.has_perm(PUBLISH_PERMISSION)
+
+
+def desk_context(request: HttpRequest) -> dict:
+    """What the desk's template needs, on the article's page and a story's."""
+    return {
+        "desk_preview_url": reverse("admin:publishing_article_preview"),
+        "desk_image_url": reverse("admin:publishing_article_image"),
+        "desk_supported": cheatsheet.SUPPORTED,
+        "desk_removed": cheatsheet.REMOVED,
+        "desk_image_max_mib": images.IMAGE_MAX_BYTES // 2**20,
+        "desk_images_self_only": settings.SITE_IMAGES_SELF_ONLY,
+        "desk_can_publish": can_publish(request),
+    }
+
+
+class StoryForm(forms.ModelForm):
+    """The draft's fields; its clean() saves through `story_save` (and publishes when
+    asked), so that a refusal, or a newer version saved in another tab, is an error
+    on this form with the writer's text still in it."""
+
+    # The version this form was opened at: a save over a newer one is refused.
+    base_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    saved_by = ""
+    publish = False
+
+    class Meta:
+        model = Story
+        fields = ("title", "slug", "body", "publish_at")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["base_version"].initial = self.instance.version
+        self.saved: Story | None = None
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        existing = self.instance.pk is not None and not self.instance._state.adding
+        try:
+            self.saved = story_save(
+                story_id=self.instance.pk if existing else None,
+                title=cleaned["title"],
+                body=cleaned.get("body") or "",
+                slug=cleaned.get("slug") or "",
+                publish_at=cleaned.get("publish_at"),
+                saved_by=self.saved_by,
+                if_version=cleaned.get("base_version") if existing else None,
+            )
+            if self.publish:
+                story_publish(story_id=self.saved.pk)
+        except StoryConflict as exc:
+            raise ValidationError(
+                f"This draft was saved elsewhere (another tab or writer) since you opened "
+                f"it: it is at version {exc.current}, this form at {exc.given}. Copy your "
+                "text, reload the page, and merge.",
+                code="conflict",
+            ) from exc
+        except ValidationError as exc:
+            self._add_errors(exc)
+        return cleaned
+
+    def _add_errors(self, exc: ValidationError) -> None:
+        if not hasattr(exc, "error_dict"):
+            self.add_error(None, exc)
+            return
+        for field, errors in exc.message_dict.items():
+            self.add_error(field if field in self.fields else NON_FIELD_ERRORS, errors)
+
+
+class ShelfFilter(admin.SimpleListFilter):
+    """Drafts, published stories, or the trash; without a choice, all but the trash."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("draft", "Drafts"), ("published", "Published"), ("trash", "Trash")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "trash":
+            return queryset.filter(trashed_at__isnull=False)
+        queryset = queryset.filter(trashed_at__isnull=True)
+        if value in {StoryState.DRAFT, StoryState.PUBLISHED}:
+            return queryset.filter(state=value)
+        return queryset
+
+
+class StoryAdmin(admin.ModelAdmin):
+    form = StoryForm
+    change_form_template = "blogpublish/desk/story_change_form.html"
+    list_display = ("title", "state", "changes", "slug", "version", "updated_at")
+    list_filter = (ShelfFilter,)
+    actions = ("untrash", "purge")
+    search_fields = ("title", "slug")
+    readonly_fields = ("life", "sharing", "history")
+
+    class Media:
+        css = {"all": ["blogpublish/desk/desk.css"]}
+        js = ["blogpublish/desk/desk.js"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Story | None = None):
+        fields = (None, {"fields": ("title", "slug", "body", "publish_at", "base_version")})
+        if obj is None:
+            return (fields,)
+        return (
+            ("At a glance", {"fields": ("life", "sharing")}),
+            fields,
+            ("History", {"fields": ("history",)}),
+        )
+
+    def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        publish = request.method == "POST" and "_publish" in request.POST
+        attrs = {"saved_by": request.user.get_username(), "publish": publish}
+        return type(form.__name__, (form,), attrs)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        if request.method == "POST" and "_publish" in request.POST and not can_publish(request):
+            raise PermissionDenied
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def save_model(self, request: HttpRequest, obj: Story, form, change: bool) -> None:
+        """Saved already, by the form's clean() (in this request's transaction)."""
+        saved = Story.objects.get(pk=form.saved.pk)
+        for field in Story._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(saved, field.attname))
+        obj._state.adding, obj._state.db = False, saved._state.db
+        if form.publish:
+            self.message_user(
+                request,
+                "Published: it goes live as soon as a worker takes it.",
+                messages.SUCCESS,
+            )
+
+    def delete_model(self, request: HttpRequest, obj: Story) -> None:
+        """A delete moves the story to the trash (docs/writing.md); "Delete forever"
+        in the trash's list purges it."""
+        if obj.trashed_at is None:
+            story_trash(story_id=obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:
+        for pk in queryset.filter(trashed_at__isnull=True).values_list("pk", flat=True):
+            story_trash(story_id=pk)
+
+    @admin.action(description="Restore from the trash (as drafts)", permissions=["change"])
+    def untrash(self, request: HttpRequest, queryset) -> None:
+        for pk in queryset.filter(trashed_at__isnull=False).values_list("pk", flat=True):
+            story, renamed = story_untrash(story_id=pk)
+            if renamed:
+                self.message_user(
+                    request,
+                    f"“{story.title}” is back at /{story.slug}/: its old address was taken.",
+                    messages.WARNING,
+                )
+        self.message_user(request, "Restored as drafts.", messages.SUCCESS)
+
+    @admin.action(description="Delete forever (only what is in the trash)", permissions=["delete"])
+    def purge(self, request: HttpRequest, queryset) -> None:
+        count, _ = queryset.filter(trashed_at__isnull=False).delete()
+        self.message_user(request, f"{count} row(s) deleted for good.", messages.SUCCESS)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("<int:object_id>/diff/", view(self.diff_view), name="publishing_story_diff"),
+            path(
+                "<int:object_id>/restore/<int:number>/",
+                view(self.restore_view),
+                name="publishing_story_restore",
+            ),
+            path(
+                "<int:object_id>/withdraw/",
+                view(self.withdraw_view),
+                name="publishing_story_withdraw",
+            ),
+            path("autosave/", view(self.autosave_view), name="publishing_story_autosave"),
+            path("<int:object_id>/share/", view(self.share_view), name="publishing_story_share"),
+            path(
+                "<int:object_id>/unshare/",
+                view(self.unshare_view),
+                name="publishing_story_unshare",
+            ),
+            *super().get_urls(),
+        ]
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context.update(
+            desk_context(request),
+            desk_live=obj is not None and Article.objects.filter(pk=obj.pk).exists(),
+            desk_autosave_url=reverse("admin:publishing_story_autosave"),
+        )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    # --- what the page shows -------------------------------------------------------------
+
+    @admin.display(description="unpublished changes", boolean=True)
+    def changes(self, obj: Story) -> bool:
+        return obj.state == StoryState.PUBLISHED and obj.has_unpublished_changes
+
+    @admin.display(description="state")
+    def life(self, obj: Story) -> str:
+        if obj.trashed_at is not None:
+            return format_html(
+                '<span class="desk-story-state">In the trash since {} UTC; purged {} days '
+                "after. Restore it from the trash's list.</span>",
+                obj.trashed_at.strftime("%Y-%m-%d %H:%M"),
+                f"{settings.STORY_TRASH_DAYS:g}",
+            )
+        article = Article.objects.filter(pk=obj.pk).only("published_slug", "status").first()
+        if article is None:
+            text = "Draft: on no page." if obj.state == StoryState.DRAFT else "Not on the site."
+            return format_html('<span class="desk-story-state">{}</span>', text)
+        html = format_html(
+            '<span class="desk-story-state">On the blog (status: {}){}</span>',
+            article.status,
+            "; this draft has changes not published yet" if obj.has_unpublished_changes else "",
+        )
+        if article.published_slug:
+            html += format_html(
+                ' · <a class="desk-live-link" href="{}" target="_blank" rel="noopener">'
+                "View the live page</a>",
+                article_url(article.published_slug),
+            )
+        return html
+
+    @admin.display(description="shared preview")
+    def sharing(self, obj: Story) -> str:
+        token = story_preview_token(obj)
+        share = reverse("admin:publishing_story_share", args=[obj.pk])
+        if token is None:
+            return format_html(
+                '<button type="submit" class="button" id="desk-share" form="desk-story-actions" '
+                'formaction="{}">Share preview</button> <span class="help">A link that shows '
+                "this draft as its page will look, to anyone who has it, for {}.</span>",
+                share,
+                _duration(settings.STORY_PREVIEW_SECONDS),
+            )
+        url = settings.SITE_URL + reverse("story-preview", args=[token])
+        return format_html(
+            '<a id="desk-share-link" href="{}" target="_blank" rel="noopener noreferrer">{}</a> '
+            '<span class="help">until {} UTC</span> '
+            '<button type="submit" class="button" id="desk-unshare" form="desk-story-actions" '
+            'formaction="{}">Revoke</button> '
+            '<button type="submit" class="button" form="desk-story-actions" formaction="{}">'
+            "New link</button>",
+            url,
+            url,
+            obj.preview_expires_at.strftime("%Y-%m-%d %H:%M"),
+            reverse("admin:publishing_story_unshare", args=[obj.pk]),
+            share,
+        )
+
+    @admin.display(description="versions")
+    def history(self, obj: Story) -> str:
+        revisions = list(obj.revisions.all()[:50])
+        if not revisions:
+            return "–"
+        diff = reverse("admin:publishing_story_diff", args=[obj.pk])
+        rows = format_html_join(
+            "",
+            "<tr><td>v{}</td><td>{}</td><td>{}</td><td>{}</td>"
+            '<td><a href="{}?old={}">compare with the draft</a></td>'
+            '<td><button type="submit" class="button desk-restore" form="desk-story-actions" '
+            'formaction="{}">Restore</button></td></tr>',
+            (
+                (
+                    r.number,
+                    r.saved_at.strftime("%Y-%m-%d %H:%M:%S"),
+                    r.saved_by or "–",
+                    r.note,
+                    diff,
+                    r.number,
+                    reverse("admin:publishing_story_restore", args=[obj.pk, r.number]),
+                )
+                for r in revisions
+            ),
+        )
+        return format_html(
+            '<table class="desk-history"><thead><tr><th>version</th><th>saved</th>'
+            "<th>by</th><th>note</th><th></th><th></th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
+
+    # --- views -----------------------------------------------------------------------------
+
+    def diff_view(self, request: HttpRequest, object_id: int) -> TemplateResponse:
+        story = get_object_or_404(Story, pk=object_id)
+        if not self.has_view_or_change_permission(request, story):
+            raise PermissionDenied
+        numbers = list(story.revisions.values_list("number", flat=True))
+        old, new = _version(story, request.GET.get("old")), _version(story, request.GET.get("new"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "story": story,
+            "title": f"Changes of “{story.title}”",
+            "numbers": numbers,
+            "old": old,
+            "new": new,
+            "lines": revision_diff(old, new),
+        }
+        return TemplateResponse(request, "blogpublish/desk/story_diff.html", context)
+
+    @method_post
+    def restore_view(self, request: HttpRequest, object_id: int, number: int):
+        story = self._changeable(request, object_id)
+        try:
+            story_restore(story_id=story.pk, number=number, saved_by=request.user.get_username())
+        except (Revision.DoesNotExist, ValidationError) as exc:
+            self.message_user(request, f"Not restored: {_text(exc)}", messages.ERROR)
+        else:
+            self.message_user(
+                request,
+                f"Version {number} is the draft again; publish it to make it live.",
+                messages.SUCCESS,
+            )
+        return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[story.pk]))
+
+    @method_post
+    def autosave_view(self, request: HttpRequest) -> JsonResponse:
+        """The desk's autosave (desk.js): the form's fields, saved as a draft as "Save
+        draft" saves them (never published), with the version the tab last saw; 409
+        when another tab or writer saved since, 400 while the text is not a valid
+        draft yet. A new story is made by its first autosave."""
+        story_id = request.POST.get("story_id", "")
+        obj = get_object_or_404(Story, pk=int(story_id)) if story_id.isdigit() else None
+        allowed = (
+            self.has_add_permission(request)
+            if obj is None
+            else self.has_change_permission(request, obj)
+        )
+        if not allowed:
+            raise PermissionDenied
+        form = self.get_form(request, obj, change=obj is not None)(request.POST, instance=obj)
+        form.publish = False
+        if form.is_valid():
+            story = form.saved
+            return JsonResponse(
+                {
+                    "id": story.pk,
+                    "version": story.version,
+                    "change_url": reverse("admin:publishing_story_change", args=[story.pk]),
+                }
+            )
+        messages_ = [
+            f"{form.fields[name].label}: {m}" if name in form.fields else m
+            for name, errors in form.errors.items()
+            for m in errors
+        ]
+        status = 409 if form.has_error(NON_FIELD_ERRORS, code="conflict") else 400
+        return JsonResponse({"error": " ".join(messages_)}, status=status)
+
+    @method_post
+    def share_view(self, request: HttpRequest, object_id: int):
+        story = self._changeable(request, object_id)
+        story_share(story_id=story.pk)
+        self.message_user(
+            request,
+            "Anyone with the preview link can read this draft as its page will look; "
+            "earlier links stop working.",
+            messages.SUCCESS,
+        )
+        return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[story.pk]))
+
+    @method_post
+    def unshare_view(self, request: HttpRequest, object_id: int):
+        story = self._changeable(request, object_id)
+        if story_unshare(story_id=story.pk):
+            self.message_user(request, "Revoked: the link shows “not published yet”.")
+        return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[story.pk]))
+
+    def _changeable(self, request: HttpRequest, object_id: int) -> Story:
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        return get_object_or_404(Story, pk=object_id)
+
+    @method_post
+    def withdraw_view(self, request: HttpRequest, object_id: int):
+        return withdraw(self, request, object_id)
+
+
+def withdraw(model_admin: admin.ModelAdmin, request: HttpRequest, article_id: int):
+    """Take the article off the blog; the story's page afterwards (both admins' button)."""
+    if not can_publish(request):
+        raise PermissionDenied
+    if not Article.objects.filter(pk=article_id).exists():
+        model_admin.message_user(request, "It is not on the blog; nothing to withdraw.")
+    else:
+        story_withdraw(article_id=article_id, saved_by=request.user.get_username())
+        model_admin.message_user(
+            request,
+            "Withdrawn: its page and listings are going; it is a draft again, at the same address.",
+            messages.SUCCESS,
+        )
+    return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[article_id]))
+
+
+def _version(story: Story, number: str | None) -> Revision | Story:
+    """Revision `number`, or the current draft when none (or no such) is asked for."""
+    if number and number.isdigit():
+        revision = story.revisions.filter(number=int(number)).first()
+        if revision is not None:
+            return revision
+    return story
+
+
+def _text(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(exc.messages)
+    return "no such version"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.3g} days"
+    return f"{seconds / 3600:.3g} hours"

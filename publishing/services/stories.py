@@ -1,0 +1,432 @@
+"""What a writer does with a story (issue 22): save a draft, publish it, withdraw it.
+
+The draft is the `Story`; the pipeline knows only the `Article`. "Publish" copies the
+story's text to the Article of the same id, through `article_create` or
+`article_update`, so the pipeline sees an ordinary save: a pending row, dispatched
+after the commit (docs/design.md, "Drafts"). "Withdraw" deletes that Article row, as a
+delete does (its page and listings go, by the same signal and task), marked
+`withdrawn` so the targets say so, and the story is a draft again, its slug kept.
+Every save that changes the draft is a `Revision`; any two can be diffed, and an old
+one restored as the current draft.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import secrets
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core import signing
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from publishing.exceptions import StoryConflict
+from publishing.models import (
+    CONTENT_FIELDS,
+    Article,
+    Revision,
+    Story,
+    StoryState,
+    key_of,
+    slug_from_title,
+)
+from publishing.services.authoring import article_create, article_update
+from publishing.services.operator import article_requeue
+
+logger = logging.getLogger(__name__)
+
+# What a story's draft holds of an article's content.
+DRAFT_FIELDS = CONTENT_FIELDS  # title, slug, body, publish_at
+
+
+def _next_article_id() -> int:
+    """An id from the Article table's own sequence, so that a story's id is never an
+    article's (an article written in the Article form takes the next one)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT nextval(pg_get_serial_sequence('publishing_article', 'id'))")
+            return int(cursor.fetchone()[0])
+        # SQLite: the table is AUTOINCREMENT, so a new row's id is above both the
+        # largest id and sqlite_sequence's; raising the latter reserves one. A write, so
+        # SQLite's one writer at a time makes it atomic.
+        cursor.execute(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'publishing_article', 0 "
+            "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'publishing_article')"
+        )
+        cursor.execute(
+            "UPDATE sqlite_sequence SET seq = 1 + MAX(seq, "
+            "(SELECT COALESCE(MAX(id), 0) FROM publishing_article), "
+            "(SELECT COALESCE(MAX(id), 0) FROM publishing_story)) "
+            "WHERE name = 'publishing_article' RETURNING seq"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def _new_story_id() -> int:
+    for _try in range(100):
+        story_id = _next_article_id()
+        # A sequence reset by hand (or a restore) could hand out a taken id: skip it.
+        if not (
+            Article.objects.filter(pk=story_id).exists()
+            or Story.objects.filter(pk=story_id).exists()
+        ):
+            return story_id
+    raise RuntimeError("the article id sequence hands out taken ids; reset it above max(id)")
+
+
+def _check_slug_free(story: Story) -> None:
+    """No other article or story has this slug up to case, or its live page there."""
+    key = story.slug_key
+    articles = Article.objects.exclude(pk=story.pk).filter(
+        Q(slug_key=key) | Q(published_slug_key=key)
+    )
+    if articles.exists() or Story.objects.exclude(pk=story.pk).filter(slug_key=key).exists():
+        raise ValidationError(
+            {"slug": "Another article or draft has this address (slug); choose another."},
+            code="unique",
+        )
+
+
+def _free_slug(story: Story) -> str:
+    """A slug made from the title, free among articles and stories (Article's rule)."""
+    probe = Article(pk=story.pk, title=story.title)
+    return probe._unique_slug(slug_from_title(story.title))
+
+
+def _content(story: Story) -> dict:
+    return {name: getattr(story, name) for name in DRAFT_FIELDS}
+
+
+def _same(live: dict, draft: dict) -> bool:
+    """The article's content is the draft's; a draft without a date means "when
+    published", so any date matches it."""
+    if draft["publish_at"] is None:
+        live = {**live, "publish_at": None}
+    return live == draft
+
+
+def _record(story: Story, *, saved_by: str, note: str = "") -> Revision:
+    return Revision.objects.create(
+        story=story, number=story.version, saved_by=saved_by, note=note, **_content(story)
+    )
+
+
+def story_save(
+    *,
+    story_id: int | None = None,
+    title: str,
+    body: str = "",
+    slug: str = "",
+    publish_at: datetime | None = None,
+    saved_by: str = "",
+    if_version: int | None = None,
+    note: str = "",
+) -> Story:
+    """Save the draft (a new story when `story_id` is None): nothing is published.
+
+    ValidationError (nothing stored) for content that could not be published either;
+    StoryConflict when `if_version` is given and the story was saved since (another
+    tab, another writer). A save that changes nothing keeps the version."""
+    with transaction.atomic():
+        if story_id is None:
+            story = Story(id=_new_story_id())
+        else:
+            story = Story.objects.select_for_update().get(pk=story_id)
+            if story.trashed_at is not None:
+                raise ValidationError("This story is in the trash; restore it first.")
+        if if_version is not None and story.version != if_version:
+            raise StoryConflict(current=story.version, given=if_version)
+        before = _content(story) if story_id is not None else None
+        story.title, story.body, story.slug, story.publish_at = title, body, slug, publish_at
+        story.clean()
+        story.full_clean(exclude=["slug_key"], validate_unique=False)
+        if not story.slug:
+            story.slug = _free_slug(story)
+        story.slug_key = key_of(story.slug)
+        _check_slug_free(story)
+        if before == _content(story):
+            return story
+        story.version += 1
+        story.save()
+        _record(story, saved_by=saved_by, note=note or ("created" if before is None else ""))
+    return story
+
+
+def story_of_article(article: Article) -> Story:
+    """The article's story, made from the article's content when it has none (an
+    article written in the Article form, or before stories)."""
+    story = Story.objects.filter(pk=article.pk).first()
+    if story is not None:
+        return story
+    story = Story(
+        id=article.pk,
+        state=StoryState.PUBLISHED,
+        version=1,
+        published_version=1,
+        slug_key=key_of(article.slug),
+        **{name: getattr(article, name) for name in DRAFT_FIELDS},
+    )
+    story.save(force_insert=True)
+    _record(story, saved_by="", note="from the article")
+    return story
+
+
+def story_publish(*, story_id: int) -> Article:
+    """Make the draft the article's content: the Article of the same id is made, or
+    updated, through the authoring services, so the pipeline publishes it as any save
+    (a dead article whose content is the draft's already is requeued). ValidationError
+    (nothing changed) when the content cannot be published."""
+    with transaction.atomic():
+        story = Story.objects.select_for_update().get(pk=story_id)
+        if story.trashed_at is not None:
+            raise ValidationError("This story is in the trash; restore it first.")
+        content = _content(story)
+        if content["publish_at"] is None:
+            content["publish_at"] = timezone.now()
+        article = Article.objects.select_for_update().filter(pk=story.pk).first()
+        if article is None:
+            article = article_create(article_id=story.pk, **content)
+        else:
+            article_update(article=article, **content)
+            # The same content, dead: "Publish" is the writer asking again.
+            if article_requeue(article_id=article.pk):
+                article.refresh_from_db()
+        Story.objects.filter(pk=story.pk).update(
+            state=StoryState.PUBLISHED, published_version=story.version, updated_at=timezone.now()
+        )
+    logger.info("story %s published (version %s)", story.pk, story.version)
+    return article
+
+
+def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
+    """Take the article off the blog without losing it: its Article row is deleted as
+    a delete does it (page, listings, feeds, sitemap; `article.withdrawn` on the
+    webhook), and its story is a draft again, with its slug. The article's content is
+    kept as a revision when the story's draft differs from it (an edit made in the
+    Article form); it becomes the draft unless the draft has unpublished changes."""
+    with transaction.atomic():
+        # The story's row first, then the article's, as story_publish and story_trash
+        # take them: two of them at once wait for each other instead of deadlocking.
+        Story.objects.select_for_update().filter(pk=article_id).first()
+        article = Article.objects.select_for_update().get(pk=article_id)
+        story = story_of_article(article)
+        story = Story.objects.select_for_update().get(pk=story.pk)
+        live = {name: getattr(article, name) for name in DRAFT_FIELDS}
+        if not _same(live, _content(story)):
+            if story.has_unpublished_changes:
+                # The article's text as a revision, then the draft again on top of it.
+                story.version += 1
+                Revision.objects.create(
+                    story=story,
+                    number=story.version,
+                    saved_by=saved_by,
+                    note="the article as withdrawn",
+                    **live,
+                )
+                story.version += 1
+                _record(story, saved_by=saved_by, note="the draft, kept at withdraw")
+            else:
+                for name, value in live.items():
+                    setattr(story, name, value)
+                story.slug_key = key_of(story.slug)
+                story.version += 1
+                _record(story, saved_by=saved_by, note="the article as withdrawn")
+            story.save()
+        # Reserve the address the readers knew, too: the story keeps the slug it had.
+        Story.objects.filter(pk=story.pk).update(
+            state=StoryState.DRAFT, published_version=story.version, updated_at=timezone.now()
+        )
+        article.deleted_as = "withdrawn"
+        article.delete()
+    logger.info("article %s withdrawn: its story is a draft again", article_id)
+    story.refresh_from_db()
+    return story
+
+
+def story_restore(*, story_id: int, number: int, saved_by: str = "") -> Story:
+    """Make revision `number` the current draft (a new revision, noted as a restore);
+    publishing it is then a normal publish."""
+    revision = Revision.objects.get(story_id=story_id, number=number)
+    story = Story.objects.get(pk=story_id)
+    return story_save(
+        story_id=story_id,
+        saved_by=saved_by,
+        note=f"restored from version {number}",
+        # A restore keeps the address the story has: the old slug may be another's now.
+        **{**{name: getattr(revision, name) for name in DRAFT_FIELDS}, "slug": story.slug},
+    )
+
+
+def revision_diff(old: Revision | Story, new: Revision | Story) -> list[tuple[str, str]]:
+    """The lines of a unified diff from `old` to `new` (title, slug, date, then the body),
+    each as (kind, text): kind " " same, "-" only in old, "+" only in new, "@" a hunk's
+    place. Pure: the desk renders it."""
+    return diff_lines(_as_text(old), _as_text(new))
+
+
+def _as_text(version: Revision | Story) -> list[str]:
+    when = version.publish_at.isoformat() if version.publish_at else "(when published)"
+    head = [f"Title: {version.title}", f"Slug: {version.slug}", f"Date: {when}", ""]
+    return head + version.body.split("\n")
+
+
+def diff_lines(old: list[str], new: list[str], *, context: int = 3) -> list[tuple[str, str]]:
+    lines = difflib.unified_diff(old, new, lineterm="", n=context)
+    out = []
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            continue
+        out.append(("@", line) if line.startswith("@@") else (line[:1], line[1:]))
+    return out
+
+
+# --- shareable previews ----------------------------------------------------------------
+
+PREVIEW_SALT = "blogpublish.story-preview"
+
+
+def story_share(*, story_id: int) -> str:
+    """A new preview link's token for the story (the links given out before stop
+    working), valid for STORY_PREVIEW_SECONDS."""
+    key = secrets.token_hex(16)
+    expires = timezone.now() + timedelta(seconds=settings.STORY_PREVIEW_SECONDS)
+    Story.objects.filter(pk=story_id).update(preview_key=key, preview_expires_at=expires)
+    return _token(story_id, key)
+
+
+def _token(story_id: int, key: str) -> str:
+    signer = signing.Signer(salt=PREVIEW_SALT)
+    return signer.sign_object({"id": story_id, "k": key}, compress=True)
+
+
+def story_preview_token(story: Story) -> str | None:
+    """The token of the story's preview link while it works, else None."""
+    if not story.preview_key or not story.preview_expires_at:
+        return None
+    if story.preview_expires_at <= timezone.now():
+        return None
+    return _token(story.pk, story.preview_key)
+
+
+def story_unshare(*, story_id: int) -> bool:
+    """Revoke the story's preview links; False when it had none."""
+    return bool(
+        Story.objects.filter(pk=story_id)
+        .exclude(preview_key="")
+        .update(preview_key="", preview_expires_at=None)
+    )
+
+
+def story_by_preview_token(token: str) -> Story | None:
+    """The story a preview token shows, or None: forged, revoked, expired, or in the
+    trash (all look the same to whoever holds the link)."""
+    try:
+        data = signing.Signer(salt=PREVIEW_SALT).unsign_object(token)
+        story_id, key = int(data["id"]), str(data["k"])
+    except (signing.BadSignature, KeyError, TypeError, ValueError):
+        return None
+    return Story.objects.filter(
+        pk=story_id,
+        preview_key=key,
+        preview_expires_at__gt=timezone.now(),
+        trashed_at__isnull=True,
+    ).first()
+
+
+# --- the trash -------------------------------------------------------------------------
+
+
+def _trash_key(story: Story) -> str:
+    """A trashed story's key frees its slug (as WordPress frees a trashed post's): no
+    other article or story compares equal to `<key>#trashed-<id>`."""
+    return f"{key_of(story.slug)}#trashed-{story.pk}"
+
+
+def _to_trash(story: Story) -> None:
+    Story.objects.filter(pk=story.pk).update(
+        trashed_at=timezone.now(),
+        state=StoryState.DRAFT,
+        slug_key=_trash_key(story),
+        # A shared preview of a trashed story says "not published yet"; the link goes.
+        preview_key="",
+        preview_expires_at=None,
+        updated_at=timezone.now(),
+    )
+
+
+def story_trash(*, story_id: int) -> Story:
+    """Move the story to the trash for STORY_TRASH_DAYS: its Article, if it has one, is
+    deleted as any delete is (its page and listings go, `article.deleted` once)."""
+    with transaction.atomic():
+        story = Story.objects.select_for_update().get(pk=story_id)
+        if story.trashed_at is None:
+            _to_trash(story)
+            article = Article.objects.select_for_update().filter(pk=story_id).first()
+            if article is not None:
+                article.delete()  # the signal finds the story in the trash already
+    logger.info("story %s moved to the trash", story_id)
+    story.refresh_from_db()
+    return story
+
+
+def article_to_trash(*, article: Article) -> None:
+    """Inside an article's delete (publishing.signals): its story, made from the
+    article's content when it has none, goes to the trash. A withdraw is no delete."""
+    if article.deleted_as != "deleted":
+        return
+    story = Story.objects.select_for_update().filter(pk=article.pk).first()
+    if story is None:
+        story = story_of_article(article)
+    if story.trashed_at is None:
+        _to_trash(story)
+
+
+def story_untrash(*, story_id: int) -> tuple[Story, bool]:
+    """Back from the trash as a draft: (story, whether its slug had to change, since
+    another article or story took it meanwhile)."""
+    with transaction.atomic():
+        story = Story.objects.select_for_update().get(pk=story_id)
+        if story.trashed_at is None:
+            return story, False
+        story.slug_key = key_of(story.slug)
+        try:
+            _check_slug_free(story)
+            renamed = False
+        except ValidationError:
+            story.slug = Article(pk=story.pk, title=story.title)._unique_slug(story.slug)
+            story.slug_key = key_of(story.slug)
+            renamed = True
+        story.trashed_at = None
+        story.state = StoryState.DRAFT
+        story.save(update_fields=["slug", "slug_key", "trashed_at", "state", "updated_at"])
+    return story, renamed
+
+
+def stories_tidy(*, limit: int) -> tuple[int, int]:
+    """The clock's part (the catch-up runs it): purge what has been in the trash for
+    STORY_TRASH_DAYS (sending nothing: the delete was announced when it was trashed),
+    and prune revisions older than STORY_REVISIONS_KEEP_DAYS beyond each story's
+    newest STORY_REVISIONS_KEEP_COUNT. At most `limit` of each per run. Returns
+    (stories purged, revisions pruned)."""
+    now = timezone.now()
+    purge_before = now - timedelta(days=settings.STORY_TRASH_DAYS)
+    stale = list(
+        Story.objects.filter(trashed_at__lt=purge_before).values_list("pk", flat=True)[:limit]
+    )
+    Story.objects.filter(pk__in=stale).delete()
+    keep = settings.STORY_REVISIONS_KEEP_COUNT
+    old = Revision.objects.filter(
+        saved_at__lt=now - timedelta(days=settings.STORY_REVISIONS_KEEP_DAYS),
+        number__lte=F("story__version") - keep,
+    )
+    pruned = list(old.values_list("pk", flat=True)[:limit])
+    Revision.objects.filter(pk__in=pruned).delete()
+    if stale or pruned:
+        logger.info(
+            "stories: %d purged from the trash, %d old revisions pruned", *map(len, (stale, pruned))
+        )
+    return len(stale), len(pruned)

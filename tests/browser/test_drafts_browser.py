@@ -1,0 +1,140 @@
+"""The writer's workflow in a real browser (issue 22): Playwright drives Debian's
+Chromium against a live server, with the real worker publishing.
+
+Write a draft and let it autosave, close the tab, come back and find the text; publish;
+edit, see the diff, restore the published version and publish it; share a preview and
+open it in a fresh browser context with no session; withdraw, see the page and the
+listings gone, and publish again at the same address. Screenshots go to the run's
+directory, and to $BLOGPUBLISH_SCREENSHOTS_DIR when set (`docs/img/` holds them).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connections
+
+from publishing.models import Article, ArticleStatus, Story
+from tests.browser.test_desk_browser import TIMEOUT_MS, save_shot
+from tests.support.browser import log_in
+from tests.support.site import read_site
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FIRST = "The garden woke up **early** this year."
+TYPED_LATER = "\n\nThe apple tree is still asleep."
+
+
+def published(story_id: int, body: str) -> bool:
+    return Article.objects.filter(
+        pk=story_id, status=ArticleStatus.PUBLISHED, published_body=body
+    ).exists()
+
+
+def test_autosave_publish_diff_restore_share_and_withdraw(
+    worker, live_server, admin_user, browser, screenshots, settings, monkeypatch, request
+):
+    from playwright.sync_api import expect
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    request.addfinalizer(connections.close_all)
+    settings.SITE_URL = live_server.url
+    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False
+    expect.set_options(timeout=TIMEOUT_MS)
+    writer = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = writer.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    log_in(
+        page, live_server.url, admin_user.username, "password", then="/admin/publishing/story/add/"
+    )
+
+    # Write: the draft saves itself, and the page becomes the story's.
+    page.fill("#id_title", "Spring in the garden")
+    page.fill("#id_body", FIRST)
+    expect(page.locator("#desk-autosave")).to_contain_text("Draft saved")
+    page.wait_for_url("**/admin/publishing/story/*/change/")
+    story = Story.objects.get()
+    assert not Article.objects.exists()
+
+    # Type more and close the tab at once: the text is there when the writer comes back.
+    page.locator("#id_body").press("End")
+    page.locator("#id_body").type(TYPED_LATER)
+    page.close(run_before_unload=True)
+    wait_for(
+        lambda: Story.objects.get(pk=story.pk).body == FIRST + TYPED_LATER,
+        what="the text typed before closing to be saved",
+    )
+    page = writer.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    change = f"{live_server.url}/admin/publishing/story/{story.pk}/change/"
+    page.goto(change)
+    expect(page.locator("#id_body")).to_have_value(FIRST + TYPED_LATER)
+    save_shot(page, screenshots, "draft-autosaved.png", full_page=True)
+
+    # Publish: the worker puts it on the site.
+    page.click("#desk-publish")
+    wait_for(lambda: published(story.pk, FIRST + TYPED_LATER), what="the draft published")
+    slug = Article.objects.get(pk=story.pk).slug
+    reader = page.context.new_page()
+    reader.goto(f"{live_server.url}/{slug}/")
+    expect(reader.locator("h1")).to_have_text("Spring in the garden")
+
+    # Edit the draft: the site keeps the published text; the diff shows the change.
+    page.goto(change)
+    page.fill("#id_body", "The garden is a mess.")
+    page.click("input[name=_continue]")
+    expect(page.locator(".desk-story-state")).to_contain_text("changes not published yet")
+    page.click("text=Compare versions")
+    page.select_option("select[name=old]", str(Story.objects.get(pk=story.pk).published_version))
+    page.click("input[value=Compare]")
+    expect(page.locator(".desk-diff-del")).to_contain_text(["The garden woke up"])
+    expect(page.locator(".desk-diff-add")).to_contain_text(["The garden is a mess."])
+    save_shot(page, screenshots, "draft-diff.png", full_page=True)
+
+    # Restore the published version, and publish it.
+    page.goto(change)
+    number = Story.objects.get(pk=story.pk).published_version
+    page.locator(f"button.desk-restore[formaction$='/restore/{number}/']").click()
+    expect(page.locator(".messagelist")).to_contain_text(f"Version {number} is the draft again")
+    expect(page.locator("#id_body")).to_have_value(FIRST + TYPED_LATER)
+    page.click("#desk-publish")
+    wait_for(
+        lambda: not Story.objects.get(pk=story.pk).has_unpublished_changes,
+        what="the restored version published",
+    )
+
+    # Share a preview of a new edit; a browser with no session reads it.
+    page.goto(change)
+    page.fill("#id_body", "A *new* paragraph for the editor.")
+    page.click("input[name=_continue]")
+    page.click("#desk-share")
+    link = page.locator("#desk-share-link").get_attribute("href")
+    save_shot(page, screenshots, "draft-share.png")
+    stranger = browser.new_context()
+    shared = stranger.new_page()
+    shared.goto(link)
+    expect(shared.locator("h1")).to_have_text("Spring in the garden")
+    expect(shared.locator("article em")).to_have_text("new")
+    assert shared.locator("meta[name=robots]").get_attribute("content") == "noindex, nofollow"
+    save_shot(shared, screenshots, "shared-preview.png", full_page=True)
+    stranger.close()
+
+    # Withdraw: the page and the listings go; publishing again puts it back there.
+    page.goto(change)
+    page.click("#desk-withdraw")
+    expect(page.locator(".messagelist")).to_contain_text("Withdrawn")
+    wait_for(
+        lambda: (
+            slug not in read_site(settings.SITE_ROOT).dirs
+            and slug not in read_site(settings.SITE_ROOT).front.slugs
+        ),
+        timeout=60,
+        what="the withdrawn page and its listing gone",
+    )
+    assert reader.goto(f"{live_server.url}/{slug}/").status == 404
+    page.click("#desk-publish")
+    wait_for(lambda: Article.objects.filter(pk=story.pk, status="published").exists())
+    assert Article.objects.get(pk=story.pk).slug == slug
+    reader.goto(f"{live_server.url}/{slug}/")
+    expect(reader.locator("article em")).to_have_text("new")
+    writer.close()

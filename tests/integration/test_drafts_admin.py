@@ -1,0 +1,188 @@
+"""Drafts on the desk (issue 22) through the admin's pages: "Save as draft" beside the
+Article form's Save, the story's page (Save draft, Save and publish, Withdraw), its
+history with a diff and Restore, a stale tab refused. Publishing runs with the real
+worker, Redis and database."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import Permission
+
+from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
+from tests.support.desk import article_form
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STORY_ADD = "/admin/publishing/story/add/"
+
+
+def story_page(story_id: int) -> str:
+    return f"/admin/publishing/story/{story_id}/change/"
+
+
+def story_form(story: Story, **changes) -> dict:
+    """What the story's page posts when the writer changes `changes` (the date kept)."""
+    form = article_form(title=story.title, body=story.body, slug=story.slug, when=story.publish_at)
+    form.update(base_version=str(story.version))
+    form.update(changes)
+    return form
+
+
+def listed(admin_client, url: str) -> list[str]:
+    """The titles in a changelist's rows, sorted."""
+    html = admin_client.get(url).content.decode()
+    return sorted(re.findall(r'class="field-title"><a [^>]*>([^<]*)</a>', html))
+
+
+def wait_published(story_id: int, body: str) -> Article:
+    wait_for(
+        lambda: Article.objects.filter(
+            pk=story_id, status=ArticleStatus.PUBLISHED, published_body=body
+        ).exists(),
+        timeout=60,
+        what=f"article {story_id} published with {body!r}",
+    )
+    return Article.objects.get(pk=story_id)
+
+
+def test_the_article_form_offers_save_as_draft_and_its_save_still_publishes(admin_client):
+    page = admin_client.get("/admin/publishing/article/add/").content.decode()
+    assert 'id="desk-save-draft"' in page and f'formaction="{STORY_ADD}"' in page
+
+    response = admin_client.post(
+        STORY_ADD, {**article_form(title="Kept back", body="Not yet."), "_continue": "1"}
+    )
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    story = Story.objects.get()
+    assert (story.title, story.state, story.version) == ("Kept back", StoryState.DRAFT, 1)
+    assert not Article.objects.exists()
+    assert response["Location"] == story_page(story.pk)
+    listed = admin_client.get("/admin/publishing/story/?state=draft").content.decode()
+    assert "Kept back" in listed
+
+
+def test_publish_edit_diff_restore_and_withdraw_from_the_story_page(worker, admin_client):
+    admin_client.post(STORY_ADD, {**article_form(title="Desk story", body="First."), "_save": "1"})
+    story = Story.objects.get()
+
+    response = admin_client.post(story_page(story.pk), {**story_form(story), "_publish": "1"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    wait_published(story.pk, "First.")
+
+    story.refresh_from_db()
+    admin_client.post(story_page(story.pk), {**story_form(story, body="Second."), "_continue": "1"})
+    story.refresh_from_db()
+    assert story.body == "Second." and story.has_unpublished_changes
+    assert Article.objects.get(pk=story.pk).published_body == "First."
+
+    diff = admin_client.get(f"/admin/publishing/story/{story.pk}/diff/?old=1").content.decode()
+    assert re.search(r'desk-diff-del">.*?<pre>First\.</pre>', diff)
+    assert re.search(r'desk-diff-add">.*?<pre>Second\.</pre>', diff)
+
+    restored = admin_client.post(f"/admin/publishing/story/{story.pk}/restore/1/")
+    assert restored.status_code == 302
+    story.refresh_from_db()
+    assert story.body == "First." and story.version == 3
+    assert Revision.objects.get(story=story, number=3).note == "restored from version 1"
+
+    article_page = admin_client.get(f"/admin/publishing/article/{story.pk}/change/")
+    assert "Withdraw (back to draft)" in article_page.content.decode()
+    withdrawn = admin_client.post(f"/admin/publishing/article/{story.pk}/withdraw/")
+    assert withdrawn["Location"] == story_page(story.pk)
+    assert not Article.objects.filter(pk=story.pk).exists()
+    assert Story.objects.get(pk=story.pk).state == StoryState.DRAFT
+
+
+def test_a_stale_tab_is_refused_with_its_text_kept(admin_client):
+    admin_client.post(STORY_ADD, {**article_form(title="Two tabs", body="One."), "_save": "1"})
+    story = Story.objects.get()
+    stale = story_form(story, body="The first tab's words.", _continue="1")
+    admin_client.post(story_page(story.pk), {**story_form(story, body="Newer."), "_continue": "1"})
+
+    response = admin_client.post(story_page(story.pk), stale)
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "saved elsewhere" in page and "The first tab&#x27;s words." in page
+    assert Story.objects.get(pk=story.pk).body == "Newer."
+
+
+def test_publish_and_withdraw_need_change_article(django_user_model, client, admin_client):
+    admin_client.post(STORY_ADD, {**article_form(title="Guarded", body="Text."), "_save": "1"})
+    story = Story.objects.get()
+    writer = django_user_model.objects.create_user("writer", password="x", is_staff=True)
+    writer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["change_story", "view_story", "view_article"])
+    )
+    client.force_login(writer)
+
+    assert "Save and publish" not in client.get(story_page(story.pk)).content.decode()
+    response = client.post(story_page(story.pk), {**story_form(story), "_publish": "1"})
+
+    assert response.status_code == 403
+    assert not Article.objects.filter(pk=story.pk).exists()
+
+
+def test_delete_moves_to_the_trash_and_the_trash_restores_or_purges(admin_client):
+    for title in ("Keep me", "Lose me"):
+        admin_client.post(STORY_ADD, {**article_form(title=title, body="Text."), "_save": "1"})
+    keep, lose = Story.objects.order_by("pk")
+
+    for story in (keep, lose):
+        deleted = admin_client.post(f"/admin/publishing/story/{story.pk}/delete/", {"post": "yes"})
+        assert deleted.status_code == 302
+
+    assert Story.objects.filter(trashed_at__isnull=False).count() == 2
+    assert listed(admin_client, "/admin/publishing/story/") == []
+    assert listed(admin_client, "/admin/publishing/story/?state=trash") == ["Keep me", "Lose me"]
+    changelist = "/admin/publishing/story/?state=trash"
+    admin_client.post(
+        changelist, {"action": "untrash", "_selected_action": [keep.pk], "index": "0"}
+    )
+    admin_client.post(changelist, {"action": "purge", "_selected_action": [lose.pk], "index": "0"})
+
+    assert Story.objects.get(pk=keep.pk).trashed_at is None
+    assert not Story.objects.filter(pk=lose.pk).exists()
+
+
+AUTOSAVE = "/admin/publishing/story/autosave/"
+
+
+def test_autosave_makes_the_story_then_saves_it_and_refuses_a_stale_tab(admin_client):
+    first = admin_client.post(
+        AUTOSAVE, {**article_form(title="Typed", body="Half a"), "story_id": ""}
+    )
+    assert first.status_code == 200, first.content
+    made = first.json()
+    assert made["version"] == 1 and made["change_url"] == story_page(made["id"])
+    story = Story.objects.get(pk=made["id"])
+    tab = {"story_id": str(story.pk), "base_version": "1"}
+
+    second = admin_client.post(AUTOSAVE, {**story_form(story, body="Half a sentence."), **tab})
+    assert second.json()["version"] == 2
+    stale = admin_client.post(AUTOSAVE, {**story_form(story, body="Other tab."), **tab})
+
+    assert stale.status_code == 409 and "saved elsewhere" in stale.json()["error"]
+    assert Story.objects.get(pk=story.pk).body == "Half a sentence."
+    assert not Article.objects.exists()  # nothing was published
+
+
+def test_autosave_of_text_that_is_no_draft_yet_is_a_400_that_stores_nothing(admin_client):
+    response = admin_client.post(AUTOSAVE, {**article_form(title="", body="x"), "story_id": ""})
+
+    assert response.status_code == 400 and "title" in response.json()["error"].lower()
+    assert not Story.objects.exists()
+
+
+def test_the_preview_of_a_draft_without_a_date_is_no_problem(admin_client):
+    form = {"title": "Undated", "body": "Text.", "publish_at_0": "", "publish_at_1": ""}
+
+    article = admin_client.post("/admin/publishing/article/preview/", form).json()
+    draft = admin_client.post("/admin/publishing/article/preview/", {**form, "draft": "1"}).json()
+
+    assert any("date" in problem for problem in article["problems"])
+    assert draft["problems"] == [] and "Undated" in draft["html"]

@@ -1,0 +1,106 @@
+"""Shareable previews of a draft (issue 22): a signed, expiring, revocable link that
+shows the current draft as its page will look, to anyone, never indexed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from publishing.models import Story
+from publishing.services import story_save, story_share, story_unshare
+
+pytestmark = pytest.mark.django_db
+
+NOT_YET = "Not published yet"
+
+
+def shared(token: str):
+    """The link opened by someone with no session at all."""
+    return Client().get(f"/preview/{token}/")
+
+
+def assert_never_indexed(response) -> None:
+    assert response["X-Robots-Tag"] == "noindex, nofollow"
+    assert '<meta name="robots" content="noindex, nofollow">' in response.content.decode()
+    assert response["Cache-Control"] == "private, no-store"
+    assert response["Referrer-Policy"] == "no-referrer"
+
+
+def test_the_link_shows_the_current_draft_as_its_page_to_anyone():
+    story = story_save(title="Shared draft", body="Read *this* first.", slug="shared")
+    token = story_share(story_id=story.pk)
+    story_save(story_id=story.pk, title="Shared draft", body="Read *this* now.", slug="shared")
+
+    response = shared(token)
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Shared draft" in page and "Read <em>this</em> now." in page
+    assert "Content-Security-Policy" in response
+    assert_never_indexed(response)
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        "revoked",  # the writer took it back
+        "expired",  # past STORY_PREVIEW_SECONDS
+        "renewed",  # a new link replaces the old one
+        "trashed",  # the story was deleted
+    ],
+)
+def test_a_link_no_longer_valid_says_not_published_yet(spoil):
+    story = story_save(title="Soon private", body="Text.")
+    token = story_share(story_id=story.pk)
+    assert shared(token).status_code == 200
+    if spoil == "revoked":
+        assert story_unshare(story_id=story.pk)
+    elif spoil == "expired":
+        Story.objects.filter(pk=story.pk).update(
+            preview_expires_at=timezone.now() - timedelta(seconds=1)
+        )
+    elif spoil == "renewed":
+        assert story_share(story_id=story.pk) != token
+    else:
+        Story.objects.filter(pk=story.pk).update(trashed_at=timezone.now())
+
+    response = shared(token)
+
+    assert response.status_code == 404
+    assert NOT_YET in response.content.decode() and "Text." not in response.content.decode()
+    assert_never_indexed(response)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "nonsense",
+        "eyJpZCI6MX0:forged",  # a payload with a made-up signature
+        "x" * 5000,
+    ],
+)
+def test_a_forged_or_garbled_token_shows_nothing(token):
+    story = story_save(title="Secret draft", body="Hidden.")
+    story_share(story_id=story.pk)
+
+    response = shared(token)
+
+    assert response.status_code == 404 and "Hidden." not in response.content.decode()
+
+
+def test_the_story_page_shares_and_revokes(admin_client):
+    story = story_save(title="From the desk", body="Text.")
+    page = f"/admin/publishing/story/{story.pk}/change/"
+    assert "Share preview" in admin_client.get(page).content.decode()
+
+    admin_client.post(f"/admin/publishing/story/{story.pk}/share/")
+    html = admin_client.get(page).content.decode()
+    link = html.split('id="desk-share-link" href="', 1)[1].split('"', 1)[0]
+    path = link.split("/preview/", 1)[1]
+    assert Client().get(f"/preview/{path}").status_code == 200
+
+    admin_client.post(f"/admin/publishing/story/{story.pk}/unshare/")
+    assert Client().get(f"/preview/{path}").status_code == 404

@@ -1,0 +1,181 @@
+"""The rules of a story's draft (issue 22), on the run's database, with no worker: ids
+shared with articles, the slug reserved, bad input refused with nothing stored, and a
+save over a newer version refused."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from publishing.exceptions import StoryConflict
+from publishing.models import Article, Revision, Story
+from publishing.services import (
+    article_create,
+    stories_tidy,
+    story_publish,
+    story_restore,
+    story_save,
+    story_trash,
+)
+from publishing.services.importing import articles_import
+from publishing.services.stories import diff_lines
+from tests.support.import_files import post, write
+
+pytestmark = pytest.mark.django_db
+
+
+def test_story_ids_come_from_the_article_sequence_so_form_articles_never_take_them():
+    first = story_save(title="Draft one")
+    written = article_create(title="From the form", body="Text.")
+    second = story_save(title="Draft two", body="Ready.")
+
+    ids = [first.pk, written.pk, second.pk]
+    assert len(set(ids)) == 3 and ids == sorted(ids)
+    article = story_publish(story_id=second.pk)
+    assert article.pk == second.pk
+    assert article_create(title="Next from the form", body="Text.").pk > second.pk
+
+
+def test_a_drafts_slug_is_reserved_for_it():
+    story_save(title="Reserved", slug="reserved")
+
+    with pytest.raises(ValidationError, match="slug"):
+        article_create(title="Another", body="Text.", slug="RESERVED")  # the same key
+    derived = article_create(title="Reserved", body="Text.")
+    assert derived.slug == "reserved-2"
+    with pytest.raises(ValidationError, match="slug"):
+        story_save(title="Yet another", slug="reserved")
+
+
+# Bad drafts: each refused with its field named, and nothing stored.
+BAD_DRAFTS = [
+    ({"title": ""}, "title"),  # a draft needs a name to be found again
+    ({"title": "Two\nlines"}, "title"),
+    ({"title": "x" * 201}, "title"),
+    ({"title": "Fine", "slug": "a/b"}, "slug"),
+    ({"title": "Fine", "slug": "admin"}, "slug"),
+    ({"title": "Fine", "body": "x" * (2**20 + 1)}, "body"),
+]
+
+
+@pytest.mark.parametrize(("fields", "field"), BAD_DRAFTS)
+def test_a_bad_draft_is_refused_by_field_and_stores_nothing(fields, field):
+    with pytest.raises(ValidationError) as refused:
+        story_save(**fields)
+
+    assert field in refused.value.message_dict
+    assert not Story.objects.exists() and not Revision.objects.exists()
+
+
+def test_publishing_a_draft_without_a_body_is_refused_and_changes_nothing():
+    story = story_save(title="Empty so far")
+
+    with pytest.raises(ValidationError, match="body"):
+        story_publish(story_id=story.pk)
+
+    assert not Article.objects.filter(pk=story.pk).exists()
+    assert Story.objects.get(pk=story.pk).state == "draft"
+
+
+def test_a_save_over_a_newer_version_is_refused_and_loses_nothing():
+    story = story_save(title="Two tabs", body="Tab one's text.")
+    tab_one = story.version
+    story_save(story_id=story.pk, title="Two tabs", body="Tab two's text.", if_version=tab_one)
+
+    with pytest.raises(StoryConflict) as conflict:
+        story_save(story_id=story.pk, title="Two tabs", body="Tab one again.", if_version=tab_one)
+
+    assert conflict.value.current == tab_one + 1
+    assert Story.objects.get(pk=story.pk).body == "Tab two's text."
+
+
+def test_every_save_that_changes_the_draft_is_a_revision_with_who_and_when():
+    story = story_save(title="History", body="One.", saved_by="ann")
+    story_save(story_id=story.pk, title="History", body="One.", saved_by="bob")  # no change
+    story_save(story_id=story.pk, title="History", body="Two.", saved_by="bob")
+
+    revisions = list(Revision.objects.filter(story=story).order_by("number"))
+    assert [(r.number, r.body, r.saved_by) for r in revisions] == [
+        (1, "One.", "ann"),
+        (2, "Two.", "bob"),
+    ]
+    assert all(r.saved_at for r in revisions)
+
+
+def test_diff_lines_say_what_went_and_what_came_with_context():
+    old = ["Title: T", "", "one", "two", "three"]
+    new = ["Title: T", "", "one", "2", "three", "four"]
+
+    lines = diff_lines(old, new, context=1)
+
+    assert lines == [
+        ("@", "@@ -3,3 +3,4 @@"),
+        (" ", "one"),
+        ("-", "two"),
+        ("+", "2"),
+        (" ", "three"),
+        ("+", "four"),
+    ]
+    assert diff_lines(old, old) == []
+
+
+def test_restore_makes_an_old_version_the_draft_at_the_storys_address():
+    story = story_save(title="Restorable", body="Old words.", slug="restorable")
+    story_save(story_id=story.pk, title="Renamed", body="New words.", slug="moved")
+
+    restored = story_restore(story_id=story.pk, number=1, saved_by="ann")
+
+    assert (restored.title, restored.body, restored.slug) == ("Restorable", "Old words.", "moved")
+    assert restored.version == 3
+    assert Revision.objects.get(story=story, number=3).note == "restored from version 1"
+
+
+def test_the_clock_purges_the_trash_after_its_days_and_prunes_old_revisions(settings):
+    settings.STORY_TRASH_DAYS = 30
+    settings.STORY_REVISIONS_KEEP_DAYS = 90
+    settings.STORY_REVISIONS_KEEP_COUNT = 2
+    long_ago = timezone.now() - timedelta(days=91)
+    kept, binned, fresh_bin = (story_save(title=t) for t in ("Kept", "Binned", "Fresh bin"))
+    for n in range(2, 6):
+        story_save(story_id=kept.pk, title=f"Kept v{n}")
+    Revision.objects.filter(story=kept, number__lte=4).update(saved_at=long_ago)
+    story_trash(story_id=binned.pk)
+    story_trash(story_id=fresh_bin.pk)
+    Story.objects.filter(pk=binned.pk).update(trashed_at=timezone.now() - timedelta(days=31))
+
+    purged, pruned = stories_tidy(limit=100)
+
+    assert (purged, pruned) == (1, 3)
+    assert set(Story.objects.values_list("pk", flat=True)) == {kept.pk, fresh_bin.pk}
+    # v4 is old too, but one of the newest two; v5 is new.
+    assert list(kept.revisions.order_by("number").values_list("number", flat=True)) == [4, 5]
+
+
+def test_a_trashed_story_is_refused_edits_until_restored():
+    story = story_save(title="In the bin", body="Text.", slug="in-the-bin")
+    story_trash(story_id=story.pk)
+
+    with pytest.raises(ValidationError, match="trash"):
+        story_save(story_id=story.pk, title="Edited", body="Text.")
+    assert article_create(title="Free again", body="Text.", slug="in-the-bin").slug == "in-the-bin"
+
+
+def test_import_keeps_draft_files_as_drafts_by_slug(tmp_path):
+    write(tmp_path, "later.md", post("Later", "First words.", draft="true"))
+    write(tmp_path, "clash.md", post("Clash", "x", slug="taken", draft="true"))
+    article_create(title="Live", body="Live text.", slug="taken")
+
+    first = articles_import([tmp_path])
+    again = articles_import([tmp_path])
+    write(tmp_path, "later.md", post("Later", "Second words.", draft="true"))
+    edited = articles_import([tmp_path])
+
+    assert (first.counts["created"], first.counts["failed"]) == (1, 1)
+    assert "an article has this slug" in first.failures[0].reason
+    assert again.counts["unchanged"] == 1 and edited.counts["updated"] == 1
+    story = Story.objects.get(slug="later")
+    assert (story.body, story.version, story.state) == ("Second words.", 2, "draft")
+    assert not Article.objects.filter(slug="later").exists()
