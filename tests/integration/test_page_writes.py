@@ -158,7 +158,7 @@ def test_writer_whose_guard_broke_but_still_current_has_its_page_written_again(
 @on_postgresql
 def test_page_guard__a_transaction_left_idle_for_a_lease_is_ended(transactional_db, settings):
     settings.PUBLISH_LEASE_SECONDS = 2
-    held = threading.Event()
+    held, done = threading.Event(), threading.Event()
     pid: list[int] = []
 
     def stalled_writer() -> None:
@@ -168,7 +168,7 @@ def test_page_guard__a_transaction_left_idle_for_a_lease_is_ended(transactional_
                     cursor.execute("SELECT pg_backend_pid()")
                     pid.append(cursor.fetchone()[0])
                 held.set()
-                threading.Event().wait(timeout=30)  # stalled, never returns in time
+                done.wait(timeout=120)  # stalled until the test has seen the session end
         except Exception:  # its commit fails: the session is gone
             pass
         finally:
@@ -183,9 +183,13 @@ def test_page_guard__a_transaction_left_idle_for_a_lease_is_ended(transactional_
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", pid)
             return cursor.fetchone()[0] == 0
 
-    wait_for(session_ended, timeout=30, what="the server to end the idle guard's session")
-    with page_guard(slugs=["stalled"]):  # the locks went with it
-        pass
+    try:
+        wait_for(session_ended, timeout=30, what="the server to end the idle guard's session")
+        with page_guard(slugs=["stalled"]):  # the locks went with it
+            pass
+    finally:
+        done.set()
+        thread.join(timeout=30)
 
 
 # --- finding what is wrong afterwards ----------------------------------------------------------
