@@ -6,6 +6,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable
+from itertools import islice
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -175,7 +176,13 @@ class StaticSitePublisher(BasePublisher):
                 ready.append((article, item))
         try:
             self._write_staged(site, ready)
-        except (OSError, SymlinkRefused, StorageError, DatabaseError) as exc:
+        except (
+            OSError,
+            SymlinkRefused,
+            StorageError,
+            DatabaseFailure,
+            TransientPublishError,
+        ) as exc:
             logger.warning("a batch's pages were not written together (%s); one by one", exc)
             failures |= self._publish_each([article for article, _ in ready])
         finally:
@@ -311,27 +318,29 @@ class StaticSitePublisher(BasePublisher):
         `with_page`: the slugs whose index.html is known to be there (the full check's
         listing); a page without a mark (written before pages carried one) is left
         alone. Returns how many were written (issue 17, docs/design.md)."""
-        wrong = [page.id for page in pages if self._page_is_wrong(page, with_page)]
+        wrong, pages = [], iter(pages)
+        while chunk := list(islice(pages, 1000)):
+            listed = with_page is None
+            present = [p for p in chunk if listed or p.slug in with_page]
+            missing = [p for p in chunk if not (listed or p.slug in with_page)]
+            heads = self.site.read_heads(
+                [paths.page_file(p.slug) for p in present], documents.CONTENT_MARK_WITHIN
+            )
+            wrong += [p.id for p in missing]
+            wrong += [p.id for p in present if _is_wrong(p, heads[paths.page_file(p.slug)])]
         written = 0
         for live in selectors.live_versions_of(wrong):
             rel = paths.page_file(live.slug)
             with page_guard(slugs=[live.slug], article_id=live.id):
                 now = next(selectors.listed_pages([live.id]), None)
-                if now is None or not selectors.is_live(live) or not self._page_is_wrong(now):
+                if now is None or not selectors.is_live(live):
+                    continue
+                if not _is_wrong(now, self.site.read_head(rel, documents.CONTENT_MARK_WITHIN)):
                     continue
                 logger.warning("writing the page %s of article %s again", rel, live.id)
                 self.site.write(rel, documents.article_page(live))
                 written += 1
         return written
-
-    def _page_is_wrong(self, page: ListedPage, with_page: set[str] | None = None) -> bool:
-        if with_page is not None and page.slug not in with_page:
-            return True
-        head = self.site.read_head(paths.page_file(page.slug), documents.CONTENT_MARK_WITHIN)
-        if head is None:
-            return True
-        shown = documents.page_content_hash(head)
-        return shown is not None and not page.shows_right(shown)
 
     def _repair_settled(self, article_ids: list[int]) -> None:
         """After a pass: the pages of the articles it settled, each read once (its first
@@ -356,3 +365,12 @@ class StaticSitePublisher(BasePublisher):
             # The full check removes what is left.
             with contextlib.suppress(OSError, StorageError):
                 build.remove_unneeded(self.site, slugs, besides=article_id)
+
+
+def _is_wrong(page: ListedPage, head: bytes | None) -> bool:
+    """Missing (no first bytes), or marked with content the article does not show now;
+    a page without a mark is not judged."""
+    if head is None:
+        return True
+    shown = documents.page_content_hash(head)
+    return shown is not None and not page.shows_right(shown)

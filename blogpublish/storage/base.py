@@ -87,6 +87,10 @@ class SiteStorage(abc.ABC):
         data = self.read(rel)
         return None if data is None else data[:size]
 
+    def read_heads(self, rels: list[str], size: int) -> dict[str, bytes | None]:
+        """`read_head` for many documents (the full check's pages), by path."""
+        return {rel: self.read_head(rel, size) for rel in rels}
+
     def write_if_changed(self, rel: str, data: str | bytes) -> bool:
         """`write`, unless the document already holds exactly `data`; True if written.
         A rebuild that changed nothing then writes nothing."""

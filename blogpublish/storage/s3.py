@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
@@ -33,6 +34,8 @@ from blogpublish.storage.base import (
 )
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
+# Requests in flight at once when the full check reads the pages' first bytes.
+READ_THREADS = 16
 
 
 def client_config() -> Config:
@@ -153,6 +156,15 @@ class S3SiteStorage(SiteStorage):
                     return b""
                 raise
             return response["Body"].read()
+
+    def read_heads(self, rels: list[str], size: int) -> dict[str, bytes | None]:
+        """Ranged GETs READ_THREADS at a time: one request per page is latency, not
+        work (docs/performance.md, "Guarded page writes and the full check")."""
+        if len(rels) < 2:
+            return super().read_heads(rels, size)
+        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+            heads = list(pool.map(lambda rel: self.read_head(rel, size), rels))
+        return dict(zip(rels, heads, strict=True))
 
     def head(self, rel: str) -> dict | None:
         with self._errors("reading", rel):

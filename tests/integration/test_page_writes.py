@@ -62,19 +62,25 @@ def page_version(slug: str) -> object:
 
 
 class PausedWriter:
-    """Writer A: `publisher.publish(article)` in a thread, held just before the storage's
-    `commit` (after the token check, under the page guard) until `go()`."""
+    """Writer A: `publisher.publish(article)` (or `publish_many(articles)`) in a thread,
+    held just before the storage's `commit` (`commit_many`), after the token check,
+    under the page guard, until `go()`."""
 
-    def __init__(self, site: Site, article: Article, monkeypatch):  # noqa: F811
+    def __init__(self, site: Site, articles: Article | list, monkeypatch):  # noqa: F811
         self.at_write, self.resume = threading.Event(), threading.Event()
         self.error: BaseException | None = None
+        self.result: object = None
         self.session = 0
-        self.thread = threading.Thread(target=self._run, args=(site, article), name="writer-a")
+        self.thread = threading.Thread(target=self._run, args=(site, articles), name="writer-a")
         cls = type(site_storage())
-        original = cls.commit
+        for name in ("commit", "commit_many"):
+            monkeypatch.setattr(cls, name, self._held(getattr(cls, name)))
+        self.thread.start()
+        wait_for(self.at_write.is_set, timeout=30, what="writer A to reach its write")
 
-        def held_commit(storage, staged) -> None:
-            if threading.current_thread() is self.thread:
+    def _held(self, original):
+        def held(storage, staged) -> None:
+            if threading.current_thread() is self.thread and not self.at_write.is_set():
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT pg_backend_pid()")
                     self.session = cursor.fetchone()[0]
@@ -82,13 +88,14 @@ class PausedWriter:
                 self.resume.wait(timeout=60)
             original(storage, staged)
 
-        monkeypatch.setattr(cls, "commit", held_commit)
-        self.thread.start()
-        wait_for(self.at_write.is_set, timeout=30, what="writer A to reach its write")
+        return held
 
-    def _run(self, site: Site, article: Article) -> None:  # noqa: F811
+    def _run(self, site: Site, articles: Article | list) -> None:  # noqa: F811
         try:
-            site.publisher.publish(article)
+            if isinstance(articles, list):
+                self.result = site.publisher.publish_many(articles)
+            else:
+                site.publisher.publish(articles)
         except BaseException as exc:  # reported by go()
             self.error = exc
         finally:
@@ -153,6 +160,36 @@ def test_writer_whose_guard_broke_but_still_current_has_its_page_written_again(
     site.publisher.publish(claim.article)
     assert article_complete(claim=claim).outcome is Outcome.PUBLISHED
     assert b"Version two." in page_bytes(article.slug)
+
+
+@on_postgresql
+def test_batch_paused_after_its_check__the_overtaken_page_stays_the_others_are_written(
+    site,  # noqa: F811
+    where,
+    monkeypatch,
+):
+    overtaken, current = site.add(2, body="Version one.")
+    claims = []
+    for article in (overtaken, current):
+        article.body = "Version two."
+        article.save()
+        claims.append(article_claim(article_id=article.pk))
+    writer = PausedWriter(site, [claim.article for claim in claims], monkeypatch)
+    writer.drop_session()
+
+    overtaken.body = "Version three."
+    overtaken.save()
+    Article.objects.filter(pk=overtaken.pk).update(lease_expires_at=None)
+    site.attempt(overtaken)  # B, for one of the two
+    b_bytes, b_version = page_bytes(overtaken.slug), page_version(overtaken.slug)
+
+    writer.go()  # A's batch resumes; its guard is gone: taken back, then one by one
+
+    assert writer.result == {}
+    assert article_complete(claim=claims[0]).outcome is Outcome.SKIPPED
+    assert article_complete(claim=claims[1]).outcome is Outcome.PUBLISHED
+    assert (page_bytes(overtaken.slug), page_version(overtaken.slug)) == (b_bytes, b_version)
+    assert b"Version two." in page_bytes(current.slug)
 
 
 @on_postgresql
