@@ -28,3 +28,8 @@ class SymlinkRefused(BlogpublishError):
 
 class StorageError(BlogpublishError):
     """The site's object storage could not be reached, or refused the request."""
+
+
+class PageChanged(StorageError):
+    """The page changed between the writer's token check and its write: another writer
+    came first. The write was not made (a bucket's conditional PUT refused it)."""

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from blogpublish import swap
 from blogpublish.exceptions import SymlinkRefused
 
 FILE_MODE = 0o644  # readable by the web server, whatever the umask
@@ -152,8 +153,9 @@ def atomic_write(root: Path, rel: str, data: str | bytes) -> None:
         os.fsync(dir_fd)  # the rename itself on disk, not only the file's bytes
 
 
-def read_bytes(root: Path, rel: str) -> bytes | None:
-    """The content of root/rel, or None when it is missing, a link or not a file."""
+def read_bytes(root: Path, rel: str, limit: int = -1) -> bytes | None:
+    """The content of root/rel (its first `limit` bytes, given one), or None when it
+    is missing, a link or not a file."""
     *folder, name = parts_of(rel)
     try:
         with open_dir(root, *folder) as dir_fd:
@@ -163,7 +165,7 @@ def read_bytes(root: Path, rel: str) -> bytes | None:
     if fd is None:
         return None
     with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+        return fh.read(limit)
 
 
 def write_if_changed(root: Path, rel: str, data: str | bytes) -> bool:
@@ -187,32 +189,43 @@ def stage(root: Path, folder: str, name: str, data: str | bytes) -> str:
         return _write_temp(dir_fd, name, _payload(data))
 
 
-def move_staged(root: Path, folder: str, staged: str, rel: str) -> None:
-    """Rename a file `stage` wrote into root/rel, making its directory if missing."""
+def move_staged(root: Path, folder: str, staged: str, rel: str) -> swap.Placed:
+    """Put a file `stage` wrote at root/rel, making its directory if missing; the file
+    it replaces takes the staged name, so `take_back` can restore it (swap.swap_in)."""
     *target, name = parts_of(rel)
     with (
         open_dir(root, *parts_of(folder)) as src_fd,
         open_dir(root, *target, create=True) as dst_fd,
     ):
-        os.replace(staged, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        placed = swap.swap_in(src_fd, staged, dst_fd, name)
         # The rename on disk: without it a power loss can bring back the old page while
         # the database says the new one is live (the staging folder loses its entry in
         # the same journal commit on one file system).
         os.fsync(dst_fd)
+    return placed
 
 
-def move_many(root: Path, folder: str, moves: list[tuple[str, str]]) -> None:
+def move_many(root: Path, folder: str, moves: list[tuple[str, str]]) -> list[swap.Placed]:
     """`move_staged` for many (staged, rel) pairs, the staging folder opened once; the
     first failure raises (the moves before it are done). The renames are then made
     durable together: one flush of the file system, or an fsync of each directory."""
+    placed = []
     with open_dir(root, *parts_of(folder)) as src_fd:
         try:
             for staged, rel in moves:
                 *target, name = parts_of(rel)
                 with open_dir(root, *target, create=True) as dst_fd:
-                    os.replace(staged, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+                    placed.append(swap.swap_in(src_fd, staged, dst_fd, name))
         finally:
             _sync_dirs(root, src_fd, {tuple(parts_of(rel)[:-1]) for _, rel in moves})
+    return placed
+
+
+def take_back(root: Path, folder: str, staged: str, rel: str, placed: swap.Placed) -> bool:
+    """Undo a `move_staged` whose write was not covered by its guard (swap.swap_out)."""
+    *target, name = parts_of(rel)
+    with open_dir(root, *parts_of(folder)) as src_fd, open_dir(root, *target) as dst_fd:
+        return swap.swap_out(src_fd, staged, dst_fd, name, placed)
 
 
 def _sync_dirs(root: Path, any_fd: int, folders: set[tuple[str, ...]]) -> None:

@@ -63,9 +63,16 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("BLOGPUBLISH_TEST_QUEUE") or f"bp-tes
 CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE, BROKER_QUEUE_TYPE)
 
 # Chaos in front (slow or failing on demand), a journal of page writes behind.
+# The site publisher is the one that can be held inside its page write
+# (tests.support.chaos.HeldSitePublisher): the site's own, unchanged without a rule.
 PUBLISH_PUBLISHERS = [
     "tests.support.chaos.ChaosPublisher",
-    *PUBLISH_PUBLISHERS,
+    *(
+        "tests.support.chaos.HeldSitePublisher"
+        if name == "blogpublish.site.StaticSitePublisher"
+        else name
+        for name in PUBLISH_PUBLISHERS
+    ),
     "tests.support.chaos.JournalPublisher",
 ]
 CHAOS_FILE = RUN_DIR / "chaos.json"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from blogpublish.desk.images import IMAGE_REF_RE
 from blogpublish.rendering import plain_excerpt, render_markdown
 from blogpublish.site import paths
 from blogpublish.site.selectors import Entry
+from publishing.models import content_hash_of
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
 
 logger = logging.getLogger(__name__)
@@ -121,6 +123,19 @@ def display_date(moment: datetime) -> str:
     return dateformat.format(timezone.localtime(moment), "j F Y")
 
 
+# What `article_page` writes near the top of a page: the content hash it shows.
+CONTENT_MARK = re.compile(rb'<meta name="blogpublish-content" content="([0-9a-f]{64})">')
+# The mark is within the first bytes of a page (after `<meta charset>`).
+CONTENT_MARK_WITHIN = 512
+
+
+def page_content_hash(head: bytes | None) -> str | None:
+    """The content hash a page's first bytes carry; None when it has none (missing,
+    or written before pages carried it)."""
+    found = CONTENT_MARK.search(head or b"")
+    return found[1].decode() if found else None
+
+
 def article_page(article) -> str:
     """The article's own page. HTML5 reads most characters, but a control character is
     a parse error there too: stripped with the rest of what XML 1.0 cannot carry."""
@@ -136,6 +151,16 @@ def article_page(article) -> str:
         {
             **site_context(),
             "article": article,
+            # The content it shows, near the top: the full check reads a page's first
+            # bytes to find a stale page (page_content_hash; docs/design.md). The same
+            # hash as the article's content_hash (an attempt's) or published_hash (the
+            # live version's), computed from what the page shows.
+            "content_hash": content_hash_of(
+                title=article.title,
+                slug=article.slug,
+                body=article.body,
+                publish_at=article.publish_at,
+            ),
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.

@@ -18,6 +18,7 @@ import contextlib
 import zlib
 from collections.abc import Iterable, Iterator
 
+from django.conf import settings
 from django.db import connection, transaction
 
 # The site's bookkeeping commits without waiting for the WAL flush (one fsync less per
@@ -34,6 +35,17 @@ RELAXED_COMMIT = "set_config('synchronous_commit', 'off', true)"
 def _relaxed(opens_transaction: bool) -> str:
     """The relaxed commit's SELECT term, when this guard's transaction is its own."""
     return RELAXED_COMMIT if opens_transaction else "1"
+
+
+def _bounded(opens_transaction: bool) -> str:
+    """A guard's own transaction left idle for a lease (a host paused or cut off
+    between its token check and its write) is ended by the server, its locks with it:
+    one stalled writer never holds a page from every other host. Its write, if it
+    resumes, is then caught after the fact (blogpublish.site.publisher, issue 17)."""
+    if not opens_transaction:
+        return ""
+    ms = int(settings.PUBLISH_LEASE_SECONDS * 1000)
+    return f", set_config('idle_in_transaction_session_timeout', '{ms}', true)"
 
 
 def advisory_key(kind: str, name: object) -> int:
@@ -58,7 +70,7 @@ def page_guard(
             # wait for each other.
             locks = "".join(", pg_advisory_xact_lock(%s)" for _ in keys)
             with connection.cursor() as cursor:
-                cursor.execute(f"SELECT {_relaxed(own)}{locks}", sorted(keys))
+                cursor.execute(f"SELECT {_relaxed(own)}{_bounded(own)}{locks}", sorted(keys))
         yield
 
 

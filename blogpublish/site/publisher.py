@@ -5,20 +5,23 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import islice
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.db import Error as DatabaseFailure
 
 from blogpublish.desk import images
-from blogpublish.exceptions import StorageError, SymlinkRefused
+from blogpublish.exceptions import PageChanged, StorageError, SymlinkRefused
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import build, documents, paths, selectors
 from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard, snapshot
+from blogpublish.site.selectors import ListedPage
 from blogpublish.site.state import Note, SiteState, add_note, add_notes
-from blogpublish.storage import SiteStorage, site_storage
+from blogpublish.storage import SiteStorage, Staged, site_storage
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError, TransientPublishError
 from publishing.publishers import BasePublisher
 from work.checkpoints import checkpoint_clear
@@ -76,31 +79,7 @@ class StaticSitePublisher(BasePublisher):
             html = documents.article_page(article)
             staged = self.site.stage(page, html)
             try:
-                with page_guard(slugs=[article.slug], article_id=article.pk):
-                    # The attempt's token too: an attempt overtaken meanwhile (a host
-                    # cut off past its lease) never writes over the newer one's page.
-                    current = selectors.listed_if_current(
-                        article_id=article.pk,
-                        content_hash=article.content_hash,
-                        claims=article.claims,
-                    )
-                    if current is None:
-                        logger.info(
-                            "article %s was edited, deleted or taken over by a newer "
-                            "attempt; page not written",
-                            article.pk,
-                        )
-                        return
-                    add_note(
-                        article_id=article.pk,
-                        # The live page it replaces goes once the new one is live (settle).
-                        slugs=[article.slug, article.published_slug],
-                        # From the database now, not the claim: a stale attempt of content
-                        # already published must not count the article a second time.
-                        listed=current[0],
-                        listed_at=current[1],
-                    )
-                    self.site.commit(staged)
+                self._write_page(article, staged)
             finally:
                 self.site.discard(staged)
         except SymlinkRefused as exc:
@@ -112,6 +91,76 @@ class StaticSitePublisher(BasePublisher):
             raise TransientPublishError(f"writing the page failed: {exc}") from exc
         except StorageError as exc:  # the bucket unreachable or refusing: the same
             raise TransientPublishError(f"writing the page failed: {exc}") from exc
+
+    def _write_page(self, article, staged: Staged) -> None:
+        """Under the page guard: the attempt's token checked, the page as it is now
+        observed (a bucket's PUT is conditional on it), the note, then the page live."""
+        try:
+            with page_guard(slugs=[article.slug], article_id=article.pk):
+                # The attempt's token too: an attempt overtaken meanwhile (a host cut
+                # off past its lease) never writes over the newer one's page.
+                current = selectors.listed_if_current(
+                    article_id=article.pk,
+                    content_hash=article.content_hash,
+                    claims=article.claims,
+                )
+                if current is None:
+                    logger.info(
+                        "article %s was edited, deleted or taken over by a newer "
+                        "attempt; page not written",
+                        article.pk,
+                    )
+                    return
+                self.site.observe(staged)
+                add_note(
+                    article_id=article.pk,
+                    # The live page it replaces goes once the new one is live (settle).
+                    slugs=[article.slug, article.published_slug],
+                    # From the database now, not the claim: a stale attempt of content
+                    # already published must not count the article a second time.
+                    listed=current[0],
+                    listed_at=current[1],
+                )
+                self.site.commit(staged)
+        except (PageChanged, DatabaseFailure) as exc:
+            if self._after_broken_guard([(article, staged)], exc):
+                raise TransientPublishError(
+                    f"the page guard did not hold until the page was written ({exc}); "
+                    "the page is written again"
+                ) from exc
+
+    def _after_broken_guard(self, ready: list, exc: Exception) -> list[int]:
+        """The guard's transaction failed, or a PUT found the page changed since the
+        token check: nothing vouches that the guard's locks held until the write (a
+        database session dropped while its host was paused ends them). Under a new
+        guard, each write taken back (the page it replaced put back, if the page there
+        is still the one written; a conditional PUT needs nothing), and the tokens
+        read again. The attempts overtaken meanwhile stop here and say so; returns the
+        others, whose pages are to be written again (issue 17, docs/design.md)."""
+        try:
+            with page_guard(
+                slugs=[article.slug for article, _ in ready],
+                article_ids=[article.pk for article, _ in ready],
+            ):
+                for _, staged in ready:
+                    if self.site.take_back(staged):
+                        logger.warning("took back the page %s: its guard did not hold", staged.rel)
+                current = selectors.listed_if_current_many(
+                    {article.pk: (article.content_hash, article.claims) for article, _ in ready}
+                )
+        except DatabaseFailure as again:
+            raise TransientPublishError(
+                f"writing the page failed ({exc}), and so did checking it after ({again})"
+            ) from again
+        overtaken = sorted({article.pk for article, _ in ready} - set(current))
+        if overtaken:
+            logger.warning(
+                "articles %s were overtaken while their pages were written (%s): an "
+                "edit, a delete or a newer attempt came first; pages not written",
+                overtaken,
+                exc,
+            )
+        return sorted(current)
 
     def publish_many(self, articles: list) -> dict[int, Exception]:
         """`publish` for a batch's articles, with the same guarantees per article and
@@ -153,7 +202,13 @@ class StaticSitePublisher(BasePublisher):
                 ready.append((article, item))
         try:
             self._write_staged(site, ready)
-        except (OSError, SymlinkRefused, StorageError, DatabaseError) as exc:
+        except (
+            OSError,
+            SymlinkRefused,
+            StorageError,
+            DatabaseFailure,
+            TransientPublishError,
+        ) as exc:
             logger.warning("a batch's pages were not written together (%s); one by one", exc)
             failures |= self._publish_each([article for article, _ in ready])
         finally:
@@ -166,6 +221,15 @@ class StaticSitePublisher(BasePublisher):
         """Under one guard: the current articles' notes, then their pages made live."""
         if not ready:
             return
+        try:
+            self._write_staged_guarded(site, ready)
+        except (PageChanged, DatabaseFailure) as exc:
+            # Taken back and checked as `publish` does; then the caller writes the
+            # pages one by one, and the overtaken ones find themselves so.
+            self._after_broken_guard(ready, exc)
+            raise
+
+    def _write_staged_guarded(self, site: SiteStorage, ready: list) -> None:
         with page_guard(
             slugs=[article.slug for article, _ in ready],
             article_ids=[article.pk for article, _ in ready],
@@ -182,6 +246,8 @@ class StaticSitePublisher(BasePublisher):
                     "pages not written",
                     sorted({a.pk for a, _ in ready} - set(current)),
                 )
+            for _, item in live:
+                site.observe(item)
             add_notes(
                 [
                     Note(
@@ -241,8 +307,10 @@ class StaticSitePublisher(BasePublisher):
                 done = build.rebuild(site, state, time_left=time_left)
             else:
                 done = build.update(site, state, time_left=time_left)
+            settled = list(state.settled)
             state.save_pass()
         self._remove(state)
+        self._repair_settled(settled)
         return done
 
     def _shared(self, fence: Fence | None) -> tuple[build.Site, build.TimeLeft]:
@@ -254,16 +322,20 @@ class StaticSitePublisher(BasePublisher):
     def reconcile(self, *, fence: Fence | None = None) -> bool:
         """The full check: list the site (a folder or every key of the bucket, page by
         page), remove every page directory no article needs (a delete that bypassed the
-        signals, a crash between a pass and its removals), write the live pages that are
-        missing, then rebuild the shared views from the first page (each rewritten only
-        if it differs; with `fence`, as `refresh`, stopping at the budget)."""
+        signals, a crash between a pass and its removals), write again the live pages
+        that are missing or stale (each page's first bytes read for its content mark),
+        then rebuild the shared views from the first page (each rewritten only if it
+        differs; with `fence`, as `refresh`, stopping at the budget)."""
         needed = selectors.owned_slugs()
         present = self.site.page_dirs()
         for name in sorted(present):
             if paths.is_article_dir_name(name) and name not in needed:
                 logger.info("reconcile: removing %s/, which no article needs", name)
                 build.remove_unneeded(self.site, [name])
-        self._restore_missing({slug for slug, has_page in present.items() if has_page})
+        self._repair_pages(
+            selectors.listed_pages(),
+            with_page={slug for slug, has_page in present.items() if has_page},
+        )
         try:
             self.site.sweep(older_than=time.time() - 2 * settings.PUBLISH_LEASE_SECONDS)
         except SymlinkRefused as exc:
@@ -277,17 +349,51 @@ class StaticSitePublisher(BasePublisher):
         self._remove(state)
         return done
 
-    def _restore_missing(self, with_page: set[str]) -> None:
-        """Live articles whose page is gone (deleted by hand, lost by the storage): the
-        live version written again, under the page guard, and only while it is still
-        live and still missing, so an attempt writing newer content meanwhile wins."""
-        for live in selectors.live_versions(exclude_slugs=with_page):
+    def _repair_pages(
+        self, pages: Iterable[ListedPage], *, with_page: set[str] | None = None
+    ) -> int:
+        """Listed articles whose page is missing, or stale: its content mark is neither
+        its live version nor, while it is pending, the content its attempt writes (a
+        write that landed after it was overtaken, a rename a power loss undid). The
+        live version written again under the page guard, only while it is still live
+        and the page still wrong, so an attempt writing newer content meanwhile wins.
+        `with_page`: the slugs whose index.html is known to be there (the full check's
+        listing); a page without a mark (written before pages carried one) is left
+        alone. Returns how many were written (issue 17, docs/design.md)."""
+        wrong, pages = [], iter(pages)
+        while chunk := list(islice(pages, 1000)):
+            listed = with_page is None
+            present = [p for p in chunk if listed or p.slug in with_page]
+            missing = [p for p in chunk if not (listed or p.slug in with_page)]
+            heads = self.site.read_heads(
+                [paths.page_file(p.slug) for p in present], documents.CONTENT_MARK_WITHIN
+            )
+            wrong += [p.id for p in missing]
+            wrong += [p.id for p in present if _is_wrong(p, heads[paths.page_file(p.slug)])]
+        written = 0
+        for live in selectors.live_versions_of(wrong):
+            rel = paths.page_file(live.slug)
             with page_guard(slugs=[live.slug], article_id=live.id):
-                page = paths.page_file(live.slug)
-                if not selectors.is_live(live) or self.site.exists(page):
+                now = next(selectors.listed_pages([live.id]), None)
+                if now is None or not selectors.is_live(live):
                     continue
-                logger.warning("reconcile: writing the missing page %s", page)
-                self.site.write(page, documents.article_page(live))
+                if not _is_wrong(now, self.site.read_head(rel, documents.CONTENT_MARK_WITHIN)):
+                    continue
+                logger.warning("writing the page %s of article %s again", rel, live.id)
+                self.site.write(rel, documents.article_page(live))
+                written += 1
+        return written
+
+    def _repair_settled(self, article_ids: list[int]) -> None:
+        """After a pass: the pages of the articles it settled, each read once (its first
+        bytes), so a listed article's missing or stale page is written again by the next
+        pass, not the next full check. A failure here is the full check's to mend."""
+        if not article_ids:
+            return
+        try:
+            self._repair_pages(selectors.listed_pages(article_ids))
+        except (OSError, SymlinkRefused, StorageError, DatabaseError) as exc:
+            logger.error("the pages of the articles settled were not checked: %s", exc)
 
     def _sweep_images(self) -> None:
         """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)."""
@@ -301,3 +407,12 @@ class StaticSitePublisher(BasePublisher):
             # The full check removes what is left.
             with contextlib.suppress(OSError, StorageError):
                 build.remove_unneeded(self.site, slugs, besides=article_id)
+
+
+def _is_wrong(page: ListedPage, head: bytes | None) -> bool:
+    """Missing (no first bytes), or marked with content the article does not show now;
+    a page without a mark is not judged."""
+    if head is None:
+        return True
+    shown = documents.page_content_hash(head)
+    return shown is not None and not page.shows_right(shown)

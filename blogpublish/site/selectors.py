@@ -264,10 +264,14 @@ def live_versions(*, exclude_slugs: set[str]) -> Iterator[LiveVersion]:
     (the pages the storage holds): the slugs are streamed, the bodies read only for
     those missing."""
     rows = listed().values_list("id", "published_slug").iterator(chunk_size=2000)
-    missing = [article_id for article_id, slug in rows if slug not in exclude_slugs]
+    yield from live_versions_of([i for i, slug in rows if slug not in exclude_slugs])
+
+
+def live_versions_of(ids: list[int]) -> Iterator[LiveVersion]:
+    """The live versions of those of the articles still listed, 200 bodies a query."""
     fields = ("id", "published_slug", "published_title", "published_body")
-    for start in range(0, len(missing), 200):
-        chunk = listed().filter(pk__in=missing[start : start + 200])
+    for start in range(0, len(ids), 200):
+        chunk = listed().filter(pk__in=ids[start : start + 200])
         for row in chunk.values(*fields, "published_publish_at", "published_hash"):
             yield LiveVersion(
                 id=row["id"],
@@ -277,6 +281,33 @@ def live_versions(*, exclude_slugs: set[str]) -> Iterator[LiveVersion]:
                 publish_at=row["published_publish_at"],
                 published_hash=row["published_hash"],
             )
+
+
+@dataclass(frozen=True)
+class ListedPage:
+    """What a listed article's page may show (issue 17, the full check): its live
+    version, or, while an attempt of newer content is under way, that content."""
+
+    id: int
+    slug: str
+    published_hash: str
+    content_hash: str
+    pending: bool
+
+    def shows_right(self, shown: str) -> bool:
+        """Is a page carrying the content hash `shown` right for this article now?"""
+        return shown == self.published_hash or (self.pending and shown == self.content_hash)
+
+
+def listed_pages(ids: Iterable[int] | None = None) -> Iterator[ListedPage]:
+    """Every listed article's page (or those of `ids`), streamed: no body is read."""
+    rows = listed() if ids is None else listed().filter(pk__in=list(ids))
+    fields = ("id", "published_slug", "published_hash", "content_hash", "status")
+    for row in rows.values_list(*fields).iterator(chunk_size=2000):
+        article_id, slug, published_hash, content_hash, status = row
+        yield ListedPage(
+            article_id, slug, published_hash, content_hash, status == ArticleStatus.PENDING
+        )
 
 
 def is_live(version: LiveVersion) -> bool:

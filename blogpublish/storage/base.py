@@ -51,6 +51,11 @@ class Staged:
     rel: str
     data: bytes
     token: str = ""  # the local folder's temporary file
+    # What the page was at the token check (`SiteStorage.observe`): in a bucket its
+    # ETag ("" when missing), the condition of the PUT; None when not observed.
+    expect: str | None = None
+    # What `commit` put in place, for `take_back` (the local folder's swap.Placed).
+    placed: object | None = None
 
 
 class SiteStorage(abc.ABC):
@@ -80,6 +85,15 @@ class SiteStorage(abc.ABC):
     def holds(self, rel: str, data: str | bytes) -> bool:
         """Does the document already hold exactly `data` (as `write` would leave it)?"""
         return self.read(rel) == payload(data)
+
+    def read_head(self, rel: str, size: int) -> bytes | None:
+        """The document's first `size` bytes, or None when it is not there."""
+        data = self.read(rel)
+        return None if data is None else data[:size]
+
+    def read_heads(self, rels: list[str], size: int) -> dict[str, bytes | None]:
+        """`read_head` for many documents (the full check's pages), by path."""
+        return {rel: self.read_head(rel, size) for rel in rels}
 
     def write_if_changed(self, rel: str, data: str | bytes) -> bool:
         """`write`, unless the document already holds exactly `data`; True if written.
@@ -118,9 +132,22 @@ class SiteStorage(abc.ABC):
         """The slow half of a page write, done before the page guard is taken."""
         return Staged(rel=rel, data=payload(data))
 
+    def observe(self, staged: Staged) -> None:  # noqa: B027  (nothing to do by default)
+        """Under the page guard, at the token check: note what the page is now, so that
+        `commit` writes only over that (a bucket's conditional PUT)."""
+
     def commit(self, staged: Staged) -> None:
-        """Under the page guard, after the currency check: the page goes live."""
+        """Under the page guard, after the currency check: the page goes live. Raises
+        PageChanged when the page is no longer what `observe` saw."""
         self.write(staged.rel, staged.data)
+
+    def take_back(self, staged: Staged) -> bool:
+        """After a `commit` whose page guard did not hold to its end (the guard's
+        transaction failed: its locks may have gone before the write), under a new
+        guard: the page it replaced put back, if the page there is still the one it
+        wrote. True when taken back; False when there is nothing to take back (a
+        bucket's PUT was conditional) or a newer write is there."""
+        return False
 
     def stage_many(self, items: list[tuple[str, str | bytes]]) -> list[Staged | Exception]:
         """`stage` for a batch's pages (rel, data): per item its Staged, or the error

@@ -31,6 +31,9 @@ class LocalStorage(SiteStorage):
     def read(self, rel: str) -> bytes | None:
         return files.read_bytes(self.root, rel)
 
+    def read_head(self, rel: str, size: int) -> bytes | None:
+        return files.read_bytes(self.root, rel, size)
+
     def write_if_changed(self, rel: str, data: str | bytes) -> bool:
         return files.write_if_changed(self.root, rel, data)
 
@@ -74,7 +77,9 @@ class LocalStorage(SiteStorage):
         return Staged(rel=rel, data=b"", token=token)
 
     def commit(self, staged: Staged) -> None:
-        files.move_staged(self.root, paths.STAGING_DIR, staged.token, staged.rel)
+        """Swapped into place (blogpublish.swap): the page it replaces keeps the staged
+        name until `discard`, so that `take_back` can restore it."""
+        staged.placed = files.move_staged(self.root, paths.STAGING_DIR, staged.token, staged.rel)
 
     def stage_many(self, items: list[tuple[str, str | bytes]]) -> list[Staged | Exception]:
         """The batch's temporary files written, then flushed to disk in ONE call
@@ -90,7 +95,18 @@ class LocalStorage(SiteStorage):
         ]
 
     def commit_many(self, staged: list[Staged]) -> None:
-        files.move_many(self.root, paths.STAGING_DIR, [(item.token, item.rel) for item in staged])
+        moves = [(item.token, item.rel) for item in staged]
+        for item, placed in zip(
+            staged, files.move_many(self.root, paths.STAGING_DIR, moves), strict=True
+        ):
+            item.placed = placed
+
+    def take_back(self, staged: Staged) -> bool:
+        if staged.placed is None:
+            return False
+        return files.take_back(
+            self.root, paths.STAGING_DIR, staged.token, staged.rel, staged.placed
+        )
 
     def discard(self, staged: Staged) -> None:
         files.discard_staged(self.root, paths.STAGING_DIR, staged.token)

@@ -15,23 +15,27 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from storages.backends.s3 import S3Storage
 
-from blogpublish.exceptions import StorageError
+from blogpublish.exceptions import PageChanged, StorageError
 from blogpublish.files import parts_of
 from blogpublish.site import paths
 from blogpublish.storage.base import (
     SiteStorage,
+    Staged,
     cache_control_of,
     content_type_of,
     payload,
 )
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
+# Requests in flight at once when the full check reads the pages' first bytes.
+READ_THREADS = 16
 
 
 def client_config() -> Config:
@@ -92,16 +96,41 @@ class S3SiteStorage(SiteStorage):
     # --- documents -----------------------------------------------------------------
 
     def write(self, rel, data, *, content_type=None, cache_control=None) -> None:
-        body = payload(data)
+        self._put(rel, payload(data), content_type=content_type, cache_control=cache_control)
+
+    def _put(self, rel: str, body: bytes, *, expect: str | None = None, **types) -> None:
+        """One PUT; with `expect` (observe), only over that ETag ("": only if missing)."""
+        condition = {}
+        if expect is not None:
+            condition = {"IfMatch": expect} if expect else {"IfNoneMatch": "*"}
         with self._errors("writing", rel):
-            self.client.put_object(
-                Bucket=self.bucket,
-                Key=self.key(rel),
-                Body=body,
-                ContentType=content_type or content_type_of(rel),
-                CacheControl=cache_control or cache_control_of(rel),
-                Metadata={"sha256": hashlib.sha256(body).hexdigest()},
-            )
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=self.key(rel),
+                    Body=body,
+                    ContentType=types.get("content_type") or content_type_of(rel),
+                    CacheControl=types.get("cache_control") or cache_control_of(rel),
+                    Metadata={"sha256": hashlib.sha256(body).hexdigest()},
+                    **condition,
+                )
+            except ClientError as exc:
+                # 412: not the object seen at the check; If-Match on a key deleted since
+                # answers 404. Either way another writer came first.
+                if condition and _code(exc) in {"PreconditionFailed", "412", *_MISSING}:
+                    raise PageChanged(f"{rel!r} in {self} changed since the check") from exc
+                raise
+
+    # A page goes live with a conditional PUT (issue 17): the ETag seen under the page
+    # guard at the token check is the condition, so a writer that was paused between
+    # its check and its PUT (its guard's locks gone with its database session), or a
+    # PUT that lands after its client gave up, never replaces a newer page.
+    def observe(self, staged: Staged) -> None:
+        head = self.head(staged.rel)
+        staged.expect = head["ETag"] if head else ""
+
+    def commit(self, staged: Staged) -> None:
+        self._put(staged.rel, staged.data, expect=staged.expect)
 
     def read(self, rel: str) -> bytes | None:
         with self._errors("reading", rel):
@@ -112,6 +141,30 @@ class S3SiteStorage(SiteStorage):
                     return None
                 raise
             return response["Body"].read()
+
+    def read_head(self, rel: str, size: int) -> bytes | None:
+        """One ranged GET."""
+        with self._errors("reading", rel):
+            try:
+                response = self.client.get_object(
+                    Bucket=self.bucket, Key=self.key(rel), Range=f"bytes=0-{size - 1}"
+                )
+            except ClientError as exc:
+                if _code(exc) in _MISSING:
+                    return None
+                if _code(exc) == "InvalidRange":  # an empty object
+                    return b""
+                raise
+            return response["Body"].read()
+
+    def read_heads(self, rels: list[str], size: int) -> dict[str, bytes | None]:
+        """Ranged GETs READ_THREADS at a time: one request per page is latency, not
+        work (docs/performance.md, "Guarded page writes and the full check")."""
+        if len(rels) < 2:
+            return super().read_heads(rels, size)
+        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+            heads = list(pool.map(lambda rel: self.read_head(rel, size), rels))
+        return dict(zip(rels, heads, strict=True))
 
     def head(self, rel: str) -> dict | None:
         with self._errors("reading", rel):

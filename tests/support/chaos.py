@@ -4,7 +4,8 @@
 every call, so a test changes behaviour while the worker runs:
 
     {"<slug>": {"fail": "transient" | "permanent" | "crash", "until_attempt": 3,
-                "hold": 5, "hold_until_attempt": 2, "stuck": true}}
+                "hold": 5, "hold_until_attempt": 2, "stuck": true,
+                "hold_at": "before-check" | "before-write"}}
 
 fails while the attempt number is below `until_attempt` (always, if absent). With
 `hold`, an attempt below `hold_until_attempt` (every attempt, if absent) first waits
@@ -14,6 +15,11 @@ so a test can kill exactly the process that is publishing. "crash" kills the pro
 runs the attempt (SIGKILL): a segfault or the OOM killer, as the worker sees it. With
 `"stuck": true` a held attempt also ignores the soft time limit, as code stuck in a call
 that never returns to Python would: only the task's hard time limit ends it.
+
+With `hold_at`, the hold is inside the site publisher instead (`HeldSitePublisher`, the
+site's own publisher in every test worker): "before-check" when its page is staged,
+before the page guard and the token check; "before-write" under the guard, after the
+token check, just before the rename or PUT that makes the page live (issue 17).
 
 `JournalPublisher` runs last and appends one line per completed publisher run,
 "<slug> <attempt> <content_hash>", to JOURNAL_FILE: the count of page writes.
@@ -30,6 +36,7 @@ import time
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
+from blogpublish.site.publisher import StaticSitePublisher
 from publishing.exceptions import PermanentPublishError, TransientPublishError
 from publishing.publishers import BasePublisher
 from tests.support.waiting import wait_for
@@ -69,7 +76,8 @@ class ChaosPublisher(BasePublisher):
         rule = read_chaos().get(article.slug)
         if not rule:
             return
-        self._hold(article, rule)
+        if not rule.get("hold_at"):
+            hold(article, rule)
         until = rule.get("until_attempt")
         if until is not None and article.attempts >= until:
             return
@@ -79,25 +87,6 @@ class ChaosPublisher(BasePublisher):
             raise TransientPublishError(f"chaos: transient failure of {article.slug}")
         if rule.get("fail") == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
-
-    @staticmethod
-    def _hold(article, rule: dict) -> None:
-        hold_until = rule.get("hold_until_attempt")
-        if not rule.get("hold") or (hold_until is not None and article.attempts >= hold_until):
-            return
-        pid_file = settings.RUN_DIR / "pids" / f"{article.slug}.{article.attempts}"
-        pid_file.parent.mkdir(exist_ok=True)
-        pid_file.write_text(str(os.getpid()))
-        deadline = time.monotonic() + rule["hold"]
-        while True:
-            try:
-                with contextlib.suppress(AssertionError):  # past the deadline: a slow target ends
-                    left = max(0.0, deadline - time.monotonic())
-                    wait_for(release_file(article.slug).exists, timeout=left, interval=0.02)
-                return
-            except SoftTimeLimitExceeded:
-                if not rule.get("stuck"):
-                    raise
 
     def unpublish(self, article) -> None:
         return None
@@ -124,6 +113,64 @@ def _hold_pass(name: str, seconds: float) -> None:
     pid_file.write_text(str(os.getpid()))
     with contextlib.suppress(AssertionError):
         wait_for(release_file(name).exists, timeout=seconds, interval=0.02)
+
+
+def hold(article, rule: dict) -> None:
+    """Wait for `release(slug)`, at most rule["hold"] seconds, if the rule holds this attempt."""
+    hold_until = rule.get("hold_until_attempt")
+    if not rule.get("hold") or (hold_until is not None and article.attempts >= hold_until):
+        return
+    pid_file = settings.RUN_DIR / "pids" / f"{article.slug}.{article.attempts}"
+    pid_file.parent.mkdir(exist_ok=True)
+    pid_file.write_text(str(os.getpid()))
+    deadline = time.monotonic() + rule["hold"]
+    while True:
+        try:
+            with contextlib.suppress(AssertionError):  # past the deadline: a slow target ends
+                left = max(0.0, deadline - time.monotonic())
+                wait_for(release_file(article.slug).exists, timeout=left, interval=0.02)
+            return
+        except SoftTimeLimitExceeded:
+            if not rule.get("stuck"):
+                raise
+
+
+class _HeldStorage:
+    """The site's storage, with a hold before `stage` or before `commit`."""
+
+    def __init__(self, site, article, rule: dict):
+        self._site, self._article, self._rule = site, article, rule
+
+    def __getattr__(self, name: str):
+        return getattr(self._site, name)
+
+    def stage(self, rel, data):
+        if self._rule["hold_at"] == "before-check":
+            hold(self._article, self._rule)
+        return self._site.stage(rel, data)
+
+    def commit(self, staged) -> None:
+        if self._rule["hold_at"] == "before-write":
+            hold(self._article, self._rule)
+        self._site.commit(staged)
+
+
+class HeldSitePublisher(StaticSitePublisher):
+    """The site's publisher, held inside its page write for a slug whose rule has
+    `hold_at`; exactly the site's publisher otherwise."""
+
+    def publish(self, article) -> None:
+        rule = read_chaos().get(article.slug) or {}
+        if not rule.get("hold_at"):
+            super().publish(article)
+            return
+        StaticSitePublisher(_HeldStorage(self.site, article, rule)).publish(article)
+
+    def publish_many(self, articles: list) -> dict[int, Exception]:
+        rules = read_chaos()
+        if not any((rules.get(a.slug) or {}).get("hold_at") for a in articles):
+            return super().publish_many(articles)
+        return BasePublisher.publish_many(self, articles)  # one by one: each may be held
 
 
 class JournalPublisher(BasePublisher):

@@ -10,13 +10,25 @@ server mode) bound to the network's address, SITE_ROOT=s3://BUCKET/site for both
 and this process; or, as the second variant, the run's site folder, which both
 namespaces see since they share the file system.
 
-Host A's attempt is held in flight (the chaos publisher), then A's link is cut. B
-publishes the article once A's lease has run out (Beat's catch-up sends it again). A's
-link comes back and its attempt is let go: the late completion is fenced off. Its
-attempt is recorded as overtaken, nothing of A's reaches the page or the shared
-documents, and the webhook receiver got one delivery for the content (one outbox
-row). In the bucket, which keeps every version of every object, not one object was
-written or removed after B's pass (a rewrite with the same bytes would show as a new version id).
+Host A's attempt is held in flight inside the site publisher (issue 17, item 7:
+tests.support.chaos.HeldSitePublisher), then A's link is cut. Two places: after its
+token check, under the page guard, just before the rename or PUT that makes the page
+live ("before-write"), and before the guard and the check ("before-check"). B publishes
+the article once A's lease has run out (Beat's catch-up sends it again); held before its
+write, A holds the guard's locks until the database ends its session, idle for a lease
+(blogpublish.site.lock). A's link comes back and its attempt is let go: its write is
+refused (the bucket's PUT is conditional on the page A saw at its check) or taken back
+(on disk, the page A replaced is put back: the same file), and the late completion is
+fenced off. Its attempt is recorded as overtaken, nothing of A's reaches the page or the
+shared documents, and the webhook receiver got one delivery for the content (one outbox
+row). In the
+bucket, which keeps every version of every object, not one object was written or
+removed after B's pass (a rewrite with the same bytes would show as a new version id);
+on disk, not one file was (a rename gives a new inode).
+
+Each guard fails its variant when removed: without the token check, A held before it
+writes its page after B's (a new version); without the conditional PUT or the take-back,
+A held before its write does.
 
 A host's S3 client waits a bounded time for each request (SITE_STORAGE_CONNECT_TIMEOUT
 and _READ_TIMEOUT, derived from the 5 s lease: 0.5 s and 1 s, one retry), so a request
@@ -55,7 +67,7 @@ from tests.support.netns import HostNetwork, netns_missing
 from tests.support.processes import Proc, free_port
 from tests.support.receiver import Receiver
 from tests.support.s3 import S3Server
-from tests.support.settling import refresher_is_idle
+from tests.support.settling import refresher_is_idle, worker_is_idle
 from tests.support.waiting import wait_for
 from tests.system.conftest import SYSTEM_SETTINGS
 from tests.system.helpers import save_articles, wait_all_published
@@ -218,6 +230,18 @@ class Hosts:
         self.procs.append(proc)
         return proc
 
+    def quiet(self, worker: Proc, beat: Proc) -> None:
+        """Beat stopped and `worker` idle: no catch-up or pass of the shared views left
+        to run (each pass writes the front page and the feed again, even unchanged), so
+        whatever the site shows from here on is the doing of a host the test lets go."""
+        beat.stop()
+        queues = [queue.name for queue in settings.CELERY_TASK_QUEUES]
+        wait_for(
+            lambda: worker_is_idle(worker, queues, soon=120) and refresher_is_idle(),
+            timeout=60,
+            what=f"{worker.name} to be idle with Beat stopped",
+        )
+
 
 @pytest.fixture
 def hosts(network, site_storage, transactional_db, settings) -> Iterator[Hosts]:
@@ -281,9 +305,13 @@ def attempt_row(article: Article, number: int):
     return article.publish_attempts.filter(number=number).first()
 
 
-def test_host_cut_off_mid_publish_is_fenced_off_when_it_comes_back(hosts, site_storage, chaos):
+@pytest.mark.parametrize("hold_at", ["before-write", "before-check"])
+def test_host_cut_off_mid_publish_is_fenced_off_when_it_comes_back(
+    hosts, site_storage, chaos, hold_at
+):
     slug = f"partition-{uuid.uuid4().hex[:6]}"
-    chaos(f"{slug}-0", hold=120, hold_until_attempt=2)  # A's attempt waits for release
+    # A's attempt waits for release inside the site publisher.
+    chaos(f"{slug}-0", hold=120, hold_until_attempt=2, hold_at=hold_at)
     hosts.worker("a", pool="solo", concurrency=1)
     [article] = save_articles(slug, 1)
     wait_for(
@@ -292,8 +320,8 @@ def test_host_cut_off_mid_publish_is_fenced_off_when_it_comes_back(hosts, site_s
     )
 
     hosts.net.cut("a")
-    hosts.worker("b")
-    hosts.beat()  # its catch-up sends the row again once A's lease has run out
+    b = hosts.worker("b")
+    beat = hosts.beat()  # its catch-up sends the row again once A's lease has run out
 
     wait_all_published([article], timeout=90)
     page = f"{slug}-0/index.html"
@@ -302,6 +330,7 @@ def test_host_cut_off_mid_publish_is_fenced_off_when_it_comes_back(hosts, site_s
         timeout=60,
         what="the shared documents to list the article",
     )
+    hosts.quiet(b, beat)  # B has published: Beat's part is done
     b_page = site_storage.version(page)
     b_documents = {name: site_storage.read(name) for name in SHARED_DOCUMENTS}
     b_listing = site_storage.listing()
