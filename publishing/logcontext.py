@@ -2,7 +2,7 @@
 as fields of every record logged while they are known.
 
 They live in a context variable, set around a task (config/celery.py, from the task's
-arguments and headers), around an attempt (publishing.services.articles), and around a
+arguments and headers), around an attempt (publishing.services.publish), and around a
 web request (publishing.middleware, which also puts the request id into the headers of
 the tasks the request sends). `ContextFilter` (on the console handler, see LOGGING in
 config/settings.py) copies them onto each record: with LOG_FORMAT=json they are keys of
