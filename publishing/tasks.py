@@ -25,7 +25,8 @@ from publishing.services import (
     Outcome,
     article_unpublish,
     catch_up,
-    last_leased,
+    leased_by,
+    mark_sent,
     publish_group,
     shared_views_deferred,
     suspects_due,
@@ -119,7 +120,7 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         task_id=self.request.id or "",
     )
     redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-    follow_up(report, redelivered=redelivered, own=article_id)
+    follow_up(report, redelivered=redelivered, own=article_id, task_id=self.request.id or "")
     result = report.of(article_id)
     assert result is not None  # claimed, or explained
     if result.outcome is Outcome.RETRY:
@@ -135,30 +136,35 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         # This message came before the row was due (an ETA from a host whose clock runs
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
-    elif result.lease_left is not None and redelivered:
+    elif result.lease_left is not None and (redelivered or self.request.retries):
         # Redelivered because the worker running it died (reject_on_worker_lost) or was
         # killed at the hard time limit (acks_on_timeout): the dead attempt's lease still
         # holds the row. Come back when it runs out rather than wait for the catch-up;
         # that message claims the dead attempt's group again. Only redeliveries re-arm,
         # so copies never multiply.
-        dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.lease_left))
+        # (A second of margin: a worker whose clock runs ahead must not come too early.)
+        left = result.lease_left + 1.0
+        dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=left))
     return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
 
 
-def follow_up(report: GroupReport, *, redelivered: bool, own: int | None = None) -> None:
+def follow_up(
+    report: GroupReport, *, redelivered: bool, own: int | None = None, task_id: str = ""
+) -> None:
     """The messages a group leaves for the rows it claimed besides `own` (whose message
     is the task's own business): their messages have ended, seeing the rows held.
     - rows that failed and back off: one message for each, for when it is due, as the
       task's own retry would be;
-    - rows changed meanwhile or let go (the group ran short of time): one message now,
-      whose group claims them all again;
-    - a redelivered message whose own row is done, while rows of its dead
-      predecessor's group are still leased: one message for the row whose lease runs
-      out last, for then;
+    - rows changed meanwhile or let go (the group ran short of time): a message each,
+      now (the first one's group usually takes the others, whose messages then end);
+    - a redelivered message whose own row is done, while rows its dead predecessor
+      (the same task id) left unfinished are still leased: one message for the one
+      whose lease runs out last, for then;
     - a group that took over a row its dead claimer left (that message, or the one a
       redelivered message sent), and any redelivered message: one message now for
-      each row a dead claimer left whose lease has run out, claimed alone, so that a
-      row that kills its claimer takes no other row down with it.
+      each row a dead claimer left whose lease has run out and that no message was
+      sent for since, claimed alone, so that a row that kills its claimer takes no
+      other row down with it.
     """
     for result in report.results:
         if result.article_id == own or result.outcome is not Outcome.RETRY:
@@ -172,20 +178,25 @@ def follow_up(report: GroupReport, *, redelivered: bool, own: int | None = None)
         if r.article_id != own and r.outcome in (Outcome.CHANGED, Outcome.RELEASED)
     ]
     if again:
-        dispatch_publish(again[0])
+        dispatch_many([(article_id, None) for article_id in again])
     mine = report.of(own) if own is not None else None
     if redelivered and (mine is None or mine.lease_left is None):
         # (A message whose own row is still leased comes back for it itself.)
-        held = last_leased()
+        held = leased_by(task_id) if task_id else None
         if held is not None:
             article_id, left = held
-            dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=left + 0.5))
+            dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=left + 1.0))
     if report.took_over or redelivered:
         # Rows a dead claimer left are claimed alone, each by a message of its own (a
         # redelivered message may come after their lease ran out: then no group takes
         # them, and no claim of its own took one over).
-        suspects = suspects_due(limit=settings.PUBLISH_BATCH_SIZE)
-        dispatch_many([(article_id, None) for article_id in suspects if article_id != own])
+        suspects = [
+            article_id
+            for article_id in suspects_due(limit=settings.PUBLISH_BATCH_SIZE, unsent=True)
+            if article_id != own
+        ]
+        mark_sent(suspects)  # so the groups those messages take over do not send them again
+        dispatch_many([(article_id, None) for article_id in suspects])
 
 
 @shared_task(
@@ -211,7 +222,11 @@ def publish_batch(self: Task) -> dict:
     )
     if report.full:
         dispatch_batches(1)
-    follow_up(report, redelivered=bool((self.request.delivery_info or {}).get("redelivered")))
+    follow_up(
+        report,
+        redelivered=bool((self.request.delivery_info or {}).get("redelivered")),
+        task_id=self.request.id or "",
+    )
     return {"claimed": report.claimed, **report.outcomes}
 
 

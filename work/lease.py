@@ -49,7 +49,7 @@ from django.db.models import (
     QuerySet,
     Value,
 )
-from django.db.models.functions import Now
+from django.db.models.functions import Greatest, Now
 
 from work.db import row_values_in, update_returning
 
@@ -259,7 +259,8 @@ def release(
     not try (it ran short of lease), so its attempt does not count."""
     values: dict[str, Any] = {fields.expires: None, **changes}
     if refund_attempt:
-        values[_attempts(fields)] = F(_attempts(fields)) - 1
+        # Never below 0: an edit may have reset the budget since the claim.
+        values[_attempts(fields)] = Greatest(F(_attempts(fields)) - 1, Value(0))
     return bool(fenced(rows, token, fields=fields).update(**values))
 
 

@@ -66,12 +66,16 @@ def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
     Past the dispatch's breaker: the catch-up runs once an interval, and a breaker that
     another send opened a moment ago must not make it skip a whole interval; a broker
     that is still down costs this one batch one timeout."""
+    # Marked before they go out, as `_send_batches` does: marked after, the UPDATE's row
+    # lock could meet the message's own claim, whose SKIP LOCKED would pass its row by.
+    ids = [article_id for article_id, _ in batch]
+    _mark_dispatched(ids)
     sent = dispatch_many(batch, past_breaker=True)
     if len(sent) < len(batch):
         logger.warning(
             "catch-up: the broker is unreachable; %d left for the next run", len(batch) - len(sent)
         )
-    _mark_dispatched(sent)
+        Article.objects.filter(pk__in=ids[len(sent) :]).update(dispatched_at=None)
     return sent
 
 

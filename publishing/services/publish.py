@@ -80,6 +80,9 @@ logger = logging.getLogger(__name__)
 # A long group completes what it published every this many rows, so its first rows are
 # live (and a worker killed late in the group loses little) before the group ends.
 COMPLETE_EVERY = 100
+# A publisher that takes groups gets them this many rows at a time, the group's
+# deadline checked between them.
+SLICE = 25
 
 
 class Outcome(enum.StrEnum):
@@ -291,7 +294,10 @@ def explain_unclaimed(*, article_id: int) -> AttemptResult:
         reason = f"another attempt holds its lease for {lease_left:.1f}s"
     else:
         spent = _give_up_if_spent(article_id)
-        reason = "its budget is spent: it is dead" if spent else "another claimed it first"
+        reason = "its budget is spent: it is dead" if spent else "its row was locked"
+        # Due, free and within budget, yet not claimed: on PostgreSQL a short row lock
+        # of another statement made the claim's SKIP LOCKED pass it by. Try again soon.
+        due_in = None if spent else 1.0
     logger.info("article %s not claimed: %s", article_id, reason)
     return AttemptResult(
         Outcome.SKIPPED, article_id, reason=reason, due_in=due_in, lease_left=lease_left
@@ -412,6 +418,14 @@ def _complete_one(claim: Claim) -> AttemptResult:
     (released, published again next), or the claim was overtaken (the newer attempt
     has the row)."""
     article_id, attempt = claim.article.pk, claim.attempt
+    done = Article.objects.filter(
+        pk=article_id,
+        status=ArticleStatus.PUBLISHED,
+        published_hash=claim.content_hash,
+        claims=claim.token,
+    )
+    if done.exists():  # completed already by this claim (a time limit came after)
+        return AttemptResult(Outcome.PUBLISHED, article_id, attempt)
     if lease.release(_pending(claim), claim.token, updated_at=Now()):
         reason = "the content changed while publishing; the new content goes next"
         _finish(claim, AttemptOutcome.RETRY, reason)
@@ -552,18 +566,16 @@ class _Group:
             if not alive:
                 break
             if publisher.in_groups:
-                # Checks each row's token at its own write too.
+                # Checks each row's token at its own write too; takes the group in
+                # slices, the deadline checked between them (a slow bucket's PUTs).
                 alive = self.ours(alive) if number else alive
-                self.in_flight = alive
-                failures = publisher.publish_many([claim.article for claim in alive])
-                self.in_flight = []
-                for exc in failures.values():
-                    if isinstance(exc, TIME_LIMITS):
-                        raise exc
-                for claim in alive:
-                    if claim.article.pk in failures:
-                        self.fail(claim, failures[claim.article.pk])
-                alive = [claim for claim in alive if claim.article.pk not in failures]
+                kept = []
+                deadline = self.finish_by if number else self.start_by
+                for n in range(0, len(alive), SLICE):
+                    if n and time.monotonic() > deadline:
+                        break
+                    kept += self.publish_slice(publisher, alive[n : n + SLICE])
+                alive = kept
                 continue
             kept: list[Claim] = []
             deadline = self.finish_by if number else self.start_by
@@ -586,6 +598,19 @@ class _Group:
                 kept.append(claim)
             alive = kept
         return alive
+
+    def publish_slice(self, publisher, claims: list[Claim]) -> list[Claim]:
+        """`publish_many` of a publisher that takes groups: the claims it published."""
+        self.in_flight = claims
+        failures = publisher.publish_many([claim.article for claim in claims])
+        self.in_flight = []
+        for exc in failures.values():
+            if isinstance(exc, TIME_LIMITS):
+                raise exc
+        for claim in claims:
+            if claim.article.pk in failures:
+                self.fail(claim, failures[claim.article.pk])
+        return [claim for claim in claims if claim.article.pk not in failures]
 
     def run(self, time_limit: Callable[[], AbstractContextManager]) -> None:
         published: list[Claim] = []
@@ -613,12 +638,16 @@ class _Group:
             # stopped it keeps its lease and its attempt: the next claim records it as
             # never finished, so a row that always hangs ends dead, not looping.
             unsettled = [claim for claim in published if claim.article.pk not in self.done]
-            self.settle(complete(claims=unsettled, request_refresh=False))
-            started = {claim.article.pk for claim in self.in_flight}
-            rest = [c for c in self.claims if c.article.pk not in self.done | started]
-            if rest:
-                self.settle(release(claims=rest))
-                logger.warning("group: %d of %d rows let go, untried", len(rest), len(self.claims))
+            try:
+                self.settle(complete(claims=unsettled, request_refresh=False))
+            finally:
+                started = {claim.article.pk for claim in self.in_flight}
+                rest = [c for c in self.claims if c.article.pk not in self.done | started]
+                if rest:
+                    self.settle(release(claims=rest))
+                    logger.warning(
+                        "group: %d of %d rows let go, untried", len(rest), len(self.claims)
+                    )
 
 
 def publish_group(
@@ -693,21 +722,35 @@ def article_publish(
     return result
 
 
-def suspects_due(*, limit: int) -> list[int]:
+def suspects_due(*, limit: int, unsent: bool = False) -> list[int]:
     """Due rows left leased by a claimer that died (their lease ran out, never let go):
-    each is claimed only alone, by a message of its own. Oldest first."""
+    each is claimed only alone, by a message of its own. Oldest first. `unsent`: only
+    those no message was sent for since their lease ran out (`mark_sent`)."""
     rows = Article.objects.filter(due_q(), lease_expires_at__lte=Now())
+    if unsent:
+        rows = rows.exclude(dispatched_at__gte=F("lease_expires_at"))
     return list(rows.order_by("publish_at", "id").values_list("id", flat=True)[:limit])
 
 
-def last_leased() -> tuple[int, float] | None:
-    """The due row held by a lease now whose lease runs out last, and the seconds until
-    it does (by the database clock); None if no due row is held."""
+def leased_by(task_id: str) -> tuple[int, float] | None:
+    """Of the rows whose attempts the task `task_id` left unfinished (its worker died:
+    this is its redelivered message), the one still leased whose lease runs out last,
+    and the seconds until it does; None if none is leased any more."""
+    left = PublishAttempt.objects.filter(task_id=task_id, outcome="").values("article_id")
     state = lease.row_state(
-        Article.objects.filter(due_q(), lease_expires_at__gt=Now()).order_by("-lease_expires_at"),
+        Article.objects.filter(pk__in=left, lease_expires_at__gt=Now()).order_by(
+            "-lease_expires_at"
+        ),
         "id",
         "lease_expires_at",
     )
     if state is None:
         return None
     return state["id"], state.seconds_until("lease_expires_at") or 0.0
+
+
+def mark_sent(article_ids: list[int]) -> None:
+    """A message is about to go out for these rows (marked before, so that the mark's
+    row lock never meets the message's own claim)."""
+    if article_ids:
+        Article.objects.filter(pk__in=article_ids).update(dispatched_at=Now())

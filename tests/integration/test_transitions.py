@@ -19,6 +19,7 @@ from publishing.services import (
     article_fail,
     article_requeue,
 )
+from publishing.services.publish import release
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -152,3 +153,21 @@ def test_a_row_whose_key_was_kept_from_before_keys_publishes_at_its_slugs_key(qu
     row = Article.objects.get(pk=article.pk)
     assert row.slug_key == f"kept-key#{article.pk}"
     assert row.published_slug_key == key_of("Kept-Key") == "kept-key"
+
+
+def test_a_row_edited_after_its_claim_is_let_go_without_a_negative_budget(quiet_article):
+    """An edit resets the attempt budget (to 0) while the claim keeps its lease; a
+    group that then lets the row go untried refunds its attempt: 0, not -1 (the
+    column's CHECK would refuse it, and the rest of the group would stay leased)."""
+    article = quiet_article("edited-then-let-go")
+    claim = article_claim(article_id=article.pk)
+    row = Article.objects.get(pk=article.pk)
+    row.body = "Edited while claimed."
+    row.save()
+    assert Article.objects.get(pk=article.pk).attempts == 0
+
+    [result] = release(claims=[claim])
+
+    assert result.outcome == "released"
+    row = Article.objects.get(pk=article.pk)
+    assert (row.attempts, row.lease_expires_at) == (0, None)
