@@ -181,6 +181,21 @@ def pick(rows: QuerySet[M], *, limit: int, order_by: Sequence[str | Expression])
     )
 
 
+def in_lock_order(rows: QuerySet[M]) -> QuerySet[M]:
+    """`rows` as the WHERE of a write that takes their row locks in key order (on
+    PostgreSQL: `pk = ANY(ARRAY(SELECT pk … ORDER BY pk FOR UPDATE))`, locked before the
+    write, one by one in that order), so two writers of many rows at once (a group's
+    completion, a bulk delete) cannot each hold a row the other waits for. SQLite has
+    one writer at a time."""
+    connection = connections[rows.db]
+    if connection.vendor != "postgresql":
+        return rows
+    sql, params = rows.order_by("pk").values("pk").query.sql_with_params()
+    table = connection.ops.quote_name(rows.model._meta.db_table)
+    pk = connection.ops.quote_name(rows.model._meta.pk.column)
+    return rows.extra(where=[f"{table}.{pk} = ANY(ARRAY({sql} FOR UPDATE))"], params=list(params))
+
+
 def claim_many(
     rows: QuerySet[M],
     *,

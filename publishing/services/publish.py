@@ -340,7 +340,7 @@ def complete(*, claims: list[Claim], request_refresh: bool = True) -> list[Attem
         return []
     with transaction.atomic():
         done = update_returning(
-            _fenced(claims).filter(status=ArticleStatus.PENDING),
+            lease.in_lock_order(_fenced(claims).filter(status=ArticleStatus.PENDING)),
             only=("id",),
             status=ArticleStatus.PUBLISHED,
             # The fence on content_hash means the row's content is what was published.
