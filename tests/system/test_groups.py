@@ -15,6 +15,7 @@ import random
 import signal
 import time
 import uuid
+from functools import partial
 
 import pytest
 from django.conf import settings
@@ -57,9 +58,16 @@ def wait_site_exact(articles: list[Article], timeout: float = 30.0) -> None:
     wait_for(exact, timeout=timeout, what="the site to list exactly the burst")
 
 
+def progressed(articles: list[Article], attempts: int) -> bool:
+    """As many attempts as `attempts` made, or nothing of `articles` left pending."""
+    pending = Article.objects.filter(pk__in=[a.pk for a in articles], status="pending")
+    return PublishAttempt.objects.count() >= attempts or not pending.exists()
+
+
 def test_a_burst_with_pool_children_killed_every_few_seconds(pipeline, own_site, chaos):
     """Saved while no worker runs, then drained in groups of up to 10 while a pool
-    child is SIGKILLed every 2 s: every article published once, the site exact."""
+    child is SIGKILLed again each time the pool has claimed more rows: every article
+    published once, the site exact."""
     prefix = f"gk-{uuid.uuid4().hex[:6]}"
     pipeline.env.update({"PUBLISH_BATCH_SIZE": "10"})
     articles = save_articles(prefix, 60)  # each save sends its message; none is taken yet
@@ -77,7 +85,13 @@ def test_a_burst_with_pool_children_killed_every_few_seconds(pipeline, own_site,
             os.kill(rng.choice(children), signal.SIGKILL)
             kills += 1
         wait_for(lambda: len(worker.children()) >= 2, timeout=20, what="the pool refilled")
-        time.sleep(2)  # the pace of the kills, not a wait for a condition
+        # The next kill once the refilled pool has claimed more rows since this one.
+        claimed = PublishAttempt.objects.count()
+        wait_for(
+            partial(progressed, articles, claimed + 5),
+            timeout=60,
+            what="more rows claimed since the kill",
+        )
 
     wait_all_published(articles, timeout=120)
     record_timing(f"burst of 60 in groups, {kills} pool children killed", since(started))
