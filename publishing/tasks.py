@@ -7,6 +7,7 @@ from dataclasses import asdict
 from datetime import timedelta
 
 from celery import Task, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -149,6 +150,20 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
 
 
 def follow_up(
+    report: GroupReport, *, redelivered: bool, own: int | None = None, task_id: str = ""
+) -> None:
+    """`_follow_up`, to the end even when the soft time limit comes in the middle of it
+    (a group that used its time): the limit comes once, and the messages still to send
+    are sent in the time left before the hard limit. A message sent twice ends after
+    one claim; a message not sent leaves its row to the catch-up."""
+    try:
+        _follow_up(report, redelivered=redelivered, own=own, task_id=task_id)
+    except SoftTimeLimitExceeded:
+        logger.warning("the soft time limit came while sending the group's messages")
+        _follow_up(report, redelivered=redelivered, own=own, task_id=task_id)
+
+
+def _follow_up(
     report: GroupReport, *, redelivered: bool, own: int | None = None, task_id: str = ""
 ) -> None:
     """The messages a group leaves for the rows it claimed besides `own` (whose message

@@ -312,13 +312,18 @@ def _finish(claim: Claim, outcome: AttemptOutcome, error: str = "") -> None:
     rollup, in the caller's transaction (so the counts are exactly what committed)."""
     now = timezone.now()
     seconds = time.monotonic() - claim.started
-    PublishAttempt.objects.filter(pk=claim.record.pk).update(
+    record = PublishAttempt.objects.filter(pk=claim.record.pk)
+    if record.filter(outcome="").update(
         outcome=outcome,
         error=lease.cut(error),
         finished_at=now,
         duration=timedelta(seconds=seconds),
-    )
-    rollup.record(outcome=outcome, duration=seconds, now=now)
+    ):
+        rollup.record(outcome=outcome, duration=seconds, now=now)
+    else:
+        # Said already: the claim that took the row over recorded this attempt as never
+        # finished, and counted it. It did finish, late: say how, count it once.
+        record.update(error=lease.cut(f"{UNFINISHED}; then, late: {error}"))
 
 
 def _pending(claim: Claim) -> QuerySet[Article]:
@@ -443,9 +448,17 @@ def article_complete(*, claim: Claim) -> AttemptResult:
 
 
 def article_fail(
-    *, claim: Claim, error: str, permanent: bool, retry_in: float = 0.0
+    *,
+    claim: Claim,
+    error: str,
+    permanent: bool,
+    retry_in: float = 0.0,
+    alert: Callable[[int], object] | None = None,
 ) -> AttemptResult:
-    """An attempt failed: back off, or dead after the last attempt or a permanent error."""
+    """An attempt failed: back off, or dead after the last attempt or a permanent error
+    (alerted after the commit, or by `alert(article_id)` when the caller sends its
+    alerts later). Content edited meanwhile is not this failure's: it goes next, now,
+    with the fresh budget the edit gave it."""
     article_id, attempt = claim.article.pk, claim.attempt
     give_up = permanent or attempt >= settings.PUBLISH_MAX_ATTEMPTS
     with transaction.atomic():
@@ -459,8 +472,17 @@ def article_fail(
             updated_at=Now(),
         ):
             _finish(claim, AttemptOutcome.DEAD, error)
-            transaction.on_commit(partial(article_dead_alert, article_id=article_id), robust=True)
+            if alert is not None:
+                alert(article_id)
+            else:
+                send = partial(article_dead_alert, article_id=article_id)
+                transaction.on_commit(send, robust=True)
             return AttemptResult(Outcome.DEAD, article_id, attempt, error=error)
+        edited = _pending(claim).exclude(content_hash=claim.content_hash)
+        if lease.release(edited, claim.token, updated_at=Now()):
+            reason = "the content changed while publishing; the new content goes next"
+            _finish(claim, AttemptOutcome.RETRY, f"{error} ({reason})")
+            return AttemptResult(Outcome.CHANGED, article_id, attempt, error=error, reason=reason)
         if give_up:
             retry_in = 0.0
         if lease.release(
@@ -514,6 +536,9 @@ class _Group:
         self.retry_in = retry_in
         self.report = GroupReport(claimed=len(claims))
         self.done: set[int] = set()  # claims with an outcome (or let go)
+        # Rows that went dead: alerted once the group is over, never inside its lease
+        # (an alert's mail or webhook may take its whole timeout).
+        self.dead: list[int] = []
         self.in_flight: list[Claim] = []  # what a publisher is working on now
         # Start no row after 0.4 of the lease, and no later step of a row after 0.6 of
         # it (the soft time limit comes at 0.8): each row's work stays inside its lease.
@@ -531,7 +556,9 @@ class _Group:
         anything else retried, then dead."""
         with log_context(article_id=claim.article.pk, attempt=claim.attempt):
             if isinstance(exc, PermanentPublishError):
-                result = article_fail(claim=claim, error=describe(exc), permanent=True)
+                result = article_fail(
+                    claim=claim, error=describe(exc), permanent=True, alert=self.dead.append
+                )
             else:
                 logger.warning(
                     "article %s attempt %s raised", claim.article.pk, claim.attempt, exc_info=exc
@@ -541,6 +568,7 @@ class _Group:
                     error=describe(exc),
                     permanent=False,
                     retry_in=self.retry_in(claim.attempt),
+                    alert=self.dead.append,
                 )
         self.settle([result])
 
@@ -684,6 +712,10 @@ def publish_group(
             group.run(time_limit)
         finally:
             report = group.report
+            for article_id in group.dead:  # (the catch-up sends any a kill left unsent)
+                transaction.on_commit(
+                    partial(article_dead_alert, article_id=article_id), robust=True
+                )
             if report.outcomes[str(Outcome.PUBLISHED)]:
                 backlog = first is None and report.full
                 transaction.on_commit(partial(shared_views_request, backlog=backlog), robust=True)

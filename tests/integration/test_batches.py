@@ -8,14 +8,16 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from publishing import tasks
 from publishing.dispatch import dispatch_batches
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from publishing.services import catch_up, claim_group, publish, publish_group
+from publishing.services import GroupReport, catch_up, claim_group, publish, publish_group
 from publishing.tasks import publish_article
 from tests.integration.test_failures import alert_mails, outcomes, wait_status
 from tests.support.chaos import journal_entries
@@ -162,3 +164,49 @@ def test_a_long_batch_completes_in_groups_each_row_once(transactional_db, monkey
     assert all_published(articles)
     assert set(ok_counts(articles).values()) == {1}
     assert PublishAttempt.objects.filter(article__in=articles).count() == 7
+
+
+def test_a_groups_dead_row_is_alerted_after_every_row_has_its_outcome(
+    transactional_db, chaos, monkeypatch
+):
+    """An alert (a mail, a webhook with its own timeout) is sent once the group is over,
+    never inside it, where its wait would use the other rows' lease (issue 17)."""
+    prefix = f"dead-in-group-{uuid.uuid4().hex[:6]}"
+    articles = backlog(prefix, 4)
+    chaos(articles[0].slug, fail="permanent")
+    leased_at_alert = []
+
+    def alert(*, article_id: int) -> bool:
+        leased = Article.objects.filter(pk__in=[a.pk for a in articles])
+        leased_at_alert.append(leased.filter(lease_expires_at__isnull=False).count())
+        return True
+
+    monkeypatch.setattr(publish, "article_dead_alert", alert)
+
+    report = publish_group(retry_in=publish_article.backoff, limit=4, worker="here")
+
+    assert report.outcomes == {"dead": 1, "published": 3}
+    assert leased_at_alert == [0]
+
+
+def test_the_soft_time_limit_in_the_middle_of_a_groups_messages_loses_none(monkeypatch, sent_tasks):
+    """A group that used its time may meet the soft limit while it sends the messages
+    of the rows it let go: they are still sent (to the broker), before the hard limit."""
+    real = tasks.dispatch_many
+    calls = []
+
+    def limit_once(batch, **kwargs):
+        calls.append(batch)
+        if len(calls) == 1:
+            raise SoftTimeLimitExceeded()
+        return real(batch, **kwargs)
+
+    monkeypatch.setattr(tasks, "dispatch_many", limit_once)
+    let_go = [10**9 + 1, 10**9 + 2]  # no such rows: their messages end after one read
+    report = GroupReport(claimed=3, limit=3)
+    for article_id in [10**9, *let_go]:
+        report.add(publish.AttemptResult(publish.Outcome.RELEASED, article_id))
+
+    tasks.follow_up(report, redelivered=False, own=10**9)
+
+    assert sent_tasks == let_go

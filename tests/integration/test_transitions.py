@@ -12,7 +12,15 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.utils import timezone
 
-from publishing.models import Article, ArticleStatus, AttemptOutcome, content_hash_of, key_of
+from publishing import rollup
+from publishing.models import (
+    Article,
+    ArticleStatus,
+    AttemptOutcome,
+    PublishAttempt,
+    content_hash_of,
+    key_of,
+)
 from publishing.services import (
     article_claim,
     article_complete,
@@ -171,3 +179,46 @@ def test_a_row_edited_after_its_claim_is_let_go_without_a_negative_budget(quiet_
     assert result.outcome == "released"
     row = Article.objects.get(pk=article.pk)
     assert (row.attempts, row.lease_expires_at) == (0, None)
+
+
+def test_a_failure_of_content_edited_meanwhile_leaves_the_new_content_due_now(quiet_article):
+    """The old content's failure is not the new content's: no backoff, the fresh budget
+    the edit gave it kept, and the attempt says what happened (issue 17)."""
+    article = quiet_article("edited-then-failed")
+    claim = article_claim(article_id=article.pk)
+    row = Article.objects.get(pk=article.pk)
+    row.body = "Edited while its old content was failing."
+    row.save()
+
+    result = article_fail(claim=claim, error="target down", permanent=False, retry_in=60)
+
+    assert result.outcome == "changed"
+    row = Article.objects.get(pk=article.pk)
+    assert (row.status, row.attempts, row.next_attempt_at, row.lease_expires_at) == (
+        ArticleStatus.PENDING,
+        0,
+        None,
+        None,
+    )
+    record = row.publish_attempts.get(number=claim.attempt, content_hash=claim.content_hash)
+    assert record.outcome == AttemptOutcome.RETRY
+    assert "target down" in record.error and "content changed" in record.error
+
+
+def test_an_overtaken_attempt_that_ends_late_is_counted_once(quiet_article):
+    """The claim that takes a stalled attempt's row over records it as never finished
+    and counts it; the stalled one, failing later, does not count it again."""
+    article = quiet_article("stalled-then-failed")
+    before = rollup.totals().attempts["retry"]
+    old = article_claim(article_id=article.pk)
+    lapse_lease(article)
+    new = article_claim(article_id=article.pk)
+    assert rollup.totals().attempts["retry"] == before + 1
+
+    stale = article_fail(claim=old, error="late failure", permanent=False)
+
+    assert stale.reason == "overtaken"
+    assert rollup.totals().attempts["retry"] == before + 1
+    record = PublishAttempt.objects.get(pk=old.record.pk)
+    assert record.outcome == AttemptOutcome.RETRY and "late failure" in record.error
+    assert article_complete(claim=new).outcome == "published"
