@@ -27,17 +27,6 @@ def article_ids_claimable(*, limit: int) -> list[int]:
     )
 
 
-def article_claim_state(*, article_id: int) -> lease.RowState | None:
-    """The fields that explain why a claim failed, with the database's clock."""
-    return lease.row_state(
-        Article.objects.filter(pk=article_id),
-        "status",
-        "publish_at",
-        "next_attempt_at",
-        "lease_expires_at",
-    )
-
-
 def articles_due_for_catch_up(*, stale_after: float, limit: int) -> list[int]:
     """Due, lease free, and nothing has touched or sent them for `stale_after` seconds:
     their message was lost, or never sent. Oldest first, at most `limit`."""

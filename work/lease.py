@@ -418,6 +418,47 @@ def row_state(rows: QuerySet, *fields: str) -> RowState | None:
     return RowState(values=row, db_now=db_now)
 
 
+@dataclass(frozen=True)
+class WhyNot:
+    """Why a claim found nothing, in words, and when to come back: `due_in` seconds
+    until the row is due, `lease_left` until another holder's lease runs out."""
+
+    reason: str
+    due_in: float | None = None
+    lease_left: float | None = None
+
+
+def why_not_claimed(
+    rows: QuerySet,
+    *,
+    pending: str,
+    holder: str,
+    waits: Sequence[tuple[str, Callable[[Any, float], str]]] = (),
+) -> WhyNot | None:
+    """The reasons every leased row shares, read in one query (`row_state`): gone, not
+    `pending`, waiting (each of `waits`: a due-time field and its words, then the
+    backoff of `next_attempt_at`), or held by `holder`'s lease. None when none applies:
+    the caller's own reasons come next."""
+    fields = [field for field, _ in waits]
+    state = row_state(rows, "status", *fields, "next_attempt_at", "lease_expires_at")
+    if state is None:
+        return WhyNot("it no longer exists")
+    if state["status"] != pending:
+        return WhyNot(f"it is {state['status']}")
+    for field_name, words in [
+        *waits,
+        (
+            "next_attempt_at",
+            lambda _, due_in: f"it is backing off for {due_in:.1f}s after a failure",
+        ),
+    ]:
+        if (due_in := state.seconds_until(field_name)) is not None:
+            return WhyNot(words(state[field_name], due_in), due_in=due_in)
+    if (lease_left := state.seconds_until("lease_expires_at")) is not None:
+        return WhyNot(f"{holder} holds its lease for {lease_left:.1f}s", lease_left=lease_left)
+    return None
+
+
 def cut(text: str, limit: int = ERROR_MAX_CHARS) -> str:
     """An error text as a row keeps it: at most `limit` characters."""
     return text[:limit]

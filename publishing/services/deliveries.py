@@ -156,34 +156,28 @@ def delivery_claim(*, delivery_id: int) -> WebhookDelivery | None:
 
 def delivery_why_not(*, delivery_id: int) -> DeliveryResult:
     """Why a claim found nothing: said in the log, and returned to the caller."""
-    state = lease.row_state(
-        WebhookDelivery.objects.filter(pk=delivery_id),
-        "status",
-        "article_id",
-        "next_attempt_at",
-        "lease_expires_at",
-    )
-    due_in = lease_left = None
-    if state is None:
-        reason = "it no longer exists"
-    elif state["status"] != DeliveryStatus.PENDING:
-        reason = f"it is {state['status']}"
-    elif (due_in := state.seconds_until("next_attempt_at")) is not None:
-        reason = f"it is backing off for {due_in:.1f}s after a failure"
-    elif (lease_left := state.seconds_until("lease_expires_at")) is not None:
-        reason = f"another try holds its lease for {lease_left:.1f}s"
-    elif (
-        earlier := _pending()
-        .filter(article_id=state["article_id"], pk__lt=delivery_id)
-        .values_list("pk", flat=True)
-        .first()
-    ) is not None:
-        reason = f"it waits for the earlier delivery {earlier} of article {state['article_id']}"
-    else:
-        reason = "another try claimed it first"
-    logger.info("webhook delivery %s not claimed: %s", delivery_id, reason)
+    rows = WebhookDelivery.objects.filter(pk=delivery_id)
+    why = lease.why_not_claimed(rows, pending=DeliveryStatus.PENDING, holder="another try")
+    if why is None:
+        article_id = rows.values_list("article_id", flat=True).first()
+        earlier = (
+            _pending()
+            .filter(article_id=article_id, pk__lt=delivery_id)
+            .values_list("pk", flat=True)
+            .first()
+        )
+        why = lease.WhyNot(
+            "another try claimed it first"
+            if earlier is None
+            else f"it waits for the earlier delivery {earlier} of article {article_id}"
+        )
+    logger.info("webhook delivery %s not claimed: %s", delivery_id, why.reason)
     return DeliveryResult(
-        DeliveryOutcome.SKIPPED, delivery_id, reason=reason, due_in=due_in, lease_left=lease_left
+        DeliveryOutcome.SKIPPED,
+        delivery_id,
+        reason=why.reason,
+        due_in=why.due_in,
+        lease_left=why.lease_left,
     )
 
 

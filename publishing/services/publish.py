@@ -68,7 +68,7 @@ from publishing.exceptions import TIME_LIMITS, PermanentPublishError
 from publishing.logcontext import log_context
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from publishing.publishers import get_publishers
-from publishing.selectors import article_claim_state, due_q
+from publishing.selectors import due_q
 from publishing.services.alarms import article_dead_alert
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
 from work import lease
@@ -280,27 +280,28 @@ def _give_up_spent(limit: int) -> None:
 def explain_unclaimed(*, article_id: int) -> AttemptResult:
     """Why a claim found nothing: said in the log, and returned to the caller. A due row
     whose lease is free was not claimed because its budget is spent: it goes dead."""
-    state = article_claim_state(article_id=article_id)
-    due_in = lease_left = None
-    if state is None:
-        reason = "it no longer exists"
-    elif state["status"] != ArticleStatus.PENDING:
-        reason = f"it is {state['status']}"
-    elif (due_in := state.seconds_until("publish_at")) is not None:
-        reason = f"it is scheduled for {state['publish_at']:%Y-%m-%d %H:%M:%S} UTC"
-    elif (due_in := state.seconds_until("next_attempt_at")) is not None:
-        reason = f"it is backing off for {due_in:.1f}s after a failure"
-    elif (lease_left := state.seconds_until("lease_expires_at")) is not None:
-        reason = f"another attempt holds its lease for {lease_left:.1f}s"
-    else:
+    scheduled = ("publish_at", lambda at, _: f"it is scheduled for {at:%Y-%m-%d %H:%M:%S} UTC")
+    why = lease.why_not_claimed(
+        Article.objects.filter(pk=article_id),
+        pending=ArticleStatus.PENDING,
+        holder="another attempt",
+        waits=[scheduled],
+    )
+    if why is None:
         spent = _give_up_if_spent(article_id)
-        reason = "its budget is spent: it is dead" if spent else "its row was locked"
         # Due, free and within budget, yet not claimed: on PostgreSQL a short row lock
         # of another statement made the claim's SKIP LOCKED pass it by. Try again soon.
-        due_in = None if spent else 1.0
-    logger.info("article %s not claimed: %s", article_id, reason)
+        why = lease.WhyNot(
+            "its budget is spent: it is dead" if spent else "its row was locked",
+            due_in=None if spent else 1.0,
+        )
+    logger.info("article %s not claimed: %s", article_id, why.reason)
     return AttemptResult(
-        Outcome.SKIPPED, article_id, reason=reason, due_in=due_in, lease_left=lease_left
+        Outcome.SKIPPED,
+        article_id,
+        reason=why.reason,
+        due_in=why.due_in,
+        lease_left=why.lease_left,
     )
 
 
