@@ -51,6 +51,7 @@ from api.schemas import (
     CreateStatus,
     DeliveryOut,
     DraftOut,
+    DraftPage,
     ErrorOut,
     StatusFilter,
     article_out,
@@ -61,7 +62,7 @@ from api.schemas import (
 from api.services import article_create_once, request_digest
 from api.tokens import token_lookup
 from publishing.exceptions import StoryConflict
-from publishing.models import Article, Story, WebhookDelivery
+from publishing.models import Article, Story, StoryState, WebhookDelivery
 from publishing.services import (
     article_create,
     article_requeue,
@@ -347,6 +348,33 @@ def list_articles(
         "items": [
             article_out(a, with_body=False)
             for a in articles.defer("body", "published_body")[start : start + page_size]
+        ],
+    }
+
+
+@api.get(
+    "/drafts",
+    auth=BearerToken(READ),
+    response={200: DraftPage, **COMMON},
+    summary="List drafts (on no page: never published, or withdrawn), last saved first",
+)
+def list_drafts(
+    request: HttpRequest,
+    page: int = Query(1, ge=1, le=MAX_PAGE),
+    page_size: int = Query(50, ge=1, le=200),
+):
+    _known_query(request, "page", "page_size")
+    drafts = Story.objects.filter(state=StoryState.DRAFT, trashed_at__isnull=True)
+    start = (page - 1) * page_size
+    return {
+        "count": drafts.count(),
+        "page": page,
+        "page_size": page_size,
+        "items": [
+            draft_out(story, with_body=False)
+            for story in drafts.order_by("-updated_at", "-id").defer("body")[
+                start : start + page_size
+            ]
         ],
     }
 

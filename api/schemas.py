@@ -133,7 +133,7 @@ class ArticleOut(ArticleSummaryOut):
     body: str
 
 
-class DraftOut(Schema):
+class DraftSummaryOut(Schema):
     """A story's draft (docs/design.md, "Drafts"): on no page until published."""
 
     id: int = Field(..., description="The story's id, which its article takes when published.")
@@ -143,9 +143,12 @@ class DraftOut(Schema):
     publish_at: datetime | None = Field(..., description="Empty: when published.")
     version: int = Field(..., description="Saves of the draft (for PATCH's If-Match).")
     url: str = Field(..., description="Where its page will be.")
-    body: str
     created_at: datetime
     updated_at: datetime
+
+
+class DraftOut(DraftSummaryOut):
+    body: str
 
 
 class ArticlePage(Schema):
@@ -153,6 +156,13 @@ class ArticlePage(Schema):
     page: int
     page_size: int
     items: list[ArticleSummaryOut]
+
+
+class DraftPage(Schema):
+    count: int = Field(..., description="Drafts, on all pages.")
+    page: int
+    page_size: int
+    items: list[DraftSummaryOut]
 
 
 class DeliveryOut(Schema):
@@ -218,8 +228,8 @@ def delivery_out(delivery) -> dict:
     }
 
 
-def draft_out(story) -> dict:
-    return {
+def draft_out(story, *, with_body: bool = True) -> dict:
+    out = {
         "id": story.pk,
         "slug": story.slug,
         "title": story.title,
@@ -227,7 +237,9 @@ def draft_out(story) -> dict:
         "publish_at": _utc(story.publish_at),
         "version": story.version,
         "url": article_url(story.slug),
-        "body": story.body,
         "created_at": _utc(story.created_at),
         "updated_at": _utc(story.updated_at),
     }
+    if with_body:
+        out["body"] = story.body
+    return out

@@ -94,3 +94,25 @@ def test_deleting_a_draft_puts_it_in_the_trash(api_client):
     assert Story.objects.get(pk=draft["id"]).trashed_at is not None
     assert send(api_client, "get", f"/api/articles/{draft['id']}").status_code == 404
     assert send(api_client, "post", f"/api/articles/{draft['id']}/publish").status_code == 404
+
+
+def test_drafts_are_listed_last_saved_first_and_the_trash_is_not(api_client):
+    ids = []
+    for title in ("草稿一", "Second draft"):
+        draft = {"title": title, "body": "Not yet.", "status": "draft"}
+        made = send(api_client, "post", "/api/articles", draft)
+        assert made.status_code == 201, made.content
+        ids.append(made.json()["id"])
+    send(api_client, "patch", f"/api/articles/{ids[0]}", {"body": "Saved last."})
+
+    listed = send(api_client, "get", "/api/drafts")
+
+    assert listed.status_code == 200, listed.content
+    page = listed.json()
+    assert page["count"] == 2
+    assert [item["id"] for item in page["items"]] == [ids[0], ids[1]]
+    assert page["items"][0]["title"] == "草稿一" and "body" not in page["items"][0]
+    assert send(api_client, "delete", f"/api/articles/{ids[0]}").status_code == 204
+    paged = send(api_client, "get", "/api/drafts?page_size=1").json()
+    assert (paged["count"], [item["id"] for item in paged["items"]]) == (1, [ids[1]])
+    assert send(api_client, "get", "/api/drafts?status=draft").status_code == 400
