@@ -11,6 +11,7 @@ before anything else of the request is looked at.
 from __future__ import annotations
 
 import copy
+from functools import partial
 
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -340,16 +341,8 @@ def list_articles(
     articles = Article.objects.order_by("-id")
     if status is not None:
         articles = articles.filter(status=status.value)
-    start = (page - 1) * page_size
-    return {
-        "count": articles.count(),
-        "page": page,
-        "page_size": page_size,
-        "items": [
-            article_out(a, with_body=False)
-            for a in articles.defer("body", "published_body")[start : start + page_size]
-        ],
-    }
+    articles = articles.defer("body", "published_body")
+    return _page(articles, page, page_size, partial(article_out, with_body=False))
 
 
 @api.get(
@@ -365,17 +358,17 @@ def list_drafts(
 ):
     _known_query(request, "page", "page_size")
     drafts = Story.objects.filter(state=StoryState.DRAFT, trashed_at__isnull=True)
+    drafts = drafts.order_by("-updated_at", "-id").defer("body")
+    return _page(drafts, page, page_size, partial(draft_out, with_body=False))
+
+
+def _page(rows, page: int, page_size: int, out) -> dict:
     start = (page - 1) * page_size
     return {
-        "count": drafts.count(),
+        "count": rows.count(),
         "page": page,
         "page_size": page_size,
-        "items": [
-            draft_out(story, with_body=False)
-            for story in drafts.order_by("-updated_at", "-id").defer("body")[
-                start : start + page_size
-            ]
-        ],
+        "items": [out(row) for row in rows[start : start + page_size]],
     }
 
 
