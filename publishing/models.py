@@ -782,6 +782,10 @@ class Story(models.Model):
     # new key or none revokes every link given out; it works until preview_expires_at.
     preview_key = models.CharField(max_length=32, blank=True, default="", editable=False)
     preview_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The publish attempts of the article it was, kept when it is withdrawn (its Article
+    # row and the attempts' rows go): [{number, started_at, finished_at, outcome, error,
+    # worker}], oldest first, at most PUBLISH_LOG_KEPT.
+    publish_log = models.JSONField(default=list, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -140,7 +140,7 @@ class StoryAdmin(admin.ModelAdmin):
     list_filter = (ShelfFilter,)
     actions = ("untrash", "purge")
     search_fields = ("title", "slug")
-    readonly_fields = ("life", "sharing", "history")
+    readonly_fields = ("life", "sharing", "history", "publications")
 
     class Media:
         css = {"all": ["blogpublish/desk/desk.css"]}
@@ -153,7 +153,7 @@ class StoryAdmin(admin.ModelAdmin):
         return (
             ("At a glance", {"fields": ("life", "sharing")}),
             fields,
-            ("History", {"fields": ("history",)}),
+            ("History", {"fields": ("history", "publications")}),
         )
 
     def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
@@ -326,6 +326,32 @@ class StoryAdmin(admin.ModelAdmin):
         return format_html(
             '<table class="desk-history"><thead><tr><th>version</th><th>saved</th>'
             "<th>by</th><th>note</th><th></th><th></th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
+
+    @admin.display(description="attempts of earlier publications")
+    def publications(self, obj: Story) -> str:
+        """The publish attempts of the articles this story was, kept when withdrawn (the
+        live article's own are on its page in the Articles list)."""
+        if not obj.publish_log:
+            return "–"
+        rows = format_html_join(
+            "",
+            "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    a["number"],
+                    a["started_at"][:19].replace("T", " "),
+                    a["outcome"] or "never finished",
+                    a["worker"] or "–",
+                    a["error"] or "",
+                )
+                for a in reversed(obj.publish_log)
+            ),
+        )
+        return format_html(
+            '<table class="desk-history"><thead><tr><th>attempt</th><th>started (UTC)</th>'
+            "<th>outcome</th><th>worker</th><th>error</th></tr></thead><tbody>{}</tbody></table>",
             rows,
         )
 

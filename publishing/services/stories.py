@@ -240,11 +240,35 @@ def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
         Story.objects.filter(pk=story.pk).update(
             state=StoryState.DRAFT, published_version=story.version, updated_at=timezone.now()
         )
+        _keep_publish_log(story, article)
         article.deleted_as = "withdrawn"
         article.delete()
     logger.info("article %s withdrawn: its story is a draft again", article_id)
     story.refresh_from_db()
     return story
+
+
+# Attempts a story keeps from the articles it was (withdrawn), the newest.
+PUBLISH_LOG_KEPT = 200
+
+
+def _keep_publish_log(story: Story, article: Article) -> None:
+    """The article's attempts, into its story's history, before its row (and theirs)
+    goes: how and when it was published, and what failed on the way."""
+    attempts = article.publish_attempts.order_by("started_at", "id").values(
+        "number", "started_at", "finished_at", "outcome", "error", "worker"
+    )
+    kept = [
+        {
+            **attempt,
+            "started_at": attempt["started_at"].isoformat(),
+            "finished_at": attempt["finished_at"] and attempt["finished_at"].isoformat(),
+            "error": attempt["error"][:500],
+        }
+        for attempt in attempts
+    ]
+    log = [*Story.objects.values_list("publish_log", flat=True).get(pk=story.pk), *kept]
+    Story.objects.filter(pk=story.pk).update(publish_log=log[-PUBLISH_LOG_KEPT:])
 
 
 def story_restore(*, story_id: int, number: int, saved_by: str = "") -> Story:

@@ -94,7 +94,15 @@ def test_publish_edit_diff_restore_and_withdraw_from_the_story_page(worker, admi
     withdrawn = admin_client.post(f"/admin/publishing/article/{story.pk}/withdraw/")
     assert withdrawn["Location"] == story_page(story.pk)
     assert not Article.objects.filter(pk=story.pk).exists()
-    assert Story.objects.get(pk=story.pk).state == StoryState.DRAFT
+    story = Story.objects.get(pk=story.pk)
+    assert story.state == StoryState.DRAFT
+    # Its attempts stay in the story's history (issue 22, item 6): the one that
+    # published "First." (and a second try, if an edit came while it ran).
+    assert [entry["outcome"] for entry in story.publish_log][-1] == "ok"
+    assert story.publish_log[0]["number"] == 1 and story.publish_log[0]["worker"]
+    history = admin_client.get(story_page(story.pk)).content.decode()
+    assert "attempts of earlier publications" in history.lower()
+    assert re.search(r"<td>#1</td><td>[0-9-]+ [0-9:]+</td><td>ok</td>", history)
 
 
 def test_a_stale_tab_is_refused_with_its_text_kept(admin_client):
