@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
 from celery.signals import before_task_publish
+from django.utils import timezone
 
-from publishing.models import Article
+from publishing.models import Article, content_hash_of
 from tests.support import processes
 from tests.support.chaos import write_chaos
 
@@ -107,6 +109,25 @@ def make_article(transactional_db):
         article.full_clean()
         article.save()
         return article
+
+    return make
+
+
+@pytest.fixture
+def quiet_article(transactional_db):
+    """quiet_article(slug=None, **fields) -> a due article saved without the save's
+    dispatch (bulk_create sends no post_save): no worker of the session takes it until
+    the test (or the catch-up it runs) sends or claims it."""
+
+    def make(slug: str | None = None, **fields) -> Article:
+        slug = slug or fields.pop("slug", None) or f"quiet-{uuid.uuid4().hex[:8]}"
+        values = {"title": slug, "slug": slug, "body": "Body."} | fields
+        past = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
+        values.setdefault("publish_at", past)
+        values["content_hash"] = content_hash_of(
+            **{name: values[name] for name in ("title", "slug", "body", "publish_at")}
+        )
+        return Article.objects.bulk_create([Article(**values)])[0]
 
     return make
 

@@ -19,9 +19,9 @@ from publishing.dispatch import dispatch_batches
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from publishing.services import GroupReport, catch_up, claim_group, publish, publish_group
 from publishing.tasks import publish_article
-from tests.integration.test_failures import alert_mails, outcomes, wait_status
+from tests.integration.test_failures import alert_mails, outcomes
 from tests.support.chaos import journal_entries
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,33 +7,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from publishing.models import Article, content_hash_of
+from publishing.models import Article
 from publishing.services import catch_up
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.broker,  # the catch-up's sends are the subject: runs again on RabbitMQ
 ]
-
-
-@pytest.fixture
-def quiet_article(transactional_db):
-    """An article saved without the save's dispatch (bulk_create sends no post_save):
-    only the catch-up sends it, whatever worker is running in this session."""
-
-    def make(**fields) -> Article:
-        n = Article.objects.count()
-        values = {"title": f"Quiet {n}", "slug": f"quiet-{n}", "body": "x"} | fields
-        values.setdefault("publish_at", timezone.now().replace(microsecond=0))
-        values["content_hash"] = content_hash_of(
-            title=values["title"],
-            slug=values["slug"],
-            body=values["body"],
-            publish_at=values["publish_at"],
-        )
-        return Article.objects.bulk_create([Article(**values)])[0]
-
-    return make
 
 
 def backdate(article: Article, seconds: float) -> None:

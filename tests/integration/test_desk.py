@@ -23,7 +23,7 @@ from blogpublish.site import documents
 from publishing.models import Article, ArticleStatus, PublishAttempt
 from tests.support.desk import article_form, image_bytes
 from tests.support.site import without_json_ld
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_status
 
 PREVIEW = "/admin/publishing/article/preview/"
 IMAGE = "/admin/publishing/article/image/"
@@ -43,15 +43,6 @@ def everything() -> dict:
         "notes": list(PageNote.objects.values()),
         "images": list(Image.objects.values()),
     }
-
-
-def wait_status(article_id: int, status: str, timeout: float = 30.0) -> Article:
-    wait_for(
-        lambda: Article.objects.filter(pk=article_id, status=status).exists(),
-        timeout=timeout,
-        what=f"article {article_id} to be {status}",
-    )
-    return Article.objects.get(pk=article_id)
 
 
 # --- preview -------------------------------------------------------------------------

@@ -9,18 +9,9 @@ from django.test import Client
 
 from publishing.models import Article, ArticleStatus, AttemptOutcome
 from tests.support.chaos import journal_entries
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def wait_status(article: Article, status: str, timeout: float = 45.0) -> Article:
-    def reached() -> bool:
-        article.refresh_from_db()
-        return article.status == status
-
-    wait_for(reached, timeout=timeout, what=f"article {article.pk} to be {status}")
-    return article
 
 
 def outcomes(article: Article) -> list[str]:

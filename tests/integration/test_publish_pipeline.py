@@ -14,7 +14,7 @@ from publishing.tasks import publish_article
 from tests.support.chaos import journal_entries, release
 from tests.support.settling import queue_is_drained
 from tests.support.site import without_json_ld
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,16 +25,6 @@ def page_of(slug: str):
 
 def status_of(article: Article) -> str:
     return Article.objects.values_list("status", flat=True).get(pk=article.pk)
-
-
-def wait_status(article: Article, status: str, timeout: float = 30.0) -> Article:
-    wait_for(
-        lambda: status_of(article) == status,
-        timeout=timeout,
-        what=f"article {article.pk} to be {status}",
-    )
-    article.refresh_from_db()
-    return article
 
 
 def test_saved_article_is_published_with_rendered_sanitised_page(worker, make_article):

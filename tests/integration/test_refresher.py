@@ -50,15 +50,6 @@ from work.job_leases import HEAVY, Busy, lease_release, lease_take
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def site(worker):
-    StaticSitePublisher().reconcile()
-    Refresher.objects.update_or_create(
-        pk=1, defaults={"lease_expires_at": None, "wanted": False, "deferred_until": None}
-    )
-    return settings.SITE_ROOT
-
-
 def passes() -> int:
     return Refresher.objects.values_list("passes", flat=True).get(pk=1)
 

@@ -11,7 +11,6 @@ import pytest
 from django.conf import settings
 from django.utils.encoding import iri_to_uri
 
-from blogpublish.site import StaticSitePublisher
 from publishing.models import Article, ArticleStatus, PublishAttempt
 from publishing.tasks import publish_catch_up
 from tests.support.chaos import release
@@ -21,14 +20,6 @@ from tests.support.site import read_feed, read_listing, read_site
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def site(worker):
-    """The run's SITE_ROOT, in line with the (emptied) database before the test: earlier
-    tests' rows were flushed without deletes, so their pages are orphans."""
-    StaticSitePublisher().reconcile()
-    return settings.SITE_ROOT
 
 
 def wait_published(article: Article, timeout: float = 30.0) -> Article:

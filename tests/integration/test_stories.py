@@ -6,10 +6,8 @@ listing off as a delete does, and the story publishes again at the same address.
 from __future__ import annotations
 
 import pytest
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from blogpublish.site import StaticSitePublisher
 from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
 from publishing.services import (
     story_publish,
@@ -24,13 +22,6 @@ from tests.support.site import read_site
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def site(worker):
-    """The run's SITE_ROOT, in line with the (emptied) database before the test."""
-    StaticSitePublisher().reconcile()
-    return settings.SITE_ROOT
 
 
 def wait_listed(site, slug: str, *, listed: bool = True) -> None:

@@ -18,7 +18,6 @@ from publishing.models import (
     ArticleStatus,
     AttemptOutcome,
     PublishAttempt,
-    content_hash_of,
     key_of,
 )
 from publishing.services import (
@@ -31,21 +30,6 @@ from publishing.services.publish import release
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def quiet_article(transactional_db):
-    """A due article saved without the save's dispatch (bulk_create sends no
-    post_save), so no worker of the session takes it while the test drives it."""
-
-    def make(slug: str, body: str = "Body.") -> Article:
-        publish_at = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
-        values = {"title": slug, "slug": slug, "body": body, "publish_at": publish_at}
-        return Article.objects.bulk_create(
-            [Article(**values, content_hash=content_hash_of(**values))]
-        )[0]
-
-    return make
 
 
 def lapse_lease(article: Article) -> None:

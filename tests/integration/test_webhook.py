@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import time
+from functools import partial
 
 import pytest
 import requests
@@ -48,7 +49,10 @@ from tests.support import documented_receiver, processes
 from tests.support.api import bearer
 from tests.support.receiver import Receiver
 from tests.support.settling import wait_settled
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_status
+
+# Its status with the content it has now (an edit's outcome, not the one before it).
+wait_current = partial(wait_status, same_content=True)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -130,18 +134,6 @@ def signature_is_valid(received) -> bool:
     return received.verified is True
 
 
-def wait_status(article: Article, status: str, timeout: float = 30.0) -> Article:
-    wait_for(
-        lambda: Article.objects.filter(
-            pk=article.pk, status=status, content_hash=article.content_hash
-        ).exists(),
-        timeout=timeout,
-        what=f"article {article.pk} to be {status}",
-    )
-    article.refresh_from_db()
-    return article
-
-
 def wait_delivery(
     key: str, status: str = DeliveryStatus.DELIVERED, timeout: float = 60.0
 ) -> WebhookDelivery:
@@ -174,7 +166,7 @@ def test_webhook_is_signed_a_retry_after_500_has_the_same_key_and_an_edit_a_new_
     receiver, make_article
 ):
     receiver.plan("hooked", 500)
-    article = wait_status(make_article(slug="hooked", title="Hooked, 你好"), "published")
+    article = wait_current(make_article(slug="hooked", title="Hooked, 你好"), "published")
     delivery = wait_delivery(published_key(article))
 
     failed, delivered = receiver.requests_for("hooked")
@@ -201,7 +193,7 @@ def test_webhook_is_signed_a_retry_after_500_has_the_same_key_and_an_edit_a_new_
 
     article.body = "Edited."
     article.save()
-    wait_status(article, "published")
+    wait_current(article, "published")
     wait_delivery(published_key(article))
 
     edited = receiver.requests_for("hooked")[-1]
@@ -214,7 +206,7 @@ def test_a_receiver_that_times_out_is_a_retry_of_the_delivery_not_of_the_publish
     receiver, make_article
 ):
     receiver.plan("slow-receiver", "stall")
-    article = wait_status(make_article(slug="slow-receiver"), "published")
+    article = wait_current(make_article(slug="slow-receiver"), "published")
     delivery = wait_delivery(published_key(article))
 
     stalled, delivered = receiver.requests_for("slow-receiver")
@@ -232,7 +224,7 @@ def test_a_slow_receiver_does_not_hold_up_publishing(receiver, make_article):
     for slug in slugs:
         receiver.plan(slug, "slow")
     articles = [make_article(slug=slug) for slug in slugs]
-    articles = [wait_status(article, "published") for article in articles]
+    articles = [wait_current(article, "published") for article in articles]
     for article in articles:
         wait_delivery(published_key(article))
 
@@ -248,7 +240,7 @@ def test_a_400_makes_the_delivery_dead_with_one_alert_and_the_article_stays_publ
 ):
     """Issue 17, finding 7: a receiver's 4xx made the article dead while its page was live."""
     receiver.plan("refused", 400)
-    article = wait_status(make_article(slug="refused"), ArticleStatus.PUBLISHED)
+    article = wait_current(make_article(slug="refused"), ArticleStatus.PUBLISHED)
     delivery = wait_delivery(published_key(article), DeliveryStatus.DEAD)
 
     assert "400" in delivery.last_error
@@ -272,7 +264,7 @@ def test_a_dead_delivery_requeued_from_the_dashboard_and_the_api_is_delivered(
     receiver, make_article, admin_client, make_token
 ):
     receiver.plan("requeued-hook", 400)
-    article = wait_status(make_article(slug="requeued-hook"), "published")
+    article = wait_current(make_article(slug="requeued-hook"), "published")
     key = published_key(article)
     delivery = wait_delivery(key, DeliveryStatus.DEAD)
 
@@ -322,7 +314,7 @@ def test_a_dead_delivery_requeued_from_the_dashboard_and_the_api_is_delivered(
 def test_a_receiver_that_is_down_gets_the_event_once_it_is_up_again(receiver, make_article):
     receiver.go_down()
     try:
-        article = wait_status(make_article(slug="down-then-up"), "published")
+        article = wait_current(make_article(slug="down-then-up"), "published")
         key = published_key(article)
         # Two tries over, not the second one in flight (its claim counts it already):
         # its lease let go with its error.
@@ -349,7 +341,7 @@ def test_a_worker_killed_mid_delivery_leaves_it_to_be_delivered_under_the_same_k
     receiver, make_article
 ):
     receiver.plan("killed-mid-post", "stall")
-    article = wait_status(make_article(slug="killed-mid-post"), "published")
+    article = wait_current(make_article(slug="killed-mid-post"), "published")
     wait_for(lambda: receiver.requests_for("killed-mid-post"), what="the POST in flight")
 
     children = receiver.worker.children()
@@ -369,7 +361,7 @@ def test_a_worker_killed_mid_delivery_leaves_it_to_be_delivered_under_the_same_k
 def test_the_events_of_one_article_are_delivered_in_order(receiver, make_article):
     """The delete waits while the publish event retries (two 500s), then follows it."""
     receiver.plan("in-order", 500, 500)
-    article = wait_status(make_article(slug="in-order"), "published")
+    article = wait_current(make_article(slug="in-order"), "published")
     published = published_key(article)
     wait_for(lambda: receiver.requests_for("in-order"), what="the first, refused, try")
 
@@ -388,7 +380,7 @@ def test_the_events_of_one_article_are_delivered_in_order(receiver, make_article
 
 def test_a_dead_event_stops_blocking_the_next_one(receiver, make_article):
     receiver.plan("dead-then-next", 400)
-    article = wait_status(make_article(slug="dead-then-next"), "published")
+    article = wait_current(make_article(slug="dead-then-next"), "published")
     wait_delivery(published_key(article), DeliveryStatus.DEAD)
 
     article.delete()
@@ -404,7 +396,7 @@ def test_a_dead_event_stops_blocking_the_next_one(receiver, make_article):
 def delivered_then_one_without_message(make_article, slug: str) -> tuple[Article, WebhookDelivery]:
     """An article published and its event delivered; then one more event of it in the
     outbox whose message never reached the broker (it was down)."""
-    article = wait_status(make_article(slug=slug), "published")
+    article = wait_current(make_article(slug=slug), "published")
     wait_delivery(published_key(article))
     lost = WebhookDelivery.objects.create(
         article_id=article.pk,
@@ -453,7 +445,7 @@ def test_with_the_webhook_turned_off_the_outbox_keeps_its_pending_deliveries(
 
 
 def test_delete_sends_a_signed_delete_event(receiver, make_article):
-    article = wait_status(make_article(slug="short-lived-hook"), "published")
+    article = wait_current(make_article(slug="short-lived-hook"), "published")
     wait_delivery(published_key(article))
     published = receiver.requests_for("short-lived-hook")[-1]
 
@@ -469,7 +461,8 @@ def test_delete_sends_a_signed_delete_event(receiver, make_article):
 
 def test_withdraw_sends_one_signed_withdrawn_event_and_no_delete_event(receiver):
     story = story_save(title="Back to draft", body="Live a while.", slug="withdrawn-hook")
-    article = wait_status(story_publish(story_id=story.pk), "published")
+    article = wait_current(story_publish(story_id=story.pk), "published")
+    wait_delivery(published_key(article))
     published = receiver.requests_for("withdrawn-hook")[-1]
 
     story_withdraw(article_id=article.pk)
@@ -491,11 +484,11 @@ def test_withdraw_sends_one_signed_withdrawn_event_and_no_delete_event(receiver)
 
 
 def test_attempt_of_content_edited_since_is_not_announced(receiver, make_article):
-    article = wait_status(make_article(slug="edited-meanwhile", body="One."), "published")
+    article = wait_current(make_article(slug="edited-meanwhile", body="One."), "published")
     stale = Article.objects.get(pk=article.pk)  # what a stalled attempt of "One." holds
     article.body = "Two."
     article.save()
-    wait_status(article, "published")
+    wait_current(article, "published")
     wait_delivery(published_key(article))
 
     WebhookPublisher().publish(stale)  # the stalled attempt wakes up
@@ -506,7 +499,7 @@ def test_attempt_of_content_edited_since_is_not_announced(receiver, make_article
 
 
 def test_an_attempt_run_again_adds_no_second_delivery(receiver, make_article):
-    article = wait_status(make_article(slug="published-twice"), "published")
+    article = wait_current(make_article(slug="published-twice"), "published")
     wait_delivery(published_key(article))
 
     WebhookPublisher().publish(article)  # a retried or overtaken attempt of the same content
@@ -520,7 +513,7 @@ def test_a_captured_request_replayed_with_another_key_or_late_is_refused(
 ):
     """Issue 8: the signature covered the body only, so a captured request replayed
     under an edited Idempotency-Key passed every check and was applied again."""
-    article = wait_status(make_article(slug="captured", title="Captured"), "published")
+    article = wait_current(make_article(slug="captured", title="Captured"), "published")
     wait_delivery(published_key(article))
     captured = receiver.requests_for("captured")[-1]
     assert captured.verified and captured.status == 200

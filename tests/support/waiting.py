@@ -33,3 +33,19 @@ def assert_flower_refuses_to_start(proc, named: str) -> None:
         assert "Flower does not start" in log and named in log, log
     finally:
         proc.stop()
+
+
+def wait_status(article, status: str, timeout: float = 45.0, *, same_content: bool = False):
+    """Poll until the article (an Article, or its id) has `status`, and with
+    `same_content` the content it has now (an Article only); the row as it is then."""
+    from publishing.models import Article
+
+    article_id = getattr(article, "pk", article)
+    rows = Article.objects.filter(pk=article_id, status=status)
+    if same_content:
+        rows = rows.filter(content_hash=article.content_hash)
+    wait_for(rows.exists, timeout=timeout, what=f"article {article_id} to be {status}")
+    if isinstance(article, Article):
+        article.refresh_from_db()
+        return article
+    return Article.objects.get(pk=article_id)

@@ -25,23 +25,15 @@ from django.utils import timezone
 from PIL import Image
 
 from blogpublish.desk import images
-from publishing.models import Article, ArticleStatus
+from publishing.models import ArticleStatus
 from tests.support.processes import ROOT
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_status
 
 pytestmark = [
     pytest.mark.system,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_dump: PostgreSQL's"),
 ]
-
-
-def wait_status(article: Article, status: str) -> None:
-    def reached() -> bool:
-        article.refresh_from_db()
-        return article.status == status
-
-    wait_for(reached, timeout=60, what=f"article {article.slug} to be {status}")
 
 
 def site_files(root: Path) -> dict[str, bytes]:
@@ -83,8 +75,8 @@ def populate(make_article, chaos) -> None:
     dead = make_article(title="Dead one", slug="restore-dead", body="Never live.")
     make_article(title="Later", slug="later", publish_at=timezone.now() + timedelta(days=3))
     for article in published:
-        wait_status(article, ArticleStatus.PUBLISHED)
-    wait_status(dead, ArticleStatus.DEAD)
+        wait_status(article, ArticleStatus.PUBLISHED, timeout=60)
+    wait_status(dead, ArticleStatus.DEAD, timeout=60)
     with override_settings(DIGEST_RECIPIENTS=["editors@example.com"]):
         call_command("send_digest", stdout=io.StringIO())
 
