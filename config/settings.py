@@ -185,8 +185,8 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Connections live across requests and tasks (a new PostgreSQL connection costs
 # milliseconds, more than a whole attempt's statements); checked before reuse, and
 # dropped after an error or past this age (config/celery.py does for tasks what Django
-# does for requests).
-DATABASES["default"]["CONN_MAX_AGE"] = env_number("DB_CONN_MAX_AGE", 300, minimum=0)
+# does for requests). Whole seconds, as Django documents CONN_MAX_AGE.
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 300, minimum=0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -257,6 +257,11 @@ AWS_DEFAULT_REGION = env_str("AWS_DEFAULT_REGION") or None
 AWS_S3_ADDRESSING_STYLE = env_str("AWS_S3_ADDRESSING_STYLE") or (
     "path" if AWS_ENDPOINT_URL else None
 )
+if AWS_S3_ADDRESSING_STYLE not in {None, "path", "virtual", "auto"}:
+    raise ImproperlyConfigured(
+        f"AWS_S3_ADDRESSING_STYLE={AWS_S3_ADDRESSING_STYLE!r}: use path, virtual or auto, or "
+        "leave it empty."
+    )
 # Cache-Control of every object (front page, archive, feed, sitemap, article pages): a
 # CDN or browser may keep a document this long, so an edit shows within it.
 SITE_CACHE_CONTROL = env_str("SITE_CACHE_CONTROL", "public, max-age=60")

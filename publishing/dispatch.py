@@ -29,7 +29,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from django.conf import settings
@@ -95,7 +95,8 @@ class _Dispatcher:
         if pool is not None:
             for resources in (pool, pool.connections):
                 with contextlib.suppress(Exception):  # closing to a dead broker may fail
-                    resources.force_close_all()
+                    # kombu-stubs leave out ProducerPool's base class, kombu.resource.Resource.
+                    resources.force_close_all()  # type: ignore[union-attr]
 
     @contextlib.contextmanager
     def producer(self, connection=None) -> Iterator[Producer]:
@@ -256,7 +257,7 @@ def dispatch_publish(article_id: int, *, eta: datetime | None = None, connection
 
 
 def dispatch_many(
-    batch: list[tuple[int, datetime | None]], *, past_breaker: bool = False
+    batch: Sequence[tuple[int, datetime | None]], *, past_breaker: bool = False
 ) -> list[int]:
     """Send `publish_article` for each (id, eta) on one connection, in order; stop at
     the first failure. Returns the ids sent."""

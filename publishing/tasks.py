@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict
 from datetime import timedelta
+from typing import Any
 
 from celery import Task, shared_task
 from celery.utils.time import get_exponential_backoff_interval
@@ -45,6 +46,12 @@ class PublishTask(Task):
     backing off, so the countdown is the recorded one.
     """
 
+    # Class attributes of each task made with DURABLE's options (Celery sets them from
+    # the decorator's arguments); the stubs' Task does not declare them.
+    retry_backoff: bool | int
+    retry_backoff_max: int
+    retry_jitter: bool
+
     def backoff(self, attempt: int) -> float:
         return get_exponential_backoff_interval(
             factor=int(max(1.0, float(self.retry_backoff))),
@@ -70,7 +77,7 @@ class PublishTask(Task):
 
 
 # The Celery-level policy of the tasks that change what readers see.
-DURABLE = {
+DURABLE: dict[str, Any] = {
     # Ack only after the attempt, and requeue when the pool child dies mid-attempt; the
     # database's attempt budget is what stops a message that kills workers every time.
     "acks_late": True,
@@ -95,7 +102,7 @@ DURABLE = {
 # TimeLimitExceeded, not a WorkerLostError. The redelivered message finds the killed
 # attempt's lease (the last tenth of it) and comes back when it runs out (below); the
 # budget (PUBLISH_MAX_ATTEMPTS) stops an article that hangs on every attempt.
-REQUEUE_ON_HARD_TIME_LIMIT = {"acks_on_timeout": False}
+REQUEUE_ON_HARD_TIME_LIMIT: dict[str, Any] = {"acks_on_timeout": False}
 
 
 @shared_task(
@@ -263,7 +270,7 @@ class DeliveryRetry(TransientPublishError):
     # (the POST's own timeouts end inside the soft limit: config/checks.py).
     soft_time_limit=settings.PUBLISH_WEBHOOK_LEASE_SECONDS * 0.8,
     time_limit=settings.PUBLISH_WEBHOOK_LEASE_SECONDS * 0.9,
-)
+)  # type: ignore[call-overload]  # celery-types say int seconds; Celery takes a float too
 def deliver_webhook(self: Task, delivery_id: int) -> dict:
     """One try of one webhook delivery (services.deliveries): after the publish, never
     inside it."""
@@ -302,7 +309,7 @@ def publish_catch_up() -> dict:
     # Inside the refresher's lease, so no second pass can begin while this one writes.
     soft_time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.8,
     time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.9,
-)
+)  # type: ignore[call-overload]  # celery-types say int seconds; Celery takes a float too
 def refresh_site(after: int | None = None) -> str:
     """The deferred pass of the shared views' refresher (services.refresh), or with
     `after` the watchdog of pass `after`; the pass's outcome."""

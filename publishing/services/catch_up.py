@@ -12,7 +12,7 @@ import logging
 import os
 import socket
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -59,7 +59,7 @@ def _mark_dispatched(ids: list[int]) -> None:
         Article.objects.filter(pk__in=ids).update(dispatched_at=Now())
 
 
-def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
+def _send_all(batch: Sequence[tuple[int, datetime | None]]) -> list[int]:
     """Send each (id, eta) on one connection; stop at the first failure, since the
     broker is then down for the rest too (the next run sends them).
 
