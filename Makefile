@@ -47,7 +47,7 @@ lint: $(STAMP)
 	$(MYPY)
 
 ## make typecheck: mypy with django-stubs' plugin over every production package
-## (pyproject.toml [tool.mypy]); about 10 s on 2 cores without a cache. The plugin imports
+## (pyproject.toml [tool.mypy]); 12 s on 2 cores without a cache. The plugin imports
 ## config.settings, which refuses to start without a SECRET_KEY unless DEBUG: DEBUG=1 gives
 ## it the local one, and an in-memory database leaves no file behind.
 MYPY := env DEBUG=1 DATABASE_URL=sqlite://:memory: $(BIN)/mypy
