@@ -328,9 +328,6 @@ PUBLISH_BATCH_SIZE = env_int("PUBLISH_BATCH_SIZE", 100, minimum=1)
 PUBLISH_BATCH_TASKS = env_int("PUBLISH_BATCH_TASKS", 4, minimum=1)
 PUBLISH_BATCH_THRESHOLD = env_int("PUBLISH_BATCH_THRESHOLD", 100, minimum=0)
 PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
-# A save (or the catch-up) arms a scheduled article with an ETA once it is due within
-# this many seconds; two catch-up intervals, so one missed run loses nothing.
-PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
 # Saves, admin actions and the catch-up hand their messages to the broker on a pool of
 # connections kept per process with short timeouts (publishing/dispatch.py,
 # work/brokers.py `dispatch_transport_options`, for the broker in use): with one retry,
@@ -567,7 +564,7 @@ _problems = publishing_settings_problems(
     soft_time_limit=PUBLISH_SOFT_TIME_LIMIT,
     retry_backoff_max=PUBLISH_RETRY_BACKOFF_MAX,
     catchup_interval=PUBLISH_CATCHUP_INTERVAL,
-    eta_horizon=PUBLISH_ETA_HORIZON,
+    eta_horizon=2 * PUBLISH_CATCHUP_INTERVAL,  # as publishing.dispatch.eta_horizon()
     stale_after=PUBLISH_STALE_AFTER,
     stuck_after=PUBLISH_STUCK_AFTER,
     broker_hold_limit=_broker_hold_limit,

@@ -266,13 +266,21 @@ def dispatch_many(
     return [article_id for article_id, _ in batch[:sent]]
 
 
+def eta_horizon() -> float:
+    """A save (or the catch-up) arms a scheduled article with an ETA once it is due
+    within this many seconds: two catch-up intervals, so one missed run loses nothing.
+    Read when used, so whatever changes PUBLISH_CATCHUP_INTERVAL (a test's settings)
+    moves it too; config/settings.py checks it against the broker's hold limit."""
+    return 2 * settings.PUBLISH_CATCHUP_INTERVAL
+
+
 def dispatch_when_due(*, article_id: int, publish_at: datetime) -> bool:
     """Send now if due; with an ETA if due before the catch-up runs again; else leave it
     to the catch-up, which arms it when its time comes near."""
     delay = (publish_at - timezone.now()).total_seconds()
     if delay <= 0:
         return dispatch_publish(article_id)
-    if delay <= settings.PUBLISH_ETA_HORIZON:
+    if delay <= eta_horizon():
         return dispatch_publish(article_id, eta=publish_at)
     logger.info("article %s is scheduled for %s; the catch-up will arm it", article_id, publish_at)
     return False

@@ -18,6 +18,7 @@ from publishing.dispatch import (
     dispatch_deliveries,
     dispatch_many,
     dispatch_publish,
+    eta_horizon,
 )
 from publishing.exceptions import ArticleDeadError, TransientPublishError
 from publishing.services import (
@@ -139,7 +140,7 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         )
     if result.outcome in (Outcome.CHANGED, Outcome.RELEASED):
         dispatch_publish(article_id)
-    elif result.due_in is not None and result.due_in <= settings.PUBLISH_ETA_HORIZON:
+    elif result.due_in is not None and result.due_in <= eta_horizon():
         # This message came before the row was due (an ETA from a host whose clock runs
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
@@ -176,7 +177,7 @@ def follow_up(
     for result in report.results:
         if result.article_id == own or result.outcome is not Outcome.RETRY:
             continue
-        if result.retry_in is not None and result.retry_in <= settings.PUBLISH_ETA_HORIZON:
+        if result.retry_in is not None and result.retry_in <= eta_horizon():
             eta = timezone.now() + timedelta(seconds=result.retry_in)
             dispatch_publish(result.article_id, eta=eta)
     again = [
@@ -277,7 +278,7 @@ def deliver_webhook(self: Task, delivery_id: int) -> dict:
     result = webhook_deliver(delivery_id=delivery_id)
     if result.outcome is DeliveryOutcome.RETRY:
         raise self.retry(countdown=result.retry_in, exc=DeliveryRetry(result.error))
-    if result.due_in is not None and result.due_in <= settings.PUBLISH_ETA_HORIZON:
+    if result.due_in is not None and result.due_in <= eta_horizon():
         # Came before its backoff was over (a copy sent by the catch-up or a requeue
         # meanwhile): send it again for when it is due.
         dispatch_deliveries([delivery_id], eta=timezone.now() + timedelta(seconds=result.due_in))

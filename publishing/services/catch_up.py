@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
 from publishing import rollup
-from publishing.dispatch import dispatch_batches, dispatch_many
+from publishing.dispatch import dispatch_batches, dispatch_many, eta_horizon
 from publishing.models import Article, CatchUpRun
 from publishing.selectors import (
     articles_due_for_catch_up,
@@ -147,7 +147,7 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         sent = _send_all([(article_id, None) for article_id in stale])
     run.renew()
     soon = articles_to_arm(
-        horizon=settings.PUBLISH_ETA_HORIZON, stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
+        horizon=eta_horizon(), stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
     )
     armed = _send_all(soon)
 
