@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-sqlite test-postgres test-rabbitmq bench lint install tools clean
+.PHONY: run test test-sqlite test-postgres test-rabbitmq bench lint typecheck install tools clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,11 +21,9 @@ tools:
 run: $(STAMP)
 	@$(BIN)/python scripts/run.py
 
-## make test: lint, then the whole suite on SQLite and again on PostgreSQL, then the
-## broker-dependent tests on RabbitMQ (a vhost of the run's own).
-test: $(STAMP) tools
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+## make test: lint and the type check, then the whole suite on SQLite and again on
+## PostgreSQL, then the broker-dependent tests on RabbitMQ (a vhost of the run's own).
+test: lint tools
 	@scripts/test.sh
 
 test-sqlite: $(STAMP) tools
@@ -46,6 +44,15 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(MYPY)
+
+## make typecheck: mypy with django-stubs' plugin over every production package
+## (pyproject.toml [tool.mypy]); 12 s on 2 cores without a cache. The plugin imports
+## config.settings, which refuses to start without a SECRET_KEY unless DEBUG: DEBUG=1 gives
+## it the local one, and an in-memory database leaves no file behind.
+MYPY := env DEBUG=1 DATABASE_URL=sqlite://:memory: $(BIN)/mypy
+typecheck: $(STAMP)
+	$(MYPY)
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .mypy_cache

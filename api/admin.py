@@ -25,7 +25,8 @@ class ApiTokenAddForm(forms.ModelForm):
         fields = ("user", "name", "scope")
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         user, scope = data.get("user"), data.get("scope")
         if user is not None and scope:
             try:
@@ -63,13 +64,16 @@ class ApiTokenAdmin(admin.ModelAdmin):
         # whoever may add tokens could act as any user, a superuser included (found by
         # the issue 19 review).
         if db_field.name == "user" and not request.user.is_superuser:
-            kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+            # A signed-in user (the admin lets no one else in): its pk is not None.
+            kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)  # type: ignore[misc]
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def get_form(self, request: HttpRequest, obj: ApiToken | None = None, **kwargs):
+    def get_form(
+        self, request: HttpRequest, obj: ApiToken | None = None, change: bool = False, **kwargs
+    ):
         if obj is None:
             kwargs["form"] = ApiTokenAddForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: ApiToken | None = None):
         if obj is None:  # adding: whose token, what for, its scope; the token is made here
@@ -88,7 +92,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
         for field in ApiToken._meta.concrete_fields:
             setattr(obj, field.attname, getattr(row, field.attname))
         obj._state.adding, obj._state.db = False, row._state.db
-        request._api_token_made = token  # for response_add: shown once, stored nowhere
+        # For response_add of the same request: shown once, stored nowhere.
+        request._api_token_made = token  # type: ignore[attr-defined]
 
     def response_add(self, request: HttpRequest, obj: ApiToken, post_url_continue=None):
         token = getattr(request, "_api_token_made", None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from functools import partial
 
+from django.contrib.auth.models import User
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import ProhibitNullCharactersValidator
@@ -91,13 +92,19 @@ class BearerToken(HttpBearer):
         super().__init__()
         self.need = need  # None: by the method (api.permissions.default_need)
 
-    def authenticate(self, request: HttpRequest, token: str):
+    def authenticate(self, request: HttpRequest, token: str) -> User | None:
         row = token_lookup(token)
         if row is None:
             return None
-        need = self.need or default_need(request.method)
+        need = self.need or default_need(request.method or "")
         check_access(user=row.user, scope=row.scope, need=need)
         return row.user
+
+
+def token_user(request: HttpRequest) -> User:
+    """The user of the request's token: what BearerToken.authenticate returned, which
+    django-ninja sets as `request.auth` (an attribute Django's HttpRequest does not declare)."""
+    return request.auth  # type: ignore[attr-defined]
 
 
 api = NinjaAPI(
@@ -312,12 +319,12 @@ def create_article(
                 "An Idempotency-Key is not taken with status=draft: save the draft without "
                 "it (a repeated draft is harmless to readers; DELETE the spare one)."
             )
-        story = story_save(saved_by=request.auth.get_username(), **fields)
+        story = story_save(saved_by=token_user(request).get_username(), **fields)
         return Status(201, draft_out(story))
     if idempotency_key is None:
         return Status(201, article_out(article_create(**fields)))
     article, created = article_create_once(
-        user=request.auth,
+        user=token_user(request),
         key=idempotency_key,
         digest=request_digest(payload.model_dump(mode="json", exclude_unset=True)),
         fields=fields,
@@ -426,7 +433,7 @@ def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | No
     try:
         return story_save(
             story_id=story.pk,
-            saved_by=request.auth.get_username(),
+            saved_by=token_user(request).get_username(),
             if_version=if_match,
             **{**current, **fields},
         )
@@ -482,7 +489,7 @@ def withdraw_article(request: HttpRequest, id: int = ArticleId):
     if not Article.objects.filter(pk=id).exists():
         _draft(id)  # 404 when there is no draft either
         raise NotWithdrawable("This is a draft already: it is on no page.")
-    return draft_out(story_withdraw(article_id=id, saved_by=request.auth.get_username()))
+    return draft_out(story_withdraw(article_id=id, saved_by=token_user(request).get_username()))
 
 
 @api.post(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from api.exceptions import InsufficientScope, PermissionMissing, TokenRefused
 from api.models import TokenScope
@@ -48,15 +48,15 @@ def default_need(method: str) -> Need:
     return READ if method in ("GET", "HEAD") else EDIT
 
 
-def _may(user: AbstractBaseUser, need: Need) -> bool:
+def _may(user: User, need: Need) -> bool:
     return any(user.has_perm(permission) for permission in need.permissions)
 
 
-def _none_of_them(user: AbstractBaseUser) -> bool:
+def _none_of_them(user: User) -> bool:
     return not any(user.has_perm(permission) for permission in ARTICLE_PERMISSIONS)
 
 
-def check_access(*, user: AbstractBaseUser, scope: str, need: Need) -> None:
+def check_access(*, user: User, scope: str, need: Need) -> None:
     """Raise PermissionMissing or InsufficientScope (both 403) unless the token of
     `user` with `scope` may do what `need` says."""
     name = user.get_username()
@@ -78,7 +78,7 @@ def check_access(*, user: AbstractBaseUser, scope: str, need: Need) -> None:
         )
 
 
-def check_token_allowed(*, user: AbstractBaseUser, scope: str) -> None:
+def check_token_allowed(*, user: User, scope: str) -> None:
     """Raise TokenRefused unless `user` may have a token of `scope`: an active staff
     user, with a permission the token can use."""
     name = user.get_username()

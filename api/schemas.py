@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
+from pydantic.config import JsonDict
 
 from blogpublish.site.paths import article_url
 from publishing.models import TITLE_MAX_LENGTH, Article, ArticleStatus
@@ -46,8 +47,8 @@ PUBLISH_AT_HELP = (
 
 # Stated in the schema only (pydantic does not check them): the model's validation
 # does, with the admin's messages, together with every other field's.
-NOT_EMPTY = {"minLength": 1}
-DATE_TIME = {"format": "date-time"}
+NOT_EMPTY: JsonDict = {"minLength": 1}
+DATE_TIME: JsonDict = {"format": "date-time"}
 
 # RFC 3339 `date-time` (what the schema's `format: date-time` means): a zone is required.
 RFC3339 = re.compile(
@@ -97,7 +98,9 @@ class ArticleCreateIn(Schema):
     title: str = Field(..., json_schema_extra=NOT_EMPTY, description=TITLE_HELP)
     body: str = Field(..., json_schema_extra=NOT_EMPTY, description=BODY_HELP)
     slug: str = Field("", description=SLUG_HELP)
-    publish_at: str = Field(None, json_schema_extra=DATE_TIME, description=PUBLISH_AT_HELP)
+    # `str = Field(None)`, here and below: left out is None (pydantic does not check a
+    # default), but a value given must be a string; `str | None` would take a null too.
+    publish_at: str = Field(None, json_schema_extra=DATE_TIME, description=PUBLISH_AT_HELP)  # type: ignore[assignment]
 
 
 class ArticlePatchIn(Schema):
@@ -105,10 +108,11 @@ class ArticlePatchIn(Schema):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str = Field(None, json_schema_extra=NOT_EMPTY, description=TITLE_HELP)
-    body: str = Field(None, json_schema_extra=NOT_EMPTY, description=BODY_HELP)
-    slug: str = Field(None, description=SLUG_HELP)
-    publish_at: str = Field(None, json_schema_extra=DATE_TIME, description=PUBLISH_AT_HELP)
+    # Left out: None, unchanged; null is refused (see ArticleCreateIn.publish_at).
+    title: str = Field(None, json_schema_extra=NOT_EMPTY, description=TITLE_HELP)  # type: ignore[assignment]
+    body: str = Field(None, json_schema_extra=NOT_EMPTY, description=BODY_HELP)  # type: ignore[assignment]
+    slug: str = Field(None, description=SLUG_HELP)  # type: ignore[assignment]
+    publish_at: str = Field(None, json_schema_extra=DATE_TIME, description=PUBLISH_AT_HELP)  # type: ignore[assignment]
 
 
 class ArticleSummaryOut(Schema):

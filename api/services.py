@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
@@ -22,9 +22,7 @@ def request_digest(data: dict) -> str:
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
-def article_create_once(
-    *, user: AbstractBaseUser, key: str, digest: str, fields: dict
-) -> tuple[Article, bool]:
+def article_create_once(*, user: User, key: str, digest: str, fields: dict) -> tuple[Article, bool]:
     """(article, created): the article this user's `key` created, if it made one with
     this request (`digest`), else a new one made by `article_create` and recorded with
     the key in the same transaction. IdempotencyConflict for the key with another
@@ -51,7 +49,7 @@ def article_create_once(
     return article, True
 
 
-def _spent(user: AbstractBaseUser, key: str) -> IdempotencyKey | None:
+def _spent(user: User, key: str) -> IdempotencyKey | None:
     return IdempotencyKey.objects.filter(user=user, key=key).first()
 
 

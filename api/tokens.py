@@ -7,7 +7,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -30,7 +30,7 @@ def token_digest(token: str) -> str:
 
 
 def token_create(
-    *, user: AbstractBaseUser, name: str = "", scope: str = TokenScope.READ
+    *, user: User, name: str = "", scope: str = TokenScope.READ
 ) -> tuple[ApiToken, str]:
     """A new token for `user` (an active staff user with a permission on articles that
     a token of `scope` can use): (its row, the token). Raises TokenRefused otherwise.

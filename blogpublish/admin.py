@@ -172,10 +172,11 @@ class DeskArticleAdmin(ArticleAdmin):
         upload = request.FILES.get("image")
         if upload is None:
             return JsonResponse({"error": "Choose an image file to upload."}, status=400)
-        if upload.size > images.IMAGE_MAX_BYTES:
+        size = upload.size or 0  # None only for a file not uploaded; images.check counts too
+        if size > images.IMAGE_MAX_BYTES:
             return JsonResponse(
                 {
-                    "error": f"“{upload.name}” is {upload.size / 2**20:.1f} MiB; "
+                    "error": f"“{upload.name}” is {size / 2**20:.1f} MiB; "
                     "an image may be at most 10 MiB."
                 },
                 status=400,

@@ -25,7 +25,8 @@ class Channel(kombu_redis.Channel):
     def _connparams(self, asynchronous: bool = False) -> dict:
         if self.connection is None or self.connection.client is None:
             raise RedisConnectionError("the broker connection was already collected")
-        return super()._connparams(asynchronous)
+        # kombu-stubs leave out this private method (kombu/transport/redis.py has it).
+        return super()._connparams(asynchronous)  # type: ignore[misc]
 
 
 class Transport(kombu_redis.Transport):

@@ -185,8 +185,8 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Connections live across requests and tasks (a new PostgreSQL connection costs
 # milliseconds, more than a whole attempt's statements); checked before reuse, and
 # dropped after an error or past this age (config/celery.py does for tasks what Django
-# does for requests).
-DATABASES["default"]["CONN_MAX_AGE"] = env_number("DB_CONN_MAX_AGE", 300, minimum=0)
+# does for requests). Whole seconds, as Django documents CONN_MAX_AGE.
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 300, minimum=0)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -257,6 +257,11 @@ AWS_DEFAULT_REGION = env_str("AWS_DEFAULT_REGION") or None
 AWS_S3_ADDRESSING_STYLE = env_str("AWS_S3_ADDRESSING_STYLE") or (
     "path" if AWS_ENDPOINT_URL else None
 )
+if AWS_S3_ADDRESSING_STYLE not in {None, "path", "virtual", "auto"}:
+    raise ImproperlyConfigured(
+        f"AWS_S3_ADDRESSING_STYLE={AWS_S3_ADDRESSING_STYLE!r}: use path, virtual or auto, or "
+        "leave it empty."
+    )
 # Cache-Control of every object (front page, archive, feed, sitemap, article pages): a
 # CDN or browser may keep a document this long, so an edit shows within it.
 SITE_CACHE_CONTROL = env_str("SITE_CACHE_CONTROL", "public, max-age=60")
@@ -323,9 +328,6 @@ PUBLISH_BATCH_SIZE = env_int("PUBLISH_BATCH_SIZE", 100, minimum=1)
 PUBLISH_BATCH_TASKS = env_int("PUBLISH_BATCH_TASKS", 4, minimum=1)
 PUBLISH_BATCH_THRESHOLD = env_int("PUBLISH_BATCH_THRESHOLD", 100, minimum=0)
 PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
-# A save (or the catch-up) arms a scheduled article with an ETA once it is due within
-# this many seconds; two catch-up intervals, so one missed run loses nothing.
-PUBLISH_ETA_HORIZON = 2 * PUBLISH_CATCHUP_INTERVAL
 # Saves, admin actions and the catch-up hand their messages to the broker on a pool of
 # connections kept per process with short timeouts (publishing/dispatch.py,
 # work/brokers.py `dispatch_transport_options`, for the broker in use): with one retry,
@@ -562,7 +564,7 @@ _problems = publishing_settings_problems(
     soft_time_limit=PUBLISH_SOFT_TIME_LIMIT,
     retry_backoff_max=PUBLISH_RETRY_BACKOFF_MAX,
     catchup_interval=PUBLISH_CATCHUP_INTERVAL,
-    eta_horizon=PUBLISH_ETA_HORIZON,
+    eta_horizon=2 * PUBLISH_CATCHUP_INTERVAL,  # as publishing.dispatch.eta_horizon()
     stale_after=PUBLISH_STALE_AFTER,
     stuck_after=PUBLISH_STUCK_AFTER,
     broker_hold_limit=_broker_hold_limit,

@@ -95,7 +95,8 @@ def _slowest(start: datetime, end: datetime) -> list[dict]:
         {
             "id": a["article_id"],
             "title": a["article__title"],
-            "duration_s": round(a["duration"].total_seconds(), 3),
+            # Not None: the query keeps the attempts with a duration (duration__isnull=False).
+            "duration_s": round(a["duration"].total_seconds(), 3),  # type: ignore[union-attr]
             "published_at": _iso(a["finished_at"]),
         }
         for a in rows

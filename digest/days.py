@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from enum import StrEnum
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Max
@@ -173,7 +174,7 @@ def digest_deliver(*, day: date, token: int) -> DayOutcome:
 
 def _fail(day: date, token: int, *, attempt: int, error: str, permanent: bool) -> DayOutcome:
     last = permanent or attempt >= settings.DIGEST_MAX_ATTEMPTS
-    changes = {"last_error": lease.cut(error, ERROR_MAX_CHARS)}
+    changes: dict[str, Any] = {"last_error": lease.cut(error, ERROR_MAX_CHARS)}
     if last:
         changes["state"] = DigestState.FAILED
     else:
@@ -229,8 +230,9 @@ def _send_unfinished(run: Run, report: DigestReport) -> None:
             break
         if outcome is DayOutcome.RETRY:
             row = lease.row_state(Digest.objects.filter(day=day), "next_attempt_at")
-            left = row.seconds_until("next_attempt_at") or 0.0
-            wait = 1.0 if row["next_attempt_at"] is None else left
+            wait = 1.0  # no time to wait for (or the day is gone): soon
+            if row is not None and row["next_attempt_at"] is not None:
+                wait = row.seconds_until("next_attempt_at") or 0.0
             raise DigestRetry(words, retry_in=max(0.5, wait))
 
 

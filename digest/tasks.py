@@ -5,6 +5,8 @@ entries, the task routes and messages already in a queue name them so."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Task, shared_task
 from django.conf import settings
 
@@ -17,7 +19,7 @@ from digest.exceptions import DigestRetry
 # Days a stopped run did not reach are sent by the resume, oldest first.
 _LIMIT = settings.DIGEST_LEASE_SECONDS
 
-DIGEST_TASK = {
+DIGEST_TASK: dict[str, Any] = {
     "bind": True,
     # Requeued when the worker child dies mid-send; the run finds the day's lease and the
     # resume (every PUBLISH_CATCHUP_INTERVAL) takes the day over once it ran out.

@@ -10,7 +10,8 @@ part by fetching `?fragment=1` every few seconds (static/publishing/dashboard.js
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
@@ -39,7 +40,7 @@ RETRIED_SHOWN = 10
 REFRESH_SECONDS = 5
 
 
-def dead_articles(*, limit: int = DEAD_SHOWN) -> list[dict]:
+def dead_articles(*, limit: int = DEAD_SHOWN) -> list[Mapping[str, Any]]:
     """The newest deaths first (article_dead_idx)."""
     return list(
         Article.objects.filter(status=ArticleStatus.DEAD)
@@ -48,7 +49,7 @@ def dead_articles(*, limit: int = DEAD_SHOWN) -> list[dict]:
     )
 
 
-def most_retried_pending(*, limit: int = RETRIED_SHOWN) -> list[dict]:
+def most_retried_pending(*, limit: int = RETRIED_SHOWN) -> list[Mapping[str, Any]]:
     """Pending articles that failed at least once, most attempts first
     (article_pending_attempts_idx)."""
     return list(
@@ -58,7 +59,7 @@ def most_retried_pending(*, limit: int = RETRIED_SHOWN) -> list[dict]:
     )
 
 
-def dead_deliveries(*, limit: int = DEAD_SHOWN) -> list[dict]:
+def dead_deliveries(*, limit: int = DEAD_SHOWN) -> list[Mapping[str, Any]]:
     """The newest dead webhook deliveries first (delivery_status_idx)."""
     return list(
         WebhookDelivery.objects.filter(status=DeliveryStatus.DEAD)

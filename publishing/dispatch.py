@@ -29,7 +29,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from django.conf import settings
@@ -95,7 +95,8 @@ class _Dispatcher:
         if pool is not None:
             for resources in (pool, pool.connections):
                 with contextlib.suppress(Exception):  # closing to a dead broker may fail
-                    resources.force_close_all()
+                    # kombu-stubs leave out ProducerPool's base class, kombu.resource.Resource.
+                    resources.force_close_all()  # type: ignore[union-attr]
 
     @contextlib.contextmanager
     def producer(self, connection=None) -> Iterator[Producer]:
@@ -256,7 +257,7 @@ def dispatch_publish(article_id: int, *, eta: datetime | None = None, connection
 
 
 def dispatch_many(
-    batch: list[tuple[int, datetime | None]], *, past_breaker: bool = False
+    batch: Sequence[tuple[int, datetime | None]], *, past_breaker: bool = False
 ) -> list[int]:
     """Send `publish_article` for each (id, eta) on one connection, in order; stop at
     the first failure. Returns the ids sent."""
@@ -265,13 +266,21 @@ def dispatch_many(
     return [article_id for article_id, _ in batch[:sent]]
 
 
+def eta_horizon() -> float:
+    """A save (or the catch-up) arms a scheduled article with an ETA once it is due
+    within this many seconds: two catch-up intervals, so one missed run loses nothing.
+    Read when used, so whatever changes PUBLISH_CATCHUP_INTERVAL (a test's settings)
+    moves it too; config/settings.py checks it against the broker's hold limit."""
+    return 2 * settings.PUBLISH_CATCHUP_INTERVAL
+
+
 def dispatch_when_due(*, article_id: int, publish_at: datetime) -> bool:
     """Send now if due; with an ETA if due before the catch-up runs again; else leave it
     to the catch-up, which arms it when its time comes near."""
     delay = (publish_at - timezone.now()).total_seconds()
     if delay <= 0:
         return dispatch_publish(article_id)
-    if delay <= settings.PUBLISH_ETA_HORIZON:
+    if delay <= eta_horizon():
         return dispatch_publish(article_id, eta=publish_at)
     logger.info("article %s is scheduled for %s; the catch-up will arm it", article_id, publish_at)
     return False

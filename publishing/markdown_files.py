@@ -23,21 +23,24 @@ from __future__ import annotations
 
 import re
 import reprlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import PurePath
+from typing import Any, ClassVar
 
 import yaml
 from django.utils.text import slugify
 from yaml.composer import Composer, ComposerError
-from yaml.events import AliasEvent, CollectionStartEvent
+from yaml.events import AliasEvent, CollectionStartEvent, Event, NodeEvent
 
 try:  # libyaml: ~10x faster than the pure-Python loader
     from yaml import CSafeDumper as SafeDumper
     from yaml import CSafeLoader as FastSafeLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeDumper
-    from yaml import SafeLoader as FastSafeLoader
+    # The pure-Python classes in place of the C ones: the same interface, other classes.
+    from yaml import SafeDumper  # type: ignore[assignment]
+    from yaml import SafeLoader as FastSafeLoader  # type: ignore[assignment]
 
 # The keys the import reads; any other key is ignored (and named once in the summary).
 KNOWN_KEYS = frozenset({"title", "slug", "date", "draft"})
@@ -88,7 +91,8 @@ class _FrontMatterComposer(Composer):
     have neither, and the C loader composes it alone (twice as fast; libyaml stops
     nesting at 1,000 levels itself)."""
 
-    _loader: type  # the loader whose parser and constructor are used
+    _loader: ClassVar[type[Any]]  # the loader whose parser and constructor are used
+    peek_event: Callable[[], Event]  # the parser's, from the loader this is mixed into
 
     def __init__(self, stream) -> None:
         self._loader.__init__(self, stream)
@@ -103,12 +107,16 @@ class _FrontMatterComposer(Composer):
 
     def compose_node(self, parent, index):
         event = self.peek_event()
-        if isinstance(event, AliasEvent) or event.anchor is not None:
+        # A node's events only (compose_node is called at one): NodeEvent has `anchor`.
+        if isinstance(event, AliasEvent) or (
+            isinstance(event, NodeEvent) and event.anchor is not None
+        ):
             raise ComposerError(
                 None,
                 None,
                 "anchors and aliases (&name, *name) are not allowed in front matter",
-                event.start_mark,
+                # The C parser's yaml._yaml.Mark, which the stubs do not take here.
+                event.start_mark,  # type: ignore[arg-type]
             )
         if not isinstance(event, CollectionStartEvent):
             return super().compose_node(parent, index)
@@ -119,7 +127,8 @@ class _FrontMatterComposer(Composer):
                     None,
                     None,
                     f"lists and mappings nested more than {MAX_DEPTH} deep",
-                    event.start_mark,
+                    # The C parser's yaml._yaml.Mark, which the stubs do not take here.
+                    event.start_mark,  # type: ignore[arg-type]
                 )
             return super().compose_node(parent, index)
         finally:

@@ -23,7 +23,6 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         given = request.headers.get(HEADER, "")
         request_id = given if SANE.match(given) else uuid.uuid4().hex
-        request.request_id = request_id
         with log_context(request_id=request_id):
             response = self.get_response(request)
         response[HEADER] = request_id

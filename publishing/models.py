@@ -16,10 +16,11 @@ import unicodedata
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.db.models import Q, Value
+from django.db.models import Func, Q, Value
 from django.db.models.functions import Length, Now, Replace, Substr
 from django.db.models.lookups import Exact, GreaterThan, LessThanOrEqual
 from django.utils import timezone
@@ -140,9 +141,14 @@ def key_of(slug: str, current_key: str = "") -> str:
     return key
 
 
-class ArticleQuerySet(models.QuerySet):
+class ArticleQuerySet(models.QuerySet["Article"]):
     """Writes that bypass save() keep the slug keys consistent; the database's check
     constraints (Article.Meta) still refuse what they can express."""
+
+    # The `type: ignore`s below: django-stubs' plugin makes a QuerySet["Article"] subclass
+    # generic in a type variable bounded by Article (its reparametrize_any_queryset_hook),
+    # which this class cannot name, so Django's own methods here take and return that
+    # variable, not Article.
 
     def delete(self):
         """Lock the articles first, in key order, then delete them with what cascades
@@ -153,23 +159,27 @@ class ArticleQuerySet(models.QuerySet):
             list(self.order_by("pk").select_for_update().values_list("pk", flat=True))
             return super().delete()
 
-    def bulk_create(self, objs: Iterable[Article], *args, **kwargs) -> list[Article]:
+    def bulk_create(  # type: ignore[override]
+        self, objs: Iterable[Article], *args: Any, **kwargs: Any
+    ) -> list[Article]:
         """bulk_create never calls save(), so it does not validate: a bad row fails only
         at the database's constraints (IntegrityError). To validate every row, use
         `publishing.services.articles_create_many`."""
         objs = list(objs)
         for obj in objs:
             obj.fill_slug_keys()
-        return super().bulk_create(objs, *args, **kwargs)
+        return super().bulk_create(objs, *args, **kwargs)  # type: ignore[arg-type,return-value]
 
-    def bulk_update(self, objs: Iterable[Article], fields, *args, **kwargs) -> int:
+    def bulk_update(
+        self, objs: Iterable[Article], fields: Iterable[str], *args: Any, **kwargs: Any
+    ) -> int:
         objs, fields = list(objs), list(fields)
         for obj in objs:
             obj.fill_slug_keys()
         for name, key in (("slug", "slug_key"), ("published_slug", "published_slug_key")):
             if name in fields and key not in fields:
                 fields.append(key)
-        return super().bulk_update(objs, fields, *args, **kwargs)
+        return super().bulk_update(objs, fields, *args, **kwargs)  # type: ignore[arg-type]
 
     def update(self, **kwargs) -> int:
         for name, key in (("slug", "slug_key"), ("published_slug", "published_slug_key")):
@@ -188,7 +198,7 @@ def sitemap_chunk_name(field: str) -> Q:
     REPLACE) rather than a regular expression: SQLite's REGEXP is a function Django
     defines per connection, which `manage.py dbshell` would not have, and every
     write to the table would fail there."""
-    rest = Substr(field, len(SITEMAP_CHUNK_PREFIX) + 1)
+    rest: Func = Substr(field, len(SITEMAP_CHUNK_PREFIX) + 1)
     for digit in "0123456789":
         rest = Replace(rest, Value(digit), Value(""))
     return (

@@ -3,6 +3,10 @@ with skewed clocks agree on what is due and whose lease has run out."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
@@ -40,7 +44,9 @@ def articles_due_for_catch_up(*, stale_after: float, limit: int) -> list[int]:
     )
 
 
-def articles_to_arm(*, horizon: float, stale_after: float, limit: int) -> list[tuple[int, object]]:
+def articles_to_arm(
+    *, horizon: float, stale_after: float, limit: int
+) -> list[tuple[int, datetime]]:
     """Scheduled rows due within `horizon` seconds, not armed in the last
     `stale_after` seconds: (id, publish_at), soonest first."""
     cutoff = now_plus(-stale_after)
@@ -62,7 +68,7 @@ def dead_unalerted_ids(*, limit: int) -> list[int]:
     )
 
 
-def stuck_articles(*, stuck_after: float, limit: int = 100) -> list[dict]:
+def stuck_articles(*, stuck_after: float, limit: int = 100) -> list[Mapping[str, Any]]:
     """Due work that no executor has touched for `stuck_after` seconds, oldest first."""
     cutoff = now_plus(-stuck_after)
     return list(
@@ -100,8 +106,15 @@ def pipeline_status(*, dead_limit: int = 20) -> dict:
         .values("id", "title", "publish_at", "attempts", "db_now")
         .first()
     )
-    if oldest:
-        oldest["waiting_seconds"] = (oldest.pop("db_now") - oldest["publish_at"]).total_seconds()
+    oldest_due = None
+    if oldest is not None:
+        oldest_due = {
+            "id": oldest["id"],
+            "title": oldest["title"],
+            "publish_at": oldest["publish_at"],
+            "attempts": oldest["attempts"],
+            "waiting_seconds": (oldest["db_now"] - oldest["publish_at"]).total_seconds(),
+        }
     return {
         "counts": {
             "pending": by_status.get(ArticleStatus.PENDING, 0) - scheduled,
@@ -112,7 +125,7 @@ def pipeline_status(*, dead_limit: int = 20) -> dict:
         "in_flight": Article.objects.filter(
             status=ArticleStatus.PENDING, lease_expires_at__gt=Now()
         ).count(),
-        "oldest_due_pending": oldest,
+        "oldest_due_pending": oldest_due,
         "stuck": len(stuck_articles(stuck_after=settings.PUBLISH_STUCK_AFTER)),
         "dead": list(
             Article.objects.filter(status=ArticleStatus.DEAD)
@@ -131,7 +144,7 @@ def broker_queue_lengths() -> dict[str, int | None]:
     from publishing.broker_status import queue_message_counts
 
     try:
-        return queue_message_counts(timeout=1)
+        return dict(queue_message_counts(timeout=1))
     except Exception:  # down or silent: /healthz and the dashboard's health say so
         return dict.fromkeys(queue.name for queue in settings.CELERY_TASK_QUEUES)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict
 from datetime import timedelta
+from typing import Any
 
 from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -18,6 +19,7 @@ from publishing.dispatch import (
     dispatch_deliveries,
     dispatch_many,
     dispatch_publish,
+    eta_horizon,
 )
 from publishing.exceptions import ArticleDeadError, TransientPublishError
 from publishing.services import (
@@ -46,6 +48,12 @@ class PublishTask(Task):
     backing off, so the countdown is the recorded one.
     """
 
+    # Class attributes of each task made with DURABLE's options (Celery sets them from
+    # the decorator's arguments); the stubs' Task does not declare them.
+    retry_backoff: bool | int
+    retry_backoff_max: int
+    retry_jitter: bool
+
     def backoff(self, attempt: int) -> float:
         return get_exponential_backoff_interval(
             factor=int(max(1.0, float(self.retry_backoff))),
@@ -71,7 +79,7 @@ class PublishTask(Task):
 
 
 # The Celery-level policy of the tasks that change what readers see.
-DURABLE = {
+DURABLE: dict[str, Any] = {
     # Ack only after the attempt, and requeue when the pool child dies mid-attempt; the
     # database's attempt budget is what stops a message that kills workers every time.
     "acks_late": True,
@@ -96,7 +104,7 @@ DURABLE = {
 # TimeLimitExceeded, not a WorkerLostError. The redelivered message finds the killed
 # attempt's lease (the last tenth of it) and comes back when it runs out (below); the
 # budget (PUBLISH_MAX_ATTEMPTS) stops an article that hangs on every attempt.
-REQUEUE_ON_HARD_TIME_LIMIT = {"acks_on_timeout": False}
+REQUEUE_ON_HARD_TIME_LIMIT: dict[str, Any] = {"acks_on_timeout": False}
 
 
 @shared_task(
@@ -133,7 +141,7 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         )
     if result.outcome in (Outcome.CHANGED, Outcome.RELEASED):
         dispatch_publish(article_id)
-    elif result.due_in is not None and result.due_in <= settings.PUBLISH_ETA_HORIZON:
+    elif result.due_in is not None and result.due_in <= eta_horizon():
         # This message came before the row was due (an ETA from a host whose clock runs
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
@@ -184,7 +192,7 @@ def _follow_up(
     for result in report.results:
         if result.article_id == own or result.outcome is not Outcome.RETRY:
             continue
-        if result.retry_in is not None and result.retry_in <= settings.PUBLISH_ETA_HORIZON:
+        if result.retry_in is not None and result.retry_in <= eta_horizon():
             eta = timezone.now() + timedelta(seconds=result.retry_in)
             dispatch_publish(result.article_id, eta=eta)
     again = [
@@ -278,14 +286,14 @@ class DeliveryRetry(TransientPublishError):
     # (the POST's own timeouts end inside the soft limit: config/checks.py).
     soft_time_limit=settings.PUBLISH_WEBHOOK_LEASE_SECONDS * 0.8,
     time_limit=settings.PUBLISH_WEBHOOK_LEASE_SECONDS * 0.9,
-)
+)  # type: ignore[call-overload]  # celery-types say int seconds; Celery takes a float too
 def deliver_webhook(self: Task, delivery_id: int) -> dict:
     """One try of one webhook delivery (services.deliveries): after the publish, never
     inside it."""
     result = webhook_deliver(delivery_id=delivery_id)
     if result.outcome is DeliveryOutcome.RETRY:
         raise self.retry(countdown=result.retry_in, exc=DeliveryRetry(result.error))
-    if result.due_in is not None and result.due_in <= settings.PUBLISH_ETA_HORIZON:
+    if result.due_in is not None and result.due_in <= eta_horizon():
         # Came before its backoff was over (a copy sent by the catch-up or a requeue
         # meanwhile): send it again for when it is due.
         dispatch_deliveries([delivery_id], eta=timezone.now() + timedelta(seconds=result.due_in))
@@ -317,7 +325,7 @@ def publish_catch_up() -> dict:
     # Inside the refresher's lease, so no second pass can begin while this one writes.
     soft_time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.8,
     time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.9,
-)
+)  # type: ignore[call-overload]  # celery-types say int seconds; Celery takes a float too
 def refresh_site(after: int | None = None) -> str:
     """The deferred pass of the shared views' refresher (services.refresh), or with
     `after` the watchdog of pass `after`; the pass's outcome."""

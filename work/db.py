@@ -4,10 +4,11 @@ and a condition on several columns at once."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.db import connections
-from django.db.models import Model, QuerySet
+from django.db.models import Field, Model, QuerySet
+from django.db.models.options import Options
 from django.db.models.sql import UpdateQuery
 
 M = TypeVar("M", bound=Model)
@@ -22,17 +23,18 @@ def update_returning(
     other expressions are written as `update()` writes them. `only`: the fields to
     return (the others deferred), e.g. `("id",)`; every field when None."""
     model, db = queryset.model, queryset.db
-    query = queryset.query.chain(UpdateQuery)
+    # chain(klass) returns an instance of klass; django-stubs type it as any Query.
+    query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
     query.add_update_values(values)
     compiler = query.get_compiler(db)
     sql, params = compiler.as_sql()
     if not sql:  # an empty IN (): nothing to update
         return []
-    fields = model._meta.concrete_fields
+    fields: Sequence[Field] = model._meta.concrete_fields
     if only is not None:
-        fields = [model._meta.get_field(name) for name in only]
+        fields = [_field(model._meta, name) for name in only]
     connection = connections[db]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    columns = ", ".join(connection.ops.quote_name(_column(field)) for field in fields)
     with connection.cursor() as cursor:
         cursor.execute(f"{sql} RETURNING {columns}", params)
         rows = cursor.fetchall()
@@ -55,12 +57,29 @@ def row_values_in(
     meta = rows.model._meta
     table = connection.ops.quote_name(meta.db_table)
     quote = connection.ops.quote_name
-    columns = ", ".join(
-        f"{table}.{quote((meta.pk if name == 'pk' else meta.get_field(name)).column)}"
-        for name in fields
-    )
+    columns = ", ".join(f"{table}.{quote(column_name(meta, name))}" for name in fields)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     params = [value for row in values for value in row]
     return rows.extra(
         where=[f"({columns}) IN (VALUES {', '.join([one] * len(values))})"], params=params
     )
+
+
+def column_name(meta: Options[Any], name: str) -> str:
+    """The column of the field `name` ("pk" for the key) of a model."""
+    return _column(_field(meta, name))
+
+
+def _field(meta: Options[Any], name: str) -> Field:
+    """The field `name` ("pk" for the key) of a model, if it is a column of its table: not
+    a reverse relation nor a many-to-many."""
+    field = meta.pk if name == "pk" else meta.get_field(name)
+    if not isinstance(field, Field) or not field.concrete:
+        raise ValueError(f"{meta.label}.{name} is not a column of {meta.db_table}")
+    return field
+
+
+def _column(field: Field) -> str:
+    if field.column is None:  # only fields without a column of their own; see _field
+        raise ValueError(f"{field} has no column")
+    return field.column

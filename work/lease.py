@@ -51,7 +51,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Greatest, Now
 
-from work.db import row_values_in, update_returning
+from work.db import column_name, row_values_in, update_returning
 
 M = TypeVar("M", bound=Model)
 
@@ -175,7 +175,7 @@ def pick(rows: QuerySet[M], *, limit: int, order_by: Sequence[str | Expression])
         return rows.filter(pk__in=ids)
     sql, params = ids.query.sql_with_params()
     table = connection.ops.quote_name(rows.model._meta.db_table)
-    pk = connection.ops.quote_name(rows.model._meta.pk.column)
+    pk = connection.ops.quote_name(column_name(rows.model._meta, "pk"))
     return rows.extra(
         where=[f"{table}.{pk} = ANY(ARRAY({sql} FOR UPDATE SKIP LOCKED))"], params=list(params)
     )
@@ -192,7 +192,7 @@ def in_lock_order(rows: QuerySet[M]) -> QuerySet[M]:
         return rows
     sql, params = rows.order_by("pk").values("pk").query.sql_with_params()
     table = connection.ops.quote_name(rows.model._meta.db_table)
-    pk = connection.ops.quote_name(rows.model._meta.pk.column)
+    pk = connection.ops.quote_name(column_name(rows.model._meta, "pk"))
     return rows.extra(where=[f"{table}.{pk} = ANY(ARRAY({sql} FOR UPDATE))"], params=list(params))
 
 

@@ -79,7 +79,8 @@ class StoryForm(forms.ModelForm):
         self.saved: Story | None = None
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors:
             return cleaned
         existing = self.instance.pk is not None and not self.instance._state.adding
@@ -275,7 +276,8 @@ class StoryAdmin(admin.ModelAdmin):
     def sharing(self, obj: Story) -> str:
         token = story_preview_token(obj)
         share = reverse("admin:publishing_story_share", args=[obj.pk])
-        if token is None:
+        expires_at = obj.preview_expires_at
+        if token is None or expires_at is None:
             return format_html(
                 '<button type="submit" class="button" id="desk-share" form="desk-story-actions" '
                 'formaction="{}">Share preview</button> <span class="help">A link that shows '
@@ -293,7 +295,7 @@ class StoryAdmin(admin.ModelAdmin):
             "New link</button>",
             url,
             url,
-            obj.preview_expires_at.strftime("%Y-%m-%d %H:%M"),
+            expires_at.strftime("%Y-%m-%d %H:%M"),
             reverse("admin:publishing_story_unshare", args=[obj.pk]),
             share,
         )

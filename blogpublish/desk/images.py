@@ -111,7 +111,10 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
         raise ImageRefused(
             f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read ({exc})."
         ) from None
-    return without_location(data, image), EXTENSIONS[image.format], width, height
+    # Opened with `formats`, an image has one of them (Pillow's format is None only for
+    # an image made in memory).
+    extension = EXTENSIONS[image.format or ""]
+    return without_location(data, image), extension, width, height
 
 
 # --- metadata: only what showing the image needs is kept ----------------------------

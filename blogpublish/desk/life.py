@@ -48,10 +48,9 @@ def relative(moment: datetime, now: datetime) -> str:
 
 def life_of(article: Article, *, now: datetime, max_attempts: int) -> Life:
     """What is happening to `article` at `now`, in words."""
-    live = bool(article.published_hash) and article.published_at is not None
-    live_note = (
-        f"; the version live since {when(article.published_at)} stays online" if live else ""
-    )
+    live_since = article.published_at if article.published_hash else None
+    live = live_since is not None
+    live_note = f"; the version live since {when(live_since)} stays online" if live_since else ""
     if article.status == ArticleStatus.PUBLISHED:
         since = article.published_at or article.updated_at or now
         return Life("live", f"live since {when(since)} ({relative(since, now)})")

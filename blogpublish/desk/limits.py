@@ -152,7 +152,7 @@ def _render_in_child(write_fd: int, function: Callable[[Any], Any], argument: An
 
 def _read_until_closed(read_fd: int, deadline: float) -> bytes | None:
     """What the child wrote, once it closed its end; None if the deadline came first."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([read_fd], [], [], left)[0]:

@@ -362,9 +362,8 @@ class StaticSitePublisher(BasePublisher):
         alone. Returns how many were written (issue 17, docs/design.md)."""
         wrong, pages = [], iter(pages)
         while chunk := list(islice(pages, 1000)):
-            listed = with_page is None
-            present = [p for p in chunk if listed or p.slug in with_page]
-            missing = [p for p in chunk if not (listed or p.slug in with_page)]
+            present = [p for p in chunk if with_page is None or p.slug in with_page]
+            missing = [p for p in chunk if not (with_page is None or p.slug in with_page)]
             heads = self.site.read_heads(
                 [paths.page_file(p.slug) for p in present], documents.CONTENT_MARK_WITHIN
             )

@@ -13,9 +13,10 @@ size.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
@@ -204,7 +205,7 @@ def listed_date(moment: datetime | None) -> str:
     return moment.isoformat() if moment else ""
 
 
-def article_states(ids: Iterable[int]) -> dict[int, dict]:
+def article_states(ids: Iterable[int]) -> dict[int, Mapping[str, Any]]:
     rows = Article.objects.filter(pk__in=list(ids)).values(
         "id", "status", "published_hash", "published_slug", "published_publish_at"
     )

@@ -34,6 +34,8 @@ def storage_for(site_root: str, *_config: object) -> SiteStorage:
         return S3SiteStorage(bucket=where.bucket, prefix=where.prefix)
     from blogpublish.storage.local import LocalStorage
 
+    if where.path is None:  # parse_site_root gives every local root its path
+        raise ValueError(f"SITE_ROOT={site_root!r} names no folder")
     return LocalStorage(where.path)
 
 

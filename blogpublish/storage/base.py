@@ -9,6 +9,7 @@ none: a temporary file renamed into place on disk, one PUT per object in a bucke
 from __future__ import annotations
 
 import abc
+import builtins
 import mimetypes
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -149,10 +150,12 @@ class SiteStorage(abc.ABC):
         bucket's PUT was conditional) or a newer write is there."""
         return False
 
-    def stage_many(self, items: list[tuple[str, str | bytes]]) -> list[Staged | Exception]:
+    def stage_many(
+        self, items: builtins.list[tuple[str, str | bytes]]
+    ) -> builtins.list[Staged | Exception]:
         """`stage` for a batch's pages (rel, data): per item its Staged, or the error
         that kept that one from being staged (the others are staged)."""
-        out: list[Staged | Exception] = []
+        out: builtins.list[Staged | Exception] = []
         for rel, data in items:
             try:
                 out.append(self.stage(rel, data))
@@ -160,7 +163,7 @@ class SiteStorage(abc.ABC):
                 out.append(exc)
         return out
 
-    def commit_many(self, staged: list[Staged]) -> None:
+    def commit_many(self, staged: builtins.list[Staged]) -> None:
         """`commit` for a batch's pages, under the page guard of them all; the first
         failure raises (the caller then publishes them one by one)."""
         for item in staged:

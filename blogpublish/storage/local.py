@@ -4,13 +4,14 @@ follows a link inside the folder."""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from blogpublish import files
+from blogpublish import files, swap
 from blogpublish.site import paths
 from blogpublish.storage.base import SiteStorage, Staged, payload
 
@@ -81,7 +82,9 @@ class LocalStorage(SiteStorage):
         name until `discard`, so that `take_back` can restore it."""
         staged.placed = files.move_staged(self.root, paths.STAGING_DIR, staged.token, staged.rel)
 
-    def stage_many(self, items: list[tuple[str, str | bytes]]) -> list[Staged | Exception]:
+    def stage_many(
+        self, items: builtins.list[tuple[str, str | bytes]]
+    ) -> builtins.list[Staged | Exception]:
         """The batch's temporary files written, then flushed to disk in ONE call
         (`files.stage_many`) instead of an fsync each."""
         tokens = files.stage_many(
@@ -94,7 +97,7 @@ class LocalStorage(SiteStorage):
             for (rel, _), token in zip(items, tokens, strict=True)
         ]
 
-    def commit_many(self, staged: list[Staged]) -> None:
+    def commit_many(self, staged: builtins.list[Staged]) -> None:
         moves = [(item.token, item.rel) for item in staged]
         for item, placed in zip(
             staged, files.move_many(self.root, paths.STAGING_DIR, moves), strict=True
@@ -102,7 +105,7 @@ class LocalStorage(SiteStorage):
             item.placed = placed
 
     def take_back(self, staged: Staged) -> bool:
-        if staged.placed is None:
+        if not isinstance(staged.placed, swap.Placed):  # None: nothing was put in place
             return False
         return files.take_back(
             self.root, paths.STAGING_DIR, staged.token, staged.rel, staged.placed

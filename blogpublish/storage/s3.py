@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, cast
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
@@ -40,11 +41,15 @@ READ_THREADS = 16
 
 def client_config() -> Config:
     """Bounded waits and one retry (config/settings.py, SITE_STORAGE_*)."""
+    # One of these three: config/settings.py refuses any other.
+    addressing_style = cast(
+        Literal["auto", "virtual", "path"], settings.AWS_S3_ADDRESSING_STYLE or "auto"
+    )
     return Config(
         connect_timeout=settings.SITE_STORAGE_CONNECT_TIMEOUT,
         read_timeout=settings.SITE_STORAGE_READ_TIMEOUT,
         retries={"max_attempts": settings.SITE_STORAGE_MAX_ATTEMPTS, "mode": "standard"},
-        s3={"addressing_style": settings.AWS_S3_ADDRESSING_STYLE or "auto"},
+        s3={"addressing_style": addressing_style},
         signature_version="s3v4",
     )
 

@@ -81,7 +81,9 @@ def articles_create_many(rows: Iterable[Mapping]) -> list[Article]:
     path that does. All or nothing: one invalid row raises a ValidationError naming
     each bad row (`row 3: slug: …`) and stores none. The rows go in one INSERT, and
     each is sent to be published after the commit, as a save would."""
-    articles, errors, keys = [], [], set()
+    articles: list[Article] = []
+    errors: list[str] = []
+    keys: set[str] = set()
     for number, row in enumerate(rows, start=1):
         article = _article(**row)
         try:
@@ -94,7 +96,9 @@ def articles_create_many(rows: Iterable[Mapping]) -> list[Article]:
             if article.slug_key in keys:
                 raise ValidationError({"slug": "the same slug as an earlier row"})
         except ValidationError as exc:
-            errors += [f"row {number}: {field}: {m}" for field, ms in exc for m in ms]
+            errors += [
+                f"row {number}: {field}: {m}" for field, ms in exc.message_dict.items() for m in ms
+            ]
             continue
         keys.add(article.slug_key)
         article.content_hash = article._content_hash()

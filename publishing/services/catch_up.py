@@ -12,7 +12,7 @@ import logging
 import os
 import socket
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
 from publishing import rollup
-from publishing.dispatch import dispatch_batches, dispatch_many
+from publishing.dispatch import dispatch_batches, dispatch_many, eta_horizon
 from publishing.models import Article, CatchUpRun
 from publishing.selectors import (
     articles_due_for_catch_up,
@@ -59,7 +59,7 @@ def _mark_dispatched(ids: list[int]) -> None:
         Article.objects.filter(pk__in=ids).update(dispatched_at=Now())
 
 
-def _send_all(batch: list[tuple[int, datetime | None]]) -> list[int]:
+def _send_all(batch: Sequence[tuple[int, datetime | None]]) -> list[int]:
     """Send each (id, eta) on one connection; stop at the first failure, since the
     broker is then down for the rest too (the next run sends them).
 
@@ -147,7 +147,7 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         sent = _send_all([(article_id, None) for article_id in stale])
     run.renew()
     soon = articles_to_arm(
-        horizon=settings.PUBLISH_ETA_HORIZON, stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
+        horizon=eta_horizon(), stale_after=settings.PUBLISH_STALE_AFTER, limit=limit
     )
     armed = _send_all(soon)
 

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
@@ -247,11 +248,12 @@ def _plan_chunk(
     rows = Article.objects.filter(Q(slug_key__in=keys) | Q(published_slug_key__in=keys)).values(
         "id", "slug_key", "published_slug_key", "content_hash", "publish_at", "status"
     )
-    for row in rows:
-        existing[row["slug_key"]] = row
-        if row["published_slug_key"]:
-            live_pages[row["published_slug_key"]] = row["id"]
-    new, changed = [], []
+    for found in rows:
+        existing[found["slug_key"]] = found
+        if found["published_slug_key"]:
+            live_pages[found["published_slug_key"]] = found["id"]
+    new: list[_Planned] = []
+    changed: list[_Planned] = []
     for p in planned:
         article, key = p.article, p.article.slug_key
         row = existing.get(key)
@@ -382,7 +384,7 @@ def _keep_draft(path: Path, parsed: ParsedFile, *, dry_run: bool) -> FileResult:
     if story is None and Article.objects.filter(slug_key=key_of(slug)).exists():
         reason = "draft: an article has this slug already; remove `draft: true` to update it"
         return FileResult(path, Action.FAILED, reason, slug)
-    fields = {
+    fields: dict[str, Any] = {
         "title": parsed.title,
         "body": parsed.body,
         "slug": slug,

@@ -52,6 +52,7 @@ from django.db.models import (
     Case,
     DurationField,
     Exists,
+    Expression,
     ExpressionWrapper,
     F,
     IntegerField,
@@ -176,6 +177,7 @@ def claim_group(
     # A row left leased by a claimer that died is only ever claimed alone, by its own
     # message: if it is what killed the claimer, it takes no other row down with it.
     clean = Q(lease_expires_at__isnull=True)
+    order_by: list[str | Expression]
     if first is None:
         _give_up_spent(limit)
         rows, order_by = due.filter(clean), ["publish_at", "id"]
@@ -598,7 +600,7 @@ class _Group:
                 # Checks each row's token at its own write too; takes the group in
                 # slices, the deadline checked between them (a slow bucket's PUTs).
                 alive = self.ours(alive) if number else alive
-                kept = []
+                kept: list[Claim] = []
                 deadline = self.finish_by if number else self.start_by
                 for n in range(0, len(alive), SLICE):
                     if n and time.monotonic() > deadline:
@@ -606,7 +608,7 @@ class _Group:
                     kept += self.publish_slice(publisher, alive[n : n + SLICE])
                 alive = kept
                 continue
-            kept: list[Claim] = []
+            kept = []
             deadline = self.finish_by if number else self.start_by
             for claim in alive:
                 if kept and time.monotonic() > deadline:

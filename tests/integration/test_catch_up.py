@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from publishing.dispatch import eta_horizon
 from publishing.models import Article
 from publishing.services import catch_up
 
@@ -37,9 +38,7 @@ def test_catch_up_sends_stale_due_rows_once_per_stale_period(quiet_article, sent
 
 
 def test_catch_up_arms_scheduled_rows_before_they_are_due(quiet_article, sent_tasks, settings):
-    soon = quiet_article(
-        publish_at=timezone.now() + timedelta(seconds=settings.PUBLISH_ETA_HORIZON / 2)
-    )
+    soon = quiet_article(publish_at=timezone.now() + timedelta(seconds=eta_horizon() / 2))
     later = quiet_article(publish_at=timezone.now() + timedelta(days=1))
     sent_tasks.clear()
 

@@ -73,7 +73,6 @@ def pipeline(transactional_db, settings) -> Iterator[Pipeline]:
     """A private Redis, the test process using it, and starters for worker and beat."""
     for name, value in SYSTEM_SETTINGS.items():
         setattr(settings, name, value)
-    settings.PUBLISH_ETA_HORIZON = 2 * SYSTEM_SETTINGS["PUBLISH_CATCHUP_INTERVAL"]
     redis = PrivateRedis(free_port()).start()
     env = {"BLOGPUBLISH_TEST_BROKER": redis.url, **{k: str(v) for k, v in SYSTEM_SETTINGS.items()}}
     pipe = Pipeline(redis=redis, env=env)

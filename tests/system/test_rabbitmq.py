@@ -98,7 +98,6 @@ def rabbit(node, vhosts, transactional_db, settings) -> Iterator[RabbitPipeline]
     starters for worker and Beat (the system tests' short intervals)."""
     for name, value in SYSTEM_SETTINGS.items():
         setattr(settings, name, value)
-    settings.PUBLISH_ETA_HORIZON = 2 * SYSTEM_SETTINGS["PUBLISH_CATCHUP_INTERVAL"]
     if not node.answers():  # a test before this one killed it and failed
         node.start()
     if not vhosts:  # a test run more than once (pytest's own repeat plugins)

@@ -11,6 +11,7 @@ import pytest
 
 from config.checks import publishing_settings_problems
 from config.queues import celery_queues
+from publishing.dispatch import eta_horizon
 from tests.support.processes import ROOT
 from tests.unit.test_settings_checks import GOOD
 from work import brokers
@@ -76,6 +77,13 @@ def test_on_rabbitmq_an_eta_horizon_past_the_consumer_timeout_is_refused():
         | {"broker_hold_limit": rabbitmq_limit(1800)}
     )
     assert any("ETA horizon" in p and "consumer_timeout" in p for p in problems), problems
+
+
+def test_the_eta_horizon_follows_the_catch_up_interval_it_is_read_from(settings):
+    # Read when used: a test (or process) that changes the interval need not restate it.
+    settings.PUBLISH_CATCHUP_INTERVAL = 7
+
+    assert eta_horizon() == 14
 
 
 def test_with_quorum_queues_the_broker_holds_etas_so_only_the_lease_counts():

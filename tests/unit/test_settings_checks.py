@@ -120,6 +120,7 @@ def test_each_bad_combination_is_named(changes, named):
         ({"PUBLISH_STUCK_AFTER": "30"}, "PUBLISH_STUCK_AFTER"),
         ({"PUBLISH_MAX_ATTEMPTS": "many"}, "PUBLISH_MAX_ATTEMPTS='many' is not a number"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
+        ({"AWS_S3_ADDRESSING_STYLE": "bucket"}, "AWS_S3_ADDRESSING_STYLE='bucket'"),
     ],
 )
 def test_a_process_with_bad_settings_does_not_start(env, named):
