@@ -20,7 +20,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.db.models import Func, Q, Value
+from django.db.models import Func, JSONField, Q, Value
 from django.db.models.functions import Length, Now, Replace, Substr
 from django.db.models.lookups import Exact, GreaterThan, LessThanOrEqual
 from django.utils import timezone
@@ -795,7 +795,11 @@ class Story(models.Model):
     # The publish attempts of the article it was, kept when it is withdrawn (its Article
     # row and the attempts' rows go): [{number, started_at, finished_at, outcome, error,
     # worker}], oldest first, at most PUBLISH_LOG_KEPT.
-    publish_log = models.JSONField(default=list, blank=True, editable=False)
+    # (A database default too: the previous release's code, which knows no such column,
+    # still inserts stories during a rolling deploy; docs/operations.md.)
+    publish_log = models.JSONField(
+        default=list, db_default=Value([], JSONField()), blank=True, editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

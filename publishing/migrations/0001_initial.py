@@ -8,57 +8,138 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Article',
+            name="Article",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=200, validators=[publishing.validators.validate_single_line])),
-                ('slug', models.SlugField(allow_unicode=True, blank=True, help_text="The page's address: letters (any script), digits, - and _. Left blank, it is made from the title.", max_length=200, unique=True, validators=[publishing.validators.validate_slug_bytes, publishing.validators.validate_not_reserved])),
-                ('body', models.TextField(help_text='Markdown, at most 1 MiB.', validators=[publishing.validators.validate_body_size])),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('published', 'Published'), ('dead', 'Dead')], default='pending', max_length=16)),
-                ('publish_at', models.DateTimeField(default=django.utils.timezone.now, help_text='Not published before this time.')),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('last_error', models.TextField(blank=True, default='')),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('next_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('content_hash', models.CharField(editable=False, max_length=64)),
-                ('published_hash', models.CharField(blank=True, default='', editable=False, max_length=64)),
-                ('published_slug', models.CharField(blank=True, default='', editable=False, max_length=200)),
-                ('uid', models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-                ('published_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "title",
+                    models.CharField(
+                        max_length=200, validators=[publishing.validators.validate_single_line]
+                    ),
+                ),
+                (
+                    "slug",
+                    models.SlugField(
+                        allow_unicode=True,
+                        blank=True,
+                        help_text="The page's address: letters (any script), digits, - and _. Left blank, it is made from the title.",
+                        max_length=200,
+                        unique=True,
+                        validators=[
+                            publishing.validators.validate_slug_bytes,
+                            publishing.validators.validate_not_reserved,
+                        ],
+                    ),
+                ),
+                (
+                    "body",
+                    models.TextField(
+                        help_text="Markdown, at most 1 MiB.",
+                        validators=[publishing.validators.validate_body_size],
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("published", "Published"),
+                            ("dead", "Dead"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "publish_at",
+                    models.DateTimeField(
+                        default=django.utils.timezone.now,
+                        help_text="Not published before this time.",
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("last_error", models.TextField(blank=True, default="")),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("content_hash", models.CharField(editable=False, max_length=64)),
+                (
+                    "published_hash",
+                    models.CharField(blank=True, default="", editable=False, max_length=64),
+                ),
+                (
+                    "published_slug",
+                    models.CharField(blank=True, default="", editable=False, max_length=200),
+                ),
+                ("uid", models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
+                ("published_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['-publish_at', '-id'],
-                'indexes': [models.Index(condition=models.Q(('status', 'pending')), fields=['publish_at', 'updated_at'], name='article_pending_due_idx'), models.Index(condition=models.Q(('status', 'published')), fields=['-published_at'], name='article_published_idx')],
+                "ordering": ["-publish_at", "-id"],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("status", "pending")),
+                        fields=["publish_at", "updated_at"],
+                        name="article_pending_due_idx",
+                    ),
+                    models.Index(
+                        condition=models.Q(("status", "published")),
+                        fields=["-published_at"],
+                        name="article_published_idx",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='PublishAttempt',
+            name="PublishAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('content_hash', models.CharField(max_length=64)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('outcome', models.CharField(blank=True, choices=[('ok', 'Published'), ('retry', 'Will retry'), ('dead', 'Dead')], default='', max_length=16)),
-                ('error', models.TextField(blank=True, default='')),
-                ('worker', models.CharField(blank=True, default='', max_length=255)),
-                ('task_id', models.CharField(blank=True, default='', max_length=255)),
-                ('duration', models.DurationField(blank=True, null=True)),
-                ('article', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='publish_attempts', to='publishing.article')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                ("content_hash", models.CharField(max_length=64)),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "outcome",
+                    models.CharField(
+                        blank=True,
+                        choices=[("ok", "Published"), ("retry", "Will retry"), ("dead", "Dead")],
+                        default="",
+                        max_length=16,
+                    ),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("worker", models.CharField(blank=True, default="", max_length=255)),
+                ("task_id", models.CharField(blank=True, default="", max_length=255)),
+                ("duration", models.DurationField(blank=True, null=True)),
+                (
+                    "article",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="publish_attempts",
+                        to="publishing.article",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-started_at', '-id'],
-                'indexes': [models.Index(fields=['article', 'number'], name='attempt_article_idx')],
+                "ordering": ["-started_at", "-id"],
+                "indexes": [models.Index(fields=["article", "number"], name="attempt_article_idx")],
             },
         ),
     ]

@@ -4,29 +4,33 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0001_initial'),
+        ("publishing", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Alarm',
+            name="Alarm",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=64, unique=True)),
-                ('raised_at', models.DateTimeField(blank=True, null=True)),
-                ('detail', models.TextField(blank=True, default='')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=64, unique=True)),
+                ("raised_at", models.DateTimeField(blank=True, null=True)),
+                ("detail", models.TextField(blank=True, default="")),
             ],
         ),
         migrations.AddField(
-            model_name='article',
-            name='alerted_at',
+            model_name="article",
+            name="alerted_at",
             field=models.DateTimeField(blank=True, editable=False, null=True),
         ),
         migrations.AddField(
-            model_name='article',
-            name='dispatched_at',
+            model_name="article",
+            name="dispatched_at",
             field=models.DateTimeField(blank=True, editable=False, null=True),
         ),
     ]

@@ -4,14 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0002_catch_up_and_alarms'),
+        ("publishing", "0002_catch_up_and_alarms"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='article',
-            index=models.Index(condition=models.Q(('published_hash', ''), _negated=True), fields=['publish_at', 'id'], name='article_listed_idx'),
+            model_name="article",
+            index=models.Index(
+                condition=models.Q(("published_hash", ""), _negated=True),
+                fields=["publish_at", "id"],
+                name="article_listed_idx",
+            ),
         ),
     ]

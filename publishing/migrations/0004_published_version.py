@@ -19,7 +19,9 @@ def forwards(apps, schema_editor):
     for article in Article.objects.all().iterator():
         publish_at = article.publish_at.replace(microsecond=0)
         old = _hash(article.title, article.slug, article.body)
-        new = _hash(article.title, article.slug, article.body, publish_at.astimezone(UTC).isoformat())
+        new = _hash(
+            article.title, article.slug, article.body, publish_at.astimezone(UTC).isoformat()
+        )
         article.publish_at, article.content_hash, article.claims = publish_at, new, article.attempts
         if article.published_hash:
             if article.published_hash == old:
@@ -28,46 +30,57 @@ def forwards(apps, schema_editor):
             article.published_title = article.title
             article.published_body = article.body
             article.published_publish_at = publish_at
-        article.save(update_fields=[
-            "publish_at", "content_hash", "claims", "published_hash", "published_slug",
-            "published_title", "published_body", "published_publish_at",
-        ])
+        article.save(
+            update_fields=[
+                "publish_at",
+                "content_hash",
+                "claims",
+                "published_hash",
+                "published_slug",
+                "published_title",
+                "published_body",
+                "published_publish_at",
+            ]
+        )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0003_article_listed_idx'),
+        ("publishing", "0003_article_listed_idx"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='article',
-            name='article_listed_idx',
+            model_name="article",
+            name="article_listed_idx",
         ),
         migrations.AddField(
-            model_name='article',
-            name='claims',
+            model_name="article",
+            name="claims",
             field=models.PositiveBigIntegerField(default=0, editable=False),
         ),
         migrations.AddField(
-            model_name='article',
-            name='published_body',
-            field=models.TextField(blank=True, default='', editable=False),
+            model_name="article",
+            name="published_body",
+            field=models.TextField(blank=True, default="", editable=False),
         ),
         migrations.AddField(
-            model_name='article',
-            name='published_publish_at',
+            model_name="article",
+            name="published_publish_at",
             field=models.DateTimeField(blank=True, editable=False, null=True),
         ),
         migrations.AddField(
-            model_name='article',
-            name='published_title',
-            field=models.CharField(blank=True, default='', editable=False, max_length=200),
+            model_name="article",
+            name="published_title",
+            field=models.CharField(blank=True, default="", editable=False, max_length=200),
         ),
         migrations.RunPython(forwards, migrations.RunPython.noop),
         migrations.AddIndex(
-            model_name='article',
-            index=models.Index(condition=models.Q(('published_hash', ''), _negated=True), fields=['published_publish_at', 'id'], name='article_listed_idx'),
+            model_name="article",
+            index=models.Index(
+                condition=models.Q(("published_hash", ""), _negated=True),
+                fields=["published_publish_at", "id"],
+                name="article_listed_idx",
+            ),
         ),
     ]

@@ -8,22 +8,26 @@ def create_refresher(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0004_published_version'),
+        ("publishing", "0004_published_version"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Refresher',
+            name="Refresher",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('wanted', models.BooleanField(default=False)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('passes', models.PositiveBigIntegerField(default=0)),
-                ('last_pass_at', models.DateTimeField(blank=True, null=True)),
-                ('deferred_until', models.DateTimeField(blank=True, null=True)),
-                ('reconciled_at', models.DateTimeField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("wanted", models.BooleanField(default=False)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("passes", models.PositiveBigIntegerField(default=0)),
+                ("last_pass_at", models.DateTimeField(blank=True, null=True)),
+                ("deferred_until", models.DateTimeField(blank=True, null=True)),
+                ("reconciled_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.RunPython(create_refresher, migrations.RunPython.noop),

@@ -4,14 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0005_refresher'),
+        ("publishing", "0005_refresher"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='article',
-            index=models.Index(condition=models.Q(('alerted_at__isnull', True), ('status', 'dead')), fields=['updated_at'], name='article_dead_unalerted_idx'),
+            model_name="article",
+            index=models.Index(
+                condition=models.Q(("alerted_at__isnull", True), ("status", "dead")),
+                fields=["updated_at"],
+                name="article_dead_unalerted_idx",
+            ),
         ),
     ]

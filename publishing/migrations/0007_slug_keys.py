@@ -33,22 +33,21 @@ def backfill(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0006_dead_unalerted_idx'),
+        ("publishing", "0006_dead_unalerted_idx"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='article',
-            name='slug_key',
-            field=models.CharField(default='', editable=False, max_length=800),
+            model_name="article",
+            name="slug_key",
+            field=models.CharField(default="", editable=False, max_length=800),
             preserve_default=False,
         ),
         migrations.AddField(
-            model_name='article',
-            name='published_slug_key',
-            field=models.CharField(blank=True, default='', editable=False, max_length=800),
+            model_name="article",
+            name="published_slug_key",
+            field=models.CharField(blank=True, default="", editable=False, max_length=800),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),
     ]

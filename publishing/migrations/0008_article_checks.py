@@ -16,9 +16,24 @@ import publishing.db
 TITLE_MAX_LENGTH = 200
 BODY_MAX_BYTES = 2**20
 RESERVED = [
-    '.staging', 'admin', 'api', 'assets', 'favicon.ico', 'feed', 'feed.xml', 'healthz',
-    'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml',
-    'static', 'status', 'status.json',
+    ".staging",
+    "admin",
+    "api",
+    "assets",
+    "favicon.ico",
+    "feed",
+    "feed.xml",
+    "healthz",
+    "index.html",
+    "media",
+    "metrics",
+    "page",
+    "robots.txt",
+    "sitemap",
+    "sitemap.xml",
+    "static",
+    "status",
+    "status.json",
 ]
 
 
@@ -54,45 +69,76 @@ def refuse_rows_that_break_the_rules(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0007_slug_keys'),
+        ("publishing", "0007_slug_keys"),
     ]
 
     operations = [
         migrations.RunPython(refuse_rows_that_break_the_rules, migrations.RunPython.noop),
         migrations.AlterField(
-            model_name='article',
-            name='published_slug_key',
-            field=models.CharField(blank=True, db_index=True, default='', editable=False, max_length=800),
+            model_name="article",
+            name="published_slug_key",
+            field=models.CharField(
+                blank=True, db_index=True, default="", editable=False, max_length=800
+            ),
         ),
         migrations.AlterField(
-            model_name='article',
-            name='slug_key',
+            model_name="article",
+            name="slug_key",
             field=models.CharField(editable=False, max_length=800, unique=True),
         ),
         migrations.AddConstraint(
-            model_name='article',
-            constraint=models.CheckConstraint(condition=models.Q(('title', ''), _negated=True), name='article_title_not_blank'),
+            model_name="article",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("title", ""), _negated=True), name="article_title_not_blank"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='article',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length('title'), 200), name='article_title_max_length'),
+            model_name="article",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.LessThanOrEqual(
+                    django.db.models.functions.text.Length("title"), 200
+                ),
+                name="article_title_max_length",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='article',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.LessThanOrEqual(publishing.db.OctetLength('body'), 1048576), name='article_body_max_bytes'),
+            model_name="article",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.LessThanOrEqual(
+                    publishing.db.OctetLength("body"), 1048576
+                ),
+                name="article_body_max_bytes",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='article',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('slug', ''), _negated=True), models.Q(('slug_key', ''), _negated=True)), name='article_slug_not_blank'),
+            model_name="article",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("slug", ""), _negated=True), models.Q(("slug_key", ""), _negated=True)
+                ),
+                name="article_slug_not_blank",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='article',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('slug__contains', '/'), _negated=True), models.Q(('slug__contains', '\\'), _negated=True), models.Q(('slug__contains', '.'), _negated=True)), name='article_slug_one_plain_name'),
+            model_name="article",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("slug__contains", "/"), _negated=True),
+                    models.Q(("slug__contains", "\\"), _negated=True),
+                    models.Q(("slug__contains", "."), _negated=True),
+                ),
+                name="article_slug_one_plain_name",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='article',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('slug__in', RESERVED), _negated=True), models.Q(('slug_key__in', RESERVED), _negated=True)), name='article_slug_not_reserved'),
+            model_name="article",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("slug__in", RESERVED), _negated=True),
+                    models.Q(("slug_key__in", RESERVED), _negated=True),
+                ),
+                name="article_slug_not_reserved",
+            ),
         ),
     ]

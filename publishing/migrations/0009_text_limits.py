@@ -6,20 +6,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0008_article_checks'),
+        ("publishing", "0008_article_checks"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='article',
-            name='body',
-            field=models.TextField(help_text='Markdown, at most 1 MiB.', validators=[publishing.validators.validate_body_size, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_markdown_limits]),
+            model_name="article",
+            name="body",
+            field=models.TextField(
+                help_text="Markdown, at most 1 MiB.",
+                validators=[
+                    publishing.validators.validate_body_size,
+                    publishing.text_limits.validate_xml_chars,
+                    publishing.text_limits.validate_markdown_limits,
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='article',
-            name='title',
-            field=models.CharField(max_length=200, validators=[publishing.validators.validate_single_line, publishing.text_limits.validate_xml_chars]),
+            model_name="article",
+            name="title",
+            field=models.CharField(
+                max_length=200,
+                validators=[
+                    publishing.validators.validate_single_line,
+                    publishing.text_limits.validate_xml_chars,
+                ],
+            ),
         ),
     ]

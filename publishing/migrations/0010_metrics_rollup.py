@@ -109,75 +109,103 @@ def remove_count_triggers(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0009_text_limits'),
+        ("publishing", "0009_text_limits"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ArticleCount',
+            name="ArticleCount",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(max_length=16)),
-                ('shard', models.SmallIntegerField(default=0)),
-                ('n', models.BigIntegerField(default=0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("status", models.CharField(max_length=16)),
+                ("shard", models.SmallIntegerField(default=0)),
+                ("n", models.BigIntegerField(default=0)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('status', 'shard'), name='articlecount_key')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("status", "shard"), name="articlecount_key")
+                ],
             },
         ),
         migrations.RunPython(install_count_triggers, remove_count_triggers),
         migrations.CreateModel(
-            name='CatchUpRun',
+            name="CatchUpRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ran_at', models.DateTimeField()),
-                ('host', models.CharField(blank=True, default='', max_length=255)),
-                ('report', models.JSONField(default=dict)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ran_at", models.DateTimeField()),
+                ("host", models.CharField(blank=True, default="", max_length=255)),
+                ("report", models.JSONField(default=dict)),
             ],
         ),
         migrations.CreateModel(
-            name='MetricsBucket',
+            name="MetricsBucket",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('span', models.CharField(max_length=1)),
-                ('start', models.DateTimeField()),
-                ('metric', models.CharField(max_length=16)),
-                ('label', models.CharField(max_length=16)),
-                ('shard', models.PositiveSmallIntegerField(default=0)),
-                ('n', models.PositiveBigIntegerField(default=0)),
-                ('total', models.FloatField(default=0.0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("span", models.CharField(max_length=1)),
+                ("start", models.DateTimeField()),
+                ("metric", models.CharField(max_length=16)),
+                ("label", models.CharField(max_length=16)),
+                ("shard", models.PositiveSmallIntegerField(default=0)),
+                ("n", models.PositiveBigIntegerField(default=0)),
+                ("total", models.FloatField(default=0.0)),
             ],
         ),
         # Empty on the rows that exist (their latency counts from created_at); new rows
         # get the time of their save. Added without a default so that no table rewrite
         # fills a million rows with the migration's time.
         migrations.AddField(
-            model_name='article',
-            name='pending_since',
+            model_name="article",
+            name="pending_since",
             field=models.DateTimeField(blank=True, editable=False, null=True),
         ),
         # The default is Python's (no SQL): state only, so SQLite does not copy the table.
         migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.AlterField(
-                    model_name='article',
-                    name='pending_since',
-                    field=models.DateTimeField(blank=True, default=django.utils.timezone.now, editable=False, null=True),
+                    model_name="article",
+                    name="pending_since",
+                    field=models.DateTimeField(
+                        blank=True, default=django.utils.timezone.now, editable=False, null=True
+                    ),
                 ),
             ],
         ),
         migrations.AddIndex(
-            model_name='article',
-            index=models.Index(condition=models.Q(('status', 'dead')), fields=['-updated_at'], name='article_dead_idx'),
+            model_name="article",
+            index=models.Index(
+                condition=models.Q(("status", "dead")),
+                fields=["-updated_at"],
+                name="article_dead_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='article',
-            index=models.Index(condition=models.Q(('status', 'pending')), fields=['-attempts', 'id'], name='article_pending_attempts_idx'),
+            model_name="article",
+            index=models.Index(
+                condition=models.Q(("status", "pending")),
+                fields=["-attempts", "id"],
+                name="article_pending_attempts_idx",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='metricsbucket',
-            constraint=models.UniqueConstraint(fields=('span', 'start', 'metric', 'label', 'shard'), name='metricsbucket_key'),
+            model_name="metricsbucket",
+            constraint=models.UniqueConstraint(
+                fields=("span", "start", "metric", "label", "shard"), name="metricsbucket_key"
+            ),
         ),
     ]

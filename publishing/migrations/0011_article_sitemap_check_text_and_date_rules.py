@@ -49,27 +49,48 @@ def refuse_sitemap_slugs(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0010_metrics_rollup'),
+        ("publishing", "0010_metrics_rollup"),
     ]
 
     operations = [
         migrations.RunPython(refuse_sitemap_slugs, migrations.RunPython.noop),
         migrations.AlterField(
-            model_name='article',
-            name='publish_at',
-            field=models.DateTimeField(default=django.utils.timezone.now, help_text='Not published before this time.', validators=[publishing.validators.validate_publish_at]),
+            model_name="article",
+            name="publish_at",
+            field=models.DateTimeField(
+                default=django.utils.timezone.now,
+                help_text="Not published before this time.",
+                validators=[publishing.validators.validate_publish_at],
+            ),
         ),
         migrations.AlterField(
-            model_name='article',
-            name='slug',
-            field=models.SlugField(allow_unicode=True, blank=True, help_text="The page's address: letters (any script), digits, - and _. Left blank, it is made from the title.", max_length=200, unique=True, validators=[publishing.validators.validate_slug_bytes, publishing.validators.validate_not_reserved, publishing.text_limits.validate_display_chars]),
+            model_name="article",
+            name="slug",
+            field=models.SlugField(
+                allow_unicode=True,
+                blank=True,
+                help_text="The page's address: letters (any script), digits, - and _. Left blank, it is made from the title.",
+                max_length=200,
+                unique=True,
+                validators=[
+                    publishing.validators.validate_slug_bytes,
+                    publishing.validators.validate_not_reserved,
+                    publishing.text_limits.validate_display_chars,
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='article',
-            name='title',
-            field=models.CharField(max_length=200, validators=[publishing.validators.validate_single_line, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_display_chars]),
+            model_name="article",
+            name="title",
+            field=models.CharField(
+                max_length=200,
+                validators=[
+                    publishing.validators.validate_single_line,
+                    publishing.text_limits.validate_xml_chars,
+                    publishing.text_limits.validate_display_chars,
+                ],
+            ),
         ),
         migrations.AddConstraint(
             model_name="article",

@@ -6,15 +6,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0011_article_sitemap_check_text_and_date_rules'),
+        ("publishing", "0011_article_sitemap_check_text_and_date_rules"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='article',
-            name='body',
-            field=models.TextField(help_text='Markdown, at most 1 MiB.', validators=[publishing.validators.validate_body_size, publishing.text_limits.validate_xml_chars]),
+            model_name="article",
+            name="body",
+            field=models.TextField(
+                help_text="Markdown, at most 1 MiB.",
+                validators=[
+                    publishing.validators.validate_body_size,
+                    publishing.text_limits.validate_xml_chars,
+                ],
+            ),
         ),
     ]

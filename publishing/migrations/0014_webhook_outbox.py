@@ -4,37 +4,57 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0013_article_count_triggers_after_sqlite_rebuild'),
+        ("publishing", "0013_article_count_triggers_after_sqlite_rebuild"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WebhookDelivery',
+            name="WebhookDelivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('article_id', models.BigIntegerField()),
-                ('event', models.CharField(max_length=32)),
-                ('key', models.CharField(max_length=64, unique=True)),
-                ('body', models.TextField()),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('delivered', 'Delivered'), ('dead', 'Dead')], default='pending', max_length=16)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('claims', models.PositiveBigIntegerField(default=0, editable=False)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('next_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True, default='')),
-                ('dispatched_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('alerted_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("article_id", models.BigIntegerField()),
+                ("event", models.CharField(max_length=32)),
+                ("key", models.CharField(max_length=64, unique=True)),
+                ("body", models.TextField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("delivered", "Delivered"),
+                            ("dead", "Dead"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("claims", models.PositiveBigIntegerField(default=0, editable=False)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True, default="")),
+                ("dispatched_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("alerted_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("delivered_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name': 'webhook delivery',
-                'verbose_name_plural': 'webhook deliveries',
-                'ordering': ['-id'],
-                'indexes': [models.Index(fields=['article_id', 'status', 'id'], name='delivery_article_idx'), models.Index(fields=['status', 'updated_at'], name='delivery_status_idx')],
+                "verbose_name": "webhook delivery",
+                "verbose_name_plural": "webhook deliveries",
+                "ordering": ["-id"],
+                "indexes": [
+                    models.Index(
+                        fields=["article_id", "status", "id"], name="delivery_article_idx"
+                    ),
+                    models.Index(fields=["status", "updated_at"], name="delivery_status_idx"),
+                ],
             },
         ),
     ]

@@ -8,52 +8,118 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0014_webhook_outbox'),
+        ("publishing", "0014_webhook_outbox"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Story',
+            name="Story",
             fields=[
-                ('id', models.BigIntegerField(primary_key=True, serialize=False)),
-                ('title', models.CharField(max_length=200, validators=[publishing.validators.validate_single_line, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_display_chars])),
-                ('slug', models.SlugField(allow_unicode=True, blank=True, help_text="The page's address. Left blank, it is made from the title.", max_length=200, validators=[publishing.validators.validate_slug_bytes, publishing.validators.validate_not_reserved, publishing.text_limits.validate_display_chars])),
-                ('slug_key', models.CharField(editable=False, max_length=800, unique=True)),
-                ('body', models.TextField(blank=True, help_text='Markdown, at most 1 MiB.', validators=[publishing.validators.validate_body_size, publishing.text_limits.validate_xml_chars])),
-                ('publish_at', models.DateTimeField(blank=True, help_text='Empty: now.', null=True, validators=[publishing.validators.validate_publish_at])),
-                ('state', models.CharField(choices=[('draft', 'Draft'), ('published', 'Published')], default='draft', max_length=16)),
-                ('version', models.PositiveIntegerField(default=0, editable=False)),
-                ('published_version', models.PositiveIntegerField(default=0, editable=False)),
-                ('trashed_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('preview_key', models.CharField(blank=True, default='', editable=False, max_length=32)),
-                ('preview_expires_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigIntegerField(primary_key=True, serialize=False)),
+                (
+                    "title",
+                    models.CharField(
+                        max_length=200,
+                        validators=[
+                            publishing.validators.validate_single_line,
+                            publishing.text_limits.validate_xml_chars,
+                            publishing.text_limits.validate_display_chars,
+                        ],
+                    ),
+                ),
+                (
+                    "slug",
+                    models.SlugField(
+                        allow_unicode=True,
+                        blank=True,
+                        help_text="The page's address. Left blank, it is made from the title.",
+                        max_length=200,
+                        validators=[
+                            publishing.validators.validate_slug_bytes,
+                            publishing.validators.validate_not_reserved,
+                            publishing.text_limits.validate_display_chars,
+                        ],
+                    ),
+                ),
+                ("slug_key", models.CharField(editable=False, max_length=800, unique=True)),
+                (
+                    "body",
+                    models.TextField(
+                        blank=True,
+                        help_text="Markdown, at most 1 MiB.",
+                        validators=[
+                            publishing.validators.validate_body_size,
+                            publishing.text_limits.validate_xml_chars,
+                        ],
+                    ),
+                ),
+                (
+                    "publish_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="Empty: now.",
+                        null=True,
+                        validators=[publishing.validators.validate_publish_at],
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("draft", "Draft"), ("published", "Published")],
+                        default="draft",
+                        max_length=16,
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=0, editable=False)),
+                ("published_version", models.PositiveIntegerField(default=0, editable=False)),
+                ("trashed_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "preview_key",
+                    models.CharField(blank=True, default="", editable=False, max_length=32),
+                ),
+                ("preview_expires_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name_plural': 'stories',
-                'ordering': ['-updated_at', '-id'],
+                "verbose_name_plural": "stories",
+                "ordering": ["-updated_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Revision',
+            name="Revision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('title', models.CharField(max_length=200)),
-                ('slug', models.CharField(max_length=200)),
-                ('body', models.TextField(blank=True)),
-                ('publish_at', models.DateTimeField(blank=True, null=True)),
-                ('saved_by', models.CharField(blank=True, default='', max_length=150)),
-                ('saved_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('note', models.CharField(blank=True, default='', max_length=200)),
-                ('story', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='publishing.story')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                ("title", models.CharField(max_length=200)),
+                ("slug", models.CharField(max_length=200)),
+                ("body", models.TextField(blank=True)),
+                ("publish_at", models.DateTimeField(blank=True, null=True)),
+                ("saved_by", models.CharField(blank=True, default="", max_length=150)),
+                ("saved_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("note", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "story",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="revisions",
+                        to="publishing.story",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-number'],
-                'constraints': [models.UniqueConstraint(fields=('story', 'number'), name='revision_story_number')],
+                "ordering": ["-number"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("story", "number"), name="revision_story_number"
+                    )
+                ],
             },
         ),
     ]
