@@ -59,10 +59,11 @@ ALLOWED_ATTRIBUTES = {
     "th": {"align", "style", "colspan", "rowspan"},
     "td": {"align", "style", "colspan", "rowspan"},
     # A task list's box: `checked` is kept, and every <input> is made a disabled
-    # checkbox (SET_ATTRIBUTES), so none can be typed into or sent anywhere.
+    # checkbox (SET_ATTRIBUTES), so none can be typed into or sent anywhere; named
+    # "task" for screen readers, which say its state (a form field needs a name: axe).
     "input": {"checked"},
 }
-SET_ATTRIBUTES = {"input": {"type": "checkbox", "disabled": ""}}
+SET_ATTRIBUTES = {"input": {"type": "checkbox", "disabled": "", "aria-label": "task"}}
 URL_SCHEMES = {"http", "https", "mailto"}
 
 

@@ -7,6 +7,10 @@
 #                                           uploaded images' tests (tests/security/)
 #   hugo              (package hugo)        tests/unit/test_hugo_parity.py: imported posts
 #                                           render as Hugo (Goldmark) renders them
+#   java, npm         (default-jre-headless, npm) the Nu HTML Checker (vnu.jar) and
+#                                           axe-core, from the npm registry into
+#                                           tools/checkers/node_modules (package-lock.json):
+#                                           tests/browser/test_reader_pages.py
 # Called by `make install` and `make test`; quick when everything is there. Add a tool
 # as one more "command package" pair below.
 #   scripts/install-tools.sh [--check]    --check: only say what is missing (exit 1)
@@ -17,6 +21,8 @@ tools=(
     "/usr/bin/chromium chromium"
     "exiftool libimage-exiftool-perl"
     "hugo hugo"
+    "java default-jre-headless"
+    "npm npm"
 )
 
 missing=()
@@ -27,8 +33,23 @@ for pair in "${tools[@]}"; do
     fi
 done
 
+checkers() {
+    # The page checkers, from the lock file, when missing (quick when they are there).
+    local dir
+    dir="$(dirname "$0")/../tools/checkers"
+    if [[ ! -f "$dir/node_modules/vnu-jar/build/dist/vnu.jar" || ! -f "$dir/node_modules/axe-core/axe.min.js" ]]; then
+        if [[ "${1:-}" == "--check" ]]; then
+            echo "missing: the page checkers (scripts/install-tools.sh installs them)" >&2
+            return 1
+        fi
+        echo "Installing the page checkers (vnu-jar, axe-core) from the npm registry"
+        (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+    fi
+}
+
 if [[ ${#missing[@]} -eq 0 ]]; then
-    exit 0
+    checkers "${1:-}"
+    exit $?
 fi
 if [[ "${1:-}" == "--check" ]]; then
     echo "missing Debian packages: ${missing[*]} (scripts/install-tools.sh installs them)" >&2
@@ -52,3 +73,4 @@ $sudo apt-get update -qq
 # The prometheus package starts a Prometheus server on install where a service manager
 # runs; the tests need only its promtool.
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+checkers

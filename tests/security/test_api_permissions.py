@@ -15,6 +15,7 @@ from django.test import Client
 
 from api.tokens import token_create
 from publishing.models import Article, ArticleStatus, DeliveryStatus, WebhookDelivery
+from publishing.services import story_save
 from tests.support.api import (
     ADD,
     ARTICLE_PERMISSIONS,
@@ -55,6 +56,7 @@ OPERATIONS = [
     # As in the admin, the permission to change implies the permission to view.
     Operation("list", "get", "/api/articles", None, (VIEW, CHANGE), False, 200),
     Operation("get", "get", "/api/articles/{id}", None, (VIEW, CHANGE), False, 200),
+    Operation("drafts", "get", "/api/drafts", None, (VIEW, CHANGE), False, 200),
     Operation("patch", "patch", "/api/articles/{id}", {"title": "Changed"}, (CHANGE,), True, 200),
     Operation("delete", "delete", "/api/articles/{id}", None, (DELETE,), True, 204),
     Operation("requeue", "post", "/api/articles/{id}/requeue", None, (CHANGE,), True, 200),
@@ -83,7 +85,7 @@ ALLOWED_BY_ONE = [
 @pytest.fixture
 def article() -> Article:
     """Someone else's article, dead, with a dead webhook delivery of the same id (so that
-    a requeue of either has something to do)."""
+    a requeue of either has something to do), and someone else's draft."""
     article = Article(title="Someone else's", slug="someone-elses", body="Their text.")
     article.full_clean()
     article.save()
@@ -96,6 +98,7 @@ def article() -> Article:
         body="{}",
         status=DeliveryStatus.DEAD,
     )
+    story_save(title="Someone else's draft", body="Not yet.", slug="someone-elses-draft")
     return article
 
 

@@ -58,8 +58,13 @@ def test_render_markdown__github_extensions():
     html = render_markdown("- [x] done\n- [ ] to do\n\n~~gone~~ www.example.com")
     # nh3 writes the attributes it sets in no fixed order.
     done, to_do = re.findall(r"<li><input ([^>]*)> (?:done|to do)</li>", html)
-    assert sorted(done.split()) == ['checked=""', 'disabled=""', 'type="checkbox"']
-    assert sorted(to_do.split()) == ['disabled=""', 'type="checkbox"']
+    assert sorted(done.split()) == [
+        'aria-label="task"',
+        'checked=""',
+        'disabled=""',
+        'type="checkbox"',
+    ]
+    assert sorted(to_do.split()) == ['aria-label="task"', 'disabled=""', 'type="checkbox"']
     assert "<del>gone</del>" in html
     assert '<a href="http://www.example.com" rel="noopener noreferrer">www.example.com</a>' in html
 
