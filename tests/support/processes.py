@@ -128,9 +128,13 @@ def start_worker(
     ready: bool = True,
     pool: str = "prefork",
     wrapper: tuple[str, ...] = (),
+    cwd: Path = ROOT,
+    queues: list[str] | None = None,
 ) -> Proc:
     """`wrapper`: a command that runs the worker, e.g. ("ip", "netns", "exec", NS),
-    which execs it (the PID stays the worker's). With `ready`, waits until it is
+    which execs it (the PID stays the worker's). `cwd`: the code it runs (another
+    release's checkout); `queues`: those it consumes (the run's, by default). With
+    `ready`, waits until it is
     ready, and stops it when it is not; without, the caller waits
     (`wait_until_ready`) once it has registered the process to be stopped."""
     hostname = f"{name}-{time.time_ns()}@{socket.gethostname()}"
@@ -150,7 +154,7 @@ def start_worker(
                 "-n",
                 hostname,
                 "-Q",
-                ",".join(queue.name for queue in settings.CELERY_TASK_QUEUES),
+                ",".join(queues or [queue.name for queue in settings.CELERY_TASK_QUEUES]),
                 "--without-gossip",
                 "--without-mingle",
             ),
