@@ -180,9 +180,9 @@ def wait_until_ready(proc: Proc, timeout: float = 60.0) -> None:
     wait_for(ready, timeout=timeout, what=f"{proc.name} to be ready")
 
 
-def start_beat(*, env: dict | None = None, name: str = "beat") -> Proc:
+def start_beat(*, env: dict | None = None, name: str = "beat", cwd: Path = ROOT) -> Proc:
     schedule = settings.RUN_DIR / f"{name}-{time.time_ns()}-schedule"
-    return spawn(name, celery_cmd("beat", "-l", "info", "-s", str(schedule)), env=env)
+    return spawn(name, celery_cmd("beat", "-l", "info", "-s", str(schedule)), env=env, cwd=cwd)
 
 
 # --- redis -------------------------------------------------------------------------

@@ -16,20 +16,17 @@ PostgreSQL only (lock_timeout, relfilenodes, event triggers); once, as a system 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
 from django.db import connection
 
-from tests.support import processes
+from tests.support import processes, releases
 from tests.support.migration_safety import HOT_TABLES, previous_release
 from tests.support.processes import ROOT
+from tests.support.releases import sh
 from tests.support.waiting import wait_for
 from tests.system.conftest import record_timing
 
@@ -54,24 +51,6 @@ CREATE EVENT TRIGGER upgrade_record_rewrite ON table_rewrite
 """
 
 
-def sh(cmd: list[str], *, cwd: Path, env: dict) -> str:
-    done = subprocess.run(
-        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, f"{cmd}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout + done.stderr
-
-
-def checkout(commit: str, into: Path) -> None:
-    """The release's files (no .git), with the writer beside its manage.py."""
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", commit], cwd=ROOT, capture_output=True, check=False
-    )
-    assert archive.returncode == 0, f"git archive {commit}: {archive.stderr.decode()[-500:]}"
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    shutil.copy(ROOT / "tests" / "support" / "upgrade_writer.py", into / "upgrade_writer.py")
-
-
 def filenodes(conn: psycopg.Connection) -> dict[str, int]:
     rows = conn.execute(
         "SELECT relname, relfilenode FROM pg_class WHERE relname = ANY(%s)", [sorted(HOT_TABLES)]
@@ -89,104 +68,69 @@ def read_report(path: Path) -> dict:
 def test_upgrade__migrations_under_the_previous_release_stop_no_save_and_rewrite_nothing(
     tmp_path,
 ):
-    release = previous_release()
-    old = tmp_path / "previous-release"
-    old.mkdir()
-    checkout(release["commit"], old)
-
-    # Another installation: its own database, queues and site (the run id names them).
-    run_id = f"{os.environ['BLOGPUBLISH_TEST_RUN']}u"
-    env = {**os.environ, "BLOGPUBLISH_TEST_RUN": run_id}
-    env.pop("BLOGPUBLISH_TEST_SITE_ROOT", None)
-    server = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
-    url, admin_url = f"{server}/bp_test_{run_id}", f"{server}/postgres"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE bp_test_{run_id}")
-    queue = f"bp-test-{run_id}"
+    old = releases.checkout(previous_release()["commit"], tmp_path / "previous-release")
     stop, report = tmp_path / "stop-writing", tmp_path / "writer.json"
     started: list[processes.Proc] = []
-    try:
-        python = sys.executable
-        sh([python, "manage.py", "migrate", "-v", "0"], cwd=old, env=env)
-        sh([python, "upgrade_writer.py", "seed", str(ARTICLES)], cwd=old, env=env)
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(REWRITE_RECORDER)
-            before = filenodes(conn)
+    # Another installation: its own database, queues and site (the run id names them).
+    with releases.installation("u") as site:
+        env, url, python = site.env, site.url, sys.executable
+        try:
+            sh([python, "manage.py", "migrate", "-v", "0"], cwd=old, env=env)
+            sh([python, "upgrade_writer.py", "seed", str(ARTICLES)], cwd=old, env=env)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(REWRITE_RECORDER)
+                before = filenodes(conn)
 
-        worker = processes.start_worker(
-            env=env,
-            cwd=old,
-            name="previous-worker",
-            ready=False,
-            queues=[queue, f"{queue}.catch-up"],
-        )
-        started.append(worker)
-        processes.wait_until_ready(worker)
-        writer = processes.spawn(
-            "previous-writer",
-            [python, "upgrade_writer.py", "write", str(stop), str(report)],
-            env=env,
-            cwd=old,
-        )
-        started.append(writer)
-        wait_for(lambda: read_report(report)["saves"] >= 10, timeout=60, what="the writer's saves")
+            worker = processes.start_worker(
+                env=env, cwd=old, name="previous-worker", ready=False, queues=site.queues
+            )
+            started.append(worker)
+            processes.wait_until_ready(worker)
+            writer = processes.spawn(
+                "previous-writer",
+                [python, "upgrade_writer.py", "write", str(stop), str(report)],
+                env=env,
+                cwd=old,
+            )
+            started.append(writer)
+            wait_for(lambda: read_report(report)["saves"] >= 10, timeout=60, what="saves")
 
-        out = sh([python, "manage.py", "migrate"], cwd=ROOT, env=env)  # this release's
+            out = sh([python, "manage.py", "migrate"], cwd=ROOT, env=env)  # this release's
 
-        # The previous release goes on writing on the new schema.
-        after_migrate = read_report(report)["saves"]
-        wait_for(
-            lambda: read_report(report)["saves"] >= after_migrate + 10,
-            timeout=60,
-            what="saves after the migrations",
-        )
-        stop.touch()
-        wait_for(lambda: not writer.alive(), timeout=30, what="the writer to stop")
-        state = read_report(report)
-        assert not state["errors"], state["errors"][:10]
+            # The previous release goes on writing on the new schema.
+            after_migrate = read_report(report)["saves"]
+            wait_for(
+                lambda: read_report(report)["saves"] >= after_migrate + 10,
+                timeout=60,
+                what="saves after the migrations",
+            )
+            stop.touch()
+            wait_for(lambda: not writer.alive(), timeout=30, what="the writer to stop")
+            state = read_report(report)
+            assert not state["errors"], state["errors"][:10]
 
-        with psycopg.connect(url, autocommit=True) as conn:
-            rewrites = conn.execute(
-                "SELECT relation::text, reason FROM upgrade_rewrites"
-                " WHERE relation::text = ANY(%s)",
-                [sorted(HOT_TABLES)],
-            ).fetchall()
-            assert not rewrites, f"a migration rewrote {rewrites}:\n{out[-3000:]}"
-            assert filenodes(conn) == before, f"a hot table was rewritten:\n{out[-3000:]}"
-            assert conn.execute("SELECT count(*) FROM publishing_article").fetchone()[0] >= ARTICLES
-
-            def all_published() -> bool:
-                pending = conn.execute(
-                    "SELECT count(*) FROM publishing_article"
-                    " WHERE id = ANY(%s) AND status <> 'published'",
-                    [state["created"]],
+            with psycopg.connect(url, autocommit=True) as conn:
+                rewrites = conn.execute(
+                    "SELECT relation::text, reason FROM upgrade_rewrites"
+                    " WHERE relation::text = ANY(%s)",
+                    [sorted(HOT_TABLES)],
+                ).fetchall()
+                assert not rewrites, f"a migration rewrote {rewrites}:\n{out[-3000:]}"
+                assert filenodes(conn) == before, f"a hot table was rewritten:\n{out[-3000:]}"
+                count = conn.execute("SELECT count(*) FROM publishing_article").fetchone()[0]
+                assert count >= ARTICLES
+                releases.wait_published_once(conn, state["created"])
+                edited = conn.execute(
+                    "SELECT count(*) FROM publishing_article WHERE id = ANY(%s)"
+                    " AND title LIKE '%%edited during the upgrade' AND status = 'pending'",
+                    [state["edited"]],
                 ).fetchone()[0]
-                return pending == 0
-
-            wait_for(all_published, timeout=60, what="the writer's articles to be published")
-            twice = conn.execute(
-                "SELECT article_id, count(*) FROM publishing_publishattempt"
-                " WHERE article_id = ANY(%s) AND outcome = 'ok'"
-                " GROUP BY article_id HAVING count(*) <> 1",
-                [state["created"]],
-            ).fetchall()
-            assert not twice, f"published other than once: {twice[:10]}"
-            edited = conn.execute(
-                "SELECT count(*) FROM publishing_article WHERE id = ANY(%s)"
-                " AND title LIKE '%%edited during the upgrade' AND status = 'pending'",
-                [state["edited"]],
-            ).fetchone()[0]
-            assert edited == len(state["edited"])
-        record_timing(
-            f"longest save of the previous release during an upgrade ({ARTICLES} articles)",
-            state["longest"],
-        )
-    finally:
-        stop.touch()
-        for proc in started:
-            proc.stop(timeout=10)
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS bp_test_{run_id} WITH (FORCE)")
-        shutil.rmtree(
-            Path(tempfile.gettempdir()) / f"blogpublish-test-{run_id}", ignore_errors=True
-        )
+                assert edited == len(state["edited"])
+            record_timing(
+                f"longest save of the previous release during an upgrade ({ARTICLES} articles)",
+                state["longest"],
+            )
+        finally:
+            stop.touch()
+            for proc in started:
+                proc.stop(timeout=10)
