@@ -190,7 +190,14 @@ def test_contract__this_release_still_has_every_task_of_the_previous_one_and_bin
 def test_contract__the_docs_name_every_task_and_its_arguments():
     docs = (ROOT / "docs" / "operations.md").read_text()
     section = docs[docs.index("### Task messages") :]
+    rows = {
+        line.split("`")[1]: line.rstrip(" |").rsplit("|", 1)[-1].strip()
+        for line in section.splitlines()
+        if line.startswith("| `")
+    }
     for task, parameters in signatures().items():
         assert f"`{task}`" in section, task
+        queue = "catch-up" if task in settings.CELERY_TASK_ROUTES else "default"
+        assert rows.get(task) == queue, (task, rows.get(task), queue)
         for parameter in parameters:
             assert f"`{parameter['name']}`" in section, (task, parameter["name"])

@@ -18,12 +18,13 @@ this is Django's `migrate`.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 
 from django.conf import settings
 from django.core.management.commands.migrate import Command as DjangoMigrate
-from django.db import OperationalError, connections
+from django.db import DatabaseError, OperationalError, connections
 from django.db.migrations import Migration
 
 # PostgreSQL's SQLSTATE for "lock_timeout expired" (lock_not_available).
@@ -113,5 +114,6 @@ class Command(DjangoMigrate):
             return
         if self._connection.in_atomic_block:
             return
-        with self._connection.cursor() as cursor:
+        # (After a failure the connection may be gone: the failure is what to report.)
+        with contextlib.suppress(DatabaseError), self._connection.cursor() as cursor:
             cursor.execute("RESET lock_timeout")
