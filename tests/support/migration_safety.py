@@ -163,32 +163,17 @@ def statement_problems(statements: list[str], context: Context) -> list[tuple[st
         if m := _CREATE_INDEX.match(sql):
             table = _name(m.group(2))
             if not m.group(1) and table in HOT_TABLES:
-                found.append(
-                    (
-                        "index-not-concurrent",
-                        f"{short}: {WHY_INDEX}",
-                    )
-                )
+                found.append(("index-not-concurrent", f"{short}: {WHY_INDEX}"))
             continue
         if m := _DML.match(sql):
             table = _name(next(g for g in m.groups() if g))
             if table in HOT_TABLES:
-                found.append(
-                    (
-                        "backfill-in-ddl",
-                        f"{short}: {WHY_BACKFILL}",
-                    )
-                )
+                found.append(("backfill-in-ddl", f"{short}: {WHY_BACKFILL}"))
             continue
         if m := _DROP_TABLE.match(sql):
             table = _name(m.group(1))
             if table in context.previous_columns:
-                found.append(
-                    (
-                        "drop-used",
-                        f"{short}: {WHY_DROP_TABLE}",
-                    )
-                )
+                found.append(("drop-used", f"{short}: {WHY_DROP_TABLE}"))
             continue
         if m := _WHOLE_TABLE.match(sql):
             if _name(m.group(1)) in HOT_TABLES:
@@ -200,12 +185,7 @@ def statement_problems(statements: list[str], context: Context) -> list[tuple[st
                 found += _alter_problems(table, clause, context, added_not_null, short)
     for (table, column), has_default in added_not_null.items():
         if not has_default and table in context.previous_columns:
-            found.append(
-                (
-                    "not-null-no-default",
-                    f"{table}.{column} {WHY_NOT_NULL}",
-                )
-            )
+            found.append(("not-null-no-default", f"{table}.{column} {WHY_NOT_NULL}"))
     return found
 
 
@@ -226,19 +206,9 @@ def _alter_problems(table, clause, context, added_not_null, short) -> list[tuple
             or "GENERATED ALWAYS" in rest_up
             or re.search(r"\b(SERIAL|BIGSERIAL|SMALLSERIAL|IDENTITY)\b", rest_up)
         ):
-            found.append(
-                (
-                    "rewrite",
-                    f"{short}: {WHY_VOLATILE}",
-                )
-            )
+            found.append(("rewrite", f"{short}: {WHY_VOLATILE}"))
         if hot and re.search(r"\bUNIQUE\b|\bPRIMARY\s+KEY\b", rest_up):
-            found.append(
-                (
-                    "index-under-lock",
-                    f"{short}: {WHY_UNIQUE_COLUMN}",
-                )
-            )
+            found.append(("index-under-lock", f"{short}: {WHY_UNIQUE_COLUMN}"))
         if "NOT NULL" in rest_up and "PRIMARY KEY" not in rest_up:
             added_not_null[(table, column)] = "DEFAULT" in rest_up
         return found
@@ -247,37 +217,17 @@ def _alter_problems(table, clause, context, added_not_null, short) -> list[tuple
         if rest_up.startswith("DROP DEFAULT") and (table, column) in added_not_null:
             added_not_null[(table, column)] = False
         elif (rest_up.startswith("TYPE") or rest_up.startswith("SET DATA TYPE")) and hot:
-            found.append(
-                (
-                    "rewrite",
-                    f"{short}: {WHY_TYPE}",
-                )
-            )
+            found.append(("rewrite", f"{short}: {WHY_TYPE}"))
         elif rest_up.startswith("SET NOT NULL") and hot:
-            found.append(
-                (
-                    "validate-under-lock",
-                    f"{short}: {WHY_SET_NOT_NULL}",
-                )
-            )
+            found.append(("validate-under-lock", f"{short}: {WHY_SET_NOT_NULL}"))
         return found
     if m := re.match(r'DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("?\w+"?)', clause, re.I):
         if not up.startswith("DROP CONSTRAINT") and _name(m.group(1)) in old:
-            found.append(
-                (
-                    "drop-used",
-                    f"{short}: {WHY_DROP_COLUMN}",
-                )
-            )
+            found.append(("drop-used", f"{short}: {WHY_DROP_COLUMN}"))
         return found
     if up.startswith("RENAME"):
         if table in context.previous_columns:
-            found.append(
-                (
-                    "drop-used",
-                    f"{short}: {WHY_RENAME}",
-                )
-            )
+            found.append(("drop-used", f"{short}: {WHY_RENAME}"))
         return found
     if re.match(r"SET\s+(TABLESPACE|LOGGED|UNLOGGED|WITHOUT\s+OIDS)", up) and hot:
         found.append(("rewrite", f"{short}: {WHY_SET}"))
@@ -322,10 +272,5 @@ def python_problems(migration) -> list[tuple[str, str]]:
         except (OSError, TypeError):
             source = ""
         if any(re.search(rf"[\"']{name}[\"']", source) for name in HOT_MODELS):
-            found.append(
-                (
-                    "backfill-in-ddl",
-                    f"RunPython {op.code.__name__} {WHY_RUNPYTHON}",
-                )
-            )
+            found.append(("backfill-in-ddl", f"RunPython {op.code.__name__} {WHY_RUNPYTHON}"))
     return found

@@ -5,8 +5,9 @@ rule, and the safe way of doing the same passes."""
 from __future__ import annotations
 
 import pytest
+from django.db import migrations
 
-from tests.support.migration_safety import Context, statement_problems
+from tests.support.migration_safety import Context, python_problems, statement_problems
 
 ART, ATT = '"publishing_article"', '"publishing_publishattempt"'
 
@@ -92,3 +93,27 @@ def rules(*statements: str) -> list[str]:
 )
 def test_statement_rules(statements, expected):
     assert rules(*statements) == expected
+
+
+def backfill(apps, schema_editor):
+    apps.get_model("publishing", "Article").objects.update(byline="")
+
+
+def tidy_stories(apps, schema_editor):
+    apps.get_model("publishing", "Story").objects.filter(title="").delete()
+
+
+@pytest.mark.parametrize(
+    ("code", "atomic", "expected"),
+    [
+        (backfill, True, ["backfill-in-ddl"]),  # its row locks last until the migration ends
+        (backfill, False, []),  # each batch its own transaction
+        (tidy_stories, True, []),  # no hot table
+    ],
+)
+def test_run_python_rules(code, atomic, expected):
+    migration = migrations.Migration("0099_x", "publishing")
+    migration.atomic = atomic
+    migration.operations = [migrations.RunPython(code, migrations.RunPython.noop)]
+
+    assert [rule for rule, _ in python_problems(migration)] == expected
