@@ -69,7 +69,7 @@ def installation(suffix: str, **env: str) -> Iterator[Installation]:
 
 def run(cmd: list[str], *, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(
-        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800, check=False
     )
 
 
