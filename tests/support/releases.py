@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,54 @@ from pathlib import Path
 import psycopg
 
 from tests.support.processes import ROOT
+
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def migrations_at(commit: str) -> dict[str, list[str]] | None:
+    """Each app's migrations (label -> names, sorted) in `commit`; None when this
+    checkout does not have it."""
+    from django.apps import apps
+
+    listing = git("ls-tree", "-r", "--name-only", commit)
+    if listing.returncode != 0:
+        return None
+    folders = {
+        str(Path(c.path).relative_to(ROOT)): c.label
+        for c in apps.get_app_configs()
+        if ROOT in Path(c.path).parents
+    }
+    found: dict[str, list[str]] = {}
+    for path in listing.stdout.split():
+        folder, _, rest = path.partition("/migrations/")
+        if rest and "/" not in rest and rest[:4].isdigit() and rest.endswith(".py"):
+            found.setdefault(folders[folder], []).append(rest[:-3])
+    return {app: sorted(names) for app, names in sorted(found.items())}
+
+
+def record(tag: str) -> None:
+    """A release was tagged: make it the previous release (deploy/previous-release.json:
+    its commit and migrations) and record the messages it sends from its own checkout
+    (tests/fixtures/messages/<tag>/). Run from the repository: `python -m
+    tests.support.releases <tag>` (with DJANGO_SETTINGS_MODULE=tests.settings)."""
+    import json
+
+    from tests.support.migration_safety import RELEASE_FILE
+
+    commit = git("rev-parse", "--verify", f"{tag}^{{commit}}").stdout.strip()
+    assert commit, f"no tag {tag}"
+    release = {"release": tag, "commit": commit, "migrations": migrations_at(commit)}
+    with tempfile.TemporaryDirectory(prefix="blogpublish-release-") as folder:
+        code = checkout(commit, Path(folder))
+        recorder = code / "tests" / "support" / "messages.py"
+        if not recorder.exists():  # a release from before the recorder
+            shutil.copy(ROOT / "tests" / "support" / "messages.py", recorder)
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+        out = ROOT / "tests" / "fixtures" / "messages" / tag
+        sh([sys.executable, "-m", "tests.support.messages", str(out), tag], cwd=code, env=env)
+    RELEASE_FILE.write_text(json.dumps(release, indent=2) + "\n")
 
 
 def checkout(commit: str, into: Path) -> Path:
@@ -98,3 +147,10 @@ def wait_published_once(conn: psycopg.Connection, ids: list[int], timeout: float
         [ids],
     ).fetchall()
     assert not other, f"published other than once: {other[:10]}"
+
+
+if __name__ == "__main__":
+    import django
+
+    django.setup()
+    record(sys.argv[1])
