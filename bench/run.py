@@ -272,6 +272,33 @@ def bench_rebuild(args: argparse.Namespace) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+QUIET = ("-q", "-p", "no:cacheprovider")
+
+
+def bench_upgrade(args: argparse.Namespace) -> None:
+    """An upgrade from the previous release on a large table (issue 23): the upgrade
+    test (tests/system/test_upgrade.py: the previous release's writer and worker run
+    while this release's migrate does) at 1 M articles (quick: 100 k), on PostgreSQL
+    with this machine's Redis; its measured waits printed, never asserted here."""
+    import subprocess
+
+    size = args.upgrade_articles or (100_000 if args.quick else 1_000_000)
+    print(f"\nAn upgrade from the previous release, {size:,} articles (PostgreSQL)", flush=True)
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "test.sh"), "postgres", "tests/system/test_upgrade.py", *QUIET],
+        cwd=ROOT,
+        env={**os.environ, "BLOGPUBLISH_UPGRADE_ARTICLES": str(size)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if " s  upgrade, " in line]
+    for line in lines or done.stdout.splitlines()[-40:]:
+        print(line, flush=True)
+    if done.returncode != 0:
+        print(f"(the upgrade run failed: exit {done.returncode})", flush=True)
+
+
 BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_pipeline,
     bench_site,
@@ -279,6 +306,7 @@ BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_preview,
     bench_render,
     bench_rebuild,
+    bench_upgrade,
 ]
 SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
 SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}
@@ -298,6 +326,9 @@ def main() -> None:
     parser.add_argument("--window", type=int, help="site: articles per row (1,000; quick: 500)")
     parser.add_argument(
         "--rebuild-articles", type=int, help="rebuild: the site's size (100,000; quick: 10,000)"
+    )
+    parser.add_argument(
+        "--upgrade-articles", type=int, help="upgrade: the table's size (1 M; quick: 100 k)"
     )
     add_arguments(parser)
     operator = parser.add_argument_group("operator (1 M / 5 M; quick: 100 k / 500 k)")

@@ -190,6 +190,14 @@ DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 300, minimum=0
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Migrations never stop the blog (docs/operations.md, "Upgrades"): on PostgreSQL each
+# statement of `manage.py migrate` waits at most this many seconds for its lock (the
+# saves and claims queued behind a waiting ALTER wait as long), and a migration that
+# timed out is rolled back and tried again, up to MIGRATION_LOCK_RETRIES times
+# (work/management/commands/migrate.py).
+MIGRATION_LOCK_TIMEOUT = env_number("MIGRATION_LOCK_TIMEOUT", 2, minimum=0.001)
+MIGRATION_LOCK_RETRIES = env_int("MIGRATION_LOCK_RETRIES", 20, minimum=0)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},

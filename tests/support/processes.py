@@ -128,9 +128,13 @@ def start_worker(
     ready: bool = True,
     pool: str = "prefork",
     wrapper: tuple[str, ...] = (),
+    cwd: Path = ROOT,
+    queues: list[str] | None = None,
 ) -> Proc:
     """`wrapper`: a command that runs the worker, e.g. ("ip", "netns", "exec", NS),
-    which execs it (the PID stays the worker's). With `ready`, waits until it is
+    which execs it (the PID stays the worker's). `cwd`: the code it runs (another
+    release's checkout); `queues`: those it consumes (the run's, by default). With
+    `ready`, waits until it is
     ready, and stops it when it is not; without, the caller waits
     (`wait_until_ready`) once it has registered the process to be stopped."""
     hostname = f"{name}-{time.time_ns()}@{socket.gethostname()}"
@@ -150,7 +154,7 @@ def start_worker(
                 "-n",
                 hostname,
                 "-Q",
-                ",".join(queue.name for queue in settings.CELERY_TASK_QUEUES),
+                ",".join(queues or [queue.name for queue in settings.CELERY_TASK_QUEUES]),
                 "--without-gossip",
                 "--without-mingle",
             ),
@@ -176,9 +180,9 @@ def wait_until_ready(proc: Proc, timeout: float = 60.0) -> None:
     wait_for(ready, timeout=timeout, what=f"{proc.name} to be ready")
 
 
-def start_beat(*, env: dict | None = None, name: str = "beat") -> Proc:
+def start_beat(*, env: dict | None = None, name: str = "beat", cwd: Path = ROOT) -> Proc:
     schedule = settings.RUN_DIR / f"{name}-{time.time_ns()}-schedule"
-    return spawn(name, celery_cmd("beat", "-l", "info", "-s", str(schedule)), env=env)
+    return spawn(name, celery_cmd("beat", "-l", "info", "-s", str(schedule)), env=env, cwd=cwd)
 
 
 # --- redis -------------------------------------------------------------------------

@@ -1,0 +1,276 @@
+"""What a migration after the previous release may do on PostgreSQL (issue 23, item 2;
+docs/operations.md, "Upgrades").
+
+Migrations run first in a rolling deploy, while the previous release's web and workers
+keep saving and claiming. So a new migration must
+- never hold a lock on a hot table (every save, claim and attempt writes it) for
+  longer than an instant: no rewrite, no scan or index build under a lock that blocks
+  writes, no backfill inside the DDL's transaction (`LOCK_RULES`);
+- leave the previous release's code working (`COMPATIBILITY_RULES`): no column or
+  table it reads dropped or renamed, no NOT NULL column its INSERTs do not fill.
+
+`statement_problems` reads the SQL `sqlmigrate` prints (the schema editor's collected
+statements); `python_problems` the operations SQL cannot show (RunPython). A migration
+that must do one of these anyway names the rule and why in `deploy_accepted`, e.g.
+`deploy_accepted = {"not-null-no-default": "the previous release never inserts here"}`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE_FILE = ROOT / "deploy" / "previous-release.json"
+
+# Written by every save, claim, attempt and outcome.
+HOT_TABLES = frozenset({"publishing_article", "publishing_publishattempt"})
+HOT_MODELS = ("Article", "PublishAttempt")
+
+# Functions whose value differs per row: a column added with one as its default is
+# written into every row (a rewrite), where a constant default is metadata only.
+VOLATILE = re.compile(
+    r"\b(random|gen_random_uuid|uuid_generate_v\d\w*|clock_timestamp|timeofday|nextval)\s*\(",
+    re.I,
+)
+
+
+# What each rule protects, and the safe way of doing the same.
+WHY_INDEX = (
+    "blocks writes while it builds; CREATE INDEX CONCURRENTLY (AddIndexConcurrently, "
+    "atomic = False)"
+)
+WHY_BACKFILL = (
+    "locks every row it touches until the migration commits; backfill in batches in a"
+    " migration of its own with atomic = False"
+)
+WHY_DROP_TABLE = (
+    "the previous release reads this table; drop it a release after the code stops using it"
+)
+WHY_NOT_NULL = (
+    "is NOT NULL without a database default: the previous release's INSERTs do not "
+    "name it and fail; give it db_default= (kept in the database), or make it "
+    "nullable"
+)
+WHY_VOLATILE = (
+    "a per-row default rewrites the table under ACCESS EXCLUSIVE; add it nullable, "
+    "backfill in batches"
+)
+WHY_UNIQUE_COLUMN = (
+    "builds its index under ACCESS EXCLUSIVE; add the column, then a unique index CONCURRENTLY"
+)
+WHY_TYPE = (
+    "a type change rewrites the table (and its indexes) under ACCESS EXCLUSIVE; add a"
+    " new column, backfill in batches, switch over a release later"
+)
+WHY_SET_NOT_NULL = (
+    "scans every row under ACCESS EXCLUSIVE; add CHECK (… IS NOT NULL) NOT VALID, "
+    "VALIDATE it, then SET NOT NULL in a later migration"
+)
+WHY_DROP_COLUMN = (
+    "the previous release reads this column; stop using it in one release "
+    "(SeparateDatabaseAndState), drop it in the next"
+)
+WHY_RENAME = (
+    "the previous release uses the old name; add the new one, copy, drop the old a release later"
+)
+WHY_VALIDATE = (
+    "checks every row while it holds the table; add it NOT VALID, then VALIDATE "
+    "CONSTRAINT in a later migration"
+)
+WHY_UNIQUE = (
+    "builds its index under ACCESS EXCLUSIVE; CREATE UNIQUE INDEX CONCURRENTLY, then "
+    "ADD CONSTRAINT … USING INDEX"
+)
+WHY_RUNPYTHON = (
+    "uses a hot model in an atomic migration; move it to a migration with atomic = "
+    "False that updates in batches, each its own transaction"
+)
+WHY_WHOLE = "holds the table for as long as it runs"
+WHY_SET = "rewrites the table under ACCESS EXCLUSIVE"
+
+
+def previous_release() -> dict:
+    """deploy/previous-release.json: the release tag, its commit, and its migrations."""
+    return json.loads(RELEASE_FILE.read_text())
+
+
+@dataclass
+class Context:
+    """What a statement is judged against: the tables the same migration creates (an
+    empty table may be locked and scanned), and each table's columns in the previous
+    release's schema (what its code reads and writes)."""
+
+    created: set[str] = field(default_factory=set)
+    previous_columns: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _name(raw: str) -> str:
+    return raw.strip('"').lower()
+
+
+_ALTER = re.compile(
+    r'^\s*ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?("?[\w.]+"?)\s+(.*)$', re.I | re.S
+)
+_CREATE_TABLE = re.compile(r'^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?("?\w+"?)', re.I)
+_CREATE_INDEX = re.compile(
+    r"^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(CONCURRENTLY\s+)?.*?\bON\s+(?:ONLY\s+)?(\"?\w+\"?)",
+    re.I | re.S,
+)
+_DML = re.compile(
+    r'^\s*(?:UPDATE\s+("?\w+"?)|DELETE\s+FROM\s+("?\w+"?)|INSERT\s+INTO\s+("?\w+"?).*\bSELECT\b)',
+    re.I | re.S,
+)
+_DROP_TABLE = re.compile(r'^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?("?\w+"?)', re.I)
+_WHOLE_TABLE = re.compile(
+    r'^\s*(?:VACUUM\s+FULL|CLUSTER|REINDEX\s+TABLE(?!\s+CONCURRENTLY)|LOCK\s+TABLE)\s+(?:\w+\s+)*?("?\w+"?)',
+    re.I,
+)
+
+
+def _clauses(action: str) -> list[str]:
+    """The comma-separated actions of one ALTER TABLE (commas inside parentheses kept)."""
+    parts, depth, current = [], 0, []
+    for char in action:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def statement_problems(statements: list[str], context: Context) -> list[tuple[str, str]]:
+    """(rule, what) for each statement of one migration that breaks a rule."""
+    found: list[tuple[str, str]] = []
+    added_not_null: dict[tuple[str, str], bool] = {}  # (table, column) -> has a default
+    for sql in statements:
+        sql = sql.strip().rstrip(";")
+        if not sql or sql.startswith("--"):
+            continue
+        short = " ".join(sql.split())[:160]
+        if m := _CREATE_TABLE.match(sql):
+            context.created.add(_name(m.group(1)))
+            continue
+        if m := _CREATE_INDEX.match(sql):
+            table = _name(m.group(2))
+            if not m.group(1) and table in HOT_TABLES:
+                found.append(("index-not-concurrent", f"{short}: {WHY_INDEX}"))
+            continue
+        if m := _DML.match(sql):
+            table = _name(next(g for g in m.groups() if g))
+            if table in HOT_TABLES:
+                found.append(("backfill-in-ddl", f"{short}: {WHY_BACKFILL}"))
+            continue
+        if m := _DROP_TABLE.match(sql):
+            table = _name(m.group(1))
+            if table in context.previous_columns:
+                found.append(("drop-used", f"{short}: {WHY_DROP_TABLE}"))
+            continue
+        if m := _WHOLE_TABLE.match(sql):
+            if _name(m.group(1)) in HOT_TABLES:
+                found.append(("rewrite", f"{short}: {WHY_WHOLE}"))
+            continue
+        if m := _ALTER.match(sql):
+            table = _name(m.group(1))
+            for clause in _clauses(m.group(2)):
+                found += _alter_problems(table, clause, context, added_not_null, short)
+    for (table, column), has_default in added_not_null.items():
+        if not has_default and table in context.previous_columns:
+            found.append(("not-null-no-default", f"{table}.{column} {WHY_NOT_NULL}"))
+    return found
+
+
+def _alter_problems(table, clause, context, added_not_null, short) -> list[tuple[str, str]]:
+    up = " ".join(clause.split()).upper()
+    hot = table in HOT_TABLES and table not in context.created
+    old = context.previous_columns.get(table, set())
+    found = []
+    if m := re.match(
+        r'ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?("?\w+"?)\s+(.*)$', clause, re.I | re.S
+    ):
+        if up.startswith("ADD CONSTRAINT"):
+            return _constraint_problems(table, clause, context, short)
+        column, rest = _name(m.group(1)), m.group(2)
+        rest_up = rest.upper()
+        if hot and (
+            VOLATILE.search(rest)
+            or "GENERATED ALWAYS" in rest_up
+            or re.search(r"\b(SERIAL|BIGSERIAL|SMALLSERIAL|IDENTITY)\b", rest_up)
+        ):
+            found.append(("rewrite", f"{short}: {WHY_VOLATILE}"))
+        if hot and re.search(r"\bUNIQUE\b|\bPRIMARY\s+KEY\b", rest_up):
+            found.append(("index-under-lock", f"{short}: {WHY_UNIQUE_COLUMN}"))
+        if "NOT NULL" in rest_up and "PRIMARY KEY" not in rest_up:
+            added_not_null[(table, column)] = "DEFAULT" in rest_up
+        return found
+    if m := re.match(r'ALTER\s+(?:COLUMN\s+)?("?\w+"?)\s+(.*)$', clause, re.I | re.S):
+        column, rest_up = _name(m.group(1)), " ".join(m.group(2).split()).upper()
+        if rest_up.startswith("DROP DEFAULT") and (table, column) in added_not_null:
+            added_not_null[(table, column)] = False
+        elif (rest_up.startswith("TYPE") or rest_up.startswith("SET DATA TYPE")) and hot:
+            found.append(("rewrite", f"{short}: {WHY_TYPE}"))
+        elif rest_up.startswith("SET NOT NULL") and hot:
+            found.append(("validate-under-lock", f"{short}: {WHY_SET_NOT_NULL}"))
+        return found
+    if m := re.match(r'DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("?\w+"?)', clause, re.I):
+        if not up.startswith("DROP CONSTRAINT") and _name(m.group(1)) in old:
+            found.append(("drop-used", f"{short}: {WHY_DROP_COLUMN}"))
+        return found
+    if up.startswith("RENAME"):
+        if table in context.previous_columns:
+            found.append(("drop-used", f"{short}: {WHY_RENAME}"))
+        return found
+    if re.match(r"SET\s+(TABLESPACE|LOGGED|UNLOGGED|WITHOUT\s+OIDS)", up) and hot:
+        found.append(("rewrite", f"{short}: {WHY_SET}"))
+    return found
+
+
+def _constraint_problems(table, clause, context, short) -> list[tuple[str, str]]:
+    up = " ".join(clause.split()).upper()
+    locked = {table} | ({_name(r) for r in re.findall(r'REFERENCES\s+("?\w+"?)', clause, re.I)})
+    if not (locked & HOT_TABLES) or table in context.created:
+        return []  # a constraint of a table this migration made: empty, checked at once
+    if ("CHECK" in up or "FOREIGN KEY" in up) and "NOT VALID" not in up:
+        return [
+            (
+                "validate-under-lock",
+                f"{short}: {WHY_VALIDATE}",
+            )
+        ]
+    if ("UNIQUE" in up or "PRIMARY KEY" in up or "EXCLUDE" in up) and "USING INDEX" not in up:
+        return [
+            (
+                "index-under-lock",
+                f"{short}: {WHY_UNIQUE}",
+            )
+        ]
+    return []
+
+
+def python_problems(migration) -> list[tuple[str, str]]:
+    """A RunPython that names a hot model, inside an atomic migration: its writes lock
+    the rows (and its DDL neighbours the table) until the whole migration commits."""
+    from django.db.migrations.operations import RunPython
+
+    if not migration.atomic:
+        return []
+    found = []
+    for op in migration.operations:
+        if not isinstance(op, RunPython):
+            continue
+        try:
+            source = inspect.getsource(op.code)
+        except (OSError, TypeError):
+            source = ""
+        if any(re.search(rf"[\"']{name}[\"']", source) for name in HOT_MODELS):
+            found.append(("backfill-in-ddl", f"RunPython {op.code.__name__} {WHY_RUNPYTHON}"))
+    return found

@@ -1,0 +1,119 @@
+"""`manage.py migrate` that never stops the blog while it waits for a lock (issue 23).
+
+On PostgreSQL an `ALTER TABLE` needs an ACCESS EXCLUSIVE lock. While it waits for one
+(behind a long read, a claim's transaction, a `pg_dump`), every save and claim of that
+table queues behind the waiting ALTER: a migration that waits a minute stops the blog
+for a minute, though the ALTER itself takes milliseconds. So each statement waits at
+most MIGRATION_LOCK_TIMEOUT seconds (`SET lock_timeout`, set before every migration,
+so a connection made again keeps it); a migration that timed out is rolled back whole
+(it is atomic) and tried again after a pause, up to MIGRATION_LOCK_RETRIES times. What
+the migrations may do once they hold a lock (no rewrite, no scan under ACCESS
+EXCLUSIVE, backfills in batches outside the DDL) is held by the CI check of new
+migrations (tests/integration/test_migration_safety.py).
+
+A non-atomic migration (a batched backfill, `CREATE INDEX CONCURRENTLY`) that times out
+may be partly applied: it is not tried again, and the error says so. Elsewhere (SQLite)
+this is Django's `migrate`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+
+from django.conf import settings
+from django.core.management.commands.migrate import Command as DjangoMigrate
+from django.db import DatabaseError, OperationalError, connections
+from django.db.migrations import Migration
+
+# PostgreSQL's SQLSTATE for "lock_timeout expired" (lock_not_available).
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+def is_lock_timeout(exc: BaseException) -> bool:
+    """Whether `exc` (or what it wraps) is PostgreSQL's lock_not_available."""
+    while exc is not None:
+        if getattr(exc, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+            return True
+        if getattr(exc, "pgcode", None) == LOCK_NOT_AVAILABLE:
+            return True
+        exc = exc.__cause__
+    return False
+
+
+def pause_before(retry: int) -> float:
+    """Seconds to wait before retry `retry` (1, 2, …): 0.5, 1, 2 … up to 10, jittered,
+    so two deploys, or the long reader that held the lock, get out of each other's way."""
+    return random.uniform(0.5, 1.0) * min(10.0, 0.5 * 2 ** (retry - 1))
+
+
+class Command(DjangoMigrate):
+    help = (
+        DjangoMigrate.help + " On PostgreSQL each statement waits at most "
+        "MIGRATION_LOCK_TIMEOUT seconds for its lock; a migration that timed out is rolled "
+        "back and tried again (MIGRATION_LOCK_RETRIES)."
+    )
+
+    def handle(self, *args, **options):
+        self._connection = connections[options["database"]]
+        self._current: Migration | None = None
+        retry = 0
+        while True:
+            self._set_lock_timeout()
+            try:
+                return super().handle(*args, **options)
+            except OperationalError as exc:
+                migration, self._current = self._current, None
+                if not is_lock_timeout(exc):
+                    raise
+                if migration is not None and not migration.atomic:
+                    raise OperationalError(
+                        f"{migration.app_label}.{migration.name} is not atomic and waited "
+                        f"over MIGRATION_LOCK_TIMEOUT={settings.MIGRATION_LOCK_TIMEOUT}s for "
+                        "a lock: it may be partly applied, so it is not tried again. Make "
+                        "its steps idempotent, then run `migrate` again."
+                    ) from exc
+                retry += 1
+                if retry > settings.MIGRATION_LOCK_RETRIES:
+                    raise
+                pause = pause_before(retry)
+                self.stderr.write(
+                    f"migrate: {self._name(migration)} waited over "
+                    f"{settings.MIGRATION_LOCK_TIMEOUT}s for a lock ({exc}); rolled back, "
+                    f"trying again in {pause:.1f}s (retry {retry} of "
+                    f"{settings.MIGRATION_LOCK_RETRIES})"
+                )
+                time.sleep(pause)
+            finally:
+                self._reset_lock_timeout()
+
+    def migration_progress_callback(self, action, migration=None, fake=False):
+        if action in ("apply_start", "unapply_start"):
+            self._current = migration
+            self._set_lock_timeout()  # a connection made again since has the default
+        elif action in ("apply_success", "unapply_success"):
+            self._current = None
+        super().migration_progress_callback(action, migration, fake)
+
+    @staticmethod
+    def _name(migration: Migration | None) -> str:
+        return f"{migration.app_label}.{migration.name}" if migration else "a statement"
+
+    def _set_lock_timeout(self) -> None:
+        if self._connection.vendor != "postgresql":
+            return
+        milliseconds = max(1, round(settings.MIGRATION_LOCK_TIMEOUT * 1000))
+        with self._connection.cursor() as cursor:
+            cursor.execute(f"SET lock_timeout = {milliseconds}")
+
+    def _reset_lock_timeout(self) -> None:
+        """A caller's connection (call_command in a process that goes on) gets its own
+        setting back."""
+        if self._connection.vendor != "postgresql" or self._connection.connection is None:
+            return
+        if self._connection.in_atomic_block:
+            return
+        # (After a failure the connection may be gone: the failure is what to report.)
+        with contextlib.suppress(DatabaseError), self._connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
