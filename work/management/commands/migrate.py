@@ -33,12 +33,13 @@ LOCK_NOT_AVAILABLE = "55P03"
 
 def is_lock_timeout(exc: BaseException) -> bool:
     """Whether `exc` (or what it wraps) is PostgreSQL's lock_not_available."""
-    while exc is not None:
-        if getattr(exc, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if getattr(cause, "sqlstate", None) == LOCK_NOT_AVAILABLE:
             return True
-        if getattr(exc, "pgcode", None) == LOCK_NOT_AVAILABLE:
+        if getattr(cause, "pgcode", None) == LOCK_NOT_AVAILABLE:
             return True
-        exc = exc.__cause__
+        cause = cause.__cause__
     return False
 
 
