@@ -17,6 +17,7 @@ from publishing.dispatch import (
     dispatch_deliveries,
     dispatch_many,
     dispatch_publish,
+    dispatch_rerender,
 )
 from publishing.exceptions import ArticleDeadError, TransientPublishError
 from publishing.services import (
@@ -32,6 +33,7 @@ from publishing.services import (
     suspects_due,
     webhook_deliver,
 )
+from publishing.services.rerender import RerenderOutcome, site_rerender
 
 logger = logging.getLogger(__name__)
 
@@ -307,3 +309,22 @@ def refresh_site(after: int | None = None) -> str:
     """The deferred pass of the shared views' refresher (services.refresh), or with
     `after` the watchdog of pass `after`; the pass's outcome."""
     return str(shared_views_deferred(after=after))
+
+
+@shared_task(
+    name="publishing.tasks.rerender_site",
+    ignore_result=True,
+    # Acked on receipt: a pass lost with its worker costs a pass (the catch-up sends
+    # the next once the lost one's lease has run out); the checkpoint keeps the work.
+    acks_late=False,
+    # Inside the re-render's lease (PUBLISH_LEASE_SECONDS), as a publish group's.
+    soft_time_limit=settings.PUBLISH_SOFT_TIME_LIMIT,
+    time_limit=settings.PUBLISH_TIME_LIMIT,
+)
+def rerender_site() -> str:
+    """One pass of the site's re-render in this worker's look (services.rerender), then
+    the next pass while pages are left; on the re-render's own low-priority queue."""
+    outcome = site_rerender()
+    if outcome is RerenderOutcome.MORE:
+        dispatch_rerender()
+    return str(outcome)
