@@ -22,7 +22,8 @@ staged and made live under one guard):
   runner whose lease ran out commits nothing after the runner that took over began.
   A killed runner resumes from the last chunk committed; two runners never run at once.
 - nothing of the article changes: no status, no attempt, no `PublishAttempt`, no
-  webhook. The shared views are rebuilt whole by the refresher once (SiteState.rebuild).
+  webhook. The shared views are rebuilt whole by the refresher's next pass, at the
+  latest the catch-up's (SiteState.rebuild, set when a run begins).
 
 A run belongs to one look. A process whose look differs from the run's takes the site
 over for its own look only if it was started after the process that began that run (or is it)

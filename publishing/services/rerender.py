@@ -24,7 +24,6 @@ import time
 from django.conf import settings
 
 from publishing.publishers import get_publishers
-from publishing.services.refresh import shared_views_request
 from work.job_leases import FIELDS
 from work.lease import Fence, Overtaken, lease_clock, lease_free
 from work.models import JobLease
@@ -83,8 +82,8 @@ def site_rerender(
         finally:
             fence.close()
         run.detail = f"re-render: {outcome}"
-    # A run that began asked for the shared views' rebuild; a pass asks for the pass.
-    shared_views_request()
+    # A run that began marked the shared views for a rebuild: the refresher's next pass
+    # does it (at the latest the catch-up's), not a pass asked for here.
     return outcome
 
 

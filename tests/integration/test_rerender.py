@@ -9,10 +9,12 @@ import re
 
 import pytest
 
+from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import documents, look, paths, rerender
 from blogpublish.site.rerender import RERENDER_CHECKPOINT, progress_read
 from blogpublish.storage import site_storage
 from publishing.models import Article, PublishAttempt
+from publishing.services import shared_views_pass
 from publishing.services.rerender import (
     RERENDER_JOB,
     RerenderOutcome,
@@ -77,6 +79,10 @@ def test_a_new_look_rewrites_every_page_and_changes_no_article(site, settings): 
 
     assert looks(articles) == [new] * 5
     assert all("A new look" in page(a.slug) for a in articles)
+    assert SiteStateRow.objects.get().rebuild  # the shared views marked for a rebuild
+    shared_views_pass()  # which the refresher's next pass does
+    assert not SiteStateRow.objects.get().rebuild
+    assert "A new look" in (site.root / "index.html").read_text()
     assert rows(articles) == before  # no status, attempt, claim or time changed
     assert PublishAttempt.objects.count() == attempts  # and no attempt recorded
     assert not rerender_wanted()
