@@ -272,6 +272,22 @@ def bench_rebuild(args: argparse.Namespace) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def bench_rerender(args: argparse.Namespace) -> None:
+    """The whole site in a new look on PostgreSQL, beside Hugo's full build of the same
+    Markdown (bench/rerender.py; issue 20, item 5)."""
+    from bench.rerender import postgres_site, rerender_report
+
+    size = args.rerender_articles or (10_000 if args.quick else 100_000)
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-rerender-"))
+    try:
+        with postgres_site(workdir):
+            print(f"\nThe site of {size:,} articles in a new look (PostgreSQL, on disk)")
+            for line in rerender_report(size, workdir):
+                print(line, flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_pipeline,
     bench_site,
@@ -279,6 +295,7 @@ BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_preview,
     bench_render,
     bench_rebuild,
+    bench_rerender,
 ]
 SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
 SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}
@@ -298,6 +315,11 @@ def main() -> None:
     parser.add_argument("--window", type=int, help="site: articles per row (1,000; quick: 500)")
     parser.add_argument(
         "--rebuild-articles", type=int, help="rebuild: the site's size (100,000; quick: 10,000)"
+    )
+    parser.add_argument(
+        "--rerender-articles",
+        type=int,
+        help="rerender: the site's size (100,000; quick: 10,000)",
     )
     add_arguments(parser)
     operator = parser.add_argument_group("operator (1 M / 5 M; quick: 100 k / 500 k)")
