@@ -9,11 +9,12 @@ rerender_site` runs it:
 2. a new look (SITE_TITLE changed): every page read (its first bytes), rendered and
    written again, the checkpoint committed per chunk;
 3. Hugo (Debian's `hugo`) building the same Markdown, with the same titles and dates,
-   as a minimal site (bench/hugo_site), timed from the command's start to its end.
+   as a minimal site (bench/hugo_site), timed from the command's start to its end;
+4. publishing's idle latency (a save, then waiting for its publish, one at a time) with
+   a `celery worker` alone, then while a worker of a new look re-renders the site.
 
-Printed: the seconds and pages/s of each, and the re-render's time over Hugo's. Not
-measured here: publishing's idle p50 while a worker re-renders (issue 20, item 4's
-"within 2×").
+Printed: the seconds and pages/s of each, the re-render's time over Hugo's, and the
+idle p50 beside the re-render over the p50 alone.
 """
 
 from __future__ import annotations
@@ -45,22 +46,23 @@ def sample_body() -> str:
 
 @contextmanager
 def postgres_site(workdir: Path) -> Iterator[None]:
-    """Django with config.settings on a fresh PostgreSQL database and SITE_ROOT in
-    workdir; the database dropped after."""
-    from bench.support import SETTINGS_ENV, postgres_database, postgres_url
+    """Django with config.settings on a fresh PostgreSQL database, SITE_ROOT in workdir
+    and a private redis-server as the broker; the database dropped after."""
+    from bench.support import SETTINGS_ENV, postgres_database, postgres_url, private_redis
 
     name = f"bp_bench_rerender_{os.getpid()}"
     problem = postgres_database(name, "CREATE")
     if problem:
         raise SystemExit(f"bench rerender: no PostgreSQL database ({problem})")
+    broker = private_redis(workdir)
     os.environ.update(
+        CELERY_BROKER_URL=broker.__enter__(),
         **SETTINGS_ENV,
         DJANGO_SETTINGS_MODULE="config.settings",
         DATABASE_URL=postgres_url(name),
         SITE_ROOT=str(workdir / "site"),
         SITE_URL="https://blog.example.com",
         SITE_TITLE="The old look",
-        CELERY_BROKER_URL="redis://127.0.0.1:1/0",  # never contacted
     )
     try:
         import django
@@ -75,6 +77,7 @@ def postgres_site(workdir: Path) -> Iterator[None]:
 
         connections.close_all()
         postgres_database(name, "DROP")
+        broker.__exit__(None, None, None)
 
 
 def run_to_the_end() -> float:
@@ -124,6 +127,48 @@ def live_hashes(body: str) -> None:
         )
 
 
+def idle_beside_rerender(workdir: Path, *, saves: int) -> list[str]:
+    """Publishing's idle latency (save → published, one at a time) with a worker alone,
+    then while a worker of a new look re-renders the site (its passes on their own
+    queue, sent as the catch-up sends them)."""
+    from bench.phases import save, summary_ms, wait_published
+    from bench.support import worker
+    from blogpublish.site.rerender import progress_read
+    from publishing.dispatch import dispatch_rerender
+
+    def latency(prefix: str, n: int) -> float:
+        article, started = save(prefix, n)
+        return wait_published(article.pk, timeout=60) - started
+
+    env = dict(os.environ)
+    with worker("config", workdir / "worker-alone.log", env):
+        for n in range(4):  # both pool children import and connect once
+            latency("warmup", n)
+        alone = summary_ms([latency("alone", n) for n in range(saves)])
+    env["SITE_TITLE"] = "A third look"
+    with worker("config", workdir / "worker-rerender.log", env):
+        for n in range(4):
+            latency("warmup-again", n)
+        before = progress_read()
+        dispatch_rerender()
+        during, deadline = [], time.monotonic() + 1800
+        while time.monotonic() < deadline:
+            progress = progress_read()
+            if progress.started_at != before.started_at and progress.finished_at:
+                break
+            during.append(latency("during", len(during)))
+        progress = progress_read()
+    if not during or progress.started_at == before.started_at:
+        return ["  idle beside a re-render: the re-render did not run"]
+    beside = summary_ms(during)
+    return [
+        f"  idle p50, a worker alone      {alone['p50_ms']:8.1f} ms  (n={alone['n']})",
+        f"  idle p50 beside the re-render {beside['p50_ms']:8.1f} ms  (n={beside['n']}, "
+        f"{progress.written:,} pages written meanwhile)",
+        f"  beside / alone: {beside['p50_ms'] / alone['p50_ms']:.2f}× (target: within 2×)",
+    ]
+
+
 def rerender_report(size: int, workdir: Path) -> list[str]:
     from django.conf import settings
     from django.db import connection
@@ -159,3 +204,9 @@ def rerender_report(size: int, workdir: Path) -> list[str]:
         f"  hugo, full build              {hugo:8.1f} s  {size / hugo:8.0f} pages/s",
         f"  re-render / hugo: {again / hugo:.2f}× (target: within 2×)",
     ]
+
+
+def rerender_report_with_workers(size: int, workdir: Path, *, saves: int) -> list[str]:
+    """`rerender_report`, then (unless `saves` is 0) `idle_beside_rerender`."""
+    lines = rerender_report(size, workdir)
+    return [*lines, *idle_beside_rerender(workdir, saves=saves)] if saves else lines

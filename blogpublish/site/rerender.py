@@ -97,10 +97,11 @@ def progress_read() -> Progress | None:
 
 
 def may_take(progress: Progress | None, *, force: bool = False) -> bool:
-    """May this process begin a run in its own look over `progress`?"""
-    if progress is None or force:
+    """May this process begin a run in its own look over `progress`: none yet, a run
+    of its own look (again), or one a process no newer than this one began?"""
+    if progress is None or force or progress.look == look():
         return True
-    return progress.look != look() and progress.born <= BORN
+    return progress.born <= BORN
 
 
 def rerender_due() -> bool:
@@ -121,9 +122,9 @@ def rerender_status() -> dict:
     status: dict = {"look": look(), "run": None}
     if progress is None:
         return status
-    left = 0
-    if progress.finished_at is None:
-        left = selectors.listed().filter(pk__gt=progress.after).count()
+    # Estimated from the run's own counts, not counted: the dashboard asks every few
+    # seconds, and a count after the key walks the rest of a large site.
+    left = 0 if progress.finished_at else max(0, progress.total - progress.done)
     status["run"] = {**asdict(progress), "rate": round(progress.rate, 1), "left": left}
     status["current"] = progress.look == look() and progress.finished_at is not None
     return status
@@ -133,8 +134,8 @@ def rerender_pass(
     site: SiteStorage, *, fence: Fence | None = None, force: bool = False, again: bool = False
 ) -> bool:
     """One pass of the re-render, one chunk at least and then until `fence.time_left()`
-    is spent (no fence: to the end): False when it
-    stopped there with pages left, True when the site is in this look (or in a look
+    is spent (no fence: to the end): False when it stopped there with pages left,
+    True when the site is in this look (or in a look
     this process may not take over: nothing for it to do). `force`: begin a run in
     this process's look even over a newer process's run. `again`: begin a new run even
     if the site is in this look (a page an old process wrote during a rolling deploy;

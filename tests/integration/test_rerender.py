@@ -256,3 +256,15 @@ def test_rerender_site_runs_to_the_end_reports_and_again_rewrites_a_stray_old_pa
     call_command("rerender_site", "--status", stdout=out)
     status = json.loads(out.getvalue())["StaticSitePublisher"]
     assert status["current"] and status["run"]["written"] == 1 and status["run"]["done"] == 3
+
+
+def test_again_walks_a_site_already_in_this_look_reading_pages_not_writing_them(site):  # noqa: F811
+    articles = site.add(3)
+    run_to_the_end()
+    first = progress_read()
+    inodes = [(site.root / a.slug / "index.html").stat().st_ino for a in articles]
+    assert site_rerender(again=True) is RerenderOutcome.DONE
+    again = progress_read()
+    assert again.started_at != first.started_at  # a new run, not the old one's end
+    assert (again.done, again.written) == (3, 0)
+    assert [(site.root / a.slug / "index.html").stat().st_ino for a in articles] == inodes
