@@ -268,3 +268,15 @@ def test_again_walks_a_site_already_in_this_look_reading_pages_not_writing_them(
     assert again.started_at != first.started_at  # a new run, not the old one's end
     assert (again.done, again.written) == (3, 0)
     assert [(site.root / a.slug / "index.html").stat().st_ino for a in articles] == inodes
+
+
+def test_a_site_in_a_bucket_is_rerendered_too(site, settings, s3_server):  # noqa: F811
+    """The same pass against object storage (moto's S3 server): the pages' first bytes
+    read with ranged GETs, each page made live by a conditional PUT."""
+    for name, value in s3_server.settings_for(f"s3://{s3_server.new_bucket()}/site").items():
+        setattr(settings, name, value)
+    articles = site.add(3)
+    new = new_look(settings)
+    run_to_the_end()
+    assert looks(articles) == [new] * 3
+    assert all("A new look" in page(a.slug) for a in articles)
