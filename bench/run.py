@@ -299,6 +299,25 @@ def bench_upgrade(args: argparse.Namespace) -> None:
         print(f"(the upgrade run failed: exit {done.returncode})", flush=True)
 
 
+def bench_rerender(args: argparse.Namespace) -> None:
+    """The whole site in a new look on PostgreSQL, beside Hugo's full build of the same
+    Markdown (bench/rerender.py; issue 20, item 5)."""
+    from bench.rerender import postgres_site, rerender_report_with_workers
+
+    size = args.rerender_articles or (10_000 if args.quick else 100_000)
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-rerender-"))
+    try:
+        with postgres_site(workdir):
+            print(f"\nThe site of {size:,} articles in a new look (PostgreSQL, on disk)")
+            saves = args.rerender_saves
+            if saves is None:
+                saves = 20 if args.quick else 50
+            for line in rerender_report_with_workers(size, workdir, saves=saves):
+                print(line, flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_pipeline,
     bench_site,
@@ -307,6 +326,7 @@ BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_render,
     bench_rebuild,
     bench_upgrade,
+    bench_rerender,
 ]
 SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
 SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}
@@ -329,6 +349,16 @@ def main() -> None:
     )
     parser.add_argument(
         "--upgrade-articles", type=int, help="upgrade: the table's size (1 M; quick: 100 k)"
+    )
+    parser.add_argument(
+        "--rerender-articles",
+        type=int,
+        help="rerender: the site's size (100,000; quick: 10,000)",
+    )
+    parser.add_argument(
+        "--rerender-saves",
+        type=int,
+        help="rerender: idle saves timed with a worker alone (50; quick: 20; 0: no workers)",
     )
     add_arguments(parser)
     operator = parser.add_argument_group("operator (1 M / 5 M; quick: 100 k / 500 k)")

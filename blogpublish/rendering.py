@@ -103,6 +103,11 @@ _lib.cmark_gfm_core_extensions_ensure_registered()
 _EXTENSIONS = [_lib.cmark_find_syntax_extension(name.encode()) for name in EXTENSIONS]
 
 
+def cmark_version() -> str:
+    """The version of the cmark-gfm library the binding runs (part of the site's look)."""
+    return _ffi.string(_lib.cmark_version_string()).decode()
+
+
 def _address(pointer) -> int:
     return int(_ffi.cast("uintptr_t", pointer))
 

@@ -1,6 +1,8 @@
-"""The two queues: publishing work, and the catch-up (with the deferred refresh of the
+"""The three queues: publishing work; the catch-up (with the deferred refresh of the
 shared views) on a queue of its own so that a backlog of publish messages cannot starve
-them. Workers consume both.
+them; and the re-render of the whole site in a new look (issue 20), the low-priority
+work, on a third, so that its passes never stand in line before a publish. Workers
+consume all three.
 
 With quorum queues (BROKER_QUEUE_TYPE=quorum, RabbitMQ only) each queue is declared with
 `x-queue-type: quorum` on a topic exchange of its own name: Celery's native delayed
@@ -16,6 +18,10 @@ from kombu import Exchange, Queue
 
 def catch_up_queue(default_queue: str) -> str:
     return f"{default_queue}.catch-up"
+
+
+def rerender_queue(default_queue: str) -> str:
+    return f"{default_queue}.rerender"
 
 
 def _queue(name: str, queue_type: str) -> Queue:
@@ -42,5 +48,8 @@ def celery_queues(
         # The clock's other jobs: the daily digest, and its resume.
         "clock.tasks.digest_daily": {"queue": catch_up},
         "clock.tasks.digest_resume": {"queue": catch_up},
+        # The re-render's passes: one at a time, each short, behind nothing else.
+        "publishing.tasks.rerender_site": {"queue": rerender_queue(default_queue)},
     }
-    return routes, (_queue(default_queue, queue_type), _queue(catch_up, queue_type))
+    names = (default_queue, catch_up, rerender_queue(default_queue))
+    return routes, tuple(_queue(name, queue_type) for name in names)

@@ -276,6 +276,10 @@ SITE_CACHE_CONTROL = env_str("SITE_CACHE_CONTROL", "public, max-age=60")
 # The address under which SITE_ROOT is served; used for links in the feed and webhook.
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
+# The re-render of the whole site in a new look (issue 20, blogpublish.site.rerender)
+# writes this many pages under one page guard and one checkpoint commit: larger is
+# faster; smaller holds each article's guard for less time and loses less to a kill.
+SITE_RERENDER_CHUNK = env_int("SITE_RERENDER_CHUNK", 100, minimum=1)
 # The Content-Security-Policy of the site's pages (blogpublish.csp) allows images from
 # the site and over https; 1: from the site only (no hot-linked images, no tracking pixels).
 SITE_IMAGES_SELF_ONLY = env_bool("SITE_IMAGES_SELF_ONLY", False)

@@ -2,8 +2,9 @@
 
 Everything it shows is read here, each with an index or the metrics rollup behind it, so
 that a render stays cheap with a million articles and millions of attempt rows:
-/status.json's figures, the last catch-up run, broker and database health, the dead
-articles with their last error (Requeue each, or all), the most-retried pending ones,
+/status.json's figures, the last catch-up run, broker and database health, the
+re-render of the site in a new look (progress and rate), the dead articles with their
+last error (Requeue each, or all), the most-retried pending ones,
 and charts of the last 24 hours from `publishing.rollup`. The page refreshes its live
 part by fetching `?fragment=1` every few seconds (static/publishing/dashboard.js).
 """
@@ -34,6 +35,7 @@ from publishing.models import (
 from publishing.selectors import broker_queue_lengths, pipeline_status
 from publishing.services import article_requeue, delivery_requeue
 from publishing.services.alarms import STUCK
+from publishing.services.rerender import rerender_status
 
 DEAD_SHOWN = 50
 RETRIED_SHOWN = 10
@@ -142,7 +144,37 @@ def dashboard_context() -> dict:
         "dead_deliveries": dead_deliveries(),
         "charts": chart_svgs(),
         "refresh_seconds": REFRESH_SECONDS,
+        "rerender": rerender_rows(),
     }
+
+
+def rerender_rows() -> list[dict]:
+    """The re-render of each target with a look (issue 20): its run's progress, rate
+    and what is left, and whether the site is in this installation's look."""
+    rows = []
+    for target, state in rerender_status().items():
+        run = state.get("run") or {}
+        rate, left, total = run.get("rate") or 0, run.get("left") or 0, run.get("total") or 0
+        done = run.get("done") or 0
+        rows.append(
+            {
+                "target": target,
+                "look": state["look"][:12],
+                "run_look": (run.get("look") or "")[:12],
+                "current": state.get("current", False),
+                "running": bool(run) and not run.get("finished_at"),
+                "done": done,
+                "written": run.get("written") or 0,
+                "total": total,
+                "left": left,
+                "percent": min(100, round(100 * done / total)) if total else 100,
+                "rate": rate,
+                "eta_seconds": round(left / rate) if rate and left else None,
+                "started_at": run.get("started_at") or "",
+                "finished_at": run.get("finished_at") or "",
+            }
+        )
+    return rows
 
 
 def _broker_state() -> str:

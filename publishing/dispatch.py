@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 PUBLISH_TASK = "publishing.tasks.publish_article"
 UNPUBLISH_TASK = "publishing.tasks.unpublish_article"
 REFRESH_TASK = "publishing.tasks.refresh_site"
+RERENDER_TASK = "publishing.tasks.rerender_site"
 BATCH_TASK = "publishing.tasks.publish_batch"
 DELIVER_TASK = "publishing.tasks.deliver_webhook"
 
@@ -241,6 +242,9 @@ def _describe(messages: list[Message], exc: Exception) -> tuple[str, str, Except
     elif name == DELIVER_TASK:
         what = f"webhook delivery {args[0]}{more}"
         then = "it stays pending and the catch-up will send it"
+    elif name == RERENDER_TASK:
+        what = f"a pass of the site's re-render{more}"
+        then = "the catch-up will send it"
     elif name == REFRESH_TASK:
         what = f"the shared views' deferred refresh{more}"
         then = "the next request or the catch-up will run the pass"
@@ -297,6 +301,12 @@ def dispatch_refresh(*, eta: datetime, after: int | None = None) -> bool:
     or with `after` the watchdog of that pass; if the broker is down, the next request
     or the catch-up's pass does it instead."""
     return send_batch([(REFRESH_TASK, () if after is None else (after,), eta)]) == 1
+
+
+def dispatch_rerender() -> bool:
+    """Send a pass of the site's re-render (publishing.services.rerender), on its own
+    low-priority queue; if the broker is down, the catch-up sends it later."""
+    return send_batch([(RERENDER_TASK, (), None)]) == 1
 
 
 def dispatch_batches(

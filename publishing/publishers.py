@@ -47,6 +47,21 @@ built; `BasePublisher` gives the ones a target may not need):
     reconcile(*, fence=None) -> bool | None
                                  the full check, from the catch-up now and then: remove
                                  whatever the database no longer has, then refresh.
+    rerender(*, fence=None, force=False, again=False) -> bool | None
+                                 one pass of writing every page again in this process's
+                                 look (issue 20; `force`: even over a run a newer
+                                 process began; `again`: a new run even if the target
+                                 is in this look): from the target's checkpoint, keeping
+                                 to `fence.time_left()`, its progress committed only
+                                 while `fence` (the re-render's lease) holds. True: the
+                                 target is in this look; False: stopped at the budget
+                                 with pages left. Changes no article. None: the target
+                                 has no look (BasePublisher's).
+    rerender_due() -> bool       is there re-rendering for this process to do (the look
+                                 changed, or a run is unfinished)? BasePublisher: False.
+    rerender_status() -> dict | None
+                                 the re-render's progress for the dashboard and
+                                 `rerender_site --status` (JSON-able); None: no look.
 
 `publish`, `unpublish` and `withdraw` raise `TransientPublishError` or `PermanentPublishError`
 (publishing.exceptions); any other exception is treated as transient: a bug is
@@ -97,6 +112,14 @@ class Publisher(Protocol):
 
     def reconcile(self, *, fence: Fence | None = None) -> bool | None: ...
 
+    def rerender(
+        self, *, fence: Fence | None = None, force: bool = False, again: bool = False
+    ) -> bool | None: ...
+
+    def rerender_due(self) -> bool: ...
+
+    def rerender_status(self) -> dict | None: ...
+
 
 INTERFACE = (
     "in_groups",
@@ -107,12 +130,15 @@ INTERFACE = (
     "forget",
     "refresh",
     "reconcile",
+    "rerender",
+    "rerender_due",
+    "rerender_status",
 )
 
 
 class BasePublisher:
     """The parts a target may not need: nothing to note at a delete, no shared views to
-    refresh or check, and a group published article by article."""
+    refresh or check, no look to re-render, and a group published article by article."""
 
     in_groups: bool = False
 
@@ -144,6 +170,17 @@ class BasePublisher:
         return None
 
     def reconcile(self, *, fence: Fence | None = None) -> bool | None:
+        return None
+
+    def rerender(
+        self, *, fence: Fence | None = None, force: bool = False, again: bool = False
+    ) -> bool | None:
+        return None
+
+    def rerender_due(self) -> bool:
+        return False
+
+    def rerender_status(self) -> dict | None:
         return None
 
 

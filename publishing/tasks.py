@@ -19,6 +19,7 @@ from publishing.dispatch import (
     dispatch_deliveries,
     dispatch_many,
     dispatch_publish,
+    dispatch_rerender,
     eta_horizon,
 )
 from publishing.exceptions import ArticleDeadError, TransientPublishError
@@ -35,6 +36,7 @@ from publishing.services import (
     suspects_due,
     webhook_deliver,
 )
+from publishing.services.rerender import RerenderOutcome, site_rerender
 
 logger = logging.getLogger(__name__)
 
@@ -330,3 +332,22 @@ def refresh_site(after: int | None = None) -> str:
     """The deferred pass of the shared views' refresher (services.refresh), or with
     `after` the watchdog of pass `after`; the pass's outcome."""
     return str(shared_views_deferred(after=after))
+
+
+@shared_task(
+    name="publishing.tasks.rerender_site",
+    ignore_result=True,
+    # Acked on receipt: a pass lost with its worker costs a pass (the catch-up sends
+    # the next once the lost one's lease has run out); the checkpoint keeps the work.
+    acks_late=False,
+    # Inside the re-render's lease (PUBLISH_LEASE_SECONDS), as a publish group's.
+    soft_time_limit=settings.PUBLISH_SOFT_TIME_LIMIT,
+    time_limit=settings.PUBLISH_TIME_LIMIT,
+)  # type: ignore[call-overload]  # celery-types say int seconds; Celery takes a float too
+def rerender_site() -> str:
+    """One pass of the site's re-render in this worker's look (services.rerender), then
+    the next pass while pages are left; on the re-render's own low-priority queue."""
+    outcome = site_rerender()
+    if outcome is RerenderOutcome.MORE:
+        dispatch_rerender()
+    return str(outcome)

@@ -352,6 +352,20 @@ class Fence:
                 f"claim {self.token}: the lease was {state} after {what}", wrote=state == "taken"
             )
 
+    def hold(self, what: str) -> None:
+        """Inside the caller's transaction: the row locked (FOR UPDATE) while the claim
+        still holds it, else `Overtaken`. A newer claim's UPDATE then waits for the
+        caller's commit, so whatever the transaction writes (a checkpoint, the writes
+        it records) commits only under this claim. (SQLite: the caller's write
+        transaction already keeps every other claim from committing.)"""
+        held = (
+            self.rows.select_for_update()
+            .filter(**{self.fields.token: self.token, f"{self.fields.expires}__gt": Now()})
+            .exists()
+        )
+        if not held:
+            raise Overtaken(f"claim {self.token}: the lease was lost before {what}")
+
     def time_left(self) -> float:
         return math.inf if self.deadline is None else self.deadline - time.monotonic()
 

@@ -29,7 +29,7 @@ from django.utils.feedgenerator import Atom1Feed
 
 from blogpublish.desk.images import IMAGE_REF_RE
 from blogpublish.rendering import plain_excerpt, render_markdown
-from blogpublish.site import paths
+from blogpublish.site import look, paths
 from blogpublish.site.selectors import Entry
 from publishing.models import content_hash_of
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
@@ -161,6 +161,9 @@ def article_page(article) -> str:
                 body=article.body,
                 publish_at=article.publish_at,
             ),
+            # The look it is written in (blogpublish.site.look), beside the content mark:
+            # the re-render reads it to find a page of another look.
+            "look": look.look(),
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.

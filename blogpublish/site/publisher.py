@@ -16,7 +16,7 @@ from blogpublish.desk import images
 from blogpublish.exceptions import PageChanged, StorageError, SymlinkRefused
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
-from blogpublish.site import build, documents, paths, selectors
+from blogpublish.site import build, documents, paths, rerender, selectors
 from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.selectors import ListedPage
@@ -348,6 +348,18 @@ class StaticSitePublisher(BasePublisher):
             state.save_pass()
         self._remove(state)
         return done
+
+    def rerender(
+        self, *, fence: Fence | None = None, force: bool = False, again: bool = False
+    ) -> bool:
+        """One pass of the re-render in this process's look (blogpublish.site.rerender)."""
+        return rerender.rerender_pass(self.site, fence=fence, force=force, again=again)
+
+    def rerender_due(self) -> bool:
+        return rerender.rerender_due()
+
+    def rerender_status(self) -> dict:
+        return rerender.rerender_status()
 
     def _repair_pages(
         self, pages: Iterable[ListedPage], *, with_page: set[str] | None = None

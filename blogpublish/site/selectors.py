@@ -268,20 +268,40 @@ def live_versions(*, exclude_slugs: set[str]) -> Iterator[LiveVersion]:
     yield from live_versions_of([i for i, slug in rows if slug not in exclude_slugs])
 
 
+LIVE_FIELDS = (
+    "id",
+    "published_slug",
+    "published_title",
+    "published_body",
+    "published_publish_at",
+    "published_hash",
+)
+
+
+def _live_version(row: dict) -> LiveVersion:
+    return LiveVersion(
+        id=row["id"],
+        slug=row["published_slug"],
+        title=row["published_title"],
+        body=row["published_body"],
+        publish_at=row["published_publish_at"],
+        published_hash=row["published_hash"],
+    )
+
+
 def live_versions_of(ids: list[int]) -> Iterator[LiveVersion]:
     """The live versions of those of the articles still listed, 200 bodies a query."""
-    fields = ("id", "published_slug", "published_title", "published_body")
     for start in range(0, len(ids), 200):
         chunk = listed().filter(pk__in=ids[start : start + 200])
-        for row in chunk.values(*fields, "published_publish_at", "published_hash"):
-            yield LiveVersion(
-                id=row["id"],
-                slug=row["published_slug"],
-                title=row["published_title"],
-                body=row["published_body"],
-                publish_at=row["published_publish_at"],
-                published_hash=row["published_hash"],
-            )
+        for row in chunk.values(*LIVE_FIELDS):
+            yield _live_version(row)
+
+
+def live_versions_after(after: int, *, limit: int) -> list[LiveVersion]:
+    """The live versions of the next `limit` listed articles after the key `after`, in
+    key order (the re-render's keyset walk)."""
+    rows = listed().filter(pk__gt=after).order_by("pk").values(*LIVE_FIELDS)[:limit]
+    return [_live_version(row) for row in rows]
 
 
 @dataclass(frozen=True)

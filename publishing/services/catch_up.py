@@ -21,7 +21,12 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
 from publishing import rollup
-from publishing.dispatch import dispatch_batches, dispatch_many, eta_horizon
+from publishing.dispatch import (
+    dispatch_batches,
+    dispatch_many,
+    dispatch_rerender,
+    eta_horizon,
+)
 from publishing.models import Article, CatchUpRun
 from publishing.selectors import (
     articles_due_for_catch_up,
@@ -32,6 +37,7 @@ from publishing.services.alarms import article_dead_alert, stuck_check
 from publishing.services.deliveries import deliveries_catch_up
 from publishing.services.publish import publish_group, suspects_due
 from publishing.services.refresh import full_check_due, shared_views_pass
+from publishing.services.rerender import rerender_wanted
 from publishing.services.site import site_reconcile
 from publishing.services.stories import stories_tidy
 from publishing.time_limits import attempt_time_limit
@@ -52,6 +58,9 @@ class CatchUpReport:
     # Stale pending webhook deliveries sent again, and dead ones alerted late.
     deliveries_sent: int = 0
     delivery_alerts: int = 0
+    # A pass of the site's re-render sent: the look changed (a deploy), or a run whose
+    # runner died is unfinished (issue 20).
+    rerender_sent: bool = False
 
 
 def _mark_dispatched(ids: list[int]) -> None:
@@ -159,6 +168,7 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
     deliveries_sent, delivery_alerts = deliveries_catch_up(limit=limit)
     run.renew()
     stuck = stuck_check()
+    rerender_sent = rerender_wanted() and dispatch_rerender()
     report = CatchUpReport(
         len(stale),
         len(sent),
@@ -167,11 +177,13 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
         stuck,
         deliveries_sent=deliveries_sent,
         delivery_alerts=delivery_alerts,
+        rerender_sent=rerender_sent,
     )
     run.detail = (
         f"{report.stale_found} stale found, {report.stale_sent} sent, {report.armed} armed, "
         f"{report.alerts_sent} alerts, stuck: {report.stuck}, "
         f"{deliveries_sent} webhook deliveries sent, {delivery_alerts} delivery alerts"
+        f"{', a re-render pass sent' if rerender_sent else ''}"
     )
     rollup.compact()
     stories_tidy(limit=limit)  # the trash and old revisions (docs/design.md, "Drafts")

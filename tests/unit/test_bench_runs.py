@@ -81,3 +81,22 @@ def test_operator_benchmark_runs_at_tiny_sizes():
     assert f"Operator reads on {database}: 300 articles, 1,000 attempts" in result.stdout
     for row in ("dashboard page", "dashboard live fragment", "GET /metrics"):
         assert row in result.stdout, result.stdout
+
+
+def test_rerender_benchmark_runs_on_a_tiny_site():
+    """bench/rerender.py (issue 20, item 5) at 30 articles: its own PostgreSQL database,
+    the first run, the re-render in a new look, Hugo's build of the same Markdown."""
+    # No workers (--rerender-saves 0): their part runs in `make bench`.
+    args = ["rerender", "--rerender-articles", "30", "--rerender-saves", "0"]
+    result = subprocess.run(
+        [sys.executable, "bench/run.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "re-render in a new look" in result.stdout
+    assert "(30 written)" in result.stdout, result.stdout  # every page, in the new look
+    assert "hugo, full build" in result.stdout, result.stdout

@@ -1,0 +1,126 @@
+"""The look of the site's pages as one fingerprint (issue 20, docs/site.md, "The look").
+
+Everything that shapes an article's page besides the article itself hashes into
+`look()`: the page templates as the template loader finds them (a theme's override in
+TEMPLATES' DIRS counts; the stylesheet is the `<style>` block of base.html), the site's
+static files under `blogpublish/site/` (what a theme's templates link to), the renderer
+and its version (cmark-gfm, its options and extensions), the sanitiser's version and
+policy (nh3), the settings a page shows (`LOOK_SETTINGS`) and `PAGE_FORMAT`, the
+version of the page's own code (bumped by hand when `documents.article_page` writes
+something else). Every page carries the fingerprint it was written in
+(`<meta name="blogpublish-look">`, beside its content mark), and the re-render
+(blogpublish.site.rerender) rewrites the pages of another look when it changes.
+
+Computed once per process (templates and settings do not change under a running
+process); tests that change them call `look.cache_clear()` (a changed setting clears it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.staticfiles import finders
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.template.loader import get_template
+
+from blogpublish import rendering
+
+# Bump when `documents.article_page` (or what it calls) writes a page differently with
+# the same templates, renderer and settings: every page is then written again.
+PAGE_FORMAT = 1
+
+# The templates an article's page is made of (the shared views are rebuilt whole when
+# the look changes: blogpublish.site.rerender).
+PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
+# Static files a theme's templates link to (stylesheets, fonts, images), in any static
+# folder the staticfiles finders search.
+STATIC_PREFIX = "blogpublish/site/"
+# The settings that change what a page shows: its title, addresses, dates (the zone,
+# and the month names' language).
+LOOK_SETTINGS = ("SITE_TITLE", "SITE_URL", "TIME_ZONE", "LANGUAGE_CODE", "USE_I18N")
+
+# What a page carries near its top: the look it was written in.
+LOOK_MARK = re.compile(rb'<meta name="blogpublish-look" content="([0-9a-f]{64})">')
+
+
+@cache
+def look() -> str:
+    """The fingerprint (sha256, hex) of the look of the pages this process writes."""
+    return hashlib.sha256(json.dumps(look_parts(), sort_keys=True).encode()).hexdigest()
+
+
+def look_parts() -> dict:
+    """What the fingerprint is made of, by name (for `rerender_site --status` and tests)."""
+    return {
+        "page_format": PAGE_FORMAT,
+        "templates": {name: _digest(_template_source(name)) for name in PAGE_TEMPLATES},
+        "static": {path: _digest(data) for path, data in _static_files()},
+        "renderer": {
+            "cmarkgfm": _version("cmarkgfm"),
+            "cmark": rendering.cmark_version(),
+            "options": int(rendering.OPTIONS),
+            "extensions": list(rendering.EXTENSIONS),
+        },
+        "sanitiser": {
+            "nh3": _version("nh3"),
+            "tags": sorted(rendering.ALLOWED_TAGS),
+            "attributes": {k: sorted(v) for k, v in rendering.ALLOWED_ATTRIBUTES.items()},
+            "set": {k: dict(sorted(v.items())) for k, v in rendering.SET_ATTRIBUTES.items()},
+            "schemes": sorted(rendering.URL_SCHEMES),
+        },
+        "settings": {name: str(getattr(settings, name, "")) for name in LOOK_SETTINGS},
+    }
+
+
+def page_look(head: bytes | None) -> str | None:
+    """The look a page's first bytes carry; None when it has none (missing, or written
+    before pages carried it)."""
+    found = LOOK_MARK.search(head or b"")
+    return found[1].decode() if found else None
+
+
+def _digest(data: str | bytes) -> str:
+    raw = data.encode() if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _template_source(name: str) -> bytes:
+    """The template file the loader finds for `name`, read now (the loader caches the
+    template, not what is on disk)."""
+    # Django's backend's template (django-stubs know only the engine-neutral protocol).
+    template: Any = get_template(name)
+    try:
+        return Path(template.origin.name).read_bytes()
+    except OSError:  # not from a file (a loader of its own): its text as loaded
+        return template.template.source.encode()
+
+
+def _static_files() -> list[tuple[str, bytes]]:
+    found: dict[str, bytes] = {}
+    for finder in finders.get_finders():
+        for path, storage in finder.list(ignore_patterns=[]):
+            rel = path.replace("\\", "/")
+            if rel.startswith(STATIC_PREFIX) and rel not in found:  # the first finder wins
+                found[rel] = Path(storage.path(path)).read_bytes()
+    return sorted(found.items())
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+@receiver(setting_changed)
+def _forget_look(*, setting: str, **kwargs) -> None:
+    if setting in LOOK_SETTINGS or setting in ("TEMPLATES", "STATICFILES_DIRS", "INSTALLED_APPS"):
+        look.cache_clear()

@@ -1,0 +1,286 @@
+"""Every page in a new look: the re-render of the whole site, a batch with a checkpoint
+(issue 20; docs/site.md, "The look"; docs/design.md, "The re-render").
+
+When the look's fingerprint (blogpublish.site.look) differs from the one the site was
+last rendered in, each listed article's page is written again from its live version,
+in keyset order (the article's key), SITE_RERENDER_CHUNK pages at a time (rendered,
+staged and made live under one guard):
+
+- rendered and staged outside any lock (on disk a synced temporary file, the batch
+  path's `stage_many`), then, under ONE page guard for the chunk's slugs and articles
+  (the guard every attempt writes its page under), the chunk's rows and the pages'
+  first bytes read again, and a page made live only when it still shows the live
+  version the re-render rendered (its content mark), in another look (its look mark),
+  or is missing. An attempt that wrote newer content first keeps its page; one that
+  writes after takes the guard after the re-render's chunk. A concurrent publish or
+  edit always wins.
+- each page replaced atomically (a rename on disk, one PUT in a bucket): a reader sees
+  the old page or the new one, never none, never half of one.
+- the progress (the last key done, counts, time spent) is the checkpoint
+  (work.checkpoints), saved in the same transaction as the chunk, while the run's
+  lease (work.lease, a `JobLease` row) is held: `Fence.hold` locks the lease row, so a
+  runner whose lease ran out commits nothing after the runner that took over began.
+  A killed runner resumes from the last chunk committed; two runners never run at once.
+- nothing of the article changes: no status, no attempt, no `PublishAttempt`, no
+  webhook. The shared views are rebuilt whole by the refresher's next pass, at the
+  latest the catch-up's (SiteState.rebuild, set when a run begins).
+
+A run belongs to one look. A process whose look differs from the run's takes the site
+over for its own look only if it was started after the process that began that run (or is it)
+(`BORN`), so during a rolling deploy the processes of the old look do not flip the site
+back; `manage.py rerender_site` (a new process) always may.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.db import transaction
+
+from blogpublish.models import SITE_STATE_ID
+from blogpublish.models import SiteState as SiteStateRow
+from blogpublish.site import build, documents, paths, selectors
+from blogpublish.site.lock import page_guard
+from blogpublish.site.look import look, page_look
+from blogpublish.site.selectors import LiveVersion
+from blogpublish.storage import SiteStorage, Staged
+from publishing.exceptions import TIME_LIMITS
+from work.checkpoints import checkpoint_clear, checkpoint_read, checkpoint_save
+from work.lease import Fence, db_now
+
+logger = logging.getLogger(__name__)
+
+# The checkpoint's name (work.models.Checkpoint): its position is a `Progress`.
+RERENDER_CHECKPOINT = "site-rerender"
+# When this process began (wall clock): a run begun by an older process may be taken
+# over for this process's look, one begun by a newer process may not.
+BORN = time.time()
+
+
+@dataclass
+class Progress:
+    """A run of the re-render: the checkpoint's position (JSON)."""
+
+    look: str
+    # The process that began it was started at (unix seconds).
+    born: float
+    # The listed articles when it began, and when (ISO, database clock).
+    total: int
+    started_at: str
+    # The last article key done: the run resumes after it.
+    after: int = 0
+    # Pages handled (written, or found right), and of them written.
+    done: int = 0
+    written: int = 0
+    # Seconds the passes spent: the rate is done / seconds.
+    seconds: float = 0.0
+    updated_at: str = ""
+    finished_at: str | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.seconds if self.seconds > 0 else 0.0
+
+
+def progress_read() -> Progress | None:
+    position = checkpoint_read(RERENDER_CHECKPOINT)
+    if not isinstance(position, dict):
+        return None
+    try:
+        return Progress(**position)
+    except TypeError:  # an older shape: the run starts over
+        return None
+
+
+def may_take(progress: Progress | None, *, force: bool = False) -> bool:
+    """May this process begin a run in its own look over `progress`: none yet, a run
+    of its own look (again), or one a process no newer than this one began?"""
+    if progress is None or force or progress.look == look():
+        return True
+    return progress.born <= BORN
+
+
+def rerender_due() -> bool:
+    """Is there re-rendering for this process to do: a run of its look unfinished, or the
+    site in another look that it may take over (`may_take`)? A site that never had a
+    run is due once it lists an article (its pages may be from before look marks)."""
+    progress = progress_read()
+    if progress is None:
+        return selectors.listed().exists()
+    if progress.look == look():
+        return progress.finished_at is None
+    return may_take(progress)
+
+
+def rerender_status() -> dict:
+    """The run as the dashboard and `rerender_site --status` show it."""
+    progress = progress_read()
+    status: dict = {"look": look(), "run": None}
+    if progress is None:
+        return status
+    # Estimated from the run's own counts, not counted: the dashboard asks every few
+    # seconds, and a count after the key walks the rest of a large site.
+    left = 0 if progress.finished_at else max(0, progress.total - progress.done)
+    status["run"] = {**asdict(progress), "rate": round(progress.rate, 1), "left": left}
+    status["current"] = progress.look == look() and progress.finished_at is not None
+    return status
+
+
+def rerender_pass(
+    site: SiteStorage, *, fence: Fence | None = None, force: bool = False, again: bool = False
+) -> bool:
+    """One pass of the re-render, one chunk at least and then until `fence.time_left()`
+    is spent (no fence: to the end): False when it stopped there with pages left,
+    True when the site is in this look (or in a look
+    this process may not take over: nothing for it to do). `force`: begin a run in
+    this process's look even over a newer process's run. `again`: begin a new run even
+    if the site is in this look (a page an old process wrote during a rolling deploy;
+    each page already in this look costs the read of its first bytes)."""
+    progress = progress_read()
+    if progress is None or progress.look != look() or again:
+        if not may_take(progress, force=force):
+            logger.info("re-render: the site is in the look of a newer process; not taken over")
+            return True
+        progress = _begin(fence)
+    if progress.finished_at is not None:
+        return True
+    while True:  # one chunk at least per pass, so that every pass makes progress
+        chunk = selectors.live_versions_after(progress.after, limit=settings.SITE_RERENDER_CHUNK)
+        if chunk:
+            _rerender_chunk(site, chunk, progress, fence)
+        if len(chunk) < settings.SITE_RERENDER_CHUNK:  # the last one
+            _finish(progress, fence)
+            return True
+        if fence is not None and fence.time_left() <= 0:
+            break
+    logger.info(
+        "re-render: stopped at its budget after article %s (%d done); the next pass resumes",
+        progress.after,
+        progress.done,
+    )
+    return False
+
+
+def _begin(fence: Fence | None) -> Progress:
+    """A new run in this process's look: the pages from the first key, and the shared
+    views rebuilt whole by the refresher's next pass (each written if it changed)."""
+    now = db_now().isoformat()
+    progress = Progress(
+        look=look(),
+        born=BORN,
+        total=selectors.count_listed(),
+        started_at=now,
+        updated_at=now,
+    )
+    with transaction.atomic():
+        if fence is not None:
+            fence.hold("beginning the re-render")
+        checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
+        SiteStateRow.objects.filter(pk=SITE_STATE_ID).update(rebuild=True)
+        checkpoint_clear(build.REBUILD_CHECKPOINT)
+    logger.info("re-render: the site's look changed; %d page(s) to write", progress.total)
+    return progress
+
+
+def _finish(progress: Progress, fence: Fence | None) -> None:
+    progress.finished_at = progress.updated_at = db_now().isoformat()
+    with transaction.atomic():
+        if fence is not None:
+            fence.hold("finishing the re-render")
+        checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
+    logger.info(
+        "re-render: done, %d page(s) handled, %d written, %.0f pages/s",
+        progress.done,
+        progress.written,
+        progress.rate,
+    )
+
+
+def _rerender_chunk(
+    site: SiteStorage, chunk: list[LiveVersion], progress: Progress, fence: Fence | None
+) -> None:
+    started = time.monotonic()
+    # Read first, outside the guard: a page already in this look (a publish since the
+    # look changed, a chunk a killed runner wrote) costs no rendering. Read again
+    # under the guard before any write.
+    heads = site.read_heads(
+        [paths.page_file(live.slug) for live in chunk], documents.CONTENT_MARK_WITHIN
+    )
+    rendered: list[tuple[LiveVersion, str]] = []
+    for live in chunk:
+        if not _needs_writing(heads[paths.page_file(live.slug)], live.published_hash):
+            continue
+        try:
+            rendered.append((live, documents.article_page(live)))
+        except TIME_LIMITS:
+            raise
+        except Exception as exc:  # this page only: it keeps its look, the run goes on
+            logger.error("re-render: the page of article %s was not rendered: %s", live.id, exc)
+    staged = site.stage_many([(paths.page_file(live.slug), html) for live, html in rendered])
+    ready = [(live, item) for (live, _), item in zip(rendered, staged, strict=True)]
+    for live, item in ready:
+        if isinstance(item, Exception):  # its page keeps its look; the run goes on
+            logger.error("re-render: the page of article %s was not staged: %s", live.id, item)
+    try:
+        written = _write_chunk(site, ready, chunk, progress, fence, started)
+    finally:
+        for _, item in ready:
+            if isinstance(item, Staged):
+                site.discard(item)
+    logger.debug("re-render: %d of %d page(s) written up to %s", written, len(chunk), chunk[-1].id)
+
+
+def _write_chunk(
+    site: SiteStorage,
+    ready: list[tuple[LiveVersion, Staged | Exception]],
+    chunk: list[LiveVersion],
+    progress: Progress,
+    fence: Fence | None,
+    started: float,
+) -> int:
+    """Under the chunk's page guard: the lease held, the pages still showing this live
+    version (or missing) and in another look made live, the progress saved."""
+    with page_guard(slugs=[live.slug for live in chunk], article_ids=[live.id for live in chunk]):
+        if fence is not None:
+            fence.hold(f"re-rendering the pages after article {progress.after}")
+        live_now = {
+            row["id"]: (row["published_hash"], row["published_slug"])
+            for row in selectors.listed()
+            .filter(pk__in=[live.id for live in chunk])
+            .values("id", "published_hash", "published_slug")
+        }
+        staged = [(live, item) for live, item in ready if isinstance(item, Staged)]
+        heads = site.read_heads([item.rel for _, item in staged], documents.CONTENT_MARK_WITHIN)
+        chosen = [
+            item
+            for live, item in staged
+            if live_now.get(live.id) == (live.published_hash, live.slug)
+            and _needs_writing(heads[item.rel], live.published_hash)
+        ]
+        for item in chosen:
+            site.observe(item)
+        site.commit_many(chosen)
+        progress.after = chunk[-1].id
+        progress.done += len(chunk)
+        progress.written += len(chosen)
+        progress.seconds += time.monotonic() - started
+        progress.updated_at = datetime.now(UTC).isoformat()
+        checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
+    return len(chosen)
+
+
+def _needs_writing(head: bytes | None, published_hash: str) -> bool:
+    """Missing, or showing the live version (a page without a content mark is from
+    before marks: the live version too) in another look. A page showing other content
+    is an attempt's newer page, or a stale one that the refresher's check mends: the
+    re-render leaves it alone."""
+    if head is None:
+        return True
+    shown = documents.page_content_hash(head)
+    if shown is not None and shown != published_hash:
+        return False
+    return page_look(head) != look()

@@ -1,0 +1,65 @@
+"""Every page of the site in this installation's look, by hand (issue 20).
+
+    python manage.py rerender_site            # start or resume the re-render, here
+    python manage.py rerender_site --again    # a new run even if the site is in this look
+    python manage.py rerender_site --status   # how far it got, and its rate
+
+It runs the re-render's passes in this process (no broker), from the checkpoint, until
+every page is in this look: the same passes the workers run (publishing.services.
+rerender), under the same lease, so running it beside them, or twice, writes no page
+twice at once; it waits while another runner holds the lease, and a run killed at any
+moment resumes where it stopped. A deploy that changes the look starts the re-render
+by itself (the catch-up); this is for an operator who will not wait for it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from django.core.management.base import BaseCommand
+
+from publishing.services.rerender import RerenderOutcome, rerender_status, site_rerender
+
+# Seconds between tries while another runner holds the lease.
+WAIT_SECONDS = 1.0
+
+
+class Command(BaseCommand):
+    help = "Re-render every page of the site in this installation's look, from the checkpoint."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--status", action="store_true", help="print the re-render's progress and stop"
+        )
+        parser.add_argument(
+            "--again",
+            action="store_true",
+            help="begin a new run even if the site is in this look (after a rolling deploy)",
+        )
+
+    def handle(self, *args, status: bool, again: bool, **options) -> None:
+        if status:
+            self._status()
+            return
+        while True:
+            outcome = site_rerender(force=True, again=again)
+            if outcome is RerenderOutcome.DONE:
+                self._status()
+                return
+            if outcome is RerenderOutcome.MORE:
+                again = False  # begun: the next passes resume it
+                self._progress()
+            else:  # busy or overtaken: another runner goes on; take over when it stops
+                time.sleep(WAIT_SECONDS)  # a poll of the lease, not a wait for a result
+
+    def _progress(self) -> None:
+        for target, state in rerender_status().items():
+            run = state.get("run") or {}
+            self.stdout.write(
+                f"rerender_site: {target}: {run.get('done', 0)} of {run.get('total', 0)} "
+                f"page(s), {run.get('left', 0)} left, {run.get('rate', 0)} pages/s"
+            )
+
+    def _status(self) -> None:
+        self.stdout.write(json.dumps(rerender_status(), indent=2, sort_keys=True))

@@ -1,0 +1,282 @@
+"""The re-render of the whole site in a new look (issue 20, items 3 and 4), in-process
+with the real database and the site in the test's own folder: its passes, checkpoint,
+lease and fence, and what it never touches. The worker's path and kills are in
+tests/system/test_rerender.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from blogpublish.models import SiteState as SiteStateRow
+from blogpublish.site import documents, look, paths, rerender
+from blogpublish.site.rerender import RERENDER_CHECKPOINT, progress_read
+from blogpublish.storage import site_storage
+from publishing.models import Article, PublishAttempt
+from publishing.services import shared_views_pass
+from publishing.services.rerender import (
+    RERENDER_JOB,
+    RerenderOutcome,
+    rerender_status,
+    rerender_wanted,
+    site_rerender,
+)
+from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
+from work.checkpoints import checkpoint_read
+from work.job_leases import FIELDS, lease_release, lease_take
+from work.lease import Fence, Overtaken
+from work.models import JobLease
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def head(slug: str) -> bytes | None:
+    return site_storage().read_head(paths.page_file(slug), documents.CONTENT_MARK_WITHIN)
+
+
+def page(slug: str) -> str:
+    return site_storage().read(paths.page_file(slug)).decode()
+
+
+def looks(articles: list[Article]) -> list[str | None]:
+    return [look.page_look(head(a.published_slug or a.slug)) for a in articles]
+
+
+def rows(articles: list[Article]) -> list[tuple]:
+    """What a re-render must leave alone of each article."""
+    fields = ("id", "status", "attempts", "claims", "published_hash", "updated_at")
+    return list(Article.objects.filter(pk__in=[a.pk for a in articles]).values_list(*fields))
+
+
+def run_to_the_end(**kwargs) -> int:
+    passes = 0
+    while (outcome := site_rerender(**kwargs)) is not RerenderOutcome.DONE:
+        assert outcome is RerenderOutcome.MORE, outcome
+        passes += 1
+        assert passes < 100
+    return passes + 1
+
+
+def new_look(settings, title: str = "A new look") -> str:
+    before = look.look()
+    settings.SITE_TITLE = title  # a setting a page shows: the look changes
+    assert look.look() != before
+    return look.look()
+
+
+def test_a_new_look_rewrites_every_page_and_changes_no_article(site, settings):  # noqa: F811
+    articles = site.add(5)
+    old = look.look()
+    assert looks(articles) == [old] * 5
+    assert run_to_the_end() == 1  # the first run: the site in this look, pages already are
+    before, attempts = rows(articles), PublishAttempt.objects.count()
+
+    assert not rerender_wanted()
+    new = new_look(settings)
+    assert rerender_wanted()  # the catch-up would send a pass
+    run_to_the_end()
+
+    assert looks(articles) == [new] * 5
+    assert all("A new look" in page(a.slug) for a in articles)
+    assert SiteStateRow.objects.get().rebuild  # the shared views marked for a rebuild
+    shared_views_pass()  # which the refresher's next pass does
+    assert not SiteStateRow.objects.get().rebuild
+    assert "A new look" in (site.root / "index.html").read_text()
+    assert rows(articles) == before  # no status, attempt, claim or time changed
+    assert PublishAttempt.objects.count() == attempts  # and no attempt recorded
+    assert not rerender_wanted()
+    status = rerender_status()["StaticSitePublisher"]
+    assert status["look"] == new and status["current"]
+    assert status["run"]["done"] == 5 and status["run"]["written"] == 5
+    assert status["run"]["left"] == 0
+
+
+def test_a_pass_stops_after_its_budget_and_the_next_resumes_from_the_checkpoint(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+):
+    articles = site.add(5)
+    run_to_the_end()
+    new = new_look(settings)
+    settings.SITE_RERENDER_CHUNK = 2
+
+    assert site_rerender(budget=0) is RerenderOutcome.MORE  # one chunk per pass
+    assert looks(articles) == [new, new, *looks(articles)[2:]]
+    assert new not in looks(articles)[2:]
+    assert progress_read().after == articles[1].pk
+    first = (site.root / articles[0].slug / "index.html").stat().st_ino
+
+    assert site_rerender(budget=0) is RerenderOutcome.MORE
+    assert progress_read().after == articles[3].pk
+    # Resumed after the checkpoint: the first chunk's pages were not written again.
+    assert (site.root / articles[0].slug / "index.html").stat().st_ino == first
+    assert site_rerender(budget=0) is RerenderOutcome.DONE
+    assert looks(articles) == [new] * 5
+    assert progress_read().done == 5
+
+
+def test_a_second_runner_waits_while_the_first_holds_the_lease(site, settings):  # noqa: F811
+    articles = site.add(2)
+    run_to_the_end()
+    new_look(settings)
+    held = lease_take(name=RERENDER_JOB, job=RERENDER_JOB, seconds=60)
+    try:
+        assert site_rerender() is RerenderOutcome.BUSY
+        assert not rerender_wanted()  # nothing to send while a runner holds it
+        assert new_look(settings, "Again") not in looks(articles)
+    finally:
+        lease_release(held)
+    assert rerender_wanted()
+    assert run_to_the_end() == 1
+
+
+def test_a_runner_that_lost_its_lease_commits_no_page_and_no_progress(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+):
+    articles = site.add(3)
+    run_to_the_end()
+    new_look(settings)
+    settings.SITE_RERENDER_CHUNK = 1
+    assert site_rerender(budget=0) is RerenderOutcome.MORE  # the run began: 1 page
+    old_pages = [page(a.slug) for a in articles]
+    position = checkpoint_read(RERENDER_CHECKPOINT)
+    assert position["after"] == articles[0].pk
+    stale = lease_take(name=RERENDER_JOB, job=RERENDER_JOB, seconds=60)
+    lease_release(stale)
+    newer = lease_take(name=RERENDER_JOB, job=RERENDER_JOB, seconds=60)  # took it over
+    try:
+        fence = Fence(JobLease.objects.filter(name=RERENDER_JOB), stale.token, fields=FIELDS)
+        with pytest.raises(Overtaken):
+            rerender.rerender_pass(site_storage(), fence=fence)
+    finally:
+        lease_release(newer)
+    assert [page(a.slug) for a in articles] == old_pages
+    assert checkpoint_read(RERENDER_CHECKPOINT) == position
+
+
+def test_an_edit_whose_attempt_wrote_its_page_first_wins_over_the_rerender(site, settings):  # noqa: F811
+    article, other = site.add(2)
+    run_to_the_end()
+    article.body = "The edited body."
+    article.full_clean()
+    article.save()
+    article.refresh_from_db()
+    site.publisher.publish(article)  # the edit's attempt wrote its page, not completed yet
+    assert documents.page_content_hash(head(article.slug)) == article.content_hash
+
+    new = new_look(settings)
+    run_to_the_end()
+    assert "The edited body." in page(article.slug)  # not the live version over it
+    assert look.page_look(head(other.slug)) == new
+    site.attempt(article)  # the edit completes: its content, in the new look
+    assert "The edited body." in page(article.slug)
+    assert look.page_look(head(article.slug)) == new
+
+
+def test_a_missing_page_is_written_and_a_run_of_a_newer_process_is_left_alone(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+):
+    articles = site.add(2)
+    run_to_the_end()
+    (site.root / articles[0].slug / "index.html").unlink()
+    new = new_look(settings)
+    run_to_the_end()
+    assert looks(articles) == [new, new]
+
+    # A process started before the run began (an old one during a rolling deploy) does
+    # not take the site back to its look, unless by hand (`rerender_site`: force).
+    monkeypatch.setattr(rerender, "BORN", progress_read().born - 60)
+    new_look(settings, "The old look")
+    assert not rerender_wanted()
+    assert site_rerender() is RerenderOutcome.DONE
+    assert looks(articles) == [new, new]
+    assert run_to_the_end(force=True) == 1
+    assert looks(articles) == [look.look()] * 2
+
+
+def test_the_dashboard_shows_the_progress_and_the_rate(site, settings, monkeypatch, client):  # noqa: F811
+    from django.contrib.auth.models import User
+
+    site.add(3)
+    run_to_the_end()
+    new = new_look(settings)
+    settings.SITE_RERENDER_CHUNK = 2
+    assert site_rerender(budget=0) is RerenderOutcome.MORE
+    client.force_login(User.objects.create_user("op", is_staff=True, is_superuser=True))
+
+    html = client.get("/admin/publishing/dashboard/?fragment=1").content.decode()
+    section = html[html.index('id="bp-rerender"') :]
+    assert new[:12] in section and "re-rendering" in section
+    assert "2 of 3 page(s) (67%), 2 written" in section
+    assert "pages/s" in section
+    assert re.search(r"<th>Left</th><td class=\"bp-num\">1\b", section)
+
+    run_to_the_end()
+    html = client.get("/admin/publishing/dashboard/?fragment=1").content.decode()
+    assert "every page" in html[html.index('id="bp-rerender"') :]
+
+
+def test_rerender_site_runs_to_the_end_reports_and_again_rewrites_a_stray_old_page(
+    site,  # noqa: F811
+    settings,
+):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    articles = site.add(3)
+    settings.SITE_RERENDER_CHUNK = 2
+    old, old_title = look.look(), settings.SITE_TITLE
+    new = new_look(settings)
+    out = StringIO()
+    call_command("rerender_site", stdout=out)
+    assert json.loads(out.getvalue())["StaticSitePublisher"]["run"]["done"] == 3
+    assert looks(articles) == [new] * 3
+
+    # A page an old process wrote after the run passed it (a rolling deploy).
+    settings.SITE_TITLE = old_title
+    assert look.look() == old
+    (live,) = rerender.selectors.live_versions_of([articles[0].pk])
+    stray = documents.article_page(live)
+    settings.SITE_TITLE = "A new look"
+    site_storage().write(paths.page_file(articles[0].slug), stray)
+    call_command("rerender_site", stdout=StringIO())  # the site is in this look: done
+    assert looks(articles) == [old, new, new]
+    call_command("rerender_site", "--again", stdout=StringIO())
+    assert looks(articles) == [new] * 3
+
+    out = StringIO()
+    call_command("rerender_site", "--status", stdout=out)
+    status = json.loads(out.getvalue())["StaticSitePublisher"]
+    assert status["current"] and status["run"]["written"] == 1 and status["run"]["done"] == 3
+
+
+def test_again_walks_a_site_already_in_this_look_reading_pages_not_writing_them(site):  # noqa: F811
+    articles = site.add(3)
+    run_to_the_end()
+    first = progress_read()
+    inodes = [(site.root / a.slug / "index.html").stat().st_ino for a in articles]
+    assert site_rerender(again=True) is RerenderOutcome.DONE
+    again = progress_read()
+    assert again.started_at != first.started_at  # a new run, not the old one's end
+    assert (again.done, again.written) == (3, 0)
+    assert [(site.root / a.slug / "index.html").stat().st_ino for a in articles] == inodes
+
+
+def test_a_site_in_a_bucket_is_rerendered_too(site, settings, s3_server):  # noqa: F811
+    """The same pass against object storage (moto's S3 server): the pages' first bytes
+    read with ranged GETs, each page made live by a conditional PUT."""
+    for name, value in s3_server.settings_for(f"s3://{s3_server.new_bucket()}/site").items():
+        setattr(settings, name, value)
+    articles = site.add(3)
+    new = new_look(settings)
+    run_to_the_end()
+    assert looks(articles) == [new] * 3
+    assert all("A new look" in page(a.slug) for a in articles)
