@@ -29,7 +29,7 @@ from django.utils.feedgenerator import Atom1Feed
 
 from blogpublish.desk.images import IMAGE_REF_RE
 from blogpublish.rendering import plain_excerpt, render_markdown
-from blogpublish.site import paths
+from blogpublish.site import figures, paths, selectors
 from blogpublish.site.selectors import Entry
 from publishing.models import content_hash_of
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
@@ -164,7 +164,7 @@ def article_page(article) -> str:
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
-            "body_html": render_markdown(body),
+            "body_html": figures.fit(render_markdown(body), selectors.image_renditions),
             "canonical_url": url,
             "description": description,
             "og_type": "article",

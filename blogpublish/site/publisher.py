@@ -396,9 +396,11 @@ class StaticSitePublisher(BasePublisher):
             logger.error("the pages of the articles settled were not checked: %s", exc)
 
     def _sweep_images(self) -> None:
-        """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)."""
+        """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)
+        removed; the copies of images uploaded before copies were made, a few a check."""
         try:
             images.sweep(self.site)
+            images.make_missing_renditions(self.site)
         except (OSError, SymlinkRefused, StorageError) as exc:  # the next full check tries again
             logger.error("reconcile: the images were not swept: %s", exc)
 

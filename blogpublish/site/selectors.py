@@ -20,6 +20,8 @@ from datetime import datetime
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 
+from blogpublish.desk.renditions import Renditions
+from blogpublish.models import Image
 from publishing.models import Article, ArticleStatus
 
 # Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters.
@@ -315,3 +317,18 @@ def is_live(version: LiveVersion) -> bool:
     return Article.objects.filter(
         pk=version.id, published_hash=version.published_hash, published_slug=version.slug
     ).exists()
+
+
+# --- images ----------------------------------------------------------------------------
+
+
+def image_renditions(image_paths: Iterable[str]) -> dict[str, Renditions]:
+    """The copies of the uploaded images at `image_paths` (`media/<sha256>.<ext>`), for
+    those that have them: one query (blogpublish.site.figures)."""
+    wanted = list(image_paths)
+    if not wanted:
+        return {}
+    rows = Image.objects.filter(path__in=wanted, renditions__isnull=False)
+    return {
+        path: Renditions.from_json(made) for path, made in rows.values_list("path", "renditions")
+    }
