@@ -6,6 +6,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from itertools import islice
 
 from django.conf import settings
@@ -275,11 +276,14 @@ class StaticSitePublisher(BasePublisher):
     def forget(self, article) -> None:
         """The article is being deleted (inside the delete's transaction): the next
         refresh takes its pages off and, if it was listed, rebuilds the archive."""
+        listed = bool(article.published_slug)
         with page_guard(slugs=(), article_id=article.pk):
             add_note(
                 article_id=article.pk,
                 slugs=[article.slug, article.published_slug],
-                listed=bool(article.published_slug),
+                listed=listed,
+                # Where it was listed: its neighbours' links name it (`_repair_settled`).
+                listed_at=selectors.listed_date(article.published_publish_at) if listed else "",
             )
 
     def unpublish(self, article) -> None:
@@ -303,6 +307,9 @@ class StaticSitePublisher(BasePublisher):
         site, time_left = self._shared(fence)
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
+            # Where the articles about to settle were listed: their old neighbours'
+            # links may name them (a delete, a new date, a new title or slug).
+            were_at = {i: w.listed_at for i, w in state.written.items() if w.was_listed}
             if state.rebuild:
                 done = build.rebuild(site, state, time_left=time_left)
             else:
@@ -310,7 +317,7 @@ class StaticSitePublisher(BasePublisher):
             settled = list(state.settled)
             state.save_pass()
         self._remove(state)
-        self._repair_settled(settled)
+        self._repair_settled(settled, were_at=were_at)
         return done
 
     def _shared(self, fence: Fence | None) -> tuple[build.Site, build.TimeLeft]:
@@ -384,14 +391,20 @@ class StaticSitePublisher(BasePublisher):
                 written += 1
         return written
 
-    def _repair_settled(self, article_ids: list[int]) -> None:
-        """After a pass: the pages of the articles it settled, each read once (its first
-        bytes), so a listed article's missing or stale page is written again by the next
-        pass, not the next full check. A failure here is the full check's to mend."""
+    def _repair_settled(self, article_ids: list[int], *, were_at: dict[int, str]) -> None:
+        """After a pass: the pages of the articles it settled, and of their neighbours
+        where they were listed (`were_at`: id → listed date) and where they are now,
+        each read once (its first bytes), so a listed article's missing or stale page,
+        or one whose previous or next link names an article no longer there or no longer
+        so, is written again by the next pass, not the next full check. A failure here
+        is the full check's to mend (docs/site.md, "Previous and next")."""
         if not article_ids:
             return
         try:
-            self._repair_pages(selectors.listed_pages(article_ids))
+            keys = [(datetime.fromisoformat(were_at[i]), i) for i in article_ids if were_at.get(i)]
+            keys += [(e.publish_at, e.id) for e in selectors.listed_entries(article_ids).values()]
+            around = selectors.neighbour_ids(keys)
+            self._repair_pages(selectors.listed_pages(sorted({*article_ids, *around})))
         except (OSError, SymlinkRefused, StorageError, DatabaseError) as exc:
             logger.error("the pages of the articles settled were not checked: %s", exc)
 
@@ -412,9 +425,20 @@ class StaticSitePublisher(BasePublisher):
 
 
 def _is_wrong(page: ListedPage, head: bytes | None) -> bool:
-    """Missing (no first bytes), or marked with content the article does not show now;
-    a page without a mark is not judged."""
+    """Missing (no first bytes), or marked with content the article does not show now,
+    or showing its live version with previous and next links to other neighbours than
+    its own now; a page without a mark is not judged. A page showing an attempt's
+    content is left to that attempt, whose outcome settles it and checks it again."""
     if head is None:
         return True
     shown = documents.page_content_hash(head)
-    return shown is not None and not page.shows_right(shown)
+    if shown is None:
+        return False
+    if not page.shows_right(shown):
+        return True
+    links = documents.page_neighbours_mark(head)
+    return (
+        shown == page.published_hash
+        and links is not None
+        and links != documents.neighbours_mark(page.neighbours)
+    )

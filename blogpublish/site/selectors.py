@@ -155,6 +155,42 @@ def position_of(entry: Entry, *, total: int) -> int:
     return articles.filter(_older_than(entry)).count()
 
 
+# --- an article's neighbours: its page's previous and next links -----------------------
+
+# An article not saved yet (a preview) sorts after every saved one of its date.
+UNSAVED_ID = 2**62
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The listed articles just older and just newer than a key (publish_at, id)."""
+
+    older: Entry | None
+    newer: Entry | None
+
+
+def neighbours(publish_at: datetime, article_id: int | None) -> Neighbours:
+    """The neighbours of the key (`publish_at`, `article_id`) among the listed articles
+    but that article itself: two seeks into `article_listed_idx`."""
+    key = Entry(article_id or UNSAVED_ID, uuid.UUID(int=0), "", "", publish_at, publish_at)
+    others = listed(exclude=[article_id] if article_id else [])
+    older = others.filter(_older_than(key)).order_by("-published_publish_at", "-id")
+    newer = others.filter(_newer_than(key)).order_by("published_publish_at", "id")
+    return Neighbours(
+        older=next((Entry.from_values(r) for r in older.values(*ENTRY_FIELDS)[:1]), None),
+        newer=next((Entry.from_values(r) for r in newer.values(*ENTRY_FIELDS)[:1]), None),
+    )
+
+
+def neighbour_ids(keys: Iterable[tuple[datetime, int]]) -> set[int]:
+    """The ids of the listed neighbours of each key (publish_at, id)."""
+    found: set[int] = set()
+    for publish_at, article_id in keys:
+        around = neighbours(publish_at, article_id)
+        found.update(entry.id for entry in (around.older, around.newer) if entry)
+    return found
+
+
 # --- the pipeline's rows --------------------------------------------------------------
 
 
@@ -288,28 +324,53 @@ def live_versions_of(ids: list[int]) -> Iterator[LiveVersion]:
 @dataclass(frozen=True)
 class ListedPage:
     """What a listed article's page may show (issue 17, the full check): its live
-    version, or, while an attempt of newer content is under way, that content."""
+    version, or, while an attempt of newer content is under way, that content; and the
+    neighbours its previous and next links name now."""
 
     id: int
     slug: str
     published_hash: str
     content_hash: str
     pending: bool
+    neighbours: Neighbours
 
     def shows_right(self, shown: str) -> bool:
         """Is a page carrying the content hash `shown` right for this article now?"""
         return shown == self.published_hash or (self.pending and shown == self.content_hash)
 
 
+PAGE_FIELDS = ("id", "published_slug", "published_hash", "content_hash", "status")
+
+
 def listed_pages(ids: Iterable[int] | None = None) -> Iterator[ListedPage]:
-    """Every listed article's page (or those of `ids`), streamed: no body is read."""
-    rows = listed() if ids is None else listed().filter(pk__in=list(ids))
-    fields = ("id", "published_slug", "published_hash", "content_hash", "status")
-    for row in rows.values_list(*fields).iterator(chunk_size=2000):
-        article_id, slug, published_hash, content_hash, status = row
-        yield ListedPage(
-            article_id, slug, published_hash, content_hash, status == ArticleStatus.PENDING
-        )
+    """Every listed article's page (or those of `ids`), streamed: no body is read. The
+    whole listing is read in its order, each article's neighbours from the stream; for
+    `ids`, two seeks each."""
+    if ids is not None:
+        rows = listed().filter(pk__in=list(ids)).values(*PAGE_FIELDS, "published_publish_at")
+        for row in rows.iterator(chunk_size=2000):
+            yield _listed_page(row, neighbours(row["published_publish_at"], row["id"]))
+        return
+    rows = listed().order_by("published_publish_at", "id").values(*PAGE_FIELDS, *ENTRY_FIELDS)
+    before, row = None, None
+    for after in rows.iterator(chunk_size=2000):
+        if row is not None:
+            yield _listed_page(row, Neighbours(before, Entry.from_values(after)))
+            before = Entry.from_values(row)
+        row = after
+    if row is not None:
+        yield _listed_page(row, Neighbours(before, None))
+
+
+def _listed_page(row: dict, around: Neighbours) -> ListedPage:
+    return ListedPage(
+        row["id"],
+        row["published_slug"],
+        row["published_hash"],
+        row["content_hash"],
+        row["status"] == ArticleStatus.PENDING,
+        around,
+    )
 
 
 def is_live(version: LiveVersion) -> bool:

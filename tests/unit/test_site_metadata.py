@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from blogpublish.site import documents
+from blogpublish.site import documents, selectors
 
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 IMAGE = "media/" + "a" * 64 + ".png"
@@ -105,10 +105,10 @@ def test_listing_pages__canonical_description_and_a_heading(settings):
 
 
 def test_every_page_has_a_skip_link_to_its_content():
-    page = documents.article_page(article())
+    page = documents.article_page(article(), around=selectors.Neighbours(None, None))
 
     assert re.search(r'<a class="skip" href="#content">', page)
-    assert '<main id="content">' in page
+    assert '<main id="content" aria-label="Content">' in page
 
 
 def test_robots_txt_announces_the_sitemap(settings):
