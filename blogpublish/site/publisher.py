@@ -30,6 +30,9 @@ from work.lease import Fence, Overtaken
 
 logger = logging.getLogger(__name__)
 
+# Pages written again under one guard (`_write_live_pages`).
+REPAIR_CHUNK = 200
+
 
 @contextlib.contextmanager
 def _overtaken_rebuilds() -> Iterator[None]:
@@ -181,9 +184,17 @@ class StaticSitePublisher(BasePublisher):
         the article it belongs to fails."""
         failures: dict[int, Exception] = {}
         rendered = []
+        # The group's articles as listed once it completes: their pages link to each
+        # other from the start, and the neighbours cost a few queries for the group.
+        around = selectors.neighbours_many(
+            [(article.publish_at, article.pk) for article in articles],
+            extra=[selectors.Entry.of_article(article) for article in articles],
+        )
         for article in articles:
             try:
-                rendered.append((article, documents.article_page(article)))
+                rendered.append(
+                    (article, documents.article_page(article, around=around[article.pk]))
+                )
             except TIME_LIMITS:
                 raise
             except Exception as exc:  # over the renderer's limits, or a bug: its own
@@ -377,19 +388,54 @@ class StaticSitePublisher(BasePublisher):
             )
             wrong += [p.id for p in missing]
             wrong += [p.id for p in present if _is_wrong(p, heads[paths.page_file(p.slug)])]
-        written = 0
-        for live in selectors.live_versions_of(wrong):
-            rel = paths.page_file(live.slug)
-            with page_guard(slugs=[live.slug], article_id=live.id):
-                now = next(selectors.listed_pages([live.id]), None)
-                if now is None or not selectors.is_live(live):
-                    continue
-                if not _is_wrong(now, self.site.read_head(rel, documents.CONTENT_MARK_WITHIN)):
-                    continue
-                logger.warning("writing the page %s of article %s again", rel, live.id)
-                self.site.write(rel, documents.article_page(live))
-                written += 1
-        return written
+        return sum(
+            self._write_live_pages(wrong[start : start + REPAIR_CHUNK])
+            for start in range(0, len(wrong), REPAIR_CHUNK)
+        )
+
+    def _write_live_pages(self, article_ids: list[int]) -> int:
+        """The live versions of these articles written again, as a batch writes its pages
+        (publish_many): rendered and staged together (one flush), then under ONE page
+        guard, each made live only if it is still live as rendered, its neighbours are
+        still those it links to, and its page still wrong. Returns how many were."""
+        site = self.site
+        lives = list(selectors.live_versions_of(article_ids))
+        seen = {page.id: page for page in selectors.listed_pages([live.id for live in lives])}
+        rendered = [
+            (live, documents.article_page(live, around=seen[live.id].neighbours))
+            for live in lives
+            if live.id in seen
+        ]
+        if not rendered:
+            return 0
+        staged = site.stage_many([(paths.page_file(live.slug), html) for live, html in rendered])
+        ready = [(live, item) for (live, _), item in zip(rendered, staged, strict=True)]
+        ready = [(live, item) for live, item in ready if not isinstance(item, Exception)]
+        try:
+            with page_guard(
+                slugs=[live.slug for live, _ in ready], article_ids=[live.id for live, _ in ready]
+            ):
+                now = {page.id: page for page in selectors.listed_pages(seen)}
+                heads = site.read_heads(
+                    [item.rel for _, item in ready], documents.CONTENT_MARK_WITHIN
+                )
+                due = [
+                    item
+                    for live, item in ready
+                    if (page := now.get(live.id)) is not None
+                    and (page.slug, page.published_hash) == (live.slug, live.published_hash)
+                    and page.neighbours == seen[live.id].neighbours
+                    and _is_wrong(page, heads[item.rel])
+                ]
+                for item in due:
+                    logger.warning("writing the page %s again", item.rel)
+                    site.observe(item)
+                site.commit_many(due)
+        finally:
+            for _, item in ready:
+                with contextlib.suppress(OSError, SymlinkRefused, StorageError):
+                    site.discard(item)
+        return len(due)
 
     def _repair_settled(self, article_ids: list[int], *, were_at: dict[int, str]) -> None:
         """After a pass: the pages of the articles it settled, and of their neighbours

@@ -12,6 +12,7 @@ size.
 
 from __future__ import annotations
 
+import bisect
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -52,6 +53,11 @@ class Entry:
     publish_at: datetime
     published_at: datetime
     head: str = ""
+
+    @classmethod
+    def of_article(cls, article: Article) -> Entry:
+        """The entry an article's attempt makes of it once it completes."""
+        return cls(article.pk, article.uid, article.title, article.slug, *[article.publish_at] * 2)
 
     @classmethod
     def from_values(cls, row: dict) -> Entry:
@@ -182,11 +188,64 @@ def neighbours(publish_at: datetime, article_id: int | None) -> Neighbours:
     )
 
 
+# A window read for many keys at once holds at most this many listed rows per key;
+# keys spread wider than that are sought one by one.
+WINDOW_PER_KEY = 20
+
+
+def neighbours_many(
+    keys: Iterable[tuple[datetime, int]], *, extra: Iterable[Entry] = ()
+) -> dict[int, Neighbours]:
+    """`neighbours` of many keys (publish_at, id), by article id: the listed rows
+    between the first and last key read at once (with one more at each end), so a
+    batch or a pass's articles cost a few queries, not two each. `extra`: entries to
+    count as listed where they say (a batch's articles, listed once it completes),
+    in place of where the listing has them."""
+    keys = sorted(set(keys))
+    if not keys:
+        return {}
+    extra = {entry.id: entry for entry in extra}
+    window = _window(keys[0], keys[-1], limit=WINDOW_PER_KEY * len(keys))
+    if window is None:  # too wide: one by one (the listing only)
+        return {i: neighbours(p, i) for p, i in keys}
+    universe = sorted(
+        {**{e.id: e for e in window}, **extra}.values(), key=lambda e: (e.publish_at, e.id)
+    )
+    order = [(e.publish_at, e.id) for e in universe]
+    found = {}
+    for key in keys:
+        at = bisect.bisect_left(order, key)
+        # Never itself, wherever the listing or `extra` has it (a moved article's old key).
+        older = next((e for e in reversed(universe[:at]) if e.id != key[1]), None)
+        newer = next((e for e in universe[at:] if e.id != key[1]), None)
+        found[key[1]] = Neighbours(older, newer)
+    return found
+
+
+def _window(low: tuple[datetime, int], high: tuple[datetime, int], *, limit: int):
+    """The listed entries from `low` to `high` (keys), with the one just before and the
+    one just after; None when more than `limit` lie between."""
+    first = Entry(low[1], uuid.UUID(int=0), "", "", low[0], low[0])
+    last = Entry(high[1], uuid.UUID(int=0), "", "", high[0], high[0])
+    inside = (
+        listed()
+        .filter(~_older_than(first) & ~_newer_than(last))
+        .order_by("published_publish_at", "id")
+        .values(*ENTRY_FIELDS)[: limit + 1]
+    )
+    rows = [Entry.from_values(row) for row in inside]
+    if len(rows) > limit:
+        return None
+    before = listed().filter(_older_than(first)).order_by("-published_publish_at", "-id")
+    after = listed().filter(_newer_than(last)).order_by("published_publish_at", "id")
+    ends = [Entry.from_values(r) for q in (before, after) for r in q.values(*ENTRY_FIELDS)[:1]]
+    return [*rows, *ends]
+
+
 def neighbour_ids(keys: Iterable[tuple[datetime, int]]) -> set[int]:
     """The ids of the listed neighbours of each key (publish_at, id)."""
     found: set[int] = set()
-    for publish_at, article_id in keys:
-        around = neighbours(publish_at, article_id)
+    for around in neighbours_many(keys).values():
         found.update(entry.id for entry in (around.older, around.newer) if entry)
     return found
 
@@ -347,9 +406,13 @@ def listed_pages(ids: Iterable[int] | None = None) -> Iterator[ListedPage]:
     whole listing is read in its order, each article's neighbours from the stream; for
     `ids`, two seeks each."""
     if ids is not None:
-        rows = listed().filter(pk__in=list(ids)).values(*PAGE_FIELDS, "published_publish_at")
-        for row in rows.iterator(chunk_size=2000):
-            yield _listed_page(row, neighbours(row["published_publish_at"], row["id"]))
+        ids = list(ids)
+        for start in range(0, len(ids), 1000):
+            chunk = listed().filter(pk__in=ids[start : start + 1000])
+            rows = list(chunk.values(*PAGE_FIELDS, "published_publish_at"))
+            around = neighbours_many((row["published_publish_at"], row["id"]) for row in rows)
+            for row in rows:
+                yield _listed_page(row, around[row["id"]])
         return
     rows = listed().order_by("published_publish_at", "id").values(*PAGE_FIELDS, *ENTRY_FIELDS)
     before, row = None, None
@@ -371,13 +434,6 @@ def _listed_page(row: dict, around: Neighbours) -> ListedPage:
         row["status"] == ArticleStatus.PENDING,
         around,
     )
-
-
-def is_live(version: LiveVersion) -> bool:
-    """Is this still the article's live version (not deleted, not republished since)?"""
-    return Article.objects.filter(
-        pk=version.id, published_hash=version.published_hash, published_slug=version.slug
-    ).exists()
 
 
 # --- images ----------------------------------------------------------------------------

@@ -16,7 +16,13 @@ from blogpublish.site import paths
 from blogpublish.site.check import installation_check
 from blogpublish.storage import site_storage
 from publishing.models import Article
-from publishing.services import article_forget, article_unpublish, unpublish_snapshot
+from publishing.services import (
+    Outcome,
+    article_forget,
+    article_unpublish,
+    publish_group,
+    unpublish_snapshot,
+)
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -89,4 +95,29 @@ def test_full_check_mends_a_neighbours_page_a_pass_missed(site):  # noqa: F811
 
     site.publisher.reconcile()
 
+    assert_links_follow_the_listing(site)
+
+
+def test_a_batchs_pages_link_to_each_other_and_between_older_articles(site):  # noqa: F811
+    """A backlog's group (publish_many) renders its pages with the group as listed; the
+    older articles it lands between are written again by the pass after it."""
+    site.add(3)  # article-1 … 3, a minute apart
+    rows = []
+    for n, minutes in enumerate((1.5, 2.5, 2.6, 9)):  # between 1 and 2, 2 and 3, the newest
+        article = Article(
+            title=f"Imported {n}",
+            slug=f"imported-{n}",
+            body=f"Imported body {n}.",
+            publish_at=site.base + timedelta(minutes=minutes),
+        )
+        article.full_clean()
+        article.content_hash = article._content_hash()
+        rows.append(article)
+    Article.objects.bulk_create(rows)
+
+    report = publish_group(retry_in=lambda n: 0, limit=10, worker="here")
+
+    assert [r.outcome for r in report.results] == [Outcome.PUBLISHED] * 4, report
+    assert links(site, "imported-1") == {"prev": "/article-2/", "next": "/imported-2/"}
+    assert links(site, "article-2") == {"prev": "/imported-0/", "next": "/imported-1/"}
     assert_links_follow_the_listing(site)
