@@ -10,19 +10,12 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
 
 from blogpublish.site import paths
 from blogpublish.site.check import installation_check
 from blogpublish.storage import site_storage
 from publishing.models import Article
-from publishing.services import (
-    Outcome,
-    article_forget,
-    article_unpublish,
-    publish_group,
-    unpublish_snapshot,
-)
+from publishing.services import Outcome, publish_group
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -48,16 +41,6 @@ def assert_links_follow_the_listing(site: Site) -> None:  # noqa: F811
     assert [p for p in report.problems if "page" in p] == []
 
 
-def delete(article: Article) -> None:
-    """As the admin deletes: the signal's note in the delete's transaction (the site's
-    fixture disconnects the signal), then the unpublish its message runs."""
-    snapshot = unpublish_snapshot(article)
-    with transaction.atomic():
-        article_forget(snapshot=snapshot)
-        article.delete()
-    article_unpublish(snapshot=snapshot)
-
-
 def test_each_publish_links_its_older_neighbour_to_it(site):  # noqa: F811
     first, second = site.add(2)
     assert links(site, first.slug) == {"next": "/article-2/"}
@@ -72,7 +55,7 @@ def test_each_publish_links_its_older_neighbour_to_it(site):  # noqa: F811
 def test_delete_new_date_title_and_slug_edits_reach_the_neighbours(site):  # noqa: F811
     articles = site.add(6)
 
-    delete(articles[2])  # article-3: 2 and 4 now link to each other
+    site.delete(articles[2])  # article-3: 2 and 4 now link to each other
     assert links(site, "article-2")["next"] == "/article-4/"
     assert links(site, "article-4")["prev"] == "/article-2/"
 
