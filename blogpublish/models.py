@@ -7,7 +7,8 @@
 - `PageNote`: a page written by an attempt, or an article deleted, that the refresher
   has not settled yet. A refresh reads the notes to know which archive entries changed
   and which page directories may have to go; its cost follows the notes, not the site.
-- `Image`: an image uploaded from the article form, stored under SITE_ROOT/media/.
+- `Image`: an image uploaded from the article form, stored under SITE_ROOT/media/, with
+  its smaller copies beside it.
 - `PreviewBudget`, `PreviewSlot`: the preview's rate limit per writer and its cap on
   renders at once, shared by every web process (blogpublish.desk.limits).
 """
@@ -70,6 +71,10 @@ class Image(models.Model):
     uploaded_at = models.DateTimeField()
     # When the full check last found an article using it.
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Its smaller copies (blogpublish.desk.renditions.Renditions.as_json): the size it
+    # shows at, and each copy's path, width, height and type. None: not made yet (an
+    # image uploaded before copies were made; the full check makes them).
+    renditions = models.JSONField(null=True, blank=True, default=None)
 
     def __str__(self) -> str:
         return self.path

@@ -8,7 +8,7 @@ from functools import partial
 from django.db import transaction
 
 from publishing.dispatch import dispatch_unpublish, dispatch_when_due
-from publishing.services import UNPUBLISH_FIELDS, article_forget, article_to_trash
+from publishing.services import article_forget, article_to_trash, unpublish_snapshot
 
 
 def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
@@ -25,10 +25,7 @@ def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
 def article_deleted(sender, instance, **kwargs) -> None:
     # Every delete, not only of live articles: an attempt in flight may already have
     # written the page of an article that never completed (docs/site.md, "Deletes").
-    snapshot = {field: getattr(instance, field) for field in UNPUBLISH_FIELDS}
-    snapshot["uid"] = str(snapshot["uid"])
-    # "deleted", or "withdrawn" (back to draft): the targets tell their readers which.
-    snapshot["event"] = instance.deleted_as
+    snapshot = unpublish_snapshot(instance)
     article_forget(snapshot=snapshot)  # in the delete's transaction: nothing is lost
     article_to_trash(article=instance)  # a delete (not a withdraw) keeps it in the trash
     transaction.on_commit(partial(dispatch_unpublish, snapshot), robust=True)

@@ -13,9 +13,13 @@ under SITE_ROOT by their content, and removed once no article uses them.
   functions the site writes its pages with (atomic, never through a link); "media" is a
   reserved slug, so no article's page can be there and the full check never takes it
   for one. The same image uploaded twice is one file.
-- The full check (`sweep`, from `StaticSitePublisher.reconcile`) removes an image that
-  no article uses, in its text or its live version, once IMAGE_GRACE_SECONDS have
-  passed since it was uploaded or last seen in use.
+- With smaller copies beside it (`media/<sha256>-<width>w.<ext>`, WebP and the original's
+  format, none carrying metadata: blogpublish.desk.renditions), which the pages offer
+  in `srcset` (blogpublish.site.figures). The original is kept.
+- The full check (`sweep`, from `StaticSitePublisher.reconcile`) removes an image, and
+  its copies, once no article uses it, in its text or its live version, and
+  IMAGE_GRACE_SECONDS have passed since it was uploaded or last seen in use. It also
+  makes the copies of images uploaded before copies were made, a few per check.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from blogpublish.desk import renditions
 from blogpublish.exceptions import BlogpublishError
 from blogpublish.models import Image
 from blogpublish.site import paths
@@ -47,6 +52,8 @@ logger = logging.getLogger(__name__)
 MEDIA_DIR = "media"  # a reserved slug (publishing.validators)
 IMAGE_MAX_BYTES = 10 * 2**20
 IMAGE_MAX_PIXELS = 50_000_000
+# Images uploaded before copies were made, given their copies per full check.
+RENDITIONS_PER_CHECK = 20
 FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp"}
 # A phone's multi-picture JPEG (MPO) opens through the JPEG decoder as "MPO": its first
 # picture is kept, as a plain JPEG (jpeg_without_location stops at its end).
@@ -247,32 +254,64 @@ def alt_text(name: str) -> str:
 
 
 def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage:
-    """Check, clean and store an upload; ImageRefused (nothing stored) when refused."""
+    """Check, clean and store an upload with its smaller copies (blogpublish.desk.renditions);
+    ImageRefused (nothing stored) when refused."""
     cleaned, ext, width, height = check(data, name=name, content_type=content_type)
     rel = f"{MEDIA_DIR}/{hashlib.sha256(cleaned).hexdigest()}.{ext}"
+    made, copies = renditions.make(cleaned, path=rel)  # outside the transaction: CPU only
     site = site_storage()
-    # The row first, then the file, in one transaction: the sweep deletes a row under
+    # The row first, then the files, in one transaction: the sweep deletes a row under
     # the row's lock and unlinks inside it, so it can never unlink a file being stored.
     for last_try in (False, True):
         try:
             with transaction.atomic():
                 # Waits for a sweep holding the row; finds it gone then, and makes it anew.
-                if not Image.objects.filter(path=rel).update(uploaded_at=timezone.now()):
+                now = timezone.now()
+                fresh = {"uploaded_at": now, "renditions": made.as_json()}
+                if not Image.objects.filter(path=rel).update(**fresh):
                     Image.objects.create(
                         path=rel,
                         original_name=name[:255],
                         size=len(cleaned),
                         width=width,
                         height=height,
-                        uploaded_at=timezone.now(),
+                        **fresh,
                     )
                 site.write(rel, cleaned)
+                for copy_rel, copy in copies:
+                    site.write(copy_rel, copy)
             break
         except IntegrityError:  # the same bytes uploaded at the same moment
             if last_try:
                 raise
     href = f"{paths.site_path()}/{rel}"
-    return StoredImage(rel, href, f"![{alt_text(name)}]({href})", width, height)
+    return StoredImage(rel, href, f"![{alt_text(name)}]({href})", made.width, made.height)
+
+
+def make_missing_renditions(site: SiteStorage, *, limit: int = RENDITIONS_PER_CHECK) -> int:
+    """The copies of images uploaded before copies were made, `limit` images per call
+    (the full check's): returns how many were done. An original that cannot be read is
+    logged and left for the next call."""
+    done = 0
+    for pk, rel in Image.objects.filter(renditions__isnull=True).values_list("pk", "path")[:limit]:
+        data = site.read(rel)
+        if data is None:
+            logger.warning("the image %s is not in the site's storage; no copies made", rel)
+            continue
+        made, copies = renditions.make(data, path=rel)
+        with transaction.atomic():
+            if not Image.objects.select_for_update().filter(pk=pk).exists():
+                continue  # swept meanwhile
+            for copy_rel, copy in copies:
+                site.write(copy_rel, copy)
+            Image.objects.filter(pk=pk).update(renditions=made.as_json())
+        done += 1
+    return done
+
+
+def copy_paths(made: dict | None) -> list[str]:
+    """The paths of the copies an `Image.renditions` value names."""
+    return [copy["path"] for copy in (made or {}).get("copies", ())]
 
 
 # --- the full check ----------------------------------------------------------------------
@@ -317,7 +356,8 @@ def sweep(site: SiteStorage) -> list[str]:
     Image.objects.filter(path__in=used).update(last_used_at=now)
     stale = Q(uploaded_at__lt=cutoff) & (Q(last_used_at__isnull=True) | Q(last_used_at__lt=cutoff))
     removed = []
-    for pk, rel in Image.objects.filter(stale).exclude(path__in=used).values_list("pk", "path"):
+    stale_rows = Image.objects.filter(stale).exclude(path__in=used)
+    for pk, rel, made in stale_rows.values_list("pk", "path", "renditions"):
         with transaction.atomic():
             # Locked and checked again: an upload of the same bytes meanwhile renews it.
             if not Image.objects.select_for_update().filter(stale, pk=pk).exists():
@@ -326,6 +366,8 @@ def sweep(site: SiteStorage) -> list[str]:
                 continue
             Image.objects.filter(pk=pk).delete()
             site.delete(rel)
+            for copy_rel in copy_paths(made):
+                site.delete(copy_rel)
         logger.info("removed %s, which no article has used since the grace period", rel)
         removed.append(rel)
     return removed

@@ -13,15 +13,18 @@ others are written. `report` defaults to a log line; the refresher passes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
+from html import escape, unescape
 from typing import TypeVar
 
+import nh3
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import dateformat, timezone
@@ -29,7 +32,7 @@ from django.utils.feedgenerator import Atom1Feed
 
 from blogpublish.desk.images import IMAGE_REF_RE
 from blogpublish.rendering import plain_excerpt, render_markdown
-from blogpublish.site import look, paths
+from blogpublish.site import figures, look, paths, selectors
 from blogpublish.site.selectors import Entry
 from publishing.models import content_hash_of
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
@@ -136,10 +139,57 @@ def page_content_hash(head: bytes | None) -> str | None:
     return found[1].decode() if found else None
 
 
-def article_page(article) -> str:
+# What `article_page` writes after the content mark: which neighbours its previous and
+# next links name (neighbours_mark). Not part of the content hash: a publish of another
+# article changes it, and the refresher's pass writes such a page again (docs/site.md,
+# "Previous and next").
+NEIGHBOURS_MARK = re.compile(rb'<meta name="blogpublish-neighbours" content="([0-9a-f]{32})">')
+
+
+def neighbours_mark(around: selectors.Neighbours) -> str:
+    """A short hash of what a page's previous and next links show: each neighbour's id,
+    slug and title."""
+    shown = [[e.id, e.slug, e.title] if e else None for e in (around.older, around.newer)]
+    text = json.dumps(shown, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def page_neighbours_mark(head: bytes | None) -> str | None:
+    """The neighbours mark a page's first bytes carry; None when it has none (written
+    before pages had previous and next links)."""
+    found = NEIGHBOURS_MARK.search(head or b"")
+    return found[1].decode() if found else None
+
+
+# Reading speeds: words a minute for text written with spaces, characters a minute for
+# Chinese, Japanese and Korean (which have no spaces between words).
+WORDS_PER_MINUTE = 230
+CJK_PER_MINUTE = 500
+CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]")
+
+
+def reading_minutes(html: str) -> int:
+    """Minutes to read the text of `html` (the rendered body), at least one."""
+    text = unescape(nh3.clean(html, tags=set(), clean_content_tags={"script", "style"}))
+    cjk = len(CJK.findall(text))
+    words = len(CJK.sub(" ", text).split())
+    return max(1, math.ceil(words / WORDS_PER_MINUTE + cjk / CJK_PER_MINUTE))
+
+
+def _link(entry: Entry | None) -> dict | None:
+    if entry is None:
+        return None
+    return {"title": strip_xml_illegal(entry.title), "href": paths.article_href(entry.slug)}
+
+
+def article_page(article, *, around: selectors.Neighbours | None = None) -> str:
     """The article's own page. HTML5 reads most characters, but a control character is
-    a parse error there too: stripped with the rest of what XML 1.0 cannot carry."""
+    a parse error there too: stripped with the rest of what XML 1.0 cannot carry.
+    `around`: its neighbours, read from the database when not given."""
     body = strip_xml_illegal(article.body)
+    if around is None:
+        around = selectors.neighbours(article.publish_at, getattr(article, "id", None))
+    body_html = figures.fit(render_markdown(body), selectors.image_renditions)
     url = paths.article_url(article.slug)
     # Formatted here, not with the template's `date` filter (its cost is most of the
     # template's; display_date): the same text.
@@ -167,7 +217,11 @@ def article_page(article) -> str:
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
-            "body_html": render_markdown(body),
+            "body_html": body_html,
+            "reading_minutes": reading_minutes(body_html),
+            "older": _link(around.older),
+            "newer": _link(around.newer),
+            "neighbours_mark": neighbours_mark(around),
             "canonical_url": url,
             "description": description,
             "og_type": "article",

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from itertools import islice
 
 from django.conf import settings
@@ -28,6 +29,9 @@ from work.checkpoints import checkpoint_clear
 from work.lease import Fence, Overtaken
 
 logger = logging.getLogger(__name__)
+
+# Pages written again under one guard (`_write_live_pages`).
+REPAIR_CHUNK = 200
 
 
 @contextlib.contextmanager
@@ -180,9 +184,17 @@ class StaticSitePublisher(BasePublisher):
         the article it belongs to fails."""
         failures: dict[int, Exception] = {}
         rendered = []
+        # The group's articles as listed once it completes: their pages link to each
+        # other from the start, and the neighbours cost a few queries for the group.
+        around = selectors.neighbours_many(
+            [(article.publish_at, article.pk) for article in articles],
+            extra=[selectors.Entry.of_article(article) for article in articles],
+        )
         for article in articles:
             try:
-                rendered.append((article, documents.article_page(article)))
+                rendered.append(
+                    (article, documents.article_page(article, around=around[article.pk]))
+                )
             except TIME_LIMITS:
                 raise
             except Exception as exc:  # over the renderer's limits, or a bug: its own
@@ -275,11 +287,14 @@ class StaticSitePublisher(BasePublisher):
     def forget(self, article) -> None:
         """The article is being deleted (inside the delete's transaction): the next
         refresh takes its pages off and, if it was listed, rebuilds the archive."""
+        listed = bool(article.published_slug)
         with page_guard(slugs=(), article_id=article.pk):
             add_note(
                 article_id=article.pk,
                 slugs=[article.slug, article.published_slug],
-                listed=bool(article.published_slug),
+                listed=listed,
+                # Where it was listed: its neighbours' links name it (`_repair_settled`).
+                listed_at=selectors.listed_date(article.published_publish_at) if listed else "",
             )
 
     def unpublish(self, article) -> None:
@@ -303,6 +318,9 @@ class StaticSitePublisher(BasePublisher):
         site, time_left = self._shared(fence)
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
+            # Where the articles about to settle were listed: their old neighbours'
+            # links may name them (a delete, a new date, a new title or slug).
+            were_at = {i: w.listed_at for i, w in state.written.items() if w.was_listed}
             if state.rebuild:
                 done = build.rebuild(site, state, time_left=time_left)
             else:
@@ -310,7 +328,7 @@ class StaticSitePublisher(BasePublisher):
             settled = list(state.settled)
             state.save_pass()
         self._remove(state)
-        self._repair_settled(settled)
+        self._repair_settled(settled, were_at=were_at)
         return done
 
     def _shared(self, fence: Fence | None) -> tuple[build.Site, build.TimeLeft]:
@@ -381,35 +399,81 @@ class StaticSitePublisher(BasePublisher):
             )
             wrong += [p.id for p in missing]
             wrong += [p.id for p in present if _is_wrong(p, heads[paths.page_file(p.slug)])]
-        written = 0
-        for live in selectors.live_versions_of(wrong):
-            rel = paths.page_file(live.slug)
-            with page_guard(slugs=[live.slug], article_id=live.id):
-                now = next(selectors.listed_pages([live.id]), None)
-                if now is None or not selectors.is_live(live):
-                    continue
-                if not _is_wrong(now, self.site.read_head(rel, documents.CONTENT_MARK_WITHIN)):
-                    continue
-                logger.warning("writing the page %s of article %s again", rel, live.id)
-                self.site.write(rel, documents.article_page(live))
-                written += 1
-        return written
+        return sum(
+            self._write_live_pages(wrong[start : start + REPAIR_CHUNK])
+            for start in range(0, len(wrong), REPAIR_CHUNK)
+        )
 
-    def _repair_settled(self, article_ids: list[int]) -> None:
-        """After a pass: the pages of the articles it settled, each read once (its first
-        bytes), so a listed article's missing or stale page is written again by the next
-        pass, not the next full check. A failure here is the full check's to mend."""
+    def _write_live_pages(self, article_ids: list[int]) -> int:
+        """The live versions of these articles written again, as a batch writes its pages
+        (publish_many): rendered and staged together (one flush), then under ONE page
+        guard, each made live only if it is still live as rendered, its neighbours are
+        still those it links to, and its page still wrong. Returns how many were."""
+        site = self.site
+        lives = list(selectors.live_versions_of(article_ids))
+        seen = {page.id: page for page in selectors.listed_pages([live.id for live in lives])}
+        rendered = [
+            (live, documents.article_page(live, around=seen[live.id].neighbours))
+            for live in lives
+            if live.id in seen
+        ]
+        if not rendered:
+            return 0
+        staged = site.stage_many([(paths.page_file(live.slug), html) for live, html in rendered])
+        ready = [
+            (live, item)
+            for (live, _), item in zip(rendered, staged, strict=True)
+            if not isinstance(item, Exception)
+        ]
+        try:
+            with page_guard(
+                slugs=[live.slug for live, _ in ready], article_ids=[live.id for live, _ in ready]
+            ):
+                now = {page.id: page for page in selectors.listed_pages(seen)}
+                heads = site.read_heads(
+                    [item.rel for _, item in ready], documents.CONTENT_MARK_WITHIN
+                )
+                due = [
+                    item
+                    for live, item in ready
+                    if (page := now.get(live.id)) is not None
+                    and (page.slug, page.published_hash) == (live.slug, live.published_hash)
+                    and page.neighbours == seen[live.id].neighbours
+                    and _is_wrong(page, heads[item.rel])
+                ]
+                for item in due:
+                    logger.warning("writing the page %s again", item.rel)
+                    site.observe(item)
+                site.commit_many(due)
+        finally:
+            for _, item in ready:
+                with contextlib.suppress(OSError, SymlinkRefused, StorageError):
+                    site.discard(item)
+        return len(due)
+
+    def _repair_settled(self, article_ids: list[int], *, were_at: dict[int, str]) -> None:
+        """After a pass: the pages of the articles it settled, and of their neighbours
+        where they were listed (`were_at`: id → listed date) and where they are now,
+        each read once (its first bytes), so a listed article's missing or stale page,
+        or one whose previous or next link names an article no longer there or no longer
+        so, is written again by the next pass, not the next full check. A failure here
+        is the full check's to mend (docs/site.md, "Previous and next")."""
         if not article_ids:
             return
         try:
-            self._repair_pages(selectors.listed_pages(article_ids))
+            keys = [(datetime.fromisoformat(were_at[i]), i) for i in article_ids if were_at.get(i)]
+            keys += [(e.publish_at, e.id) for e in selectors.listed_entries(article_ids).values()]
+            around = selectors.neighbour_ids(keys)
+            self._repair_pages(selectors.listed_pages(sorted({*article_ids, *around})))
         except (OSError, SymlinkRefused, StorageError, DatabaseError) as exc:
             logger.error("the pages of the articles settled were not checked: %s", exc)
 
     def _sweep_images(self) -> None:
-        """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)."""
+        """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)
+        removed; the copies of images uploaded before copies were made, a few a check."""
         try:
             images.sweep(self.site)
+            images.make_missing_renditions(self.site)
         except (OSError, SymlinkRefused, StorageError) as exc:  # the next full check tries again
             logger.error("reconcile: the images were not swept: %s", exc)
 
@@ -421,9 +485,20 @@ class StaticSitePublisher(BasePublisher):
 
 
 def _is_wrong(page: ListedPage, head: bytes | None) -> bool:
-    """Missing (no first bytes), or marked with content the article does not show now;
-    a page without a mark is not judged."""
+    """Missing (no first bytes), or marked with content the article does not show now,
+    or showing its live version with previous and next links to other neighbours than
+    its own now; a page without a mark is not judged. A page showing an attempt's
+    content is left to that attempt, whose outcome settles it and checks it again."""
     if head is None:
         return True
     shown = documents.page_content_hash(head)
-    return shown is not None and not page.shows_right(shown)
+    if shown is None:
+        return False
+    if not page.shows_right(shown):
+        return True
+    links = documents.page_neighbours_mark(head)
+    return (
+        shown == page.published_hash
+        and links is not None
+        and links != documents.neighbours_mark(page.neighbours)
+    )

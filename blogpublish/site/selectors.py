@@ -12,6 +12,7 @@ size.
 
 from __future__ import annotations
 
+import bisect
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 
+from blogpublish.desk.renditions import Renditions
+from blogpublish.models import Image
 from publishing.models import Article, ArticleStatus
 
 # Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters.
@@ -51,6 +54,12 @@ class Entry:
     publish_at: datetime
     published_at: datetime
     head: str = ""
+
+    @classmethod
+    def of_article(cls, article: Article) -> Entry:
+        """The entry an article's attempt makes of it once it completes."""
+        at = article.publish_at
+        return cls(article.pk, article.uid, article.title, article.slug, at, at)
 
     @classmethod
     def from_values(cls, row: dict) -> Entry:
@@ -152,6 +161,95 @@ def position_of(entry: Entry, *, total: int) -> int:
     if newer < NEAR_TOP:
         return total - 1 - newer
     return articles.filter(_older_than(entry)).count()
+
+
+# --- an article's neighbours: its page's previous and next links -----------------------
+
+# An article not saved yet (a preview) sorts after every saved one of its date.
+UNSAVED_ID = 2**62
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The listed articles just older and just newer than a key (publish_at, id)."""
+
+    older: Entry | None
+    newer: Entry | None
+
+
+def neighbours(publish_at: datetime, article_id: int | None) -> Neighbours:
+    """The neighbours of the key (`publish_at`, `article_id`) among the listed articles
+    but that article itself: two seeks into `article_listed_idx`."""
+    key = Entry(article_id or UNSAVED_ID, uuid.UUID(int=0), "", "", publish_at, publish_at)
+    others = listed(exclude=[article_id] if article_id else [])
+    older = others.filter(_older_than(key)).order_by("-published_publish_at", "-id")
+    newer = others.filter(_newer_than(key)).order_by("published_publish_at", "id")
+    return Neighbours(
+        older=next((Entry.from_values(r) for r in older.values(*ENTRY_FIELDS)[:1]), None),
+        newer=next((Entry.from_values(r) for r in newer.values(*ENTRY_FIELDS)[:1]), None),
+    )
+
+
+# A window read for many keys at once holds at most this many listed rows per key;
+# keys spread wider than that are sought one by one.
+WINDOW_PER_KEY = 20
+
+
+def neighbours_many(
+    keys: Iterable[tuple[datetime, int]], *, extra: Iterable[Entry] = ()
+) -> dict[int, Neighbours]:
+    """`neighbours` of many keys (publish_at, id), by article id: the listed rows
+    between the first and last key read at once (with one more at each end), so a
+    batch or a pass's articles cost a few queries, not two each. `extra`: entries to
+    count as listed where they say (a batch's articles, listed once it completes),
+    in place of where the listing has them."""
+    keys = sorted(set(keys))
+    if not keys:
+        return {}
+    extras = {entry.id: entry for entry in extra}
+    window = _window(keys[0], keys[-1], limit=WINDOW_PER_KEY * len(keys))
+    if window is None:  # too wide: one by one (the listing only)
+        return {i: neighbours(p, i) for p, i in keys}
+    universe = sorted(
+        {**{e.id: e for e in window}, **extras}.values(), key=lambda e: (e.publish_at, e.id)
+    )
+    order = [(e.publish_at, e.id) for e in universe]
+    found = {}
+    for key in keys:
+        at = bisect.bisect_left(order, key)
+        # Never itself, wherever the listing or `extras` has it (a moved article's old key).
+        older = next((e for e in reversed(universe[:at]) if e.id != key[1]), None)
+        newer = next((e for e in universe[at:] if e.id != key[1]), None)
+        found[key[1]] = Neighbours(older, newer)
+    return found
+
+
+def _window(low: tuple[datetime, int], high: tuple[datetime, int], *, limit: int):
+    """The listed entries from `low` to `high` (keys), with the one just before and the
+    one just after; None when more than `limit` lie between."""
+    first = Entry(low[1], uuid.UUID(int=0), "", "", low[0], low[0])
+    last = Entry(high[1], uuid.UUID(int=0), "", "", high[0], high[0])
+    inside = (
+        listed()
+        .filter(~_older_than(first) & ~_newer_than(last))
+        .order_by("published_publish_at", "id")
+        .values(*ENTRY_FIELDS)[: limit + 1]
+    )
+    rows = [Entry.from_values(row) for row in inside]
+    if len(rows) > limit:
+        return None
+    before = listed().filter(_older_than(first)).order_by("-published_publish_at", "-id")
+    after = listed().filter(_newer_than(last)).order_by("published_publish_at", "id")
+    ends = [Entry.from_values(r) for q in (before, after) for r in q.values(*ENTRY_FIELDS)[:1]]
+    return [*rows, *ends]
+
+
+def neighbour_ids(keys: Iterable[tuple[datetime, int]]) -> set[int]:
+    """The ids of the listed neighbours of each key (publish_at, id)."""
+    found: set[int] = set()
+    for around in neighbours_many(keys).values():
+        found.update(entry.id for entry in (around.older, around.newer) if entry)
+    return found
 
 
 # --- the pipeline's rows --------------------------------------------------------------
@@ -307,32 +405,71 @@ def live_versions_after(after: int, *, limit: int) -> list[LiveVersion]:
 @dataclass(frozen=True)
 class ListedPage:
     """What a listed article's page may show (issue 17, the full check): its live
-    version, or, while an attempt of newer content is under way, that content."""
+    version, or, while an attempt of newer content is under way, that content; and the
+    neighbours its previous and next links name now."""
 
     id: int
     slug: str
     published_hash: str
     content_hash: str
     pending: bool
+    neighbours: Neighbours
 
     def shows_right(self, shown: str) -> bool:
         """Is a page carrying the content hash `shown` right for this article now?"""
         return shown == self.published_hash or (self.pending and shown == self.content_hash)
 
 
+PAGE_FIELDS = ("id", "published_slug", "published_hash", "content_hash", "status")
+
+
 def listed_pages(ids: Iterable[int] | None = None) -> Iterator[ListedPage]:
-    """Every listed article's page (or those of `ids`), streamed: no body is read."""
-    rows = listed() if ids is None else listed().filter(pk__in=list(ids))
-    fields = ("id", "published_slug", "published_hash", "content_hash", "status")
-    for row in rows.values_list(*fields).iterator(chunk_size=2000):
-        article_id, slug, published_hash, content_hash, status = row
-        yield ListedPage(
-            article_id, slug, published_hash, content_hash, status == ArticleStatus.PENDING
-        )
+    """Every listed article's page (or those of `ids`), streamed: no body is read. The
+    whole listing is read in its order, each article's neighbours from the stream; for
+    `ids`, two seeks each."""
+    if ids is not None:
+        ids = list(ids)
+        for start in range(0, len(ids), 1000):
+            chunk = listed().filter(pk__in=ids[start : start + 1000])
+            rows = list(chunk.values(*PAGE_FIELDS, "published_publish_at"))
+            around = neighbours_many((row["published_publish_at"], row["id"]) for row in rows)
+            for row in rows:
+                yield _listed_page(row, around[row["id"]])
+        return
+    rows = listed().order_by("published_publish_at", "id").values(*PAGE_FIELDS, *ENTRY_FIELDS)
+    before, row = None, None
+    for after in rows.iterator(chunk_size=2000):
+        if row is not None:
+            yield _listed_page(row, Neighbours(before, Entry.from_values(after)))
+            before = Entry.from_values(row)
+        row = after
+    if row is not None:
+        yield _listed_page(row, Neighbours(before, None))
 
 
-def is_live(version: LiveVersion) -> bool:
-    """Is this still the article's live version (not deleted, not republished since)?"""
-    return Article.objects.filter(
-        pk=version.id, published_hash=version.published_hash, published_slug=version.slug
-    ).exists()
+def _listed_page(row: dict, around: Neighbours) -> ListedPage:
+    return ListedPage(
+        row["id"],
+        row["published_slug"],
+        row["published_hash"],
+        row["content_hash"],
+        row["status"] == ArticleStatus.PENDING,
+        around,
+    )
+
+
+# --- images ----------------------------------------------------------------------------
+
+
+def image_renditions(image_paths: Iterable[str]) -> dict[str, Renditions]:
+    """The copies of the uploaded images at `image_paths` (`media/<sha256>.<ext>`), for
+    those that have them: one query (blogpublish.site.figures)."""
+    wanted = list(image_paths)
+    if not wanted:
+        return {}
+    rows = Image.objects.filter(path__in=wanted, renditions__isnull=False)
+    return {
+        path: Renditions.from_json(made)
+        for path, made in rows.values_list("path", "renditions")
+        if made is not None
+    }

@@ -56,6 +56,7 @@ from publishing.services.site import (
     article_forget,
     article_unpublish,
     site_reconcile,
+    unpublish_snapshot,
 )
 from publishing.services.stories import (
     article_to_trash,
@@ -128,5 +129,6 @@ __all__ = [
     "story_withdraw",
     "stuck_check",
     "suspects_due",
+    "unpublish_snapshot",
     "webhook_deliver",
 ]

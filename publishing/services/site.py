@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from django.conf import settings
 
@@ -16,8 +17,23 @@ logger = logging.getLogger(__name__)
 UNPUBLISH_FIELDS = ("id", "uid", "slug", "published_slug", "title")
 
 
+def unpublish_snapshot(article: Article) -> dict:
+    """What the targets need of an article being deleted, once its row is gone: JSON,
+    for the unpublish message (publishing.signals.article_deleted)."""
+    snapshot = {field: getattr(article, field) for field in UNPUBLISH_FIELDS}
+    snapshot["uid"] = str(snapshot["uid"])
+    # Where it was listed (ISO): the site rewrites the pages that link to it there.
+    listed_at = article.published_publish_at
+    snapshot["listed_at"] = listed_at.isoformat() if listed_at else ""
+    # "deleted", or "withdrawn" (back to draft): the targets tell their readers which.
+    snapshot["event"] = article.deleted_as
+    return snapshot
+
+
 def _article(snapshot: dict) -> Article:
     article = Article(**{k: snapshot.get(k) for k in UNPUBLISH_FIELDS})
+    if snapshot.get("listed_at"):  # where it was listed, to its neighbours (article_deleted)
+        article.published_publish_at = datetime.fromisoformat(snapshot["listed_at"])
     # What the removal means to readers: a delete, or a withdraw (back to draft).
     article.deleted_as = snapshot.get("event") or "deleted"
     return article

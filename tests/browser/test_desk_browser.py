@@ -23,6 +23,10 @@ from tests.support.desk import image_bytes
 from tests.support.waiting import wait_for
 
 TIMEOUT_MS = 30_000
+# An image loaded (`naturalWidth` is the chosen copy's width over its density, so not
+# the file's own width), and the addresses of an upload and its copies.
+LOADED = "i => i.complete && i.naturalWidth > 0"
+COPY = re.compile(r"/media/[0-9a-f]{64}(-\d+w)?\.(png|webp)$")
 BODY = """Spring came **early** this year, and the blog noticed.
 
 - the preview follows every keystroke
@@ -93,9 +97,9 @@ def test_write_preview_add_image_save_and_read_it_on_the_site(
     )
     image = preview.locator("img")
     expect(image).to_have_attribute("alt", "blossom")
-    wait_for(
-        lambda: image.evaluate("i => i.complete && i.naturalWidth") == 480, what="preview image"
-    )
+    wait_for(lambda: image.evaluate(LOADED), what="preview image")
+    # One of its copies (issue 21): the browser picks by the screen and `sizes`.
+    assert COPY.search(image.evaluate("i => i.currentSrc")), image.evaluate("i => i.currentSrc")
     save_shot(page, screenshots, "desk-editor-preview.png", full_page=True)
 
     # Save; the worker publishes it; the change form says so and links the page.
@@ -118,10 +122,9 @@ def test_write_preview_add_image_save_and_read_it_on_the_site(
     expect(site.locator("strong")).to_have_text("early")
     published = site.locator("article img")
     expect(published).to_have_attribute("alt", "blossom")
-    wait_for(
-        lambda: published.evaluate("i => i.complete && i.naturalWidth") == 480,
-        what="the published image to load",
-    )
+    wait_for(lambda: published.evaluate(LOADED), what="the published image to load")
+    assert COPY.search(published.evaluate("i => i.currentSrc"))
+    assert published.evaluate("i => [i.width, i.height]") == [480, 240]  # its size, given
     assert site.locator("script:not([type='application/ld+json'])").count() == 0
     save_shot(site, screenshots, "published-page.png", full_page=True)
 

@@ -20,6 +20,7 @@ from PIL import Image as Pil
 
 from blogpublish.models import Image, PageNote
 from blogpublish.site import documents
+from blogpublish.site.figures import SIZES
 from publishing.models import Article, ArticleStatus, PublishAttempt
 from tests.support.desk import article_form, image_bytes
 from tests.support.site import without_json_ld
@@ -72,7 +73,7 @@ def test_preview__renders_the_sanitised_page_and_changes_nothing(admin_client, s
     assert "<h1>Unsaved &lt;title&gt;</h1>" in html
     assert "<strong>bold</strong>" in html
     assert "<h1>Heading</h1>" in html
-    assert '<img src="x.png">' in html
+    assert '<img src="x.png" loading="lazy" decoding="async">' in html
     for removed in ("<script", "onerror", "javascript:"):
         assert removed not in without_json_ld(html)
     assert 'http-equiv="Content-Security-Policy"' in html
@@ -238,7 +239,14 @@ def test_image__uploaded_inserted_and_shown_on_the_published_page(worker, admin_
     article = wait_status(Article.objects.get(slug="with-a-picture").pk, ArticleStatus.PUBLISHED)
 
     page = (settings.SITE_ROOT / article.slug / "index.html").read_text(encoding="utf-8")
-    assert f'<img src="/{path}" alt="Sunset 1">' in page
+    # Sized, lazy, and offered as a WebP copy at its own width (it is 64 pixels wide).
+    webp = path.replace(".png", "-64w.webp")
+    assert (
+        f'<picture><source type="image/webp" srcset="/{webp} 64w" sizes="{SIZES}">'
+        f'<img src="/{path}" alt="Sunset 1" loading="lazy" decoding="async" '
+        'width="64" height="48"></picture>'
+    ) in page
+    assert client.get(f"/{webp}")["Content-Type"] == "image/webp"
     assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", preview) == page
     served = client.get(f"/{path}")
     assert served.status_code == 200

@@ -37,13 +37,21 @@ def test_reconcile_removes_only_images_unused_past_the_grace_period(site, settin
     # Its live version still shows the image (the edit that removed it is not live yet).
     Article.objects.filter(pk=live.pk).update(published_body=f"Old: {in_live.markdown}")
 
+    copies = {
+        path: images.copy_paths(made)
+        for path, made in Image.objects.values_list("path", "renditions")
+    }
+    assert all(copies.values())  # each has a WebP copy at least
+
     site.publisher.reconcile()
 
     left = set(Image.objects.values_list("path", flat=True))
     assert left == {in_text.path, in_live.path, fresh.path, lately_used.path}
     assert not (site.root / stale.path).exists()
+    assert not any((site.root / copy).exists() for copy in copies[stale.path])
     for kept in left:
         assert (site.root / kept).is_file(), kept
+        assert all((site.root / copy).is_file() for copy in copies[kept]), kept
     seen = Image.objects.filter(path__in=[in_text.path, in_live.path])
     assert all(row.last_used_at and row.last_used_at > long_ago for row in seen)
 
@@ -85,3 +93,18 @@ def test_an_image_of_a_draft_a_revision_or_the_trash_is_in_use(site, settings): 
     left = set(Image.objects.values_list("path", flat=True))
     assert left == {in_draft.path, in_revision.path, in_trash.path}
     assert not (site.root / unused.path).exists()
+
+
+def test_reconcile_makes_the_copies_of_images_uploaded_before_copies_were_made(site):  # noqa: F811
+    stored = images.store(image_bytes(size=(900, 300)), name="wide.png")
+    made = Image.objects.get().renditions
+    for copy in images.copy_paths(made):
+        (site.root / copy).unlink()
+    Image.objects.update(renditions=None)  # as the migration leaves an older upload
+
+    site.publisher.reconcile()
+
+    assert Image.objects.get().renditions == made
+    assert [c["width"] for c in made["copies"]] == [400, 400, 800, 800, 900]
+    assert all((site.root / copy).is_file() for copy in images.copy_paths(made))
+    assert (site.root / stored.path).is_file()

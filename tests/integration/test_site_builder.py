@@ -21,12 +21,12 @@ from blogpublish.site.state import SiteState
 from publishing.models import Article, ArticleStatus
 from publishing.publishers import get_publishers
 from publishing.services import (
-    UNPUBLISH_FIELDS,
     Outcome,
     article_claim,
     article_complete,
     article_publish,
     article_unpublish,
+    unpublish_snapshot,
 )
 from publishing.signals import article_deleted, article_saved
 from tests.support.site import archive_pages, assert_lists_exactly, read_listing
@@ -77,7 +77,7 @@ class Site:
         self.attempt(article, expect)
 
     def delete(self, article: Article) -> None:
-        snapshot = {field: getattr(article, field) for field in UNPUBLISH_FIELDS}
+        snapshot = unpublish_snapshot(article)
         article.delete()
         article_unpublish(snapshot=snapshot)
 

@@ -167,10 +167,15 @@ def test_an_uploaded_image_goes_to_the_bucket_is_served_and_swept(
     from blogpublish.models import Image
     from tests.support.desk import image_bytes
 
-    stored = images.store(image_bytes(), name="teal.png")
+    stored = images.store(image_bytes(size=(500, 300)), name="teal.png")
+    copies = images.copy_paths(Image.objects.get().renditions)  # 400 (WebP, PNG), 500 (WebP)
 
     head = s3_server.client().head_object(Bucket=bucket, Key=f"site/{stored.path}")
     assert head["ContentType"] == "image/png"
+    assert len(copies) == 3
+    for copy in copies:
+        head = s3_server.client().head_object(Bucket=bucket, Key=f"site/{copy}")
+        assert head["ContentType"] == f"image/{copy.rsplit('.', 1)[1]}"
     response = client.get(f"/{stored.path}")
     assert response.status_code == 200
     assert response["Content-Type"] == "image/png"
@@ -180,3 +185,4 @@ def test_an_uploaded_image_goes_to_the_bucket_is_served_and_swept(
     Image.objects.update(uploaded_at=Image.objects.get().uploaded_at.replace(year=2000))
     assert images.sweep(storage) == [stored.path]
     assert not storage.exists(stored.path)
+    assert not any(storage.exists(copy) for copy in copies)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from blogpublish.site import documents
-from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry
+from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry, Neighbours
 from publishing.models import Article
 from publishing.text_limits import first_xml_illegal
 from tests.support.site import without_json_ld
@@ -121,7 +121,8 @@ def test_fuzz__validation_rendering_and_shared_documents(title, body):
     if article is not None:
         started = time.perf_counter()
         page = documents.article_page(
-            SimpleNamespace(title=article.title, slug="fuzz", body=article.body, publish_at=MOMENT)
+            SimpleNamespace(title=article.title, slug="fuzz", body=article.body, publish_at=MOMENT),
+            around=Neighbours(None, None),  # no database here
         )
         assert time.perf_counter() - started < RENDER_BOUND_S
         assert "<script" not in without_json_ld(page).lower()

@@ -7,6 +7,7 @@ through the article form's image upload, and exiftool reads what was stored.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import shutil
 
@@ -15,7 +16,17 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image as Pil
 
-from tests.support.metadata import CASES, EXT, GPS_TAGS, Case, metadata, planted, where_it_says
+from blogpublish.models import Image
+from tests.support.metadata import (
+    CASES,
+    EXT,
+    GPS_TAGS,
+    Case,
+    metadata,
+    metadata_of_files,
+    planted,
+    where_it_says,
+)
 
 IMAGE = "/admin/publishing/article/image/"
 
@@ -60,3 +71,22 @@ def test_upload__jpeg_keeps_its_orientation_and_compressed_pixels(admin_client, 
     fields = metadata(stored, tmp_path)
     assert fields["IFD0:Orientation"] == "Rotate 90 CW"
     assert where_it_says(fields) == {}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_upload__no_copy_keeps_a_location(admin_client, tmp_path, case):
+    """Issue 21, item 6: the smaller copies are encoded from the pixels alone. 500 × 300
+    pixels: a copy 400 wide in WebP and (JPEG, PNG) in the original's format, and a WebP
+    at 500 (but for a WebP original)."""
+    sent = planted(dataclasses.replace(case, size=(500, 300)), tmp_path)
+
+    file = SimpleUploadedFile(f"{case.name}.{EXT[case.fmt]}", sent, f"image/{case.fmt.lower()}")
+    response = admin_client.post(IMAGE, {"image": file})
+
+    assert response.status_code == 201, response.content
+    copies = Image.objects.get(path=response.json()["path"]).renditions["copies"]
+    expected = {"JPEG": 3, "PNG": 3, "GIF": 2, "WEBP": 1}[case.fmt]
+    assert len(copies) == expected
+    found = metadata_of_files([settings.SITE_ROOT / copy["path"] for copy in copies])
+    assert [where_it_says(fields) for fields in found] == [{}] * expected

@@ -100,14 +100,21 @@ def metadata(data: bytes, folder: Path, name: str = "read") -> dict:
     each named by its group), less what describes the file rather than its content."""
     path = folder / name
     path.write_bytes(data)
+    return metadata_of_files([path])[0]
+
+
+def metadata_of_files(paths: list[Path]) -> list[dict]:
+    """`metadata` of several files, read by one exiftool call."""
     answer = subprocess.run(
-        [exiftool(), "-j", "-a", "-G1", str(path)],
+        [exiftool(), "-j", "-a", "-G1", *map(str, paths)],
         check=True,
         capture_output=True,
         timeout=60,
     )
-    fields = json.loads(answer.stdout)[0]
-    return {k: v for k, v in fields.items() if not k.startswith(("System:", "ExifTool:"))}
+    return [
+        {k: v for k, v in fields.items() if not k.startswith(("System:", "ExifTool:"))}
+        for fields in json.loads(answer.stdout)
+    ]
 
 
 def where_it_says(fields: dict) -> dict:

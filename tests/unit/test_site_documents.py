@@ -13,9 +13,11 @@ import pytest
 
 from blogpublish.rendering import MarkdownTooLargeError
 from blogpublish.site import documents
-from blogpublish.site.selectors import Entry
+from blogpublish.site.selectors import Entry, Neighbours
 
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+# An article page's neighbours, given: no database read.
+ALONE = Neighbours(None, None)
 
 
 def entry(n: int, *, title: str = "", head: str = "", slug: str = "") -> Entry:
@@ -107,7 +109,7 @@ def test_article_page__control_characters_are_stripped():
         title="Bad\x01 title", slug="bad", body="Hello\x01 world\x0b.", publish_at=MOMENT
     )
 
-    page = documents.article_page(article)
+    page = documents.article_page(article, around=ALONE)
 
     assert "Hello world." in page and "Bad title" in page
     assert not any(ord(ch) < 32 and ch not in "\t\n\r" for ch in page)
@@ -121,7 +123,8 @@ def test_character_references_to_controls_in_valid_markdown_are_stripped_silentl
 
     feed = parsed_feed(documents.atom_feed(entries, report=problems.append))
     page = documents.article_page(
-        SimpleNamespace(title="T", slug="t", body=entries[0].head, publish_at=MOMENT)
+        SimpleNamespace(title="T", slug="t", body=entries[0].head, publish_at=MOMENT),
+        around=ALONE,
     )
 
     assert feed.entries[0].summary.startswith("Hello")

@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from html.parser import HTMLParser
 from types import SimpleNamespace
 
-from blogpublish.site import documents
+import pytest
+
+from blogpublish.site import documents, selectors
 
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 IMAGE = "media/" + "a" * 64 + ".png"
@@ -57,6 +59,8 @@ def article(**fields):
     )
 
 
+# An article's page reads its images' copies (and neighbours) from the database.
+@pytest.mark.django_db
 def test_article_page__description_opengraph_twitter_and_canonical(settings):
     settings.SITE_URL = "https://blog.example.com/"
     body = f"First **paragraph** of the post.\n\n![a picture](/{IMAGE})"
@@ -74,6 +78,8 @@ def test_article_page__description_opengraph_twitter_and_canonical(settings):
     assert head.meta["article:published_time"].startswith("2025-03-01")
 
 
+# An article's page reads its images' copies (and neighbours) from the database.
+@pytest.mark.django_db
 def test_article_page__json_ld_is_a_blog_posting_no_title_can_break_out_of(settings):
     title = "</script><script>alert(1)</script> & more"
 
@@ -99,10 +105,10 @@ def test_listing_pages__canonical_description_and_a_heading(settings):
 
 
 def test_every_page_has_a_skip_link_to_its_content():
-    page = documents.article_page(article())
+    page = documents.article_page(article(), around=selectors.Neighbours(None, None))
 
     assert re.search(r'<a class="skip" href="#content">', page)
-    assert '<main id="content">' in page
+    assert '<main id="content" aria-label="Content">' in page
 
 
 def test_robots_txt_announces_the_sitemap(settings):

@@ -1,0 +1,127 @@
+"""Smaller copies of an uploaded image, so that a phone does not load a 4,000-pixel photo
+to show it 400 pixels wide (issue 21, item 6; docs/writing.md, "Images").
+
+At upload, beside the original (kept as uploaded, less its metadata: blogpublish.desk.images),
+copies are made at each of WIDTHS narrower than the image, in WebP and in the original's
+format (JPEG or PNG; a GIF or WebP original gets WebP copies only), plus a WebP at the
+image's own width when it is at most the widest of WIDTHS. Each is named after the
+original's content: `media/<sha256>-<width>w.<ext>`.
+
+- **No metadata in any copy**: each is encoded from the pixels alone, upright (the EXIF
+  orientation applied, since a copy carries no EXIF), with no EXIF, XMP, text or
+  comment; only the colour profile is kept.
+- **An animation** (a GIF or WebP of several frames) gets no copies: resizing every frame
+  is costly, and its pages show the original, sized and lazily loaded.
+- The page (blogpublish.site.figures) offers them with `srcset` and `sizes`, the WebP
+  ones first in a `<picture>`, so a browser takes the smallest that is sharp enough.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import asdict, dataclass
+
+import PIL.Image
+import PIL.ImageOps
+
+# Widths of the copies, in pixels: the text column is 632 CSS pixels wide (base.html:
+# 42rem less its padding), so these cover it from a phone to a 2.5× screen.
+WIDTHS = (400, 800, 1200, 1600)
+WEBP_QUALITY = 80
+JPEG_QUALITY = 85
+# The formats whose copies are also made in their own format (for browsers without
+# WebP): GIF copies would lose colours to a palette, and WebP is already WebP.
+SAME_FORMAT = {"JPEG": ("JPEG", "jpg"), "MPO": ("JPEG", "jpg"), "PNG": ("PNG", "png")}
+MIME = {"webp": "image/webp", "jpg": "image/jpeg", "png": "image/png", "gif": "image/gif"}
+
+
+@dataclass(frozen=True)
+class Copy:
+    path: str  # relative to SITE_ROOT: media/<sha256>-<width>w.<ext>
+    width: int
+    height: int
+    type: str  # its MIME type
+
+
+@dataclass(frozen=True)
+class Renditions:
+    """What `Image.renditions` holds: the image's size as shown (orientation applied)
+    and its copies, narrowest first."""
+
+    width: int
+    height: int
+    copies: tuple[Copy, ...]
+
+    def as_json(self) -> dict:
+        return {
+            "width": self.width,
+            "height": self.height,
+            "copies": [asdict(copy) for copy in self.copies],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Renditions:
+        return cls(data["width"], data["height"], tuple(Copy(**c) for c in data["copies"]))
+
+
+def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]]:
+    """The copies of the image stored at `path` (`media/<sha256>.<ext>`, its bytes
+    `data`, already checked) as (what to record, [(path, bytes)] to store)."""
+    image = PIL.Image.open(io.BytesIO(data), formats=["PNG", "JPEG", "GIF", "WEBP"])
+    image.load()
+    upright = PIL.ImageOps.exif_transpose(image)
+    width, height = upright.size
+    if getattr(image, "n_frames", 1) > 1:
+        return Renditions(width, height, ()), []
+    stem = path.rsplit(".", 1)[0]
+    targets = [w for w in WIDTHS if w < width] + ([width] if width <= WIDTHS[-1] else [])
+    same = SAME_FORMAT.get(image.format or "")
+    profile = image.info.get("icc_profile")
+    pixels = _pixels(upright)
+    copies, files = [], []
+    source = pixels
+    for target in sorted(targets, reverse=True):
+        size = (target, max(1, round(height * target / width)))
+        # Widest first, each from the one before, with Pillow's reduce() before the
+        # filter (reducing_gap): a 50-megapixel photo is not filtered whole four times.
+        if size != source.size:
+            source = source.resize(size, PIL.Image.Resampling.LANCZOS, reducing_gap=3.0)
+        resized = source
+        # At full width, the original itself is the copy in its own format.
+        encodings = [] if target == width and image.format == "WEBP" else [("WEBP", "webp")]
+        if same and target < width:
+            encodings.append(same)
+        for fmt, ext in encodings:
+            rel = f"{stem}-{target}w.{ext}"
+            files.append((rel, _encode(resized, fmt, profile)))
+            copies.append(Copy(rel, size[0], size[1], MIME[ext]))
+    copies.sort(key=lambda copy: copy.width)
+    return Renditions(width, height, tuple(copies)), files
+
+
+def _pixels(image: PIL.Image.Image) -> PIL.Image.Image:
+    """RGB or RGBA (L for grey), so that resizing filters instead of picking pixels."""
+    if image.mode in ("RGB", "RGBA", "L"):
+        return image
+    has_alpha = image.mode in ("LA", "PA") or "transparency" in image.info
+    return image.convert("RGBA" if has_alpha else "RGB")
+
+
+def _encode(image: PIL.Image.Image, fmt: str, profile: bytes | None) -> bytes:
+    """`image` in `fmt` with nothing but its pixels and colour profile: its `info` is
+    emptied (Pillow's JPEG encoder would carry a comment over from it) and no `exif`,
+    `xmp` or text is passed."""
+    image = image.copy()
+    image.info = {}
+    options: dict = {"icc_profile": profile} if profile else {}
+    if fmt == "WEBP":
+        options.update(quality=WEBP_QUALITY, method=4)
+    elif fmt == "JPEG":
+        options.update(quality=JPEG_QUALITY, optimize=True, progressive=True)
+        if image.mode == "RGBA":
+            image = image.convert("RGB")
+    else:
+        options.update(optimize=True)
+    out = io.BytesIO()
+    image.save(out, fmt, **options)
+    return out.getvalue()

@@ -1,0 +1,167 @@
+"""The smaller copies of an upload (blogpublish.desk.renditions) and how a page offers
+them (blogpublish.site.figures): pure functions, no database."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import PIL.Image
+import pytest
+
+from blogpublish.desk import renditions
+from blogpublish.desk.images import check
+from blogpublish.desk.renditions import Copy, Renditions
+from blogpublish.site import figures
+from tests.support.desk import image_bytes
+
+SHA = "ab" * 32
+
+
+def made(fmt: str, size: tuple[int, int], **kwargs) -> tuple[Renditions, dict[str, bytes]]:
+    cleaned, ext, _w, _h = check(image_bytes(fmt, size=size, **kwargs), name=f"x.{fmt}")
+    record, files = renditions.make(cleaned, path=f"media/{SHA}.{ext}")
+    return record, dict(files)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "size", "expected"),
+    [
+        # A wide JPEG: WebP and JPEG at every width below its own; no copy wider than 1600.
+        (
+            "JPEG",
+            (2000, 1000),
+            [(w, t) for w in (400, 800, 1200, 1600) for t in ("image/webp", "image/jpeg")],
+        ),
+        # A PNG of 900: PNG and WebP below it, and a WebP at its own width.
+        (
+            "PNG",
+            (900, 300),
+            [
+                (400, "image/webp"),
+                (400, "image/png"),
+                (800, "image/webp"),
+                (800, "image/png"),
+                (900, "image/webp"),
+            ],
+        ),
+        # A WebP: WebP copies only, none at its own width (the original is that).
+        ("WEBP", (1000, 500), [(400, "image/webp"), (800, "image/webp")]),
+        # A GIF: WebP copies only (a GIF copy would lose colours to a palette).
+        ("GIF", (500, 100), [(400, "image/webp"), (500, "image/webp")]),
+    ],
+)
+def test_copies_at_each_width_below_the_image_in_webp_and_its_own_format(fmt, size, expected):
+    record, files = made(fmt, size)
+
+    assert [(c.width, c.type) for c in record.copies] == expected
+    assert (record.width, record.height) == size
+    for copy in record.copies:
+        assert re.fullmatch(rf"media/{SHA}-{copy.width}w\.(webp|jpg|png)", copy.path)
+        image = PIL.Image.open(io.BytesIO(files[copy.path]))
+        assert image.size == (copy.width, copy.height)
+        assert PIL.Image.MIME[image.format] == copy.type
+        assert copy.height == round(size[1] * copy.width / size[0])
+
+
+def test_copies_carry_no_exif_and_are_upright():
+    # The original keeps its orientation tag (6: turned 90° clockwise): shown 48 × 64.
+    record, files = made("JPEG", (64, 48), gps=True)
+
+    assert (record.width, record.height) == (48, 64)
+    assert [c.type for c in record.copies] == ["image/webp"]  # only at its own width
+    for data in files.values():
+        image = PIL.Image.open(io.BytesIO(data))
+        assert image.size == (48, 64)
+        assert not image.getexif()
+        assert "exif" not in image.info and "xmp" not in image.info
+
+
+def test_an_animation_gets_no_copies():
+    frames = [PIL.Image.new("RGB", (900, 600), colour) for colour in ("red", "blue")]
+    out = io.BytesIO()
+    frames[0].save(out, "GIF", save_all=True, append_images=frames[1:], duration=100)
+
+    record, files = renditions.make(out.getvalue(), path=f"media/{SHA}.gif")
+
+    assert (record.width, record.height, record.copies, files) == (900, 600, (), [])
+
+
+def test_renditions_round_trip_through_json():
+    record, _ = made("PNG", (900, 300))
+    assert Renditions.from_json(record.as_json()) == record
+
+
+# --- how a page offers them ------------------------------------------------------------
+
+JPEG = Renditions(
+    2000,
+    1000,
+    (
+        Copy(f"media/{SHA}-400w.webp", 400, 200, "image/webp"),
+        Copy(f"media/{SHA}-400w.jpg", 400, 200, "image/jpeg"),
+        Copy(f"media/{SHA}-800w.webp", 800, 400, "image/webp"),
+        Copy(f"media/{SHA}-800w.jpg", 800, 400, "image/jpeg"),
+    ),
+)
+
+
+def lookup_of(known: dict[str, Renditions]):
+    asked = []
+
+    def lookup(paths):
+        asked.append(set(paths))
+        return {p: known[p] for p in paths if p in known}
+
+    return lookup, asked
+
+
+def test_an_uploaded_image_gets_its_size_srcset_sizes_and_a_webp_source():
+    lookup, asked = lookup_of({f"media/{SHA}.jpg": JPEG})
+    html = f'<p><img src="/media/{SHA}.jpg" alt="A &quot;view&quot; &gt; all"></p>'
+
+    out = figures.fit(html, lookup)
+
+    assert asked == [{f"media/{SHA}.jpg"}]
+    assert out == (
+        "<p><picture>"
+        f'<source type="image/webp" srcset="/media/{SHA}-400w.webp 400w, '
+        f'/media/{SHA}-800w.webp 800w" sizes="{figures.SIZES}">'
+        f'<img src="/media/{SHA}.jpg" alt="A &quot;view&quot; &gt; all" loading="lazy" '
+        'decoding="async" width="2000" height="1000" '
+        f'srcset="/media/{SHA}-400w.jpg 400w, /media/{SHA}-800w.jpg 800w, '
+        f'/media/{SHA}.jpg 2000w" sizes="{figures.SIZES}">'
+        "</picture></p>"
+    )
+
+
+def test_any_other_image_is_loaded_lazily_and_keeps_what_it_has():
+    lookup, _ = lookup_of({})
+    html = (
+        '<img src="https://example.com/a.png" alt="x" width="10">'
+        f'<img src="/media/{SHA}.png" alt="uploaded before copies were made">'
+    )
+
+    out = figures.fit(html, lookup)
+
+    assert out == (
+        '<img src="https://example.com/a.png" alt="x" width="10" loading="lazy" '
+        'decoding="async">'
+        f'<img src="/media/{SHA}.png" alt="uploaded before copies were made" '
+        'loading="lazy" decoding="async">'
+    )
+
+
+def test_an_img_inside_an_attribute_value_is_text_and_left_alone():
+    lookup, asked = lookup_of({f"media/{SHA}.jpg": JPEG})
+    # What the sanitiser writes for a title holding markup: `<` and `>` unescaped.
+    html = f'<a title="<img src=&quot;/media/{SHA}.jpg&quot;> onerror=x">link</a>'
+
+    assert figures.fit(html, lookup) == html
+    assert asked == []
+
+
+def test_a_writers_own_size_is_kept():
+    lookup, _ = lookup_of({f"media/{SHA}.jpg": JPEG})
+    out = figures.fit(f'<img src="/media/{SHA}.jpg" alt="" width="300">', lookup)
+    assert 'width="300"' in out and 'height="' not in out and "srcset" in out
