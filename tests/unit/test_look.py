@@ -10,7 +10,7 @@ import pytest
 from django.template.loader import get_template
 
 from blogpublish.site import documents, look
-from blogpublish.site.selectors import LiveVersion
+from blogpublish.site.selectors import LiveVersion, Neighbours
 
 
 def use_theme(settings, folder: Path) -> None:
@@ -76,8 +76,10 @@ def test_the_page_carries_its_look_within_the_bytes_the_checks_read(settings):
     settings.SITE_TITLE = "标题 with a long title " * 3
     from django.utils import timezone
 
+    # (With its neighbours given, and no image: no database.)
     page = documents.article_page(
-        LiveVersion(1, "你好", "你好，世界", "Body.", timezone.now(), "0" * 64)
+        LiveVersion(1, "你好", "你好，世界", "Body.", timezone.now(), "0" * 64),
+        around=Neighbours(older=None, newer=None),
     ).encode()
     head = page[: documents.CONTENT_MARK_WITHIN]
     assert look.page_look(head) == look.look()
