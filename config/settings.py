@@ -263,6 +263,12 @@ SITE_CACHE_CONTROL = env_str("SITE_CACHE_CONTROL", "public, max-age=60")
 # The address under which SITE_ROOT is served; used for links in the feed and webhook.
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
+# The language of an article that names none (`lang` of its page, the feeds'): a BCP 47
+# tag, e.g. en, fr, pt-BR.
+SITE_LANGUAGE = env_str("SITE_LANGUAGE", "en")
+# 1: every feed entry carries the whole article (Atom <content>, JSON Feed content_html),
+# as Ghost and WordPress give it; 0: a summary only (the description or the excerpt).
+FEED_FULL_CONTENT = env_bool("FEED_FULL_CONTENT", True)
 # The Content-Security-Policy of the site's pages (blogpublish.csp) allows images from
 # the site and over https; 1: from the site only (no hot-linked images, no tracking pixels).
 SITE_IMAGES_SELF_ONLY = env_bool("SITE_IMAGES_SELF_ONLY", False)

@@ -30,7 +30,9 @@ def update_returning(
         return []
     fields = model._meta.concrete_fields
     if only is not None:
-        fields = [model._meta.get_field(name) for name in only]
+        # In the model's order: Model.from_db() assigns a partial row's values in it.
+        wanted = {model._meta.get_field(name) for name in only}
+        fields = [field for field in fields if field in wanted]
     connection = connections[db]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     with connection.cursor() as cursor:

@@ -21,6 +21,9 @@ from publishing.validators import is_reserved_slug
 # holds the two together.
 FRONT_PAGE = "index.html"
 FEED = "feed.xml"
+JSON_FEED = "feed.json"  # JSON Feed 1.1, beside the Atom feed
+NOT_FOUND = "404.html"  # the site view's and a bucket's error document
+FAVICON = "favicon.svg"
 SITEMAP = "sitemap.xml"  # a sitemap index; the URLs are in sitemap-<n>.xml
 ROBOTS = "robots.txt"  # announces the sitemap to crawlers
 ARCHIVE_DIR = "page"  # page/<n>/index.html

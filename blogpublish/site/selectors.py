@@ -50,9 +50,17 @@ class Entry:
     publish_at: datetime
     published_at: datetime
     head: str = ""
+    # What the feeds carry besides (feed_entries); empty in the other documents.
+    body: str = ""
+    published_hash: str = ""
+    description: str = ""
+    language: str = ""
+    byline: str = ""
+    tags: tuple[str, ...] = ()
 
     @classmethod
     def from_values(cls, row: dict) -> Entry:
+        body = row.get("published_body") or ""
         return cls(
             id=row["id"],
             uid=row["uid"],
@@ -60,7 +68,13 @@ class Entry:
             slug=row["published_slug"],
             publish_at=row["published_publish_at"],
             published_at=row["published_at"] or row["published_publish_at"],
-            head=row.get("head") or "",
+            head=row.get("head") or body[:EXCERPT_SOURCE_CHARS],
+            body=body,
+            published_hash=row.get("published_hash") or "",
+            description=row.get("published_description") or "",
+            language=row.get("published_language") or "",
+            byline=row.get("published_byline") or "",
+            tags=tuple(t for t in row.get("published_tags") or () if isinstance(t, str)),
         )
 
 
@@ -97,6 +111,25 @@ def newest(limit: int, *, exclude: Iterable[int] = ()) -> list[Entry]:
         .annotate(head=Substr("published_body", 1, EXCERPT_SOURCE_CHARS))
         .values(*ENTRY_FIELDS, "head")[:limit]
     )
+    return [Entry.from_values(row) for row in rows]
+
+
+# The feeds' entries: the whole live version of each.
+FEED_FIELDS = (
+    *ENTRY_FIELDS,
+    "published_body",
+    "published_hash",
+    "published_description",
+    "published_language",
+    "published_byline",
+    "published_tags",
+)
+
+
+def feed_entries(limit: int) -> list[Entry]:
+    """The newest `limit` listed articles, newest first, with their whole live version:
+    what the Atom feed and the JSON Feed carry."""
+    rows = listed().order_by("-published_publish_at", "-id").values(*FEED_FIELDS)[:limit]
     return [Entry.from_values(row) for row in rows]
 
 
@@ -257,6 +290,10 @@ class LiveVersion:
     body: str
     publish_at: datetime
     published_hash: str
+    description: str = ""
+    language: str = ""
+    byline: str = ""
+    tags: tuple[str, ...] = ()
 
 
 def live_versions(*, exclude_slugs: set[str]) -> Iterator[LiveVersion]:
@@ -267,12 +304,22 @@ def live_versions(*, exclude_slugs: set[str]) -> Iterator[LiveVersion]:
     yield from live_versions_of([i for i, slug in rows if slug not in exclude_slugs])
 
 
+LIVE_READER_FIELDS = (
+    "published_publish_at",
+    "published_hash",
+    "published_description",
+    "published_language",
+    "published_byline",
+    "published_tags",
+)
+
+
 def live_versions_of(ids: list[int]) -> Iterator[LiveVersion]:
     """The live versions of those of the articles still listed, 200 bodies a query."""
     fields = ("id", "published_slug", "published_title", "published_body")
     for start in range(0, len(ids), 200):
         chunk = listed().filter(pk__in=ids[start : start + 200])
-        for row in chunk.values(*fields, "published_publish_at", "published_hash"):
+        for row in chunk.values(*fields, *LIVE_READER_FIELDS):
             yield LiveVersion(
                 id=row["id"],
                 slug=row["published_slug"],
@@ -280,6 +327,10 @@ def live_versions_of(ids: list[int]) -> Iterator[LiveVersion]:
                 body=row["published_body"],
                 publish_at=row["published_publish_at"],
                 published_hash=row["published_hash"],
+                description=row["published_description"],
+                language=row["published_language"],
+                byline=row["published_byline"],
+                tags=tuple(row["published_tags"] or ()),
             )
 
 
