@@ -91,6 +91,11 @@ _ZONES = {
     "WET": 0, "WEST": 1, "BST": 1, "IST": 5.5, "JST": 9, "KST": 9, "HKT": 8, "SGT": 8,
     "AEST": 10, "AEDT": 11, "ACST": 9.5, "AWST": 8, "NZST": 12, "NZDT": 13,
 }  # fmt: skip
+# An ISO day (and time) first, a numeric zone last, anything between.
+_RUBY_LOOSE = re.compile(
+    r"(?P<day>\d{4}-\d{1,2}-\d{1,2})(?:[ T]+(?P<time>\d{1,2}:\d{2}(?::\d{2})?))?"
+    r"\s+[^+-]*?(?P<zone>[+-]\d{2}:?\d{2})?"
+)
 _TZINFOS = {name: tz.tzoffset(name, int(hours * 3600)) for name, hours in _ZONES.items()}
 # Hugo's page bundles: `hello-world/index.md` is the page `hello-world`.
 _BUNDLE_NAMES = frozenset({"index", "_index"})
@@ -225,22 +230,30 @@ def parse_date(value: object) -> datetime:
 def _parse_date_text(value: str) -> datetime:
     """A date written as text, as Jekyll (Ruby's Time.parse) and Hugo read it: ISO 8601
     first, then the lenient parser (`2024-05-01 09:30:00 +0200`, `May 1, 2024`, RFC
-    822/1123, `2024/05/01`, a named zone as Ruby names it)."""
+    822/1123, `2024/05/01`, a named zone as Ruby names it), then, as Ruby's Date._parse
+    picks the parts it recognises, an ISO day (and time) at the start and a numeric
+    zone at the end with anything between (`2023-01-29 18:30:22 2023 -0800`, a post of
+    Jekyll's own blog)."""
     text = value.strip()
     try:
         return datetime.fromisoformat(text)
     except ValueError:
         pass
-    try:
-        # What the text leaves out is today's, as Time.parse fills it ("May 1": this year).
-        today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
-        return date_parser.parse(text, default=today, tzinfos=_TZINFOS)
-    except (ValueError, OverflowError):
-        raise BadFile(
-            f"date {shown(value)} is not a date: write it as ISO 8601 "
-            "(2024-05-01T09:30:00+02:00), YYYY-MM-DD HH:MM:SS (UTC when no zone is "
-            "given) or as Jekyll and Hugo read dates (May 1, 2024 09:30 +0200)"
-        ) from None
+    # What the text leaves out is today's, as Time.parse fills it ("May 1": this year).
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
+    attempts = [text]
+    if loose := _RUBY_LOOSE.fullmatch(text):
+        attempts.append(" ".join(part for part in loose.group("day", "time", "zone") if part))
+    for attempt in attempts:
+        try:
+            return date_parser.parse(attempt, default=today, tzinfos=_TZINFOS)
+        except (ValueError, OverflowError):
+            continue
+    raise BadFile(
+        f"date {shown(value)} is not a date: write it as ISO 8601 "
+        "(2024-05-01T09:30:00+02:00), YYYY-MM-DD HH:MM:SS (UTC when no zone is "
+        "given) or as Jekyll and Hugo read dates (May 1, 2024 09:30 +0200)"
+    )
 
 
 def date_from_path(path: PurePath) -> datetime | None:

@@ -188,3 +188,33 @@ def test_export_then_import_into_an_empty_database_gives_the_same_articles(
     assert code == 0, err
     assert out.splitlines()[-1].startswith(f"import_articles: created {len(before)}, updated 0")
     assert sorted(Article.objects.values_list(*fields)) == before
+
+
+JEKYLL_BLOG = Path(__file__).resolve().parents[1] / "jekyll_corpus" / "_posts"
+
+
+def test_a_real_jekyll_blog_imports_whole_and_its_export_imports_unchanged(worker, tmp_path):
+    """Jekyll's own news blog (tests/jekyll_corpus, MIT): every post, its byline, its
+    categories as tags and the date Jekyll gives it, the file name's when it has none."""
+    posts = sorted(JEKYLL_BLOG.iterdir())
+
+    out, err, code = run_import(str(JEKYLL_BLOG))
+
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith(f"import_articles: created {len(posts)}, updated 0")
+    assert "failed 0" in out.splitlines()[-1]
+    released = Article.objects.get(slug="jekyll-3-1-1-released")
+    assert released.byline == "parkr" and released.tags == ["release"]
+    assert released.publish_at == datetime(2016, 1, 29, 1, 21, 50, tzinfo=UTC)  # -0800
+    undated = Article.objects.get(slug="jekyll-turns-2-0-0")
+    assert undated.publish_at == datetime(2014, 5, 6, tzinfo=UTC)
+    assert Article.objects.exclude(byline="").count() == len(posts)
+
+    folder = tmp_path / "export"
+    call_command("export_articles", str(folder), stdout=io.StringIO())
+    out, err, code = run_import(str(folder))
+
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith(
+        f"import_articles: created 0, updated 0, unchanged {len(posts)}"
+    )
