@@ -21,6 +21,7 @@ from config.checks import (
     preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
+    site_language_problems,
     site_root_problems,
     webhook_delivery_problems,
     webhook_secret_problems,
@@ -602,6 +603,7 @@ _problems += webhook_secret_problems(
     secret=DIGEST_WEBHOOK_SECRET,
 )
 _problems += mail_address_problems(name="DIGEST_RECIPIENTS", addresses=DIGEST_RECIPIENTS)
+_problems += site_language_problems(SITE_LANGUAGE)
 _problems += webhook_secret_problems(
     url_name="ALERT_WEBHOOK_URL",
     url=ALERT_WEBHOOK_URL,
