@@ -231,7 +231,8 @@ class ArticleQuerySet(models.QuerySet):
         key order, then their attempts), so a bulk delete racing a publish never
         deadlocks with it."""
         with transaction.atomic(using=self.db):
-            list(self.order_by("pk").select_for_update().values_list("pk", flat=True))
+            ids = list(self.order_by("pk").select_for_update().values_list("pk", flat=True))
+            refresh_tags_of(ids)
             return super().delete()
 
     def bulk_create(self, objs: Iterable[Article], *args, **kwargs) -> list[Article]:
@@ -257,6 +258,19 @@ class ArticleQuerySet(models.QuerySet):
             if isinstance(kwargs.get(name), str) and key not in kwargs:
                 kwargs[key] = key_of(kwargs[name])
         return super().update(**kwargs)
+
+
+def refresh_tags_of(article_ids: list[int]) -> None:
+    """The tags of articles about to be deleted: their pages are written again without
+    them by the refresher's next pass (TagRefresh), in the delete's transaction."""
+    tags_refresh(
+        ArticleTag.objects.filter(article_id__in=article_ids).values_list("tag_id", flat=True)
+    )
+
+
+def tags_refresh(tag_ids: Iterable[int]) -> None:
+    """Ask the refresher's next pass to write these tags' pages again (TagRefresh)."""
+    TagRefresh.objects.bulk_create(TagRefresh(tag_id=tag_id) for tag_id in sorted(set(tag_ids)))
 
 
 # For the check constraint: sorted, so the migration is the same on every run.
@@ -484,6 +498,7 @@ class Article(models.Model):
         delete does it (ArticleQuerySet.delete): a publish racing it never deadlocks."""
         with transaction.atomic():
             list(Article.objects.filter(pk=self.pk).select_for_update().values_list("pk"))
+            refresh_tags_of([self.pk])
             return super().delete(*args, **kwargs)
 
     @property
@@ -655,6 +670,8 @@ class Tag(models.Model):
 
     name = models.CharField(max_length=TAG_MAX_LENGTH)
     key = models.CharField(max_length=4 * TAG_MAX_LENGTH, unique=True)
+    # Its page's folder, tag/<slug>/ (reader_fields.tag_slug of the name).
+    slug = models.CharField(max_length=4 * TAG_MAX_LENGTH + 9)
 
     def __str__(self) -> str:
         return self.name
@@ -683,6 +700,18 @@ class ArticleTag(models.Model):
 
     def __str__(self) -> str:
         return f"{self.article_id} #{self.tag_id}"
+
+
+class TagRefresh(models.Model):
+    """A tag whose page and feed are to be written again: inserted (never updated, so a
+    popular tag is no lock two completions wait on) with the live tags' change that
+    makes it (a completion, a delete), taken by the refresher's next pass, which
+    deletes the rows it read (blogpublish.site.build.write_tag_pages)."""
+
+    tag = models.ForeignKey(Tag, on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"refresh tag {self.tag_id}"
 
 
 class PublishAttempt(models.Model):

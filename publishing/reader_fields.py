@@ -8,11 +8,13 @@ republishes the article as an edit of its body does (publishing.models).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
+from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.text_limits import validate_display_chars, validate_xml_chars
@@ -61,6 +63,19 @@ def normalize_language(value: str) -> str:
 def tag_key(name: str) -> str:
     """What two tags are compared by: "Python", "python" and "ＰＹＴＨＯＮ" are one tag."""
     return unicodedata.normalize("NFKC", name).casefold().strip()
+
+
+def tag_slug(name: str) -> str:
+    """The folder of a tag's page (tag/<slug>/): its key made a slug, unicode letters
+    kept; when that loses something ("c++", "c#" are both "c"), a short hash of the key
+    follows, so two tags never share a folder. Pure: a page links to a tag without a
+    query."""
+    key = tag_key(name)
+    slug = slugify(key, allow_unicode=True)
+    if slug == "-".join(key.split()):
+        return slug
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{slug}-{digest}" if slug else digest
 
 
 def normalize_tags(value: object) -> list[str]:

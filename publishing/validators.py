@@ -35,6 +35,7 @@ RESERVED_SLUGS = SITE_NAMES | frozenset(
         "static",
         "status",
         "status.json",
+        "tag",  # tag/<tag>/: a tag's page and feed (issue 21)
     }
 )
 # sitemap, sitemap.xml, sitemap-9, sitemap-9.xml: the sitemap index and its chunks.

@@ -143,6 +143,32 @@ def write_feeds(site: Site, *, write: Write) -> None:
     write(site, paths.JSON_FEED, documents.json_feed(entries, report=problems.report))
 
 
+# Tags' pages written by a pass at most; the rest by the next pass (the catch-up runs one
+# every interval, a publish asks for one).
+TAG_REFRESH_BATCH = 1000
+
+
+def write_tag_pages(site: Site, *, write: Write) -> None:
+    """The page and the Atom feed of each tag a completion or a delete touched since the
+    last pass (TagRefresh): its newest PAGE_SIZE live articles; a tag left with none
+    has its folder removed. What a publish costs here follows the tags it touched, not
+    the number of tags or the site's size."""
+    request_ids, tags = selectors.tag_refresh_requests(TAG_REFRESH_BATCH)
+    for tag in tags:
+        folder = paths.tag_dir(tag["slug"])
+        entries = selectors.tag_entries(tag["id"], PAGE_SIZE)
+        if not entries:
+            site.delete_tree(folder)
+            continue
+        name, slug = tag["name"], tag["slug"]
+        page = documents.tag_page(name, slug, entries, report=problems.report)
+        write(site, f"{folder}/{paths.FRONT_PAGE}", page)
+        feed = documents.tag_feed(name, slug, entries, report=problems.report)
+        write(site, f"{folder}/{paths.FEED}", feed)
+    if request_ids:
+        selectors.tag_refresh_done(request_ids)
+
+
 def write_site_files(site: Site, *, write: Write) -> None:
     """The files of the site that list no article: robots.txt, the 404 page, the favicon."""
     write(site, paths.ROBOTS, documents.robots_txt())
@@ -194,6 +220,7 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
         write_archive_page(site, page, page_entries, count=count, write=atomic_write)
     newest = selectors.newest(PAGE_SIZE)
     write_feeds(site, write=atomic_write)
+    write_tag_pages(site, write=atomic_write)
     write_partial_chunk(site, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
         atomic_write(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
@@ -246,6 +273,7 @@ def rebuild(
     count = selectors.count_listed()
     newest = selectors.newest(PAGE_SIZE)
     write_feeds(site, write=write_if_changed)
+    write_tag_pages(site, write=write_if_changed)
     write_partial_chunk(site, newest, count=count, write=write_if_changed)
     write_if_changed(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     write_site_files(site, write=write_if_changed)

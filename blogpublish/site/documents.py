@@ -33,6 +33,7 @@ from blogpublish.rendering import plain_excerpt, render_markdown
 from blogpublish.site import paths
 from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry
 from publishing.models import content_hash_of
+from publishing.reader_fields import tag_slug
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
 
 logger = logging.getLogger(__name__)
@@ -185,6 +186,7 @@ def article_page(article) -> str:
     reader = reader_fields(article)
     shown = {name: strip_xml_illegal(reader[name]) for name in ("description", "byline")}
     tags = [strip_xml_illegal(tag) for tag in reader["tags"]]
+    tag_links = [{"name": tag, "href": paths.tag_href(tag_slug(tag))} for tag in tags]
     description = shown["description"] or plain_excerpt(body)
     image = first_image_url(body)
     page = render_to_string(
@@ -206,6 +208,7 @@ def article_page(article) -> str:
             "lang": reader["language"] or settings.SITE_LANGUAGE,
             "byline": shown["byline"],
             "tags": tags,
+            "tag_links": tag_links,
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
@@ -348,12 +351,14 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
     )
 
 
-def atom_feed(entries: Iterable[Entry], *, report: Report = log_problem) -> bytes:
+def atom_feed(
+    entries: Iterable[Entry], *, report: Report = log_problem, tag: tuple[str, str] | None = None
+) -> bytes:
     """Atom (RFC 4287). Entry ids are `urn:uuid:<article uid>`, stable across edits;
     `updated` is when the entry's current version went live, `published` its date; the
     whole article as `<content type="html">` (unless FEED_FULL_CONTENT is off), the
     byline as the entry's author (the feed's author, the site, otherwise), the tags as
-    categories."""
+    categories. `tag` (name, slug): the feed of that tag's page (tag_feed)."""
 
     def item(entry: Entry) -> dict:
         built = feed_item(entry, document="the feed", report=report)
@@ -373,36 +378,79 @@ def atom_feed(entries: Iterable[Entry], *, report: Report = log_problem) -> byte
 
     items = list(_each(entries, item, document="the feed", report=report))
     try:
-        return _atom([built for _entry, built in items])
+        return _atom([built for _entry, built in items], tag=tag)
     except Exception:
         # Not expected once the text is clean; but whatever it is, it costs its entry
         # only: each is tried alone, and the feed is written without those that fail.
         built_for = {entry.id: built for entry, built in items}
 
         def serialisable(entry: Entry) -> dict:
-            _atom([built_for[entry.id]])
+            _atom([built_for[entry.id]], tag=tag)
             return built_for[entry.id]
 
         kept = _each(
             [entry for entry, _built in items], serialisable, document="the feed", report=report
         )
-        return _atom([built for _entry, built in kept])
+        return _atom([built for _entry, built in kept], tag=tag)
 
 
-def _atom(items: list[dict]) -> bytes:
+def _atom(items: list[dict], *, tag: tuple[str, str] | None = None) -> bytes:
     home = paths.absolute(paths.archive_href(None))
+    title, feed_path = settings.SITE_TITLE, f"{paths.site_path()}/{paths.FEED}"
+    if tag is not None:
+        name, slug = tag
+        home = paths.absolute(paths.tag_href(slug))
+        title, feed_path = f"{settings.SITE_TITLE}: {name}", f"{paths.tag_href(slug)}{paths.FEED}"
     feed = FullAtom1Feed(
-        title=settings.SITE_TITLE,
+        title=title,
         link=home,
         description="",
         language=settings.SITE_LANGUAGE,
-        feed_url=paths.absolute(f"{paths.site_path()}/{paths.FEED}"),
+        feed_url=paths.absolute(feed_path),
         feed_guid=home,
         author_name=settings.SITE_TITLE,
     )
     for item in items:
         feed.add_item(**item)
     return feed.writeString("utf-8").encode("utf-8")
+
+
+def tag_feed(
+    name: str, slug: str, entries: Iterable[Entry], *, report: Report = log_problem
+) -> bytes:
+    """The Atom feed of a tag's page (tag/<slug>/feed.xml): its entries, as the site's."""
+    return atom_feed(entries, report=report, tag=(name, slug))
+
+
+def tag_page(
+    name: str, slug: str, entries: Iterable[Entry], *, report: Report = log_problem
+) -> str:
+    """A tag's page (tag/<slug>/index.html): the newest articles that carry it."""
+    document = f"the page of the tag {name}"
+
+    def item(entry: Entry) -> dict:
+        clean = _cleaner(entry, document, report)
+        return {
+            "title": clean(entry.title, "title"),
+            "href": paths.article_href(entry.slug),
+            "datetime": rfc3339(entry.publish_at),
+            "date": display_date(entry.publish_at),
+        }
+
+    items = [built for _entry, built in _each(entries, item, document=document, report=report)]
+    href = paths.tag_href(slug)
+    return render_to_string(
+        "blogpublish/tag.html",
+        {
+            **site_context(),
+            "tag": strip_xml_illegal(name),
+            "entries": items,
+            "canonical_url": paths.absolute(href),
+            "og_type": "website",
+            "description": f"{settings.SITE_TITLE}: articles tagged {strip_xml_illegal(name)}",
+            "tag_feed_href": f"{href}{paths.FEED}",
+        },
+    )
 
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"

@@ -27,6 +27,7 @@ FAVICON = "favicon.svg"
 SITEMAP = "sitemap.xml"  # a sitemap index; the URLs are in sitemap-<n>.xml
 ROBOTS = "robots.txt"  # announces the sitemap to crawlers
 ARCHIVE_DIR = "page"  # page/<n>/index.html
+TAG_DIR = "tag"  # tag/<tag slug>/index.html and feed.xml
 # Pages are written here first, then renamed into place (blogpublish.files.stage).
 STAGING_DIR = ".staging"
 
@@ -69,6 +70,11 @@ def sitemap_chunk_name(number: int) -> str:
     return f"sitemap-{number}.xml"
 
 
+def tag_dir(tag_slug: str) -> str:
+    """A tag's folder, relative to SITE_ROOT (reader_fields.tag_slug names it)."""
+    return f"{TAG_DIR}/{page_name(tag_slug)}"
+
+
 def is_trash(name: str) -> bool:
     """A directory `remove_tree` renamed aside and did not finish removing."""
     return name.startswith(".") and ".removed-" in name
@@ -98,6 +104,11 @@ def archive_href(number: int | None) -> str:
     if number is None:
         return f"{site_path()}/"
     return f"{site_path()}/{ARCHIVE_DIR}/{number}/"
+
+
+def tag_href(tag_slug: str) -> str:
+    """The root-relative address of a tag's page."""
+    return iri_to_uri(f"{site_path()}/{TAG_DIR}/{tag_slug}/")
 
 
 def absolute(href: str) -> str:

@@ -20,7 +20,7 @@ from datetime import datetime
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, Tag, TagRefresh
 
 # Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters.
 EXCERPT_SOURCE_CHARS = 2000
@@ -131,6 +131,32 @@ def feed_entries(limit: int) -> list[Entry]:
     what the Atom feed and the JSON Feed carry."""
     rows = listed().order_by("-published_publish_at", "-id").values(*FEED_FIELDS)[:limit]
     return [Entry.from_values(row) for row in rows]
+
+
+def tag_entries(tag_id: int, limit: int) -> list[Entry]:
+    """The newest `limit` listed articles whose live version carries the tag, whole (a
+    tag's page and feed): the rows of `tag_listed_idx`, joined to the listed articles."""
+    rows = (
+        listed()
+        .filter(live_tags__tag_id=tag_id)
+        .order_by("-published_publish_at", "-id")
+        .values(*FEED_FIELDS)[:limit]
+    )
+    return [Entry.from_values(row) for row in rows]
+
+
+def tag_refresh_requests(limit: int) -> tuple[list[int], list[dict]]:
+    """The oldest `limit` requests to write a tag's pages again (TagRefresh): their ids,
+    and the tags they name (id, name, slug)."""
+    requests = list(TagRefresh.objects.order_by("id").values_list("id", "tag_id")[:limit])
+    tag_ids = {tag_id for _id, tag_id in requests}
+    tags = list(Tag.objects.filter(pk__in=tag_ids).order_by("id").values("id", "name", "slug"))
+    return [request_id for request_id, _tag in requests], tags
+
+
+def tag_refresh_done(request_ids: list[int]) -> None:
+    """The requests a pass has written the pages of: the rows it read, none inserted since."""
+    TagRefresh.objects.filter(pk__in=request_ids).delete()
 
 
 def entries_at(*, first: int, size: int, total: int) -> list[Entry]:

@@ -1,19 +1,42 @@
 """Issue 21: what readers see beside the text (description, language, byline, tags) on
 the article, its live version, the story's draft and its revisions; the live tags'
-index (Tag, ArticleTag; docs/site.md, "Tags")."""
+index (Tag, ArticleTag; docs/site.md, "Tags") and the tag pages' refresh requests
+(TagRefresh); `tag` becomes a reserved slug (the tag pages' folder).
+
+An article or story whose slug is `tag` stops the migration with a list of them before
+any change (as 0011 does for the sitemap's names): give it another slug and migrate
+again.
+"""
+
+import importlib
 
 import django.db.models.deletion
 import publishing.reader_fields
 import publishing.text_limits
-import importlib
-
 from django.db import migrations, models
+
 
 # Adding a NOT NULL column makes Django rebuild the article table on SQLite, and the
 # dropped table takes the count triggers with it: made again, as 0013 does.
 reinstall_on_sqlite = importlib.import_module(
     "publishing.migrations.0013_article_count_triggers_after_sqlite_rebuild"
 ).reinstall_on_sqlite
+
+
+def refuse_tag_slugs(apps, schema_editor):
+    lines = [
+        f"  {model} {pk}: the slug {slug!r} is the tag pages' folder"
+        for model in ("Article", "Story")
+        for pk, slug in apps.get_model("publishing", model)
+        .objects.filter(slug_key="tag")
+        .values_list("pk", "slug")
+    ]
+    if lines:
+        raise RuntimeError(
+            "These have a slug the site is about to use itself; give them others (the "
+            "admin, or Article.objects.filter(pk=…).update(slug=…) in `manage.py shell`) "
+            "and migrate again:\n" + "\n".join(lines)
+        )
 
 
 class Migration(migrations.Migration):
@@ -23,13 +46,32 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.RunPython(refuse_tag_slugs, migrations.RunPython.noop),
+        migrations.CreateModel(
+            name='ArticleTag',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('publish_at', models.DateTimeField()),
+            ],
+        ),
         migrations.CreateModel(
             name='Tag',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('name', models.CharField(max_length=100)),
                 ('key', models.CharField(max_length=400, unique=True)),
+                ('slug', models.CharField(max_length=409)),
             ],
+        ),
+        migrations.CreateModel(
+            name='TagRefresh',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+            ],
+        ),
+        migrations.RemoveConstraint(
+            model_name='article',
+            name='article_slug_not_reserved',
         ),
         migrations.AddField(
             model_name='article',
@@ -111,18 +153,32 @@ class Migration(migrations.Migration):
             name='tags',
             field=models.JSONField(blank=True, default=list, validators=[publishing.reader_fields.validate_tags]),
         ),
-        migrations.CreateModel(
-            name='ArticleTag',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('publish_at', models.DateTimeField()),
-                ('article', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='live_tags', to='publishing.article')),
-                ('tag', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='articles', to='publishing.tag')),
-            ],
-            options={
-                'indexes': [models.Index(fields=['tag', 'publish_at', 'article'], name='tag_listed_idx')],
-                'constraints': [models.UniqueConstraint(fields=('article', 'tag'), name='articletag_once')],
-            },
+        migrations.AddConstraint(
+            model_name='article',
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('slug__in', ['.staging', 'admin', 'api', 'assets', 'favicon.ico', 'feed', 'feed.xml', 'healthz', 'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml', 'static', 'status', 'status.json', 'tag']), _negated=True), models.Q(('slug_key__in', ['.staging', 'admin', 'api', 'assets', 'favicon.ico', 'feed', 'feed.xml', 'healthz', 'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml', 'static', 'status', 'status.json', 'tag']), _negated=True)), name='article_slug_not_reserved'),
+        ),
+        migrations.AddField(
+            model_name='articletag',
+            name='article',
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='live_tags', to='publishing.article'),
+        ),
+        migrations.AddField(
+            model_name='articletag',
+            name='tag',
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='articles', to='publishing.tag'),
+        ),
+        migrations.AddField(
+            model_name='tagrefresh',
+            name='tag',
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='publishing.tag'),
+        ),
+        migrations.AddIndex(
+            model_name='articletag',
+            index=models.Index(fields=['tag', 'publish_at', 'article'], name='tag_listed_idx'),
+        ),
+        migrations.AddConstraint(
+            model_name='articletag',
+            constraint=models.UniqueConstraint(fields=('article', 'tag'), name='articletag_once'),
         ),
         migrations.RunPython(reinstall_on_sqlite, migrations.RunPython.noop),
     ]

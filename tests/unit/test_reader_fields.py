@@ -91,3 +91,21 @@ def test_article_full_clean__normalises_and_names_the_bad_field():
         "Two lines",
         ["a", "b"],
     )
+
+
+def test_tag_slug__readable_when_it_can_be_and_never_shared():
+    from publishing.reader_fields import tag_slug
+
+    assert tag_slug("Python") == tag_slug("ＰＹＴＨＯＮ") == "python"
+    assert tag_slug("Web Dev") == "web-dev"
+    assert tag_slug("数据库") == "数据库"
+    assert tag_slug("c++") != tag_slug("c#") != tag_slug("c")
+    assert tag_slug("c++").startswith("c-")
+    for hostile in ("../etc", "a/b", ".", "?x#y"):
+        assert all(ch not in tag_slug(hostile) for ch in "/.?#\\")
+
+
+def test_tag_is_a_reserved_slug_now():
+    """tag/ holds the tag pages: no article may take that folder."""
+    with pytest.raises(ValidationError, match="used by the site itself"):
+        Article(title="T", slug="TAG", body="b").clean_fields()

@@ -134,7 +134,7 @@ def test_article_page__lang_byline_tags_and_description_of_the_article(settings)
     assert json.loads(ld)["keywords"] == ["数据库", "python"]
     assert json.loads(ld)["inLanguage"] == "zh-Hans"
     assert '<span class="byline">王小明</span>' in page
-    assert '<span class="tag">数据库</span>' in page
+    assert 'rel="tag" href="/tag/%E6%95%B0%E6%8D%AE%E5%BA%93/">数据库</a>' in page
 
 
 def test_article_page__site_language_when_the_article_names_none(settings):

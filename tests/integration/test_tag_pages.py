@@ -1,0 +1,78 @@
+"""Tag pages (issue 21, item 3, in part): through a real worker (prefork) and Redis, on
+the run's database, each tag a live article carries has a page and an Atom feed
+(tag/<slug>/), written by the refresher for the tags a publish or a delete touched; a
+re-tag takes the article off the old tag's page, and a tag left with no article has
+its folder removed."""
+
+from __future__ import annotations
+
+import feedparser
+import pytest
+from django.conf import settings
+
+from blogpublish.site import StaticSitePublisher
+from publishing.models import Article, ArticleStatus, TagRefresh
+from publishing.reader_fields import tag_slug
+from tests.support.settling import wait_settled
+from tests.support.site import read_listing
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def site(worker):
+    StaticSitePublisher().reconcile()
+    return settings.SITE_ROOT
+
+
+def tag_folder(name: str):
+    return settings.SITE_ROOT / "tag" / tag_slug(name)
+
+
+def tagged(name: str) -> list[str] | None:
+    """The slugs on the tag's page, newest first (None: no page), checked against its feed."""
+    page = tag_folder(name) / "index.html"
+    if not page.exists():
+        return None
+    slugs = read_listing(page).slugs
+    feed = feedparser.parse((tag_folder(name) / "feed.xml").read_bytes())
+    assert [e.link.rstrip("/").rsplit("/", 1)[-1] for e in feed.entries] == slugs
+    return slugs
+
+
+def live(article: Article) -> Article:
+    wait_for(
+        lambda: Article.objects.filter(
+            pk=article.pk, status=ArticleStatus.PUBLISHED, published_hash=article.content_hash
+        ).exists(),
+        timeout=30,
+        what=f"article {article.pk} live",
+    )
+    return article
+
+
+def test_tag_pages_follow_publishes_retags_and_deletes(site, make_article):
+    first = live(make_article(slug="tag-first", tags=["Python", "数据库"]))
+    second = live(make_article(slug="tag-second", tags=["python"]))  # the same tag
+    wait_settled()
+
+    assert tagged("Python") == ["tag-second", "tag-first"]
+    assert tagged("数据库") == ["tag-first"]
+    page = (site / "tag-first" / "index.html").read_text(encoding="utf-8")
+    assert f'href="/tag/{tag_slug("Python")}/"' in page
+
+    first.tags = ["web"]  # a re-tag: off the old tags' pages, onto the new one's
+    first.save()
+    live(first)
+    wait_settled()
+
+    assert tagged("Python") == ["tag-second"]
+    assert tagged("数据库") is None and not tag_folder("数据库").exists()
+    assert tagged("web") == ["tag-first"]
+
+    second.delete()
+    wait_settled()
+
+    assert tagged("Python") is None
+    assert not TagRefresh.objects.exists()  # every request was taken
