@@ -122,6 +122,12 @@ def first_image_url(body: str) -> str:
     return paths.absolute(f"{paths.site_path()}/{match[0]}") if match else ""
 
 
+def tag_links(tags: Iterable[str]) -> list[dict]:
+    """Each tag's name (stripped of what XML cannot carry) and its page's address."""
+    names = [strip_xml_illegal(tag) for tag in tags]
+    return [{"name": name, "href": paths.tag_href(tag_slug(name))} for name in names if name]
+
+
 def robots_txt() -> str:
     """Every crawler welcome; the sitemap announced (sitemaps.org, "Submitting")."""
     sitemap = paths.absolute(f"{paths.site_path()}/{paths.SITEMAP}")
@@ -186,7 +192,7 @@ def article_page(article) -> str:
     reader = reader_fields(article)
     shown = {name: strip_xml_illegal(reader[name]) for name in ("description", "byline")}
     tags = [strip_xml_illegal(tag) for tag in reader["tags"]]
-    tag_links = [{"name": tag, "href": paths.tag_href(tag_slug(tag))} for tag in tags]
+    links = tag_links(tags)
     description = shown["description"] or plain_excerpt(body)
     image = first_image_url(body)
     page = render_to_string(
@@ -208,7 +214,7 @@ def article_page(article) -> str:
             "lang": reader["language"] or settings.SITE_LANGUAGE,
             "byline": shown["byline"],
             "tags": tags,
-            "tag_links": tag_links,
+            "tag_links": links,
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
@@ -264,6 +270,7 @@ def listing_page(
             "datetime": rfc3339(entry.publish_at),
             "date": display_date(entry.publish_at),
             "excerpt": strip_xml_illegal(excerpt),
+            "tags": tag_links(entry.tags) if page is None else [],
         }
 
     items = [built for _entry, built in _each(entries, item, document=document, report=report)]

@@ -23,6 +23,7 @@ from blogpublish.site.selectors import ListedPage
 from blogpublish.site.state import Note, SiteState, add_note, add_notes
 from blogpublish.storage import SiteStorage, Staged, site_storage
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError, TransientPublishError
+from publishing.models import tags_refresh
 from publishing.publishers import BasePublisher
 from work.checkpoints import checkpoint_clear
 from work.lease import Fence, Overtaken
@@ -341,6 +342,7 @@ class StaticSitePublisher(BasePublisher):
         except SymlinkRefused as exc:
             logger.error("reconcile: %s", exc)
         self._sweep_images()
+        self._check_tags()
         site, time_left = self._shared(fence)
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
@@ -348,6 +350,17 @@ class StaticSitePublisher(BasePublisher):
             state.save_pass()
         self._remove(state)
         return done
+
+    def _check_tags(self) -> None:
+        """The full check of the tag pages: every tag a listed article carries is asked
+        for (a TagRefresh each), so the rebuild below writes its page and feed again
+        where they differ; a folder under tag/ that names no such tag is removed."""
+        in_use = selectors.tags_in_use()
+        tags_refresh(in_use.values())
+        for name in self.site.names(paths.TAG_DIR):
+            if not name.startswith(".") and name not in in_use:
+                logger.info("reconcile: removing %s/%s/, which no tag needs", paths.TAG_DIR, name)
+                self.site.delete_tree(f"{paths.TAG_DIR}/{name}")
 
     def _repair_pages(
         self, pages: Iterable[ListedPage], *, with_page: set[str] | None = None

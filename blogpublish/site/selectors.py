@@ -20,7 +20,7 @@ from datetime import datetime
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 
-from publishing.models import Article, ArticleStatus, Tag, TagRefresh
+from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagRefresh
 
 # Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters.
 EXCERPT_SOURCE_CHARS = 2000
@@ -104,12 +104,13 @@ def count_listed() -> int:
 
 
 def newest(limit: int, *, exclude: Iterable[int] = ()) -> list[Entry]:
-    """The newest `limit` listed articles, newest first, with the head of their body."""
+    """The newest `limit` listed articles, newest first, with the head of their body and
+    their tags (the front page links them)."""
     rows = (
         listed(exclude=exclude)
         .order_by("-published_publish_at", "-id")
         .annotate(head=Substr("published_body", 1, EXCERPT_SOURCE_CHARS))
-        .values(*ENTRY_FIELDS, "head")[:limit]
+        .values(*ENTRY_FIELDS, "head", "published_tags")[:limit]
     )
     return [Entry.from_values(row) for row in rows]
 
@@ -143,6 +144,16 @@ def tag_entries(tag_id: int, limit: int) -> list[Entry]:
         .values(*FEED_FIELDS)[:limit]
     )
     return [Entry.from_values(row) for row in rows]
+
+
+def tags_in_use() -> dict[str, int]:
+    """{slug: id} of every tag a listed article carries (the full check)."""
+    rows = (
+        ArticleTag.objects.exclude(article__published_hash="")
+        .values_list("tag__slug", "tag_id")
+        .distinct()
+    )
+    return dict(rows)
 
 
 def tag_refresh_requests(limit: int) -> tuple[list[int], list[dict]]:

@@ -60,7 +60,9 @@ def test_tag_pages_follow_publishes_retags_and_deletes(site, make_article):
     assert tagged("Python") == ["tag-second", "tag-first"]
     assert tagged("数据库") == ["tag-first"]
     page = (site / "tag-first" / "index.html").read_text(encoding="utf-8")
-    assert f'href="/tag/{tag_slug("Python")}/"' in page
+    assert f'rel="tag" href="/tag/{tag_slug("Python")}/">Python</a>' in page
+    front = (site / "index.html").read_text(encoding="utf-8")
+    assert f'<a rel="tag" href="/tag/{tag_slug("Python")}/">python</a>' in front
 
     first.tags = ["web"]  # a re-tag: off the old tags' pages, onto the new one's
     first.save()
@@ -76,3 +78,18 @@ def test_tag_pages_follow_publishes_retags_and_deletes(site, make_article):
 
     assert tagged("Python") is None
     assert not TagRefresh.objects.exists()  # every request was taken
+
+
+def test_the_full_check_writes_a_lost_tag_page_and_removes_a_stray_one(site, make_article):
+    live(make_article(slug="tag-kept", tags=["kept"]))
+    wait_settled()
+    lost = tag_folder("kept") / "index.html"
+    lost.unlink()
+    stray = settings.SITE_ROOT / "tag" / "no-such-tag"
+    stray.mkdir(parents=True)
+    (stray / "index.html").write_text("old", encoding="utf-8")
+
+    StaticSitePublisher().reconcile()
+
+    assert tagged("kept") == ["tag-kept"]
+    assert not stray.exists()
