@@ -663,15 +663,26 @@ class Article(models.Model):
             )
 
 
-class Tag(models.Model):
-    """A tag some live article carries: one row per tag, whatever its spelling
-    ("Python" and "python" are one tag: `key`, reader_fields.tag_key). `name` is the
-    first spelling that went live."""
+class TagKind(models.TextChoices):
+    # One of an article's tags: its page is tag/<slug>/.
+    TAG = "tag", _("Tag")
+    # An article's byline: its page is author/<slug>/.
+    AUTHOR = "author", _("Author")
 
-    name = models.CharField(max_length=TAG_MAX_LENGTH)
-    key = models.CharField(max_length=4 * TAG_MAX_LENGTH, unique=True)
-    # Its page's folder, tag/<slug>/ (reader_fields.tag_slug of the name).
-    slug = models.CharField(max_length=4 * TAG_MAX_LENGTH + 9)
+
+class Tag(models.Model):
+    """A tag, or a byline, some live article carries: one row per tag (per byline),
+    whatever its spelling ("Python" and "python" are one tag: `key`,
+    reader_fields.tag_key). `name` is the first spelling that went live."""
+
+    kind = models.CharField(max_length=8, choices=TagKind.choices, default=TagKind.TAG)
+    name = models.CharField(max_length=max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH))
+    key = models.CharField(max_length=4 * max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH))
+    # Its page's folder, tag/<slug>/ or author/<slug>/ (reader_fields.tag_slug).
+    slug = models.CharField(max_length=4 * max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH) + 9)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "key"], name="tag_kind_key")]
 
     def __str__(self) -> str:
         return self.name

@@ -36,6 +36,7 @@ RESERVED_SLUGS = SITE_NAMES | frozenset(
         "status",
         "status.json",
         "tag",  # tag/<tag>/: a tag's page and feed (issue 21)
+        "author",  # author/<byline>/: a byline's page and feed
     }
 )
 # sitemap, sitemap.xml, sitemap-9, sitemap-9.xml: the sitemap index and its chunks.

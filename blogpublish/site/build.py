@@ -149,21 +149,21 @@ TAG_REFRESH_BATCH = 1000
 
 
 def write_tag_pages(site: Site, *, write: Write) -> None:
-    """The page and the Atom feed of each tag a completion or a delete touched since the
-    last pass (TagRefresh): its newest PAGE_SIZE live articles; a tag left with none
-    has its folder removed. What a publish costs here follows the tags it touched, not
-    the number of tags or the site's size."""
+    """The page and the Atom feed of each tag (each byline: author/<slug>/) a completion
+    or a delete touched since the last pass (TagRefresh): its newest PAGE_SIZE live
+    articles; a tag left with none has its folder removed. What a publish costs here
+    follows the tags it touched, not the number of tags or the site's size."""
     request_ids, tags = selectors.tag_refresh_requests(TAG_REFRESH_BATCH)
     for tag in tags:
-        folder = paths.tag_dir(tag["slug"])
+        folder = paths.tag_dir(tag["slug"], tag["kind"])
         entries = selectors.tag_entries(tag["id"], PAGE_SIZE)
         if not entries:
             site.delete_tree(folder)
             continue
-        name, slug = tag["name"], tag["slug"]
-        page = documents.tag_page(name, slug, entries, report=problems.report)
+        term = documents.Term(tag["kind"], tag["name"], tag["slug"])
+        page = documents.tag_page(term, entries, report=problems.report)
         write(site, f"{folder}/{paths.FRONT_PAGE}", page)
-        feed = documents.tag_feed(name, slug, entries, report=problems.report)
+        feed = documents.tag_feed(term, entries, report=problems.report)
         write(site, f"{folder}/{paths.FEED}", feed)
     if request_ids:
         selectors.tag_refresh_done(request_ids)

@@ -213,6 +213,9 @@ def article_page(article) -> str:
             ),
             "lang": reader["language"] or settings.SITE_LANGUAGE,
             "byline": shown["byline"],
+            "byline_href": paths.tag_href(tag_slug(shown["byline"]), "author")
+            if shown["byline"]
+            else "",
             "tags": tags,
             "tag_links": links,
             "date_iso": date_iso,
@@ -359,13 +362,13 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
 
 
 def atom_feed(
-    entries: Iterable[Entry], *, report: Report = log_problem, tag: tuple[str, str] | None = None
+    entries: Iterable[Entry], *, report: Report = log_problem, tag: Term | None = None
 ) -> bytes:
     """Atom (RFC 4287). Entry ids are `urn:uuid:<article uid>`, stable across edits;
     `updated` is when the entry's current version went live, `published` its date; the
     whole article as `<content type="html">` (unless FEED_FULL_CONTENT is off), the
     byline as the entry's author (the feed's author, the site, otherwise), the tags as
-    categories. `tag` (name, slug): the feed of that tag's page (tag_feed)."""
+    categories. `tag`: the feed of that tag's (byline's) page (tag_feed)."""
 
     def item(entry: Entry) -> dict:
         built = feed_item(entry, document="the feed", report=report)
@@ -401,13 +404,12 @@ def atom_feed(
         return _atom([built for _entry, built in kept], tag=tag)
 
 
-def _atom(items: list[dict], *, tag: tuple[str, str] | None = None) -> bytes:
+def _atom(items: list[dict], *, tag: Term | None = None) -> bytes:
     home = paths.absolute(paths.archive_href(None))
     title, feed_path = settings.SITE_TITLE, f"{paths.site_path()}/{paths.FEED}"
     if tag is not None:
-        name, slug = tag
-        home = paths.absolute(paths.tag_href(slug))
-        title, feed_path = f"{settings.SITE_TITLE}: {name}", f"{paths.tag_href(slug)}{paths.FEED}"
+        home = paths.absolute(tag.href)
+        title, feed_path = f"{settings.SITE_TITLE}: {tag.name}", f"{tag.href}{paths.FEED}"
     feed = FullAtom1Feed(
         title=title,
         link=home,
@@ -422,18 +424,34 @@ def _atom(items: list[dict], *, tag: tuple[str, str] | None = None) -> bytes:
     return feed.writeString("utf-8").encode("utf-8")
 
 
-def tag_feed(
-    name: str, slug: str, entries: Iterable[Entry], *, report: Report = log_problem
-) -> bytes:
-    """The Atom feed of a tag's page (tag/<slug>/feed.xml): its entries, as the site's."""
-    return atom_feed(entries, report=report, tag=(name, slug))
+@dataclass(frozen=True)
+class Term:
+    """A tag, or a byline, that has a page: tag/<slug>/ or author/<slug>/."""
+
+    kind: str  # publishing.models.TagKind: "tag" or "author"
+    name: str
+    slug: str
+
+    @property
+    def href(self) -> str:
+        return paths.tag_href(self.slug, self.kind)
+
+    @property
+    def heading(self) -> str:
+        return "Articles by" if self.kind == "author" else "Tagged"
 
 
-def tag_page(
-    name: str, slug: str, entries: Iterable[Entry], *, report: Report = log_problem
-) -> str:
-    """A tag's page (tag/<slug>/index.html): the newest articles that carry it."""
-    document = f"the page of the tag {name}"
+def tag_feed(term: Term, entries: Iterable[Entry], *, report: Report = log_problem) -> bytes:
+    """The Atom feed of a tag's (a byline's) page, feed.xml beside it: its entries,
+    whole, as in the site's feed."""
+    return atom_feed(entries, report=report, tag=term)
+
+
+def tag_page(term: Term, entries: Iterable[Entry], *, report: Report = log_problem) -> str:
+    """A tag's (a byline's) page, index.html in its folder: the newest articles that
+    carry it."""
+    name = strip_xml_illegal(term.name)
+    document = f"the page of the {term.kind} {name}"
 
     def item(entry: Entry) -> dict:
         clean = _cleaner(entry, document, report)
@@ -445,17 +463,17 @@ def tag_page(
         }
 
     items = [built for _entry, built in _each(entries, item, document=document, report=report)]
-    href = paths.tag_href(slug)
     return render_to_string(
         "blogpublish/tag.html",
         {
             **site_context(),
-            "tag": strip_xml_illegal(name),
+            "tag": name,
+            "heading": term.heading,
             "entries": items,
-            "canonical_url": paths.absolute(href),
+            "canonical_url": paths.absolute(term.href),
             "og_type": "website",
-            "description": f"{settings.SITE_TITLE}: articles tagged {strip_xml_illegal(name)}",
-            "tag_feed_href": f"{href}{paths.FEED}",
+            "description": f"{settings.SITE_TITLE}: {term.heading.lower()} {name}",
+            "tag_feed_href": f"{term.href}{paths.FEED}",
         },
     )
 

@@ -352,15 +352,17 @@ class StaticSitePublisher(BasePublisher):
         return done
 
     def _check_tags(self) -> None:
-        """The full check of the tag pages: every tag a listed article carries is asked
-        for (a TagRefresh each), so the rebuild below writes its page and feed again
-        where they differ; a folder under tag/ that names no such tag is removed."""
+        """The full check of the tag and author pages: every tag and byline a listed
+        article carries is asked for (a TagRefresh each), so the rebuild below writes
+        its page and feed again where they differ; a folder under tag/ or author/ that
+        names no such tag or byline is removed."""
         in_use = selectors.tags_in_use()
         tags_refresh(in_use.values())
-        for name in self.site.names(paths.TAG_DIR):
-            if not name.startswith(".") and name not in in_use:
-                logger.info("reconcile: removing %s/%s/, which no tag needs", paths.TAG_DIR, name)
-                self.site.delete_tree(f"{paths.TAG_DIR}/{name}")
+        for kind, folder in paths.TERM_DIRS.items():
+            for name in self.site.names(folder):
+                if not name.startswith(".") and (kind, name) not in in_use:
+                    logger.info("reconcile: removing %s/%s/, which no %s needs", folder, name, kind)
+                    self.site.delete_tree(f"{folder}/{name}")
 
     def _repair_pages(
         self, pages: Iterable[ListedPage], *, with_page: set[str] | None = None

@@ -146,22 +146,24 @@ def tag_entries(tag_id: int, limit: int) -> list[Entry]:
     return [Entry.from_values(row) for row in rows]
 
 
-def tags_in_use() -> dict[str, int]:
-    """{slug: id} of every tag a listed article carries (the full check)."""
+def tags_in_use() -> dict[tuple[str, str], int]:
+    """{(kind, slug): id} of every tag and byline a listed article carries (the full
+    check)."""
     rows = (
         ArticleTag.objects.exclude(article__published_hash="")
-        .values_list("tag__slug", "tag_id")
+        .values_list("tag__kind", "tag__slug", "tag_id")
         .distinct()
     )
-    return dict(rows)
+    return {(kind, slug): tag_id for kind, slug, tag_id in rows}
 
 
 def tag_refresh_requests(limit: int) -> tuple[list[int], list[dict]]:
     """The oldest `limit` requests to write a tag's pages again (TagRefresh): their ids,
-    and the tags they name (id, name, slug)."""
+    and the tags they name (id, kind, name, slug)."""
     requests = list(TagRefresh.objects.order_by("id").values_list("id", "tag_id")[:limit])
     tag_ids = {tag_id for _id, tag_id in requests}
-    tags = list(Tag.objects.filter(pk__in=tag_ids).order_by("id").values("id", "name", "slug"))
+    tags = Tag.objects.filter(pk__in=tag_ids).order_by("id")
+    tags = list(tags.values("id", "kind", "name", "slug"))
     return [request_id for request_id, _tag in requests], tags
 
 

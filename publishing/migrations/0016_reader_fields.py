@@ -1,11 +1,12 @@
 """Issue 21: what readers see beside the text (description, language, byline, tags) on
 the article, its live version, the story's draft and its revisions; the live tags'
 index (Tag, ArticleTag; docs/site.md, "Tags") and the tag pages' refresh requests
-(TagRefresh); `tag` becomes a reserved slug (the tag pages' folder).
+(TagRefresh), of tags and of bylines (Tag.kind); `tag` and `author` become reserved
+slugs (the folders of their pages).
 
-An article or story whose slug is `tag` stops the migration with a list of them before
-any change (as 0011 does for the sitemap's names): give it another slug and migrate
-again.
+An article or story whose slug is `tag` or `author` stops the migration with a list of
+them before any change (as 0011 does for the sitemap's names): give it another slug and
+migrate again.
 """
 
 import importlib
@@ -14,7 +15,6 @@ import django.db.models.deletion
 import publishing.reader_fields
 import publishing.text_limits
 from django.db import migrations, models
-
 
 # Adding a NOT NULL column makes Django rebuild the article table on SQLite, and the
 # dropped table takes the count triggers with it: made again, as 0013 does.
@@ -25,10 +25,10 @@ reinstall_on_sqlite = importlib.import_module(
 
 def refuse_tag_slugs(apps, schema_editor):
     lines = [
-        f"  {model} {pk}: the slug {slug!r} is the tag pages' folder"
+        f"  {model} {pk}: the slug {slug!r} is the folder of the tag or author pages"
         for model in ("Article", "Story")
         for pk, slug in apps.get_model("publishing", model)
-        .objects.filter(slug_key="tag")
+        .objects.filter(slug_key__in=["tag", "author"])
         .values_list("pk", "slug")
     ]
     if lines:
@@ -58,9 +58,10 @@ class Migration(migrations.Migration):
             name='Tag',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('key', models.CharField(max_length=400, unique=True)),
-                ('slug', models.CharField(max_length=409)),
+                ('kind', models.CharField(choices=[('tag', 'Tag'), ('author', 'Author')], default='tag', max_length=8)),
+                ('name', models.CharField(max_length=200)),
+                ('key', models.CharField(max_length=800)),
+                ('slug', models.CharField(max_length=809)),
             ],
         ),
         migrations.CreateModel(
@@ -155,12 +156,16 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='article',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('slug__in', ['.staging', 'admin', 'api', 'assets', 'favicon.ico', 'feed', 'feed.xml', 'healthz', 'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml', 'static', 'status', 'status.json', 'tag']), _negated=True), models.Q(('slug_key__in', ['.staging', 'admin', 'api', 'assets', 'favicon.ico', 'feed', 'feed.xml', 'healthz', 'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml', 'static', 'status', 'status.json', 'tag']), _negated=True)), name='article_slug_not_reserved'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('slug__in', ['.staging', 'admin', 'api', 'assets', 'author', 'favicon.ico', 'feed', 'feed.xml', 'healthz', 'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml', 'static', 'status', 'status.json', 'tag']), _negated=True), models.Q(('slug_key__in', ['.staging', 'admin', 'api', 'assets', 'author', 'favicon.ico', 'feed', 'feed.xml', 'healthz', 'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml', 'static', 'status', 'status.json', 'tag']), _negated=True)), name='article_slug_not_reserved'),
         ),
         migrations.AddField(
             model_name='articletag',
             name='article',
             field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='live_tags', to='publishing.article'),
+        ),
+        migrations.AddConstraint(
+            model_name='tag',
+            constraint=models.UniqueConstraint(fields=('kind', 'key'), name='tag_kind_key'),
         ),
         migrations.AddField(
             model_name='articletag',

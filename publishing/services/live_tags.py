@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from publishing.models import Article, ArticleTag, Tag, tags_refresh
+from publishing.models import Article, ArticleTag, Tag, TagKind, tags_refresh
 from publishing.reader_fields import tag_key, tag_slug
 
 
 def live_tags_write(articles: Iterable[Article]) -> None:
-    """Replace the index rows of `articles` (each with `published_tags` and
-    `published_publish_at` as just made live), in the caller's transaction: one DELETE,
+    """Replace the index rows of `articles` (each with `published_tags`,
+    `published_byline` and `published_publish_at` as just made live; a byline is a Tag
+    of kind AUTHOR), in the caller's transaction: one DELETE,
     and when any has tags, one INSERT of new tags (in key order, so two completions
     adding the same new tags wait for each other instead of deadlocking), one read of
     their ids and one INSERT of the rows; then one INSERT asking for the pages of the
@@ -22,27 +23,33 @@ def live_tags_write(articles: Iterable[Article]) -> None:
     before = ArticleTag.objects.filter(article_id__in=[a.pk for a in articles])
     touched = set(before.values_list("tag_id", flat=True))
     before.delete()
-    wanted: dict[int, tuple[dict[str, str], object]] = {}
-    names: dict[str, str] = {}
+    wanted: dict[int, tuple[dict[tuple[str, str], str], object]] = {}
+    names: dict[tuple[str, str], str] = {}
     for article in articles:
-        tags = {}
+        terms = {}
         for name in article.published_tags or []:
             if isinstance(name, str) and name.strip():
-                tags.setdefault(tag_key(name), name)
-        wanted[article.pk] = (tags, article.published_publish_at)
-        for key, name in tags.items():
-            names.setdefault(key, name)
+                terms.setdefault((TagKind.TAG, tag_key(name)), name)
+        if (article.published_byline or "").strip():
+            terms[(TagKind.AUTHOR, tag_key(article.published_byline))] = article.published_byline
+        wanted[article.pk] = (terms, article.published_publish_at)
+        for term, name in terms.items():
+            names.setdefault(term, name)
     if names:
-        keys = sorted(names)
+        terms = sorted(names)
         Tag.objects.bulk_create(
-            [Tag(key=k, name=names[k], slug=tag_slug(names[k])) for k in keys],
+            [
+                Tag(kind=kind, key=key, name=names[kind, key], slug=tag_slug(names[kind, key]))
+                for kind, key in terms
+            ],
             ignore_conflicts=True,
         )
-        ids = dict(Tag.objects.filter(key__in=keys).values_list("key", "id"))
+        rows = Tag.objects.filter(key__in={key for _kind, key in terms})
+        ids = {(kind, key): pk for kind, key, pk in rows.values_list("kind", "key", "id")}
         ArticleTag.objects.bulk_create(
-            ArticleTag(article_id=pk, tag_id=ids[key], publish_at=when)
-            for pk, (tags, when) in wanted.items()
-            for key in tags
+            ArticleTag(article_id=pk, tag_id=ids[term], publish_at=when)
+            for pk, (terms_of, when) in wanted.items()
+            for term in terms_of
         )
-        touched |= set(ids.values())
+        touched |= {ids[term] for term in terms}
     tags_refresh(touched)

@@ -342,7 +342,7 @@ def complete(*, claims: list[Claim], request_refresh: bool = True) -> list[Attem
     with transaction.atomic():
         done = update_returning(
             lease.in_lock_order(_fenced(claims).filter(status=ArticleStatus.PENDING)),
-            only=("id", "published_tags", "published_publish_at"),
+            only=("id", "published_tags", "published_byline", "published_publish_at"),
             status=ArticleStatus.PUBLISHED,
             # The fence on content_hash means the row's content is what was published.
             published_hash=F("content_hash"),

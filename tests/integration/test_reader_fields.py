@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 
 from blogpublish.site import StaticSitePublisher
-from publishing.models import Article, ArticleStatus, ArticleTag
+from publishing.models import Article, ArticleStatus, ArticleTag, TagKind
 from tests.support.settling import wait_settled
 from tests.support.site import read_feed
 from tests.support.waiting import wait_for
@@ -26,7 +26,8 @@ def site(worker):
 
 
 def live_tags(article: Article) -> set[str]:
-    return set(ArticleTag.objects.filter(article=article).values_list("tag__name", flat=True))
+    rows = ArticleTag.objects.filter(article=article, tag__kind=TagKind.TAG)
+    return set(rows.values_list("tag__name", flat=True))
 
 
 def wait_live(article: Article, what: str) -> None:
@@ -55,7 +56,10 @@ def test_byline_tags_description_language_reach_page_and_feeds_and_an_edit_of_on
     wait_live(article, "the article to go live")
 
     page = (site / article.slug / "index.html").read_text(encoding="utf-8")
-    assert '<html lang="zh-Hans">' in page and '<span class="byline">王小明</span>' in page
+    assert (
+        '<html lang="zh-Hans">' in page
+        and 'rel="author" href="/author/%E7%8E%8B%E5%B0%8F%E6%98%8E/">王小明</a>' in page
+    )
     (entry,) = read_feed(site).entries
     assert entry.author == "王小明" and [t.term for t in entry.tags] == ["数据库", "Python"]
     assert "<em>first</em>" in entry.content[0].value
@@ -71,7 +75,7 @@ def test_byline_tags_description_language_reach_page_and_feeds_and_an_edit_of_on
     wait_live(article, "the new byline to go live")
 
     page = (site / article.slug / "index.html").read_text(encoding="utf-8")
-    assert '<span class="byline">Wang Xiaoming</span>' in page
+    assert 'rel="author" href="/author/wang-xiaoming/">Wang Xiaoming</a>' in page
     assert read_feed(site).entries[0].author == "Wang Xiaoming"
     assert live_tags(article) == {"Python", "web"}  # the old tag's row is gone
 

@@ -26,17 +26,18 @@ def site(worker):
     return settings.SITE_ROOT
 
 
-def tag_folder(name: str):
-    return settings.SITE_ROOT / "tag" / tag_slug(name)
+def tag_folder(name: str, kind: str = "tag"):
+    return settings.SITE_ROOT / kind / tag_slug(name)
 
 
-def tagged(name: str) -> list[str] | None:
-    """The slugs on the tag's page, newest first (None: no page), checked against its feed."""
-    page = tag_folder(name) / "index.html"
+def tagged(name: str, kind: str = "tag") -> list[str] | None:
+    """The slugs on the tag's (byline's) page, newest first (None: no page), checked
+    against its feed."""
+    page = tag_folder(name, kind) / "index.html"
     if not page.exists():
         return None
     slugs = read_listing(page).slugs
-    feed = feedparser.parse((tag_folder(name) / "feed.xml").read_bytes())
+    feed = feedparser.parse((tag_folder(name, kind) / "feed.xml").read_bytes())
     assert [e.link.rstrip("/").rsplit("/", 1)[-1] for e in feed.entries] == slugs
     return slugs
 
@@ -93,3 +94,24 @@ def test_the_full_check_writes_a_lost_tag_page_and_removes_a_stray_one(site, mak
 
     assert tagged("kept") == ["tag-kept"]
     assert not stray.exists()
+
+
+def test_author_pages_follow_bylines(site, make_article):
+    """A byline's page (author/<slug>/) and feed, as a tag's: a new byline moves the
+    article to the new name's page, and an author left with none loses the folder."""
+    ann = live(make_article(slug="by-ann", byline="Ann Writer"))
+    live(make_article(slug="by-ann-too", byline="ann writer"))  # one author, two spellings
+    wait_settled()
+
+    assert tagged("Ann Writer", "author") == ["by-ann-too", "by-ann"]
+    page = (site / "by-ann" / "index.html").read_text(encoding="utf-8")
+    assert 'rel="author" href="/author/ann-writer/">Ann Writer</a>' in page
+
+    ann.byline = "王小明"
+    ann.save()
+    live(ann)
+    wait_settled()
+
+    assert tagged("Ann Writer", "author") == ["by-ann-too"]
+    assert tagged("王小明", "author") == ["by-ann"]
+    assert tagged("Ann Writer") is None  # a byline is not a tag

@@ -105,7 +105,8 @@ def test_tag_slug__readable_when_it_can_be_and_never_shared():
         assert all(ch not in tag_slug(hostile) for ch in "/.?#\\")
 
 
-def test_tag_is_a_reserved_slug_now():
-    """tag/ holds the tag pages: no article may take that folder."""
+@pytest.mark.parametrize("slug", ["TAG", "author"])
+def test_tag_and_author_are_reserved_slugs_now(slug):
+    """tag/ and author/ hold the tag and byline pages: no article may take them."""
     with pytest.raises(ValidationError, match="used by the site itself"):
-        Article(title="T", slug="TAG", body="b").clean_fields()
+        Article(title="T", slug=slug, body="b").clean_fields()

@@ -133,7 +133,7 @@ def test_article_page__lang_byline_tags_and_description_of_the_article(settings)
     assert json.loads(ld)["author"] == {"@type": "Person", "name": "王小明"}
     assert json.loads(ld)["keywords"] == ["数据库", "python"]
     assert json.loads(ld)["inLanguage"] == "zh-Hans"
-    assert '<span class="byline">王小明</span>' in page
+    assert 'rel="author" href="/author/%E7%8E%8B%E5%B0%8F%E6%98%8E/">王小明</a>' in page
     assert 'rel="tag" href="/tag/%E6%95%B0%E6%8D%AE%E5%BA%93/">数据库</a>' in page
 
 
