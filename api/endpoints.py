@@ -64,7 +64,7 @@ from api.schemas import (
 from api.services import article_create_once, request_digest
 from api.tokens import token_lookup
 from publishing.exceptions import StoryConflict
-from publishing.models import Article, Story, StoryState, WebhookDelivery
+from publishing.models import DRAFT_FIELDS, Article, Story, StoryState, WebhookDelivery
 from publishing.services import (
     article_create,
     article_requeue,
@@ -427,7 +427,7 @@ def patch_article(
 
 def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | None) -> Story:
     # The draft's content as an unsaved article of its id, for _content's messages.
-    current = {name: getattr(story, name) for name in ("title", "slug", "body", "publish_at")}
+    current = {name: getattr(story, name) for name in DRAFT_FIELDS}
     probe = Article(pk=story.pk, **{**current, "publish_at": story.publish_at or timezone.now()})
     fields = _content(payload, article=probe)
     try:

@@ -21,7 +21,7 @@ from pydantic import ConfigDict
 from pydantic.config import JsonDict
 
 from blogpublish.site.paths import article_url
-from publishing.models import TITLE_MAX_LENGTH, Article, ArticleStatus
+from publishing.models import READER_FIELDS, TITLE_MAX_LENGTH, Article, ArticleStatus
 from publishing.validators import PUBLISH_AT_MAX_YEAR, PUBLISH_AT_MIN_YEAR, SLUG_MAX_BYTES
 
 TITLE_HELP = (
@@ -43,6 +43,23 @@ PUBLISH_AT_HELP = (
     "Not published before this time: RFC 3339 with a zone (`2026-12-01T09:30:00Z`, "
     f"`…+01:00`), in the years {PUBLISH_AT_MIN_YEAR} to {PUBLISH_AT_MAX_YEAR} (UTC); kept "
     "to whole seconds. Left out on create: now."
+)
+
+DESCRIPTION_HELP = (
+    "What search results, link cards and feed summaries show: one line (whitespace runs "
+    "become one space), at most 1,000 characters. Empty: the article's first lines."
+)
+LANGUAGE_HELP = (
+    "A BCP 47 language tag (`en`, `pt-BR`, `zh-Hans`; `en_US` is stored as `en-US`). "
+    "Empty: the site's language (SITE_LANGUAGE)."
+)
+BYLINE_HELP = (
+    "The author's name as readers see it (the page, the feeds, JSON-LD), one line, at "
+    "most 200 characters. Words on the page, not an owner of the work."
+)
+TAGS_HELP = (
+    "At most 50 tags of 1-100 characters, one line each; the first spelling of each is "
+    "kept (tags are compared ignoring case and width), in the order given."
 )
 
 # Stated in the schema only (pydantic does not check them): the model's validation
@@ -101,6 +118,10 @@ class ArticleCreateIn(Schema):
     # `str = Field(None)`, here and below: left out is None (pydantic does not check a
     # default), but a value given must be a string; `str | None` would take a null too.
     publish_at: str = Field(None, json_schema_extra=DATE_TIME, description=PUBLISH_AT_HELP)  # type: ignore[assignment]
+    description: str = Field("", description=DESCRIPTION_HELP)
+    language: str = Field("", description=LANGUAGE_HELP)
+    byline: str = Field("", description=BYLINE_HELP)
+    tags: list[str] = Field(default_factory=list, description=TAGS_HELP)
 
 
 class ArticlePatchIn(Schema):
@@ -113,6 +134,17 @@ class ArticlePatchIn(Schema):
     body: str = Field(None, json_schema_extra=NOT_EMPTY, description=BODY_HELP)  # type: ignore[assignment]
     slug: str = Field(None, description=SLUG_HELP)  # type: ignore[assignment]
     publish_at: str = Field(None, json_schema_extra=DATE_TIME, description=PUBLISH_AT_HELP)  # type: ignore[assignment]
+    description: str = Field(None, description=DESCRIPTION_HELP)  # type: ignore[assignment]
+    language: str = Field(None, description=LANGUAGE_HELP)  # type: ignore[assignment]
+    byline: str = Field(None, description=BYLINE_HELP)  # type: ignore[assignment]
+    tags: list[str] = Field(None, description=TAGS_HELP)  # type: ignore[arg-type]  # left out: None
+
+
+class ReaderFieldsOut(Schema):
+    description: str
+    language: str
+    byline: str
+    tags: list[str]
 
 
 class ArticleSummaryOut(Schema):
@@ -133,11 +165,11 @@ class ArticleSummaryOut(Schema):
     updated_at: datetime
 
 
-class ArticleOut(ArticleSummaryOut):
+class ArticleOut(ArticleSummaryOut, ReaderFieldsOut):
     body: str
 
 
-class DraftSummaryOut(Schema):
+class DraftSummaryOut(ReaderFieldsOut):
     """A story's draft (docs/design.md, "Drafts"): on no page until published."""
 
     id: int = Field(..., description="The story's id, which its article takes when published.")
@@ -211,6 +243,7 @@ def article_out(article: Article, *, with_body: bool = True) -> dict:
         "url": article_url(article.slug),
         "created_at": _utc(article.created_at),
         "updated_at": _utc(article.updated_at),
+        **reader_out(article),
     }
     if with_body:
         data["body"] = article.body
@@ -243,7 +276,12 @@ def draft_out(story, *, with_body: bool = True) -> dict:
         "url": article_url(story.slug),
         "created_at": _utc(story.created_at),
         "updated_at": _utc(story.updated_at),
+        **reader_out(story),
     }
     if with_body:
         out["body"] = story.body
     return out
+
+
+def reader_out(obj) -> dict:
+    return {name: getattr(obj, name) for name in READER_FIELDS}

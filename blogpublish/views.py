@@ -39,6 +39,7 @@ TYPES = {
     ".xml": "application/xml; charset=utf-8",  # the sitemap and its chunks
 }
 FEED_TYPE = "application/atom+xml; charset=utf-8"
+JSON_FEED_TYPE = "application/feed+json; charset=utf-8"
 
 
 def path_parts(path: str) -> list[str] | None:
@@ -57,6 +58,8 @@ def path_parts(path: str) -> list[str] | None:
 def content_type(name: str) -> str:
     if name == paths.FEED:
         return FEED_TYPE
+    if name == paths.JSON_FEED:
+        return JSON_FEED_TYPE
     suffix = Path(name).suffix
     return TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
 
@@ -84,8 +87,20 @@ def site(request: HttpRequest, path: str = "") -> HttpResponse:
                 request, "blogpublish/empty.html", {"site_title": settings.SITE_TITLE}
             )
             return with_policy(response)
-        raise Http404("No such page.")
+        return not_found(storage)
     return with_policy(HttpResponse(data, content_type=content_type(rel)))
+
+
+def not_found(storage) -> HttpResponse:
+    """404 with the site's own page (paths.NOT_FOUND, written by the refresher), which a
+    bucket serves as its error document too; Django's while the site has none yet."""
+    try:
+        page = storage.read(paths.NOT_FOUND)
+    except (OSError, SymlinkRefused, StorageError):
+        page = None
+    if page is None:
+        raise Http404("No such page.")
+    return with_policy(HttpResponse(page, content_type=TYPES[".html"], status=404))
 
 
 def redirect_to_folder(request: HttpRequest) -> HttpResponse:

@@ -210,3 +210,15 @@ def site_root_problems(site_root: str) -> list[str]:
     except ValueError as exc:
         return [str(exc)]
     return []
+
+
+# --- What readers see --------------------------------------------------------------------
+
+
+def site_language_problems(language: str) -> list[str]:
+    """SITE_LANGUAGE must be a language tag: it is every page's `lang` and the feeds'."""
+    from publishing.reader_fields import LANGUAGE_RE
+
+    if LANGUAGE_RE.fullmatch(language):
+        return []
+    return [f"SITE_LANGUAGE must be a language tag such as en, fr or pt-BR (it is {language!r})."]

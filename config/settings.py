@@ -21,6 +21,7 @@ from config.checks import (
     preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
+    site_language_problems,
     site_root_problems,
     webhook_delivery_problems,
     webhook_secret_problems,
@@ -280,6 +281,13 @@ SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
 # writes this many pages under one page guard and one checkpoint commit: larger is
 # faster; smaller holds each article's guard for less time and loses less to a kill.
 SITE_RERENDER_CHUNK = env_int("SITE_RERENDER_CHUNK", 100, minimum=1)
+
+# The language of an article that names none (`lang` of its page, the feeds'): a BCP 47
+# tag, e.g. en, fr, pt-BR.
+SITE_LANGUAGE = env_str("SITE_LANGUAGE", "en")
+# 1: every feed entry carries the whole article (Atom <content>, JSON Feed content_html),
+# as Ghost and WordPress give it; 0: a summary only (the description or the excerpt).
+FEED_FULL_CONTENT = env_bool("FEED_FULL_CONTENT", True)
 # The Content-Security-Policy of the site's pages (blogpublish.csp) allows images from
 # the site and over https; 1: from the site only (no hot-linked images, no tracking pixels).
 SITE_IMAGES_SELF_ONLY = env_bool("SITE_IMAGES_SELF_ONLY", False)
@@ -610,6 +618,7 @@ _problems += webhook_secret_problems(
     secret=DIGEST_WEBHOOK_SECRET,
 )
 _problems += mail_address_problems(name="DIGEST_RECIPIENTS", addresses=DIGEST_RECIPIENTS)
+_problems += site_language_problems(SITE_LANGUAGE)
 _problems += webhook_secret_problems(
     url_name="ALERT_WEBHOOK_URL",
     url=ALERT_WEBHOOK_URL,

@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from publishing import dates
+from publishing.forms import TagsField
 from publishing.models import (
     CONTENT_FIELDS,
     Article,
@@ -156,12 +157,15 @@ class ArticleAdmin(admin.ModelAdmin):
     )
     fieldsets = (
         (None, {"fields": ("title", "slug", "body", "publish_at")}),
+        ("For readers", {"fields": ("description", "byline", "tags", "language")}),
         ("Publishing", {"fields": readonly_fields}),
     )
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "publish_at":
             kwargs.update(form_class=DateTimeField, widget=DateTimeWidget)
+        if db_field.name == "tags":
+            kwargs["form_class"] = TagsField
         if db_field.name == "body":
             # Keep the body as typed: stripping would change an unchanged article's
             # content (and publish it again) whenever its body ends with a newline.

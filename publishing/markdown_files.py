@@ -12,11 +12,21 @@ laughs") and nesting deeper than `MAX_DEPTH`; and no message ever quotes more th
     ---
     title: Hello, world
     slug: hello-world            # optional: else the file's name
-    date: 2024-05-01 09:30:00    # optional: publish_at; UTC when it names no zone
+    date: 2024-05-01 09:30:00    # optional: publish_at; UTC when it names no zone; else
+                                 # the file name's date (Jekyll's 2024-05-01-hello.md)
     draft: true                  # optional: kept as a draft, not published
-    tags: [ignored]              # anything else is ignored (and named in the summary)
+    author: Ann Writer           # optional: the byline (also `authors:`, a list)
+    description: One sentence.   # optional (also Hugo's `summary:`)
+    lang: fr                     # optional (also `language:`; en_US is en-US)
+    tags: [python, web]          # optional; `categories:` joins them
+    layout: post                 # anything else is ignored (and named in the summary)
     ---
     The body, *Markdown*, kept as written.
+
+Dates are read as leniently as the systems that wrote them: Ruby's `Time.parse`
+(Jekyll) and Hugo take `2024-05-01 09:30:00 +0200`, `May 1, 2024`, `Wed, 01 May 2024
+09:30:00 GMT`, `2024/05/01` and more; `parse_date` takes them too (python-dateutil's
+parser, with Ruby's zone abbreviations).
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ from pathlib import PurePath
 from typing import Any, ClassVar
 
 import yaml
+from dateutil import parser as date_parser
+from dateutil import tz
 from django.utils.text import slugify
 from yaml.composer import Composer, ComposerError
 from yaml.events import AliasEvent, CollectionStartEvent, Event, NodeEvent
@@ -43,7 +55,23 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as FastSafeLoader  # type: ignore[assignment]
 
 # The keys the import reads; any other key is ignored (and named once in the summary).
-KNOWN_KEYS = frozenset({"title", "slug", "date", "draft"})
+KNOWN_KEYS = frozenset(
+    {
+        "title",
+        "slug",
+        "date",
+        "draft",
+        "author",
+        "authors",
+        "description",
+        "summary",
+        "lang",
+        "language",
+        "tags",
+        "categories",
+        "category",
+    }
+)
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 # The opening line, the YAML, the closing line ("---", or YAML's "..." end marker).
@@ -54,6 +82,24 @@ _FRONT_MATTER = re.compile(
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 # Jekyll's file names: `2024-05-01-hello-world.md` is the post `hello-world`.
 _JEKYLL_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}-(?=.)")
+# Its date, Jekyll's fallback when the front matter gives none.
+_JEKYLL_FILE_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-")
+# The zone abbreviations Ruby's Time.parse knows (time.rb, ZoneOffset), which
+# dateutil's parser would otherwise leave unknown (a naive time, read as UTC).
+_ZONES = {
+    "UTC": 0, "UT": 0, "GMT": 0, "Z": 0,
+    "EST": -5, "EDT": -4, "CST": -6, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7,
+    "AST": -4, "ADT": -3, "AKST": -9, "AKDT": -8, "HST": -10, "HAST": -10, "HADT": -9,
+    "CET": 1, "CEST": 2, "MET": 1, "MEST": 2, "MEZ": 1, "MESZ": 2, "EET": 2, "EEST": 3,
+    "WET": 0, "WEST": 1, "BST": 1, "IST": 5.5, "JST": 9, "KST": 9, "HKT": 8, "SGT": 8,
+    "AEST": 10, "AEDT": 11, "ACST": 9.5, "AWST": 8, "NZST": 12, "NZDT": 13,
+}  # fmt: skip
+# An ISO day (and time) first, a numeric zone last, anything between.
+_RUBY_LOOSE = re.compile(
+    r"(?P<day>\d{4}-\d{1,2}-\d{1,2})(?:[ T]+(?P<time>\d{1,2}:\d{2}(?::\d{2})?))?"
+    r"\s+[^+-]*?(?P<zone>[+-]\d{2}:?\d{2})?"
+)
+_TZINFOS = {name: tz.tzoffset(name, int(hours * 3600)) for name, hours in _ZONES.items()}
 # Hugo's page bundles: `hello-world/index.md` is the page `hello-world`.
 _BUNDLE_NAMES = frozenset({"index", "_index"})
 # Lists and mappings nested deeper than this are refused (front matter needs 2 or 3;
@@ -156,6 +202,11 @@ class ParsedFile:
     # From `date`, in UTC; None when the file gave none.
     publish_at: datetime | None
     ignored_keys: set[str] = field(default_factory=set)
+    # The reader fields (issue 21); the model normalises and validates them.
+    description: str = ""
+    language: str = ""
+    byline: str = ""
+    tags: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -174,13 +225,7 @@ def parse_date(value: object) -> datetime:
     elif isinstance(value, date):
         when = datetime.combine(value, time())
     elif isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise BadFile(
-                f"date {shown(value)} is not a date: write it as ISO 8601 "
-                "(2024-05-01T09:30:00+02:00) or YYYY-MM-DD HH:MM:SS (UTC when no zone is given)"
-            ) from None
+        when = _parse_date_text(value)
     else:
         raise BadFile(f"date must be a date, not a {type(value).__name__}")
     if when.tzinfo is None:
@@ -189,6 +234,48 @@ def parse_date(value: object) -> datetime:
         return when.astimezone(UTC)
     except OverflowError:
         raise BadFile(f"date {shown(value)} is out of range") from None
+
+
+def _parse_date_text(value: str) -> datetime:
+    """A date written as text, as Jekyll (Ruby's Time.parse) and Hugo read it: ISO 8601
+    first, then the lenient parser (`2024-05-01 09:30:00 +0200`, `May 1, 2024`, RFC
+    822/1123, `2024/05/01`, a named zone as Ruby names it), then, as Ruby's Date._parse
+    picks the parts it recognises, an ISO day (and time) at the start and a numeric
+    zone at the end with anything between (`2023-01-29 18:30:22 2023 -0800`, a post of
+    Jekyll's own blog)."""
+    text = value.strip()
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    # What the text leaves out is today's, as Time.parse fills it ("May 1": this year).
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
+    attempts = [text]
+    if loose := _RUBY_LOOSE.fullmatch(text):
+        attempts.append(" ".join(part for part in loose.group("day", "time", "zone") if part))
+    for attempt in attempts:
+        try:
+            return date_parser.parse(attempt, default=today, tzinfos=_TZINFOS)
+        except (ValueError, OverflowError):
+            continue
+    raise BadFile(
+        f"date {shown(value)} is not a date: write it as ISO 8601 "
+        "(2024-05-01T09:30:00+02:00), YYYY-MM-DD HH:MM:SS (UTC when no zone is "
+        "given) or as Jekyll and Hugo read dates (May 1, 2024 09:30 +0200)"
+    )
+
+
+def date_from_path(path: PurePath) -> datetime | None:
+    """The date of a Jekyll post's file name (`2024-05-01-hello.md`: its midnight, UTC),
+    Jekyll's own fallback when the front matter gives none; None for other names."""
+    match = _JEKYLL_FILE_DATE.match(path.name)
+    if match is None:
+        return None
+    try:
+        year, month, day = map(int, match.groups())
+        return datetime(year, month, day, tzinfo=UTC)
+    except ValueError:  # 2024-02-30-…: not a date, as Jekyll finds too
+        raise BadFile(f"the file name's date {match[0][:-1]} is not a date") from None
 
 
 def _text(key: str, value: object) -> str:
@@ -203,6 +290,49 @@ def _text(key: str, value: object) -> str:
         except ValueError:  # an int past Python's 4,300 digits for str()
             raise BadFile(f"{key} must be text, not a number this long") from None
     raise BadFile(f"{key} must be text, not a {type(value).__name__}")
+
+
+def _optional_text(meta: dict, *keys: str) -> str:
+    """The first of `keys` the front matter gives, as text ("" when none)."""
+    for key in keys:
+        if meta.get(key) is not None:
+            return _text(key, meta[key])
+    return ""
+
+
+def _byline(meta: dict) -> str:
+    """`author` (text, or Jekyll's `{name: …}`) or `authors` (Hugo's list): the names."""
+    value = meta.get("author", meta.get("authors"))
+    key = "author" if "author" in meta else "authors"
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        value = value.get("name", "")
+    if isinstance(value, list):
+        names = [
+            _text(key, name.get("name", "") if isinstance(name, dict) else name) for name in value
+        ]
+        return ", ".join(name for name in names if name.strip())
+    return _text(key, value)
+
+
+def _tag_list(key: str, value: object) -> list[str]:
+    """Tags as Jekyll and Hugo write them: a list, or text (Jekyll splits it at spaces;
+    text with commas is split at the commas)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [tag.strip() for tag in value.split(",")] if "," in value else value.split()
+    if isinstance(value, list):
+        return [_text(key, tag) for tag in value]
+    return [_text(key, value)]
+
+
+def _tags(meta: dict) -> list[str]:
+    """`tags`, then `categories` (and Jekyll's singular `category`): one list."""
+    return [
+        tag for key in ("tags", "categories", "category") for tag in _tag_list(key, meta.get(key))
+    ]
 
 
 def _cut(message: str, limit: int = 2 * VALUE_SHOWN) -> str:
@@ -249,6 +379,10 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         slug="" if slug is None else _text("slug", slug),
         publish_at=None if meta.get("date") is None else parse_date(meta["date"]),
         ignored_keys={_key_name(key) for key in meta if key not in KNOWN_KEYS},
+        description=_optional_text(meta, "description", "summary"),
+        language=_optional_text(meta, "lang", "language"),
+        byline=_byline(meta),
+        tags=_tags(meta),
     )
     return Draft(parsed) if is_draft else parsed
 
@@ -270,8 +404,26 @@ def slug_from_path(path: PurePath) -> str:
     return slugify(stem, allow_unicode=True)
 
 
-def render(*, title: str, slug: str, publish_at: datetime, body: str) -> str:
-    """An article as a file `parse` reads back into the same fields."""
-    meta = {"title": title, "slug": slug, "date": publish_at.astimezone(UTC).isoformat()}
+def render(
+    *,
+    title: str,
+    slug: str,
+    publish_at: datetime,
+    body: str,
+    description: str = "",
+    language: str = "",
+    byline: str = "",
+    tags: list[str] | None = None,
+) -> str:
+    """An article as a file `parse` reads back into the same fields: the reader fields
+    under the keys Jekyll and Hugo read (`author`, `description`, `lang`, `tags`), each
+    only when set."""
+    meta: dict[str, object] = {
+        "title": title,
+        "slug": slug,
+        "date": publish_at.astimezone(UTC).isoformat(),
+    }
+    optional = {"author": byline, "description": description, "lang": language, "tags": tags}
+    meta.update({key: value for key, value in optional.items() if value})
     front = yaml.dump(meta, Dumper=SafeDumper, allow_unicode=True, sort_keys=False, width=1_000_000)
     return f"---\n{front}---\n\n{body}\n"

@@ -28,6 +28,18 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.db import OctetLength
+from publishing.reader_fields import (
+    BYLINE_MAX_LENGTH,
+    DESCRIPTION_MAX_LENGTH,
+    LANGUAGE_MAX_LENGTH,
+    TAG_MAX_LENGTH,
+    normalize_language,
+    normalize_tags,
+    validate_byline,
+    validate_description,
+    validate_language,
+    validate_tags,
+)
 from publishing.text_limits import (
     table_cells_problem,
     validate_display_chars,
@@ -53,8 +65,14 @@ TITLE_VALIDATORS = [validate_single_line, validate_xml_chars, validate_display_c
 SLUG_VALIDATORS = [validate_slug_bytes, validate_not_reserved, validate_display_chars]
 BODY_VALIDATORS = [validate_body_size, validate_xml_chars]
 BODY_HELP = _("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20}
+DESCRIPTION_VALIDATORS = [validate_description, validate_xml_chars, validate_display_chars]
+BYLINE_VALIDATORS = [validate_byline, validate_xml_chars, validate_display_chars]
+# What readers see beside the text (issue 21); content too (reader_fields).
+READER_FIELDS = ("description", "language", "byline", "tags")
 # What a writer edits; save() validates these, whichever way the row is saved.
-CONTENT_FIELDS = ("title", "slug", "body", "publish_at")
+CONTENT_FIELDS = ("title", "slug", "body", "publish_at", *READER_FIELDS)
+# What a story's draft and its revisions carry: the same.
+DRAFT_FIELDS = CONTENT_FIELDS
 
 
 class ArticleStatus(models.TextChoices):
@@ -90,12 +108,85 @@ class AttemptOutcome(models.TextChoices):
     DEAD = "dead", _("Dead")
 
 
-def content_hash_of(*, title: str, slug: str, body: str, publish_at: datetime) -> str:
-    """The identity of what readers see (the date is on the page and orders the index):
-    equal hashes mean nothing to publish."""
+def content_hash_of(
+    *,
+    title: str,
+    slug: str,
+    body: str,
+    publish_at: datetime,
+    description: str = "",
+    language: str = "",
+    byline: str = "",
+    tags: Iterable[str] = (),
+) -> str:
+    """The identity of what readers see (the date is on the page and orders the index;
+    the reader fields are on the page and in the feeds): equal hashes mean nothing to
+    publish. The reader fields join the hashed list only when one is set, so an article
+    saved before they existed keeps its hash (nothing republished by the upgrade)."""
     when = publish_at.astimezone(UTC).isoformat()
-    payload = json.dumps([title, slug, body, when], ensure_ascii=False, separators=(",", ":"))
+    content: list[object] = [title, slug, body, when]
+    reader: list[object] = [description, language, byline, list(tags)]
+    if any(reader):
+        content += reader
+    payload = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def normalize_one_line(value: str) -> str:
+    """A description or a byline as stored: one line, single spaces."""
+    return " ".join((value or "").split())
+
+
+# The reader fields of an article and of its story's draft, made alike. Each with a
+# database default too: the previous release's code, which knows no such column, still
+# inserts rows during a rolling deploy (docs/operations.md, "Upgrades").
+EMPTY_LIST = Value([], JSONField())
+
+
+def description_field() -> models.CharField:
+    return models.CharField(
+        max_length=DESCRIPTION_MAX_LENGTH,
+        blank=True,
+        default="",
+        db_default="",
+        validators=DESCRIPTION_VALIDATORS,
+        help_text=_("What search results and link cards show. Empty: the first lines."),
+    )
+
+
+def language_field() -> models.CharField:
+    return models.CharField(
+        max_length=LANGUAGE_MAX_LENGTH,
+        blank=True,
+        default="",
+        db_default="",
+        validators=[validate_language],
+        help_text=_("The language tag (en, fr, zh-Hans). Empty: the site's language."),
+    )
+
+
+def byline_field() -> models.CharField:
+    return models.CharField(
+        max_length=BYLINE_MAX_LENGTH,
+        blank=True,
+        default="",
+        db_default="",
+        validators=BYLINE_VALIDATORS,
+        help_text=_("The author's name as readers see it."),
+    )
+
+
+def tags_field() -> models.JSONField:
+    return models.JSONField(
+        default=list, db_default=EMPTY_LIST, blank=True, validators=[validate_tags]
+    )
+
+
+def normalize_reader_fields(obj: Article | Story) -> None:
+    obj.description = normalize_one_line(obj.description)
+    obj.byline = normalize_one_line(obj.byline)
+    obj.language = normalize_language(obj.language)
+    obj.tags = normalize_tags(obj.tags)
 
 
 def normalize_body(value: str) -> str:
@@ -156,7 +247,8 @@ class ArticleQuerySet(models.QuerySet["Article"]):
         key order, then their attempts), so a bulk delete racing a publish never
         deadlocks with it."""
         with transaction.atomic(using=self.db):
-            list(self.order_by("pk").select_for_update().values_list("pk", flat=True))
+            ids = list(self.order_by("pk").select_for_update().values_list("pk", flat=True))
+            refresh_tags_of(ids)
             return super().delete()
 
     def bulk_create(  # type: ignore[override]
@@ -186,6 +278,19 @@ class ArticleQuerySet(models.QuerySet["Article"]):
             if isinstance(kwargs.get(name), str) and key not in kwargs:
                 kwargs[key] = key_of(kwargs[name])
         return super().update(**kwargs)
+
+
+def refresh_tags_of(article_ids: list[int]) -> None:
+    """The tags of articles about to be deleted: their pages are written again without
+    them by the refresher's next pass (TagRefresh), in the delete's transaction."""
+    tags_refresh(
+        ArticleTag.objects.filter(article_id__in=article_ids).values_list("tag_id", flat=True)
+    )
+
+
+def tags_refresh(tag_ids: Iterable[int]) -> None:
+    """Ask the refresher's next pass to write these tags' pages again (TagRefresh)."""
+    TagRefresh.objects.bulk_create(TagRefresh(tag_id=tag_id) for tag_id in sorted(set(tag_ids)))
 
 
 # For the check constraint: sorted, so the migration is the same on every run.
@@ -239,6 +344,14 @@ class Article(models.Model):
         validators=[validate_publish_at],
         help_text=_("Not published before this time."),
     )
+    # Empty: the excerpt. Language empty: SITE_LANGUAGE (a BCP 47 tag: the page's lang,
+    # the feeds'). The byline is the name readers see (the page, the feeds, JSON-LD):
+    # words on the page, not a claim on the work; the pipeline keeps no owner
+    # (docs/design.md). Tags in the writer's order, each spelling as typed.
+    description = description_field()
+    language = language_field()
+    byline = byline_field()
+    tags = tags_field()
     # Attempts of the current content: the budget, reset by a requeue or an edit.
     attempts = models.PositiveIntegerField(default=0)
     # Claims ever made, never reset: the value read after a claim is the fencing token, so
@@ -263,6 +376,18 @@ class Article(models.Model):
     published_title = models.CharField(max_length=200, blank=True, default="", editable=False)
     published_body = models.TextField(blank=True, default="", editable=False)
     published_publish_at = models.DateTimeField(null=True, blank=True, editable=False)
+    published_description = models.CharField(
+        max_length=DESCRIPTION_MAX_LENGTH, blank=True, default="", db_default="", editable=False
+    )
+    published_language = models.CharField(
+        max_length=LANGUAGE_MAX_LENGTH, blank=True, default="", db_default="", editable=False
+    )
+    published_byline = models.CharField(
+        max_length=BYLINE_MAX_LENGTH, blank=True, default="", db_default="", editable=False
+    )
+    published_tags = models.JSONField(
+        default=list, db_default=EMPTY_LIST, blank=True, editable=False
+    )
     # Stable identity for feed entries and webhook receivers; unchanged by edits.
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     published_at = models.DateTimeField(null=True, blank=True)
@@ -395,6 +520,7 @@ class Article(models.Model):
         delete does it (ArticleQuerySet.delete): a publish racing it never deadlocks."""
         with transaction.atomic():
             list(Article.objects.filter(pk=self.pk).select_for_update().values_list("pk"))
+            refresh_tags_of([self.pk])
             return super().delete(*args, **kwargs)
 
     @property
@@ -407,6 +533,7 @@ class Article(models.Model):
         self.title = (self.title or "").strip()
         self.slug = normalize_slug(self.slug or "")
         self.body = normalize_body(self.body or "")
+        normalize_reader_fields(self)
         if self.publish_at:  # whole seconds: what the admin's date and time fields keep
             self.publish_at = self.publish_at.replace(microsecond=0)
             if timezone.is_aware(self.publish_at):
@@ -417,9 +544,7 @@ class Article(models.Model):
                     self.publish_at = self.publish_at.astimezone(UTC)
 
     def _content_hash(self) -> str:
-        return content_hash_of(
-            title=self.title, slug=self.slug, body=self.body, publish_at=self.publish_at
-        )
+        return content_hash_of(**{name: getattr(self, name) for name in CONTENT_FIELDS})
 
     def clean_fields(self, exclude=None) -> None:
         self._normalize()
@@ -558,6 +683,68 @@ class Article(models.Model):
             self.refresh_from_db(
                 fields=["status", "attempts", "last_error", "next_attempt_at", "lease_expires_at"]
             )
+
+
+class TagKind(models.TextChoices):
+    # One of an article's tags: its page is tag/<slug>/.
+    TAG = "tag", _("Tag")
+    # An article's byline: its page is author/<slug>/.
+    AUTHOR = "author", _("Author")
+
+
+class Tag(models.Model):
+    """A tag, or a byline, some live article carries: one row per tag (per byline),
+    whatever its spelling ("Python" and "python" are one tag: `key`,
+    reader_fields.tag_key). `name` is the first spelling that went live."""
+
+    kind = models.CharField(max_length=8, choices=TagKind.choices, default=TagKind.TAG)
+    name = models.CharField(max_length=max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH))
+    key = models.CharField(max_length=4 * max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH))
+    # Its page's folder, tag/<slug>/ or author/<slug>/ (reader_fields.tag_slug).
+    slug = models.CharField(max_length=4 * max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH) + 9)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "key"], name="tag_kind_key")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ArticleTag(models.Model):
+    """A live article's tag: the index a tag's page reads (the articles of a tag, newest
+    first, by `tag_listed_idx`, as the front page reads `article_listed_idx`). Written
+    with the live version, in the completion's transaction (services.publish), from
+    `published_tags`; a tag page lists only articles still listed (published_hash set),
+    so rows of a withdrawn article are harmless until its next publish replaces them.
+    Why a table and not the JSON list alone: docs/site.md, "Tags"."""
+
+    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="live_tags")
+    tag = models.ForeignKey(Tag, on_delete=models.CASCADE, related_name="articles")
+    # The article's live date, copied so the tag's page is one index range.
+    publish_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["article", "tag"], name="articletag_once"),
+        ]
+        indexes = [
+            models.Index(fields=["tag", "publish_at", "article"], name="tag_listed_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.article_id} #{self.tag_id}"
+
+
+class TagRefresh(models.Model):
+    """A tag whose page and feed are to be written again: inserted (never updated, so a
+    popular tag is no lock two completions wait on) with the live tags' change that
+    makes it (a completion, a delete), taken by the refresher's next pass, which
+    deletes the rows it read (blogpublish.site.build.write_tag_pages)."""
+
+    tag = models.ForeignKey(Tag, on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"refresh tag {self.tag_id}"
 
 
 class PublishAttempt(models.Model):
@@ -780,6 +967,10 @@ class Story(models.Model):
     publish_at = models.DateTimeField(
         null=True, blank=True, validators=[validate_publish_at], help_text=_("Empty: now.")
     )
+    description = description_field()
+    language = language_field()
+    byline = byline_field()
+    tags = tags_field()
     state = models.CharField(max_length=16, choices=StoryState.choices, default=StoryState.DRAFT)
     # Saves of the draft: what a save names as the version it edited (If-Match), so
     # two tabs on one draft are told of each other instead of overwriting silently.
@@ -797,9 +988,7 @@ class Story(models.Model):
     # worker}], oldest first, at most PUBLISH_LOG_KEPT.
     # (A database default too: the previous release's code, which knows no such column,
     # still inserts stories during a rolling deploy; docs/operations.md.)
-    publish_log = models.JSONField(
-        default=list, db_default=Value([], JSONField()), blank=True, editable=False
-    )
+    publish_log = models.JSONField(default=list, db_default=EMPTY_LIST, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -814,6 +1003,7 @@ class Story(models.Model):
         self.title = (self.title or "").strip()
         self.slug = normalize_slug(self.slug or "")
         self.body = normalize_body(self.body or "")
+        normalize_reader_fields(self)
         if self.publish_at:
             self.publish_at = self.publish_at.replace(microsecond=0)
         if self.body and (problem := table_cells_problem(self.body)):
@@ -836,6 +1026,14 @@ class Revision(models.Model):
     slug = models.CharField(max_length=200)
     body = models.TextField(blank=True)
     publish_at = models.DateTimeField(null=True, blank=True)
+    description = models.CharField(
+        max_length=DESCRIPTION_MAX_LENGTH, blank=True, default="", db_default=""
+    )
+    language = models.CharField(
+        max_length=LANGUAGE_MAX_LENGTH, blank=True, default="", db_default=""
+    )
+    byline = models.CharField(max_length=BYLINE_MAX_LENGTH, blank=True, default="", db_default="")
+    tags = models.JSONField(default=list, db_default=EMPTY_LIST, blank=True)
     # The user's name, not a key: a revision outlives the account that saved it.
     saved_by = models.CharField(max_length=150, blank=True, default="")
     saved_at = models.DateTimeField(default=timezone.now)

@@ -35,6 +35,8 @@ RESERVED_SLUGS = SITE_NAMES | frozenset(
         "static",
         "status",
         "status.json",
+        "tag",  # tag/<tag>/: a tag's page and feed (issue 21)
+        "author",  # author/<byline>/: a byline's page and feed
     }
 )
 # sitemap, sitemap.xml, sitemap-9, sitemap-9.xml: the sitemap index and its chunks.

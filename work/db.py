@@ -32,7 +32,9 @@ def update_returning(
         return []
     fields: Sequence[Field] = model._meta.concrete_fields
     if only is not None:
-        fields = [_field(model._meta, name) for name in only]
+        # In the model's order: Model.from_db() assigns a partial row's values in it.
+        wanted = {_field(model._meta, name) for name in only}
+        fields = [field for field in fields if field in wanted]
     connection = connections[db]
     columns = ", ".join(connection.ops.quote_name(_column(field)) for field in fields)
     with connection.cursor() as cursor:

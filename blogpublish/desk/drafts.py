@@ -24,7 +24,8 @@ from django.views.decorators.http import require_POST
 from blogpublish.desk import cheatsheet, images
 from blogpublish.site.paths import article_url
 from publishing.exceptions import StoryConflict
-from publishing.models import Article, Revision, Story, StoryState
+from publishing.forms import TagsField
+from publishing.models import DRAFT_FIELDS, Article, Revision, Story, StoryState
 from publishing.services import (
     revision_diff,
     story_preview_token,
@@ -71,7 +72,8 @@ class StoryForm(forms.ModelForm):
 
     class Meta:
         model = Story
-        fields = ("title", "slug", "body", "publish_at")
+        fields = DRAFT_FIELDS
+        field_classes = {"tags": TagsField}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -91,6 +93,10 @@ class StoryForm(forms.ModelForm):
                 body=cleaned.get("body") or "",
                 slug=cleaned.get("slug") or "",
                 publish_at=cleaned.get("publish_at"),
+                description=cleaned.get("description") or "",
+                language=cleaned.get("language") or "",
+                byline=cleaned.get("byline") or "",
+                tags=cleaned.get("tags") or [],
                 saved_by=self.saved_by,
                 if_version=cleaned.get("base_version") if existing else None,
             )
@@ -149,11 +155,13 @@ class StoryAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Story | None = None):
         fields = (None, {"fields": ("title", "slug", "body", "publish_at", "base_version")})
+        readers = ("For readers", {"fields": ("description", "byline", "tags", "language")})
         if obj is None:
-            return (fields,)
+            return (fields, readers)
         return (
             ("At a glance", {"fields": ("life", "sharing")}),
             fields,
+            readers,
             ("History", {"fields": ("history", "publications")}),
         )
 

@@ -135,6 +135,47 @@ def write_archive_page(
     write(site, paths.sitemap_chunk_name(page), documents.sitemap(entries, report=problems.report))
 
 
+def write_feeds(site: Site, *, write: Write) -> None:
+    """The Atom feed and the JSON Feed: the newest PAGE_SIZE articles, whole, from one
+    read of them (the same entries in both)."""
+    entries = selectors.feed_entries(PAGE_SIZE)
+    write(site, paths.FEED, documents.atom_feed(entries, report=problems.report))
+    write(site, paths.JSON_FEED, documents.json_feed(entries, report=problems.report))
+
+
+# Tags' pages written by a pass at most; the rest by the next pass (the catch-up runs one
+# every interval, a publish asks for one).
+TAG_REFRESH_BATCH = 1000
+
+
+def write_tag_pages(site: Site, *, write: Write) -> None:
+    """The page and the Atom feed of each tag (each byline: author/<slug>/) a completion
+    or a delete touched since the last pass (TagRefresh): its newest PAGE_SIZE live
+    articles; a tag left with none has its folder removed. What a publish costs here
+    follows the tags it touched, not the number of tags or the site's size."""
+    request_ids, tags = selectors.tag_refresh_requests(TAG_REFRESH_BATCH)
+    for tag in tags:
+        folder = paths.tag_dir(tag["slug"], tag["kind"])
+        entries = selectors.tag_entries(tag["id"], PAGE_SIZE)
+        if not entries:
+            site.delete_tree(folder)
+            continue
+        term = documents.Term(tag["kind"], tag["name"], tag["slug"])
+        page = documents.tag_page(term, entries, report=problems.report)
+        write(site, f"{folder}/{paths.FRONT_PAGE}", page)
+        feed = documents.tag_feed(term, entries, report=problems.report)
+        write(site, f"{folder}/{paths.FEED}", feed)
+    if request_ids:
+        selectors.tag_refresh_done(request_ids)
+
+
+def write_site_files(site: Site, *, write: Write) -> None:
+    """The files of the site that list no article: robots.txt, the 404 page, the favicon."""
+    write(site, paths.ROBOTS, documents.robots_txt())
+    write(site, paths.NOT_FOUND, documents.not_found_page())
+    write(site, paths.FAVICON, documents.favicon())
+
+
 def write_partial_chunk(site: Site, newest: list[Entry], *, count: int, write: Write) -> None:
     """The sitemap chunk after the last full page: the newest `count % PAGE_SIZE`."""
     rest = count % PAGE_SIZE
@@ -178,12 +219,13 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
         page_entries = selectors.entries_at(first=first_position(page), size=PAGE_SIZE, total=count)
         write_archive_page(site, page, page_entries, count=count, write=atomic_write)
     newest = selectors.newest(PAGE_SIZE)
-    atomic_write(site, paths.FEED, documents.atom_feed(newest, report=problems.report))
+    write_feeds(site, write=atomic_write)
+    write_tag_pages(site, write=atomic_write)
     write_partial_chunk(site, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
         atomic_write(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
-    if not site.exists(paths.ROBOTS):  # a site before robots.txt, until its next rebuild
-        atomic_write(site, paths.ROBOTS, documents.robots_txt())
+    if not site.exists(paths.NOT_FOUND):  # a site before these, until its next rebuild
+        write_site_files(site, write=atomic_write)
     write_front_page(site, newest, count=count, write=atomic_write)
     state.count = count
     return True
@@ -230,10 +272,11 @@ def rebuild(
     changed = [*changed, *settle(state)[0]]
     count = selectors.count_listed()
     newest = selectors.newest(PAGE_SIZE)
-    write_if_changed(site, paths.FEED, documents.atom_feed(newest, report=problems.report))
+    write_feeds(site, write=write_if_changed)
+    write_tag_pages(site, write=write_if_changed)
     write_partial_chunk(site, newest, count=count, write=write_if_changed)
     write_if_changed(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
-    write_if_changed(site, paths.ROBOTS, documents.robots_txt())
+    write_site_files(site, write=write_if_changed)
     write_front_page(site, newest, count=count, write=write_if_changed)
     state.count = count
     mark = _resume_at(site, state, changed, count=count) if resume else None

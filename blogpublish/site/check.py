@@ -22,7 +22,7 @@ from blogpublish.site import documents, paths, selectors
 from blogpublish.storage import SiteStorage
 from publishing.models import Article, ArticleCount
 
-SHARED_DOCUMENTS = ("index.html", "feed.xml", "sitemap.xml")
+SHARED_DOCUMENTS = ("index.html", "feed.xml", "feed.json", "sitemap.xml")
 
 
 @dataclass

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from html import escape, unescape
 from typing import TypeVar
 
@@ -33,8 +34,9 @@ from django.utils.feedgenerator import Atom1Feed
 from blogpublish.desk.images import IMAGE_REF_RE
 from blogpublish.rendering import plain_excerpt, render_markdown
 from blogpublish.site import figures, look, paths, selectors
-from blogpublish.site.selectors import Entry
+from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry
 from publishing.models import content_hash_of
+from publishing.reader_fields import tag_slug
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
 
 logger = logging.getLogger(__name__)
@@ -91,8 +93,22 @@ def _each(
 def site_context() -> dict:
     return {
         "site_title": settings.SITE_TITLE,
+        "site_language": settings.SITE_LANGUAGE,
         "home_href": paths.archive_href(None),
         "feed_href": f"{paths.site_path()}/{paths.FEED}",
+        "json_feed_href": f"{paths.site_path()}/{paths.JSON_FEED}",
+        "favicon_href": f"{paths.site_path()}/{paths.FAVICON}",
+    }
+
+
+def reader_fields(article) -> dict:
+    """An article's (or a live version's, or a draft's) description, language, byline
+    and tags; empty for an object that has none."""
+    return {
+        "description": getattr(article, "description", "") or "",
+        "language": getattr(article, "language", "") or "",
+        "byline": getattr(article, "byline", "") or "",
+        "tags": [tag for tag in getattr(article, "tags", None) or () if isinstance(tag, str)],
     }
 
 
@@ -109,10 +125,39 @@ def first_image_url(body: str) -> str:
     return paths.absolute(f"{paths.site_path()}/{match[0]}") if match else ""
 
 
+def tag_links(tags: Iterable[str]) -> list[dict]:
+    """Each tag's name (stripped of what XML cannot carry) and its page's address."""
+    names = [strip_xml_illegal(tag) for tag in tags]
+    return [{"name": name, "href": paths.tag_href(tag_slug(name))} for name in names if name]
+
+
 def robots_txt() -> str:
     """Every crawler welcome; the sitemap announced (sitemaps.org, "Submitting")."""
     sitemap = paths.absolute(f"{paths.site_path()}/{paths.SITEMAP}")
     return f"User-agent: *\nAllow: /\n\nSitemap: {sitemap}\n"
+
+
+def not_found_page() -> str:
+    """The page for an address the site does not have: the site view answers 404 with
+    it, and a bucket serving the site names it as its error document (docs/site.md)."""
+    return render_to_string(
+        "blogpublish/404.html", {**site_context(), "description": settings.SITE_TITLE}
+    )
+
+
+# The site's icon: a letter on the accent colour, as SVG (every current browser takes
+# an SVG favicon; the CSP's img-src 'self' allows it).
+FAVICON_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64">'
+    '<rect width="64" height="64" rx="12" fill="#0b5cad"/>'
+    '<text x="32" y="46" font-family="Georgia, serif" font-size="40" '
+    'text-anchor="middle" fill="#fffefb">{letter}</text></svg>\n'
+)
+
+
+def favicon() -> str:
+    title = settings.SITE_TITLE.strip() or "b"
+    return FAVICON_SVG.format(letter=escape(title[0].upper()))
 
 
 def rfc3339(moment: datetime) -> str:
@@ -194,7 +239,11 @@ def article_page(article, *, around: selectors.Neighbours | None = None) -> str:
     # Formatted here, not with the template's `date` filter (its cost is most of the
     # template's; display_date): the same text.
     date_iso = dateformat.format(timezone.localtime(article.publish_at), "c")
-    description = plain_excerpt(body)
+    reader = reader_fields(article)
+    shown = {name: strip_xml_illegal(reader[name]) for name in ("description", "byline")}
+    tags = [strip_xml_illegal(tag) for tag in reader["tags"]]
+    links = tag_links(tags)
+    description = shown["description"] or plain_excerpt(body)
     image = first_image_url(body)
     page = render_to_string(
         "blogpublish/article.html",
@@ -210,10 +259,18 @@ def article_page(article, *, around: selectors.Neighbours | None = None) -> str:
                 slug=article.slug,
                 body=article.body,
                 publish_at=article.publish_at,
+                **reader,
             ),
             # The look it is written in (blogpublish.site.look), beside the content mark:
             # the re-render reads it to find a page of another look.
             "look": look.look(),
+            "lang": reader["language"] or settings.SITE_LANGUAGE,
+            "byline": shown["byline"],
+            "byline_href": paths.tag_href(tag_slug(shown["byline"]), "author")
+            if shown["byline"]
+            else "",
+            "tags": tags,
+            "tag_links": links,
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
@@ -236,7 +293,14 @@ def article_page(article, *, around: selectors.Neighbours | None = None) -> str:
                     "url": url,
                     "mainEntityOfPage": url,
                     "publisher": {"@type": "Organization", "name": settings.SITE_TITLE},
+                    "inLanguage": reader["language"] or settings.SITE_LANGUAGE,
                     **({"image": image} if image else {}),
+                    **(
+                        {"author": {"@type": "Person", "name": shown["byline"]}}
+                        if shown["byline"]
+                        else {}
+                    ),
+                    **({"keywords": tags} if tags else {}),
                 }
             ),
         },
@@ -266,6 +330,7 @@ def listing_page(
             "datetime": rfc3339(entry.publish_at),
             "date": display_date(entry.publish_at),
             "excerpt": strip_xml_illegal(excerpt),
+            "tags": tag_links(entry.tags) if page is None else [],
         }
 
     items = [built for _entry, built in _each(entries, item, document=document, report=report)]
@@ -293,53 +358,228 @@ def _cleaner(entry: Entry, document: str, report: Report) -> Callable[[str, str]
     return clean
 
 
-def atom_feed(entries: Iterable[Entry], *, report: Report = log_problem) -> bytes:
+class FullAtom1Feed(Atom1Feed):
+    """Django's Atom writer, with what it lacks: an entry's `<content type="html">`
+    (RFC 4287 4.1.3) and its own `xml:lang` when it differs from the feed's."""
+
+    def item_attributes(self, item: dict) -> dict:
+        attrs = super().item_attributes(item)
+        if item.get("lang"):
+            attrs["xml:lang"] = item["lang"]
+        return attrs
+
+    def add_item_elements(self, handler, item: dict) -> None:
+        super().add_item_elements(handler, item)
+        if item.get("content") is not None:
+            handler.addQuickElement("content", item["content"], {"type": "html"})
+
+
+@lru_cache(maxsize=256)
+def _content_html(published_hash: str, body: str) -> str:
+    """An entry's whole article as HTML: the page's sanitised rendering. Cached by the
+    content (the same 50 entries are in every refresh's feeds), `published_hash` first
+    so two versions never share a line."""
+    return strip_xml_illegal(render_markdown(body))
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    """One entry as both feeds carry it, its text cleaned (`_clean`)."""
+
+    entry: Entry
+    title: str
+    url: str
+    summary: str
+    content_html: str | None
+    byline: str
+    tags: list[str]
+    language: str
+    image: str
+
+
+def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
+    """What the feeds say of `entry`: the whole article as HTML (FEED_FULL_CONTENT), a
+    summary (its description, else the excerpt), the byline, the tags, the language."""
+    clean = _cleaner(entry, document, report)
+    body = clean(entry.body or entry.head, "body")
+    description = clean(entry.description, "description")
+    summary = description or strip_xml_illegal(plain_excerpt(body[:EXCERPT_SOURCE_CHARS]))
+    full = settings.FEED_FULL_CONTENT and entry.body
+    return FeedItem(
+        entry=entry,
+        title=clean(entry.title, "title"),
+        url=paths.article_url(entry.slug),
+        summary=summary,
+        content_html=_content_html(entry.published_hash, body) if full else None,
+        byline=clean(entry.byline, "byline"),
+        tags=[clean(tag, "tags") for tag in entry.tags],
+        language=entry.language if entry.language != settings.SITE_LANGUAGE else "",
+        image=first_image_url(body),
+    )
+
+
+def atom_feed(
+    entries: Iterable[Entry], *, report: Report = log_problem, tag: Term | None = None
+) -> bytes:
     """Atom (RFC 4287). Entry ids are `urn:uuid:<article uid>`, stable across edits;
-    `updated` is when the entry's current version went live, `published` its date."""
+    `updated` is when the entry's current version went live, `published` its date; the
+    whole article as `<content type="html">` (unless FEED_FULL_CONTENT is off), the
+    byline as the entry's author (the feed's author, the site, otherwise), the tags as
+    categories. `tag`: the feed of that tag's (byline's) page (tag_feed)."""
 
     def item(entry: Entry) -> dict:
-        clean = _cleaner(entry, "the feed", report)
+        built = feed_item(entry, document="the feed", report=report)
         return {
-            "title": clean(entry.title, "title"),
-            "link": paths.article_url(entry.slug),
-            # type="html": the plain excerpt is escaped once for HTML, once for XML.
-            "description": escape(strip_xml_illegal(plain_excerpt(clean(entry.head, "body")))),
+            "title": built.title,
+            "link": built.url,
+            # type="html": the plain summary is escaped once for HTML, once for XML.
+            "description": escape(built.summary),
+            "content": built.content_html,
             "unique_id": f"urn:uuid:{entry.uid}",
             "pubdate": entry.publish_at.replace(microsecond=0),
             "updateddate": entry.published_at.replace(microsecond=0),
+            "author_name": built.byline or None,
+            "categories": built.tags,
+            "lang": built.language,
         }
 
     items = list(_each(entries, item, document="the feed", report=report))
     try:
-        return _atom([built for _entry, built in items])
+        return _atom([built for _entry, built in items], tag=tag)
     except Exception:
         # Not expected once the text is clean; but whatever it is, it costs its entry
         # only: each is tried alone, and the feed is written without those that fail.
         built_for = {entry.id: built for entry, built in items}
 
         def serialisable(entry: Entry) -> dict:
-            _atom([built_for[entry.id]])
+            _atom([built_for[entry.id]], tag=tag)
             return built_for[entry.id]
 
         kept = _each(
             [entry for entry, _built in items], serialisable, document="the feed", report=report
         )
-        return _atom([built for _entry, built in kept])
+        return _atom([built for _entry, built in kept], tag=tag)
 
 
-def _atom(items: list[dict]) -> bytes:
+def _atom(items: list[dict], *, tag: Term | None = None) -> bytes:
     home = paths.absolute(paths.archive_href(None))
-    feed = Atom1Feed(
-        title=settings.SITE_TITLE,
+    title, feed_path = settings.SITE_TITLE, f"{paths.site_path()}/{paths.FEED}"
+    if tag is not None:
+        home = paths.absolute(tag.href)
+        title, feed_path = f"{settings.SITE_TITLE}: {tag.name}", f"{tag.href}{paths.FEED}"
+    feed = FullAtom1Feed(
+        title=title,
         link=home,
         description="",
-        feed_url=paths.absolute(f"{paths.site_path()}/{paths.FEED}"),
+        language=settings.SITE_LANGUAGE,
+        feed_url=paths.absolute(feed_path),
         feed_guid=home,
         author_name=settings.SITE_TITLE,
     )
     for item in items:
         feed.add_item(**item)
     return feed.writeString("utf-8").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Term:
+    """A tag, or a byline, that has a page: tag/<slug>/ or author/<slug>/."""
+
+    kind: str  # publishing.models.TagKind: "tag" or "author"
+    name: str
+    slug: str
+
+    @property
+    def href(self) -> str:
+        return paths.tag_href(self.slug, self.kind)
+
+    @property
+    def heading(self) -> str:
+        return "Articles by" if self.kind == "author" else "Tagged"
+
+
+def tag_feed(term: Term, entries: Iterable[Entry], *, report: Report = log_problem) -> bytes:
+    """The Atom feed of a tag's (a byline's) page, feed.xml beside it: its entries,
+    whole, as in the site's feed."""
+    return atom_feed(entries, report=report, tag=term)
+
+
+def tag_page(term: Term, entries: Iterable[Entry], *, report: Report = log_problem) -> str:
+    """A tag's (a byline's) page, index.html in its folder: the newest articles that
+    carry it."""
+    name = strip_xml_illegal(term.name)
+    document = f"the page of the {term.kind} {name}"
+
+    def item(entry: Entry) -> dict:
+        clean = _cleaner(entry, document, report)
+        return {
+            "title": clean(entry.title, "title"),
+            "href": paths.article_href(entry.slug),
+            "datetime": rfc3339(entry.publish_at),
+            "date": display_date(entry.publish_at),
+        }
+
+    items = [built for _entry, built in _each(entries, item, document=document, report=report)]
+    return render_to_string(
+        "blogpublish/tag.html",
+        {
+            **site_context(),
+            "tag": name,
+            "heading": term.heading,
+            "entries": items,
+            "canonical_url": paths.absolute(term.href),
+            "og_type": "website",
+            "description": f"{settings.SITE_TITLE}: {term.heading.lower()} {name}",
+            "tag_feed_href": f"{term.href}{paths.FEED}",
+        },
+    )
+
+
+JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
+
+
+def json_feed(entries: Iterable[Entry], *, report: Report = log_problem) -> bytes:
+    """JSON Feed 1.1 (https://jsonfeed.org/version/1.1): the Atom feed's entries, with
+    the same ids, content, authors and tags."""
+
+    def item(entry: Entry) -> dict:
+        built = feed_item(entry, document="the JSON feed", report=report)
+        data: dict[str, object] = {
+            "id": f"urn:uuid:{entry.uid}",
+            "url": built.url,
+            "title": built.title,
+            "summary": built.summary,
+            "date_published": rfc3339(entry.publish_at),
+            "date_modified": rfc3339(entry.published_at),
+        }
+        if built.content_html is not None:
+            data["content_html"] = built.content_html
+        else:
+            data["content_text"] = built.summary
+        if built.byline:
+            data["authors"] = [{"name": built.byline}]
+        if built.tags:
+            data["tags"] = built.tags
+        if built.language:
+            data["language"] = built.language
+        if built.image:
+            data["image"] = built.image
+        return data
+
+    items = [
+        built for _entry, built in _each(entries, item, document="the JSON feed", report=report)
+    ]
+    home = paths.absolute(paths.archive_href(None))
+    feed = {
+        "version": JSON_FEED_VERSION,
+        "title": settings.SITE_TITLE,
+        "home_page_url": home,
+        "feed_url": paths.absolute(f"{paths.site_path()}/{paths.JSON_FEED}"),
+        "language": settings.SITE_LANGUAGE,
+        "authors": [{"name": settings.SITE_TITLE}],
+        "items": items,
+    }
+    return json.dumps(feed, ensure_ascii=False, indent=1).encode("utf-8")
 
 
 def sitemap(entries: Iterable[Entry], *, report: Report = log_problem) -> str:

@@ -21,9 +21,16 @@ from publishing.validators import is_reserved_slug
 # holds the two together.
 FRONT_PAGE = "index.html"
 FEED = "feed.xml"
+JSON_FEED = "feed.json"  # JSON Feed 1.1, beside the Atom feed
+NOT_FOUND = "404.html"  # the site view's and a bucket's error document
+FAVICON = "favicon.svg"
 SITEMAP = "sitemap.xml"  # a sitemap index; the URLs are in sitemap-<n>.xml
 ROBOTS = "robots.txt"  # announces the sitemap to crawlers
 ARCHIVE_DIR = "page"  # page/<n>/index.html
+TAG_DIR = "tag"  # tag/<tag slug>/index.html and feed.xml
+AUTHOR_DIR = "author"  # author/<byline slug>/index.html and feed.xml
+# The folder of each kind of publishing.models.Tag.
+TERM_DIRS = {"tag": TAG_DIR, "author": AUTHOR_DIR}
 # Pages are written here first, then renamed into place (blogpublish.files.stage).
 STAGING_DIR = ".staging"
 
@@ -66,6 +73,11 @@ def sitemap_chunk_name(number: int) -> str:
     return f"sitemap-{number}.xml"
 
 
+def tag_dir(tag_slug: str, kind: str = "tag") -> str:
+    """A tag's (a byline's) folder, relative to SITE_ROOT (reader_fields.tag_slug)."""
+    return f"{TERM_DIRS[kind]}/{page_name(tag_slug)}"
+
+
 def is_trash(name: str) -> bool:
     """A directory `remove_tree` renamed aside and did not finish removing."""
     return name.startswith(".") and ".removed-" in name
@@ -95,6 +107,11 @@ def archive_href(number: int | None) -> str:
     if number is None:
         return f"{site_path()}/"
     return f"{site_path()}/{ARCHIVE_DIR}/{number}/"
+
+
+def tag_href(tag_slug: str, kind: str = "tag") -> str:
+    """The root-relative address of a tag's (a byline's) page."""
+    return iri_to_uri(f"{site_path()}/{TERM_DIRS[kind]}/{tag_slug}/")
 
 
 def absolute(href: str) -> str:

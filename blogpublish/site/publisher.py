@@ -24,6 +24,7 @@ from blogpublish.site.selectors import ListedPage
 from blogpublish.site.state import Note, SiteState, add_note, add_notes
 from blogpublish.storage import SiteStorage, Staged, site_storage
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError, TransientPublishError
+from publishing.models import tags_refresh
 from publishing.publishers import BasePublisher
 from work.checkpoints import checkpoint_clear
 from work.lease import Fence, Overtaken
@@ -359,6 +360,7 @@ class StaticSitePublisher(BasePublisher):
         except SymlinkRefused as exc:
             logger.error("reconcile: %s", exc)
         self._sweep_images()
+        self._check_tags()
         site, time_left = self._shared(fence)
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
@@ -378,6 +380,19 @@ class StaticSitePublisher(BasePublisher):
 
     def rerender_status(self) -> dict:
         return rerender.rerender_status()
+
+    def _check_tags(self) -> None:
+        """The full check of the tag and author pages: every tag and byline a listed
+        article carries is asked for (a TagRefresh each), so the rebuild below writes
+        its page and feed again where they differ; a folder under tag/ or author/ that
+        names no such tag or byline is removed."""
+        in_use = selectors.tags_in_use()
+        tags_refresh(in_use.values())
+        for kind, folder in paths.TERM_DIRS.items():
+            for name in self.site.names(folder):
+                if not name.startswith(".") and (kind, name) not in in_use:
+                    logger.info("reconcile: removing %s/%s/, which no %s needs", folder, name, kind)
+                    self.site.delete_tree(f"{folder}/{name}")
 
     def _repair_pages(
         self, pages: Iterable[ListedPage], *, with_page: set[str] | None = None

@@ -24,7 +24,7 @@ from django.db.models.functions import Substr
 
 from blogpublish.desk.renditions import Renditions
 from blogpublish.models import Image
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagRefresh
 
 # Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters.
 EXCERPT_SOURCE_CHARS = 2000
@@ -54,6 +54,13 @@ class Entry:
     publish_at: datetime
     published_at: datetime
     head: str = ""
+    # What the feeds carry besides (feed_entries); empty in the other documents.
+    body: str = ""
+    published_hash: str = ""
+    description: str = ""
+    language: str = ""
+    byline: str = ""
+    tags: tuple[str, ...] = ()
 
     @classmethod
     def of_article(cls, article: Article) -> Entry:
@@ -63,6 +70,7 @@ class Entry:
 
     @classmethod
     def from_values(cls, row: dict) -> Entry:
+        body = row.get("published_body") or ""
         return cls(
             id=row["id"],
             uid=row["uid"],
@@ -70,7 +78,13 @@ class Entry:
             slug=row["published_slug"],
             publish_at=row["published_publish_at"],
             published_at=row["published_at"] or row["published_publish_at"],
-            head=row.get("head") or "",
+            head=row.get("head") or body[:EXCERPT_SOURCE_CHARS],
+            body=body,
+            published_hash=row.get("published_hash") or "",
+            description=row.get("published_description") or "",
+            language=row.get("published_language") or "",
+            byline=row.get("published_byline") or "",
+            tags=tuple(t for t in row.get("published_tags") or () if isinstance(t, str)),
         )
 
 
@@ -100,14 +114,71 @@ def count_listed() -> int:
 
 
 def newest(limit: int, *, exclude: Iterable[int] = ()) -> list[Entry]:
-    """The newest `limit` listed articles, newest first, with the head of their body."""
+    """The newest `limit` listed articles, newest first, with the head of their body and
+    their tags (the front page links them)."""
     rows = (
         listed(exclude=exclude)
         .order_by("-published_publish_at", "-id")
         .annotate(head=Substr("published_body", 1, EXCERPT_SOURCE_CHARS))
-        .values(*ENTRY_FIELDS, "head")[:limit]
+        .values(*ENTRY_FIELDS, "head", "published_tags")[:limit]
     )
     return [Entry.from_values(row) for row in rows]
+
+
+# The feeds' entries: the whole live version of each.
+FEED_FIELDS = (
+    *ENTRY_FIELDS,
+    "published_body",
+    "published_hash",
+    "published_description",
+    "published_language",
+    "published_byline",
+    "published_tags",
+)
+
+
+def feed_entries(limit: int) -> list[Entry]:
+    """The newest `limit` listed articles, newest first, with their whole live version:
+    what the Atom feed and the JSON Feed carry."""
+    rows = listed().order_by("-published_publish_at", "-id").values(*FEED_FIELDS)[:limit]
+    return [Entry.from_values(row) for row in rows]
+
+
+def tag_entries(tag_id: int, limit: int) -> list[Entry]:
+    """The newest `limit` listed articles whose live version carries the tag, whole (a
+    tag's page and feed): the rows of `tag_listed_idx`, joined to the listed articles."""
+    rows = (
+        listed()
+        .filter(live_tags__tag_id=tag_id)
+        .order_by("-published_publish_at", "-id")
+        .values(*FEED_FIELDS)[:limit]
+    )
+    return [Entry.from_values(row) for row in rows]
+
+
+def tags_in_use() -> dict[tuple[str, str], int]:
+    """{(kind, slug): id} of every tag and byline a listed article carries (the full
+    check)."""
+    rows = (
+        ArticleTag.objects.exclude(article__published_hash="")
+        .values_list("tag__kind", "tag__slug", "tag_id")
+        .distinct()
+    )
+    return {(kind, slug): tag_id for kind, slug, tag_id in rows}
+
+
+def tag_refresh_requests(limit: int) -> tuple[list[int], list[dict]]:
+    """The oldest `limit` requests to write a tag's pages again (TagRefresh): their ids,
+    and the tags they name (id, kind, name, slug)."""
+    requests = list(TagRefresh.objects.order_by("id").values_list("id", "tag_id")[:limit])
+    tag_ids = {tag_id for _id, tag_id in requests}
+    tags = Tag.objects.filter(pk__in=tag_ids).order_by("id").values("id", "kind", "name", "slug")
+    return [request_id for request_id, _tag in requests], [dict(tag) for tag in tags]
+
+
+def tag_refresh_done(request_ids: list[int]) -> None:
+    """The requests a pass has written the pages of: the rows it read, none inserted since."""
+    TagRefresh.objects.filter(pk__in=request_ids).delete()
 
 
 def entries_at(*, first: int, size: int, total: int) -> list[Entry]:
@@ -356,6 +427,10 @@ class LiveVersion:
     body: str
     publish_at: datetime
     published_hash: str
+    description: str = ""
+    language: str = ""
+    byline: str = ""
+    tags: tuple[str, ...] = ()
 
 
 def live_versions(*, exclude_slugs: set[str]) -> Iterator[LiveVersion]:
@@ -373,6 +448,10 @@ LIVE_FIELDS = (
     "published_body",
     "published_publish_at",
     "published_hash",
+    "published_description",
+    "published_language",
+    "published_byline",
+    "published_tags",
 )
 
 
@@ -384,6 +463,10 @@ def _live_version(row: dict) -> LiveVersion:
         body=row["published_body"],
         publish_at=row["published_publish_at"],
         published_hash=row["published_hash"],
+        description=row["published_description"],
+        language=row["published_language"],
+        byline=row["published_byline"],
+        tags=tuple(row["published_tags"] or ()),
     )
 
 

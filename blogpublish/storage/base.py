@@ -21,6 +21,7 @@ from blogpublish.site import paths
 
 HTML_TYPE = "text/html; charset=utf-8"
 FEED_TYPE = "application/atom+xml"
+JSON_FEED_TYPE = "application/feed+json"
 XML_TYPE = "application/xml"  # the sitemap index and its chunks
 
 
@@ -29,6 +30,8 @@ def content_type_of(rel: str) -> str:
     name = rel.rsplit("/", 1)[-1]
     if name == paths.FEED:
         return FEED_TYPE
+    if name == paths.JSON_FEED:
+        return JSON_FEED_TYPE
     if name.endswith(".xml"):
         return XML_TYPE
     if name.endswith(".html"):

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from publishing.dispatch import dispatch_when_due
-from publishing.models import CONTENT_FIELDS, Article, slug_from_title
+from publishing.models import CONTENT_FIELDS, READER_FIELDS, Article, slug_from_title
 
 
 def _article(
@@ -27,8 +28,12 @@ def _article(
     slug: str = "",
     publish_at: datetime | None = None,
     article_id: int | None = None,
+    **reader: Any,
 ) -> Article:
-    article = Article(id=article_id, title=title, body=body, slug=slug)
+    unknown = set(reader) - set(READER_FIELDS)
+    if unknown:
+        raise TypeError(f"not an article's content: {', '.join(sorted(unknown))}")
+    article = Article(id=article_id, title=title, body=body, slug=slug, **reader)
     if publish_at is not None:
         article.publish_at = publish_at
     return article
@@ -41,12 +46,14 @@ def article_create(
     slug: str = "",
     publish_at: datetime | None = None,
     article_id: int | None = None,
+    **reader: Any,
 ) -> Article:
     """A new pending article (the slug made from the title when blank); ValidationError
     with a message per field, and nothing stored, when the content is not acceptable.
-    `article_id` is a story's (publishing.services.stories): its Article takes its id."""
+    `article_id` is a story's (publishing.services.stories): its Article takes its id;
+    `reader`: the reader fields (READER_FIELDS: description, language, byline, tags)."""
     article = _article(
-        title=title, body=body, slug=slug, publish_at=publish_at, article_id=article_id
+        title=title, body=body, slug=slug, publish_at=publish_at, article_id=article_id, **reader
     )
     article.full_clean()
     article.save()
@@ -54,8 +61,8 @@ def article_create(
 
 
 def article_update(*, article: Article, **fields) -> Article:
-    """Change what a writer edits (title, slug, body, publish_at) and save; edited
-    content becomes pending again (Article.save). A ValidationError leaves `article`
+    """Change what a writer edits (title, slug, body, publish_at, the reader fields) and
+    save; edited content becomes pending again (Article.save). A ValidationError leaves `article`
     as it was."""
     unknown = set(fields) - set(CONTENT_FIELDS)
     if unknown:

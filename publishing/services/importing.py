@@ -37,6 +37,7 @@ from publishing.markdown_files import BadFile, Draft, ParsedFile
 from publishing.models import (
     CONTENT_FIELDS,
     FRESH_PENDING,
+    READER_FIELDS,
     Article,
     ArticleStatus,
     Story,
@@ -201,6 +202,8 @@ def read_file(path: Path) -> ParsedFile | Draft:
         raise BadFile(f"not UTF-8 text (byte {exc.start + 1})") from None
     result = markdown_files.parse(text)
     parsed = result.parsed if isinstance(result, Draft) else result
+    if parsed.publish_at is None:  # Jekyll's fallback: the file name's date
+        parsed.publish_at = markdown_files.date_from_path(path)
     if not parsed.slug:
         parsed.slug = markdown_files.slug_from_path(path)
         if not parsed.slug:
@@ -223,7 +226,12 @@ _NON_CONTENT = [f.name for f in Article._meta.fields if f.name not in CONTENT_FI
 def _article(parsed: ParsedFile, *, now) -> Article:
     """An unsaved Article of the file's content, validated as the admin validates it
     (the field validators; the slug's uniqueness is checked by chunk, in one query)."""
-    article = Article(title=parsed.title, slug=parsed.slug, body=parsed.body)
+    article = Article(
+        title=parsed.title,
+        slug=parsed.slug,
+        body=parsed.body,
+        **{name: getattr(parsed, name) for name in READER_FIELDS},
+    )
     article.publish_at = parsed.publish_at or now
     article.clean_fields(exclude=_NON_CONTENT)  # normalises first, as save() does
     article.fill_slug_keys()
@@ -389,6 +397,7 @@ def _keep_draft(path: Path, parsed: ParsedFile, *, dry_run: bool) -> FileResult:
         "body": parsed.body,
         "slug": slug,
         "publish_at": parsed.publish_at,
+        **{name: getattr(parsed, name) for name in READER_FIELDS},
     }
     try:
         if dry_run:

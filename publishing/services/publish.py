@@ -71,6 +71,7 @@ from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAtt
 from publishing.publishers import get_publishers
 from publishing.selectors import due_q
 from publishing.services.alarms import article_dead_alert
+from publishing.services.live_tags import live_tags_write
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
 from work import lease
 from work.db import update_returning
@@ -349,7 +350,7 @@ def complete(*, claims: list[Claim], request_refresh: bool = True) -> list[Attem
     with transaction.atomic():
         done = update_returning(
             lease.in_lock_order(_fenced(claims).filter(status=ArticleStatus.PENDING)),
-            only=("id",),
+            only=("id", "published_tags", "published_byline", "published_publish_at"),
             status=ArticleStatus.PUBLISHED,
             # The fence on content_hash means the row's content is what was published.
             published_hash=F("content_hash"),
@@ -358,6 +359,10 @@ def complete(*, claims: list[Claim], request_refresh: bool = True) -> list[Attem
             published_title=F("title"),
             published_body=F("body"),
             published_publish_at=F("publish_at"),
+            published_description=F("description"),
+            published_language=F("language"),
+            published_byline=F("byline"),
+            published_tags=F("tags"),
             published_at=Now(),
             lease_expires_at=None,
             next_attempt_at=None,
@@ -365,6 +370,7 @@ def complete(*, claims: list[Claim], request_refresh: bool = True) -> list[Attem
             updated_at=Now(),
         )
         done_ids = {article.pk for article in done}
+        live_tags_write(done)
         published = [c for c in claims if c.article.pk in done_ids]
         if published:
             _record_published(published)

@@ -40,7 +40,7 @@ from publishing.services.operator import article_requeue
 logger = logging.getLogger(__name__)
 
 # What a story's draft holds of an article's content.
-DRAFT_FIELDS = CONTENT_FIELDS  # title, slug, body, publish_at
+DRAFT_FIELDS = CONTENT_FIELDS  # title, slug, body, publish_at and the reader fields
 
 
 def _next_article_id() -> int:
@@ -122,6 +122,10 @@ def story_save(
     body: str = "",
     slug: str = "",
     publish_at: datetime | None = None,
+    description: str = "",
+    language: str = "",
+    byline: str = "",
+    tags: list[str] | str | None = None,
     saved_by: str = "",
     if_version: int | None = None,
     note: str = "",
@@ -142,6 +146,8 @@ def story_save(
             raise StoryConflict(current=story.version, given=if_version)
         before = _content(story) if story_id is not None else None
         story.title, story.body, story.slug, story.publish_at = title, body, slug, publish_at
+        story.description, story.language, story.byline = description, language, byline
+        story.tags = tags or []
         story.clean()
         story.full_clean(exclude=["slug_key"], validate_unique=False)
         if not story.slug:

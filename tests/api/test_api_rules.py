@@ -521,3 +521,51 @@ def test_requeue_of_an_article_that_is_not_dead_is_409(api, status):
 
 def test_requeue_of_an_unknown_article_is_404(api):
     assert api.post(f"{ARTICLES}/987654/requeue").status_code == 404
+
+
+# --- the reader fields (issue 21) ----------------------------------------------------
+
+
+def test_reader_fields__posted_patched_and_read_back(api):
+    response = post(
+        api,
+        {
+            "title": "T",
+            "body": "x",
+            "byline": " 王小明 ",
+            "tags": ["数据库", "Python", "python"],
+            "language": "en_GB",
+            "description": "Two\nlines.",
+        },
+    )
+    assert response.status_code == 201, response.content
+    data = response.json()
+    assert (data["byline"], data["tags"], data["language"], data["description"]) == (
+        "王小明",
+        ["数据库", "Python"],
+        "en-GB",
+        "Two lines.",
+    )
+
+    patched = patch(api, data["id"], {"tags": ["web"]})
+
+    assert patched.status_code == 200, patched.content
+    assert patched.json()["tags"] == ["web"] and patched.json()["byline"] == "王小明"
+    assert Article.objects.get(pk=data["id"]).tags == ["web"]
+
+
+def test_reader_fields__a_bad_one_is_a_400_naming_it(api):
+    response = post(api, {"title": "T", "body": "x", "language": "english please"})
+
+    assert response.status_code == 400
+    assert set(response.json()["errors"]) == {"language"}
+    assert not Article.objects.exists()
+
+
+def test_reader_fields__a_draft_keeps_them_through_a_patch(api):
+    created = post(api, {"title": "D", "body": "x", "status": "draft", "byline": "Ann"}).json()
+
+    response = patch(api, created["id"], {"title": "D2"})
+
+    assert response.status_code == 200, response.content
+    assert response.json()["byline"] == "Ann" and response.json()["title"] == "D2"

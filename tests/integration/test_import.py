@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt, Story
+from publishing.models import (
+    READER_FIELDS,
+    Article,
+    ArticleStatus,
+    AttemptOutcome,
+    PublishAttempt,
+    Story,
+)
 from tests.support.chaos import journal_entries
 from tests.support.import_files import post, run_import, write
 from tests.support.settling import wait_settled
@@ -37,7 +44,7 @@ def test_import_of_good_bad_draft_and_duplicate_files(worker, blog, sent_tasks):
     write(
         blog,
         f"2024-03-01-{p}-hello.md",
-        post("Hello", date="2024-03-01 10:00:00 +0100", tags="[a]"),
+        post("Hello", date="2024-03-01 10:00:00 +0100", tags="[a]", layout="post"),
     )
     write(blog, "hugo/index.md", post("A Hugo bundle", slug=f"{p}-hugo", date="2024-03-02"))
     write(blog, "cn.md", post("你好，世界", "中文正文。", slug=f"{p}-你好"))
@@ -56,7 +63,7 @@ def test_import_of_good_bad_draft_and_duplicate_files(worker, blog, sent_tasks):
     assert out.splitlines()[-1] == (
         "import_articles: created 4, updated 0, unchanged 0, skipped 0, failed 7"
     )
-    assert "ignored front matter keys: tags" in out
+    assert "ignored front matter keys: layout" in out
     for name, reason in [
         ("no-title.md", "no title"),
         ("bad-yaml.md", "not valid YAML"),
@@ -156,14 +163,58 @@ def test_export_then_import_into_an_empty_database_gives_the_same_articles(
     make_article(
         title="Later", body="Scheduled.", publish_at=datetime(2031, 5, 1, 10, 30, tzinfo=UTC)
     )
-    fields = ("title", "slug", "body", "publish_at", "content_hash")
+    # The reader fields (issue 21) go out and come back too.
+    make_article(
+        title="Bylined",
+        byline="王小明",
+        description="One line: with a colon, # and 'quotes'.",
+        language="zh-Hans",
+        tags=["数据库", "yes", "2024", "a, b"],
+    )
+    fields = ("title", "slug", "body", "publish_at", *READER_FIELDS, "content_hash")
     before = sorted(Article.objects.values_list(*fields))
     folder = tmp_path / "export"
 
     call_command("export_articles", str(folder), stdout=io.StringIO())
+    out, err, code = run_import(str(folder))  # over the same articles: nothing changes
+
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith(
+        f"import_articles: created 0, updated 0, unchanged {len(before)}"
+    )
     Article.objects.all().delete()
     out, err, code = run_import(str(folder))
 
     assert code == 0, err
     assert out.splitlines()[-1].startswith(f"import_articles: created {len(before)}, updated 0")
     assert sorted(Article.objects.values_list(*fields)) == before
+
+
+JEKYLL_BLOG = Path(__file__).resolve().parents[1] / "jekyll_corpus" / "_posts"
+
+
+def test_a_real_jekyll_blog_imports_whole_and_its_export_imports_unchanged(worker, tmp_path):
+    """Jekyll's own news blog (tests/jekyll_corpus, MIT): every post, its byline, its
+    categories as tags and the date Jekyll gives it, the file name's when it has none."""
+    posts = sorted(JEKYLL_BLOG.iterdir())
+
+    out, err, code = run_import(str(JEKYLL_BLOG))
+
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith(f"import_articles: created {len(posts)}, updated 0")
+    assert "failed 0" in out.splitlines()[-1]
+    released = Article.objects.get(slug="jekyll-3-1-1-released")
+    assert released.byline == "parkr" and released.tags == ["release"]
+    assert released.publish_at == datetime(2016, 1, 29, 1, 21, 50, tzinfo=UTC)  # -0800
+    undated = Article.objects.get(slug="jekyll-turns-2-0-0")
+    assert undated.publish_at == datetime(2014, 5, 6, tzinfo=UTC)
+    assert Article.objects.exclude(byline="").count() == len(posts)
+
+    folder = tmp_path / "export"
+    call_command("export_articles", str(folder), stdout=io.StringIO())
+    out, err, code = run_import(str(folder))
+
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith(
+        f"import_articles: created 0, updated 0, unchanged {len(posts)}"
+    )

@@ -35,7 +35,15 @@ pytestmark = [
 ]
 
 PREFIX = "blog/site"
-SHARED = {"index.html", "feed.xml", "sitemap.xml", "robots.txt"}
+SHARED = {
+    "index.html",
+    "feed.xml",
+    "feed.json",
+    "sitemap.xml",
+    "robots.txt",
+    "404.html",
+    "favicon.svg",
+}
 
 
 class BucketSite:
@@ -187,6 +195,9 @@ def test_every_object_carries_its_content_type_and_cache_control(site, make_arti
         "sitemap.xml": "application/xml",
         "sitemap-1.xml": "application/xml",
         "robots.txt": "text/plain",
+        "feed.json": "application/feed+json",
+        "404.html": "text/html; charset=utf-8",
+        "favicon.svg": "image/svg+xml",
     }
     assert {site.head(rel)["CacheControl"] for rel in site.keys} == {"public, max-age=60"}
 

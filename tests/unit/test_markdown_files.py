@@ -7,10 +7,18 @@ from pathlib import PurePath
 
 import pytest
 
-from publishing.markdown_files import BadFile, Draft, parse, parse_date, render, slug_from_path
+from publishing.markdown_files import (
+    BadFile,
+    Draft,
+    date_from_path,
+    parse,
+    parse_date,
+    render,
+    slug_from_path,
+)
 
 
-def test_parse__jekyll_post_with_ignored_keys():
+def test_parse__jekyll_post_with_tags_kept_and_other_keys_ignored():
     text = (
         "---\ntitle: Hello\ndate: 2024-01-02 10:00:00 +0100\ntags: [a]\nlayout: post\n---\n"
         "\nHi *there*.\n"
@@ -22,7 +30,8 @@ def test_parse__jekyll_post_with_ignored_keys():
     assert parsed.slug == ""
     assert parsed.body == "Hi *there*."
     assert parsed.publish_at == datetime(2024, 1, 2, 9, 0, tzinfo=UTC)
-    assert parsed.ignored_keys == {"tags", "layout"}
+    assert parsed.tags == ["a"]
+    assert parsed.ignored_keys == {"layout"}
 
 
 def test_parse__body_kept_as_written_after_the_separating_blank_lines():
@@ -136,3 +145,96 @@ def test_parse__values_python_cannot_make_are_a_bad_file_not_a_crash(front):
         assert len(str(exc)) < 300
     else:
         assert all(len(key) < 300 for key in parsed.ignored_keys)
+
+
+# Dates as Jekyll (Ruby's Time.parse) and Hugo accept them, each with the instant it is.
+LENIENT_DATES = [
+    ("2024-05-01 09:30:00 +0200", datetime(2024, 5, 1, 7, 30, tzinfo=UTC)),  # Jekyll's own
+    ("2024-05-01 09:30:00 -0500", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
+    ("2024-05-01T09:30:00Z", datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),
+    ("2024-05-01T09:30:00.123+01:00", datetime(2024, 5, 1, 8, 30, 0, 123000, tzinfo=UTC)),
+    ("2024-05-01 9:30", datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),
+    ("2024-5-1", datetime(2024, 5, 1, tzinfo=UTC)),
+    ("2024/05/01 09:30", datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),
+    ("May 1, 2024", datetime(2024, 5, 1, tzinfo=UTC)),
+    ("1 May 2024 09:30", datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),
+    ("Wed, 01 May 2024 09:30:00 +0000", datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),  # RFC 2822
+    ("Wed, 01 May 2024 09:30:00 GMT", datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),  # RFC 1123
+    ("2024-05-01 09:30:00 EST", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),  # Ruby's zones
+    ("2024-05-01 09:30:00 PDT", datetime(2024, 5, 1, 16, 30, tzinfo=UTC)),
+    ("01 May 24 09:30 UTC", datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),  # Go's RFC822
+    # A post of Jekyll's own blog (tests/jekyll_corpus): Ruby takes the parts it knows.
+    ("2023-01-29 18:30:22 2023 -0800", datetime(2023, 1, 30, 2, 30, 22, tzinfo=UTC)),
+]
+
+
+@pytest.mark.parametrize("text, instant", LENIENT_DATES)
+def test_parse_date__what_jekyll_and_hugo_accept(text, instant):
+    assert parse_date(text) == instant
+    assert parse(f"---\ntitle: T\ndate: {text}\n---\nb").publish_at == instant
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2024-13-01", "not a date at all", "2024-02-30"])
+def test_parse_date__what_neither_accepts_is_refused_with_the_value(text):
+    with pytest.raises(BadFile, match="is not a date"):
+        parse_date(text)
+
+
+def test_date_from_path__jekylls_fallback():
+    assert date_from_path(PurePath("_posts/2024-05-01-hello.md")) == datetime(
+        2024, 5, 1, tzinfo=UTC
+    )
+    assert date_from_path(PurePath("hello.md")) is None
+    with pytest.raises(BadFile, match="not a date"):
+        date_from_path(PurePath("2024-02-30-hello.md"))
+
+
+def test_parse__reader_keys_of_jekyll_and_hugo():
+    jekyll = parse(
+        "---\ntitle: T\nauthor:\n  name: Ann Writer\ndescription: Short.\nlang: en_US\n"
+        "tags: python web\ncategories: [Notes, 2024]\n---\nb"
+    )
+    hugo = parse(
+        "---\ntitle: T\nauthors: [Ann, Bob]\nsummary: From Hugo.\nlanguage: fr\n"
+        'tags: "a, b"\n---\nb'
+    )
+
+    assert (jekyll.byline, jekyll.description, jekyll.language) == ("Ann Writer", "Short.", "en_US")
+    assert jekyll.tags == ["python", "web", "Notes", "2024"]
+    assert jekyll.ignored_keys == set()
+    assert (hugo.byline, hugo.description, hugo.language, hugo.tags) == (
+        "Ann, Bob",
+        "From Hugo.",
+        "fr",
+        ["a", "b"],
+    )
+
+
+def test_render_then_parse__the_reader_fields_come_back():
+    when = datetime(2024, 5, 1, 9, 30, tzinfo=UTC)
+    fields = {
+        "byline": "王小明",
+        "description": "Yes: no.",
+        "language": "zh-Hans",
+        "tags": ["yes", "1"],
+    }
+
+    parsed = parse(render(title="T", slug="s", publish_at=when, body="b", **fields))
+
+    assert {name: getattr(parsed, name) for name in fields} == fields
+
+
+def test_read_file__the_file_names_date_when_the_front_matter_gives_none(tmp_path):
+    from publishing.services.importing import read_file
+
+    (tmp_path / "2024-05-01-hello.md").write_text("---\ntitle: T\n---\nb", encoding="utf-8")
+    (tmp_path / "2024-05-01-dated.md").write_text(
+        "---\ntitle: T\ndate: 2020-01-02\n---\nb", encoding="utf-8"
+    )
+
+    assert read_file(tmp_path / "2024-05-01-hello.md").publish_at == datetime(
+        2024, 5, 1, tzinfo=UTC
+    )
+    assert read_file(tmp_path / "2024-05-01-dated.md").publish_at == datetime(
+        2020, 1, 2, tzinfo=UTC
+    )

@@ -14,6 +14,7 @@ from config.checks import (
     preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
+    site_language_problems,
     webhook_delivery_problems,
     webhook_secret_problems,
 )
@@ -274,3 +275,14 @@ def test_preview_settings_problems(values, problem):
         assert problems == []
     else:
         assert len(problems) == 1 and problem in problems[0], problems
+
+
+@pytest.mark.parametrize("language", ["en", "pt-BR", "zh-Hans"])
+def test_site_language__a_tag_is_accepted(language):
+    assert site_language_problems(language) == []
+
+
+@pytest.mark.parametrize("language", ["", "English (UK)", "en_GB"])
+def test_site_language__other_text_stops_start_up(language):
+    [problem] = site_language_problems(language)
+    assert "SITE_LANGUAGE must be a language tag" in problem

@@ -118,3 +118,53 @@ def test_robots_txt_announces_the_sitemap(settings):
 
     assert "User-agent: *" in robots
     assert "Sitemap: https://blog.example.com/news/sitemap.xml" in robots.splitlines()
+
+
+def test_article_page__lang_byline_tags_and_description_of_the_article(settings):
+    settings.SITE_LANGUAGE = "en"
+    page = documents.article_page(
+        article(
+            language="zh-Hans",
+            byline="王小明",
+            tags=["数据库", "python"],
+            description="A description, not the excerpt.",
+        )
+    )
+    head = head_of(page)
+    [ld] = head.ld
+
+    assert page.startswith('<!doctype html>\n<html lang="zh-Hans">')
+    assert head.meta["description"] == "A description, not the excerpt."
+    assert head.meta["author"] == "王小明"
+    assert json.loads(ld)["author"] == {"@type": "Person", "name": "王小明"}
+    assert json.loads(ld)["keywords"] == ["数据库", "python"]
+    assert json.loads(ld)["inLanguage"] == "zh-Hans"
+    assert 'rel="author" href="/author/%E7%8E%8B%E5%B0%8F%E6%98%8E/">王小明</a>' in page
+    assert 'rel="tag" href="/tag/%E6%95%B0%E6%8D%AE%E5%BA%93/">数据库</a>' in page
+
+
+def test_article_page__site_language_when_the_article_names_none(settings):
+    settings.SITE_LANGUAGE = "fr"
+
+    page = documents.article_page(article())
+
+    assert '<html lang="fr">' in page
+    assert "author" not in head_of(page).meta
+
+
+def test_article_page__its_content_mark_covers_the_reader_fields():
+    plain = documents.page_content_hash(documents.article_page(article()).encode())
+    bylined = documents.page_content_hash(documents.article_page(article(byline="Ann")).encode())
+
+    assert plain and bylined and plain != bylined
+
+
+def test_not_found_page_and_favicon(settings):
+    settings.SITE_TITLE = "Ünïcode blog"
+
+    page = documents.not_found_page()
+
+    assert "<h1>Not found</h1>" in page
+    assert head_of(page).meta["robots"] == "noindex"
+    assert head_of(page).links["icon"].endswith("/favicon.svg")
+    assert ">Ü</text>" in documents.favicon()

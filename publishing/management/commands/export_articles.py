@@ -22,7 +22,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from publishing.markdown_files import render
-from publishing.models import Article
+from publishing.models import CONTENT_FIELDS, Article
 
 FILE_MODE = 0o644
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -78,9 +78,10 @@ class Command(BaseCommand):
 
     def _export(self, folder: Path, dir_fd: int) -> int:
         written = 0
-        rows = Article.objects.order_by("id").values_list("title", "slug", "publish_at", "body")
-        for title, slug, publish_at, body in rows.iterator(chunk_size=500):
-            text = render(title=title, slug=slug, publish_at=publish_at, body=body)
+        rows = Article.objects.order_by("id").values(*CONTENT_FIELDS)
+        for row in rows.iterator(chunk_size=500):
+            slug = row["slug"]
+            text = render(**row)
             name = f"{slug}.md"
             if "/" in slug or "\x00" in slug or slug.startswith("."):
                 # The database's checks refuse such a slug; a name is never a path.

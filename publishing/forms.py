@@ -1,0 +1,29 @@
+"""Form fields the admin's article form and the desk's story form share."""
+
+from __future__ import annotations
+
+from django import forms
+
+from publishing.reader_fields import normalize_tags, tags_text
+
+
+class TagsField(forms.CharField):
+    """Tags typed as one line, "python, 数据库, web"; a list of tags once cleaned."""
+
+    def __init__(self, **kwargs):
+        kwargs.pop("encoder", None)  # what a JSONField's formfield() passes
+        kwargs.pop("decoder", None)
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", "Separated by commas.")
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, list | tuple):
+            return tags_text(value)
+        return value
+
+    def to_python(self, value):
+        return normalize_tags(super().to_python(value))
+
+    def has_changed(self, initial, data) -> bool:
+        return normalize_tags(initial or []) != self.to_python(data)

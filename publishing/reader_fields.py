@@ -1,0 +1,126 @@
+"""What readers see beside the text (issue 21): a description, the language, a byline
+and tags. Pure functions: normalising and validating these fields, shared by the
+article, its story's draft, the import and the API.
+
+These are content: they are in the content hash and the live version, so changing one
+republishes the article as an edit of its body does (publishing.models).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from django.core.exceptions import ValidationError
+from django.utils.text import slugify
+from django.utils.translation import gettext_lazy as _
+
+from publishing.text_limits import validate_display_chars, validate_xml_chars
+
+DESCRIPTION_MAX_LENGTH = 1000
+BYLINE_MAX_LENGTH = 200
+LANGUAGE_MAX_LENGTH = 35
+TAG_MAX_LENGTH = 100
+TAGS_MAX = 50
+# RFC 4287's atomLanguageTag (BCP 47's shape, which `lang` and JSON Feed take too).
+LANGUAGE_RE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
+
+
+def _one_line(value: str, what: str) -> None:
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in value):
+        raise ValidationError(
+            _("The %(what)s must be one line without control characters."),
+            code="single_line",
+            params={"what": what},
+        )
+
+
+def validate_byline(value: str) -> None:
+    _one_line(value, "byline")
+
+
+def validate_description(value: str) -> None:
+    if "\x00" in value:
+        raise ValidationError(_("The description has a NUL character."), code="nul")
+
+
+def validate_language(value: str) -> None:
+    if value and not LANGUAGE_RE.fullmatch(value):
+        raise ValidationError(
+            _("“%(value)s” is not a language tag: write it as en, fr, pt-BR or zh-Hans."),
+            code="language",
+            params={"value": value[:40]},
+        )
+
+
+def normalize_language(value: str) -> str:
+    """A language tag as stored: `en_US` (a locale, as Jekyll sites write it) is `en-US`."""
+    return (value or "").strip().replace("_", "-")
+
+
+def tag_key(name: str) -> str:
+    """What two tags are compared by: "Python", "python" and "ＰＹＴＨＯＮ" are one tag."""
+    return unicodedata.normalize("NFKC", name).casefold().strip()
+
+
+def tag_slug(name: str) -> str:
+    """The folder of a tag's page (tag/<slug>/): its key made a slug, unicode letters
+    kept; when that loses something ("c++", "c#" are both "c"), a short hash of the key
+    follows, so two tags never share a folder. Pure: a page links to a tag without a
+    query."""
+    key = tag_key(name)
+    slug = slugify(key, allow_unicode=True)
+    if slug == "-".join(key.split()):
+        return slug
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{slug}-{digest}" if slug else digest
+
+
+def normalize_tags(value: object) -> list[str]:
+    """A list of tags as stored: each stripped, the empty ones dropped, the first
+    spelling of each (tag_key) kept in order. Text is a comma-separated list, as a
+    form field gives it. Anything else is returned as it is, for the validator."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list | tuple):
+        return value  # type: ignore[return-value]
+    seen: set[str] = set()
+    tags = []
+    for tag in value:
+        if not isinstance(tag, str):
+            return list(value)  # the validator names it
+        tag = " ".join(tag.split())  # one line, single spaces
+        if tag and tag_key(tag) not in seen:
+            seen.add(tag_key(tag))
+            tags.append(tag)
+    return tags
+
+
+def validate_tags(value: object) -> None:
+    if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+        raise ValidationError(_("Tags must be a list of text."), code="tags_type")
+    if len(value) > TAGS_MAX:
+        raise ValidationError(
+            _("%(n)d tags; at most %(max)d."),
+            code="tags_many",
+            params={"n": len(value), "max": TAGS_MAX},
+        )
+    for tag in value:
+        if len(tag) > TAG_MAX_LENGTH:
+            raise ValidationError(
+                _("The tag “%(tag)s…” is longer than %(max)d characters."),
+                code="tag_long",
+                params={"tag": tag[:40], "max": TAG_MAX_LENGTH},
+            )
+        _one_line(tag, "tag")
+        validate_xml_chars(tag)
+        validate_display_chars(tag)
+
+
+def tags_text(tags: Iterable[str]) -> str:
+    """Tags as a form field shows them: "python, 数据库, web"."""
+    return ", ".join(tags)

@@ -1,0 +1,57 @@
+"""The live tags' index (`ArticleTag`): which live article carries which tag, written
+with the live version so a tag's page is one index range (docs/site.md, "Tags")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from publishing.models import Article, ArticleTag, Tag, TagKind, tags_refresh
+from publishing.reader_fields import tag_key, tag_slug
+
+
+def live_tags_write(articles: Iterable[Article]) -> None:
+    """Replace the index rows of `articles` (each with `published_tags`,
+    `published_byline` and `published_publish_at` as just made live; a byline is a Tag
+    of kind AUTHOR), in the caller's transaction: one DELETE,
+    and when any has tags, one INSERT of new tags (in key order, so two completions
+    adding the same new tags wait for each other instead of deadlocking), one read of
+    their ids and one INSERT of the rows; then one INSERT asking for the pages of the
+    tags it touched, old and new (TagRefresh)."""
+    articles = list(articles)
+    if not articles:
+        return
+    before = ArticleTag.objects.filter(article_id__in=[a.pk for a in articles])
+    touched = set(before.values_list("tag_id", flat=True))
+    before.delete()
+    wanted: dict[int, tuple[dict[tuple[str, str], str], datetime]] = {}
+    names: dict[tuple[str, str], str] = {}
+    for article in articles:
+        terms: dict[tuple[str, str], str] = {}
+        for name in article.published_tags or []:
+            if isinstance(name, str) and name.strip():
+                terms.setdefault((TagKind.TAG, tag_key(name)), name)
+        if (article.published_byline or "").strip():
+            terms[(TagKind.AUTHOR, tag_key(article.published_byline))] = article.published_byline
+        assert article.published_publish_at is not None  # listed: it has a live version
+        wanted[article.pk] = (terms, article.published_publish_at)
+        for term, name in terms.items():
+            names.setdefault(term, name)
+    if names:
+        every = sorted(names)
+        Tag.objects.bulk_create(
+            [
+                Tag(kind=kind, key=key, name=names[kind, key], slug=tag_slug(names[kind, key]))
+                for kind, key in every
+            ],
+            ignore_conflicts=True,
+        )
+        rows = Tag.objects.filter(key__in={key for _kind, key in every})
+        ids = {(kind, key): pk for kind, key, pk in rows.values_list("kind", "key", "id")}
+        ArticleTag.objects.bulk_create(
+            ArticleTag(article_id=pk, tag_id=ids[term], publish_at=when)
+            for pk, (terms_of, when) in wanted.items()
+            for term in terms_of
+        )
+        touched |= {ids[term] for term in every}
+    tags_refresh(touched)

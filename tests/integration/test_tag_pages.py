@@ -1,0 +1,117 @@
+"""Tag pages (issue 21, item 3, in part): through a real worker (prefork) and Redis, on
+the run's database, each tag a live article carries has a page and an Atom feed
+(tag/<slug>/), written by the refresher for the tags a publish or a delete touched; a
+re-tag takes the article off the old tag's page, and a tag left with no article has
+its folder removed."""
+
+from __future__ import annotations
+
+import feedparser
+import pytest
+from django.conf import settings
+
+from blogpublish.site import StaticSitePublisher
+from publishing.models import Article, ArticleStatus, TagRefresh
+from publishing.reader_fields import tag_slug
+from tests.support.settling import wait_settled
+from tests.support.site import read_listing
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def site(worker):
+    StaticSitePublisher().reconcile()
+    return settings.SITE_ROOT
+
+
+def tag_folder(name: str, kind: str = "tag"):
+    return settings.SITE_ROOT / kind / tag_slug(name)
+
+
+def tagged(name: str, kind: str = "tag") -> list[str] | None:
+    """The slugs on the tag's (byline's) page, newest first (None: no page), checked
+    against its feed."""
+    page = tag_folder(name, kind) / "index.html"
+    if not page.exists():
+        return None
+    slugs = read_listing(page).slugs
+    feed = feedparser.parse((tag_folder(name, kind) / "feed.xml").read_bytes())
+    assert [e.link.rstrip("/").rsplit("/", 1)[-1] for e in feed.entries] == slugs
+    return slugs
+
+
+def live(article: Article) -> Article:
+    wait_for(
+        lambda: Article.objects.filter(
+            pk=article.pk, status=ArticleStatus.PUBLISHED, published_hash=article.content_hash
+        ).exists(),
+        timeout=30,
+        what=f"article {article.pk} live",
+    )
+    return article
+
+
+def test_tag_pages_follow_publishes_retags_and_deletes(site, make_article):
+    first = live(make_article(slug="tag-first", tags=["Python", "数据库"]))
+    second = live(make_article(slug="tag-second", tags=["python"]))  # the same tag
+    wait_settled()
+
+    assert tagged("Python") == ["tag-second", "tag-first"]
+    assert tagged("数据库") == ["tag-first"]
+    page = (site / "tag-first" / "index.html").read_text(encoding="utf-8")
+    assert f'rel="tag" href="/tag/{tag_slug("Python")}/">Python</a>' in page
+    front = (site / "index.html").read_text(encoding="utf-8")
+    assert f'<a rel="tag" href="/tag/{tag_slug("Python")}/">python</a>' in front
+
+    first.tags = ["web"]  # a re-tag: off the old tags' pages, onto the new one's
+    first.save()
+    live(first)
+    wait_settled()
+
+    assert tagged("Python") == ["tag-second"]
+    assert tagged("数据库") is None and not tag_folder("数据库").exists()
+    assert tagged("web") == ["tag-first"]
+
+    second.delete()
+    wait_settled()
+
+    assert tagged("Python") is None
+    assert not TagRefresh.objects.exists()  # every request was taken
+
+
+def test_the_full_check_writes_a_lost_tag_page_and_removes_a_stray_one(site, make_article):
+    live(make_article(slug="tag-kept", tags=["kept"]))
+    wait_settled()
+    lost = tag_folder("kept") / "index.html"
+    lost.unlink()
+    stray = settings.SITE_ROOT / "tag" / "no-such-tag"
+    stray.mkdir(parents=True)
+    (stray / "index.html").write_text("old", encoding="utf-8")
+
+    StaticSitePublisher().reconcile()
+
+    assert tagged("kept") == ["tag-kept"]
+    assert not stray.exists()
+
+
+def test_author_pages_follow_bylines(site, make_article):
+    """A byline's page (author/<slug>/) and feed, as a tag's: a new byline moves the
+    article to the new name's page, and an author left with none loses the folder."""
+    ann = live(make_article(slug="by-ann", byline="Ann Writer"))
+    live(make_article(slug="by-ann-too", byline="ann writer"))  # one author, two spellings
+    wait_settled()
+
+    assert tagged("Ann Writer", "author") == ["by-ann-too", "by-ann"]
+    page = (site / "by-ann" / "index.html").read_text(encoding="utf-8")
+    assert 'rel="author" href="/author/ann-writer/">Ann Writer</a>' in page
+
+    ann.byline = "王小明"
+    ann.save()
+    live(ann)
+    wait_settled()
+
+    assert tagged("Ann Writer", "author") == ["by-ann-too"]
+    assert tagged("王小明", "author") == ["by-ann"]
+    assert tagged("Ann Writer") is None  # a byline is not a tag

@@ -1,0 +1,112 @@
+"""The reader fields (issue 21): normalised and validated alike on every way in, and
+part of the content (its hash), so changing one republishes the article."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from publishing.models import Article, content_hash_of
+from publishing.reader_fields import normalize_tags, validate_language, validate_tags
+
+MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+BASE = {"title": "T", "slug": "t", "body": "B", "publish_at": MOMENT}
+
+
+def test_hash__unchanged_for_an_article_without_reader_fields():
+    """Rows saved before the fields existed keep their hash: the upgrade publishes nothing."""
+    import hashlib
+    import json
+
+    before = json.dumps(["T", "t", "B", MOMENT.isoformat()], separators=(",", ":"))
+
+    assert content_hash_of(**BASE) == hashlib.sha256(before.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("description", "d"), ("language", "fr"), ("byline", "Ann"), ("tags", ["x"])],
+)
+def test_hash__each_reader_field_is_content(field, value):
+    assert content_hash_of(**BASE, **{field: value}) != content_hash_of(**BASE)
+
+
+def test_tags__normalised_one_spelling_each_in_order():
+    assert normalize_tags(" Python ,python, 数据库,, ＰＹＴＨＯＮ, web  dev") == [
+        "Python",
+        "数据库",
+        "web dev",
+    ]
+    assert normalize_tags(None) == []
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        pytest.param("python", id="not a list"),
+        pytest.param([1, 2], id="not text"),
+        pytest.param(["x" * 101], id="too long"),
+        pytest.param([f"t{n}" for n in range(51)], id="too many"),
+        pytest.param(["a\u202eb"], id="bidirectional override"),
+    ],
+)
+def test_tags__refused_with_a_reason(tags):
+    with pytest.raises(ValidationError):
+        validate_tags(tags)
+
+
+@pytest.mark.parametrize("tag", ["en", "pt-BR", "zh-Hans", "i-klingon", ""])
+def test_language__bcp47_shapes_accepted(tag):
+    validate_language(tag)
+
+
+@pytest.mark.parametrize("tag", ["english language", "en_GB", "ververylongtag", "中文"])
+def test_language__other_text_refused(tag):
+    with pytest.raises(ValidationError, match="not a language tag"):
+        validate_language(tag)
+
+
+def test_article_full_clean__normalises_and_names_the_bad_field():
+    article = Article(
+        title="T",
+        body="B",
+        slug="t",
+        byline="  Ann \n Writer ",
+        description="Two\nlines",
+        tags="a, A, b",
+        language="en GB",
+    )
+
+    with pytest.raises(ValidationError) as caught:
+        article.clean_fields()
+
+    assert set(caught.value.message_dict) == {"language"}
+    article.language = " en_GB "  # a locale, as Jekyll sites write it
+    article.clean_fields()
+    assert article.language == "en-GB"
+    assert (article.byline, article.description, article.tags) == (
+        "Ann Writer",
+        "Two lines",
+        ["a", "b"],
+    )
+
+
+def test_tag_slug__readable_when_it_can_be_and_never_shared():
+    from publishing.reader_fields import tag_slug
+
+    assert tag_slug("Python") == tag_slug("ＰＹＴＨＯＮ") == "python"
+    assert tag_slug("Web Dev") == "web-dev"
+    assert tag_slug("数据库") == "数据库"
+    assert tag_slug("c++") != tag_slug("c#") != tag_slug("c")
+    assert tag_slug("c++").startswith("c-")
+    for hostile in ("../etc", "a/b", ".", "?x#y"):
+        assert all(ch not in tag_slug(hostile) for ch in "/.?#\\")
+
+
+@pytest.mark.parametrize("slug", ["TAG", "author"])
+def test_tag_and_author_are_reserved_slugs_now(slug):
+    """tag/ and author/ hold the tag and byline pages: no article may take them."""
+    with pytest.raises(ValidationError, match="used by the site itself"):
+        Article(title="T", slug=slug, body="b").clean_fields()
