@@ -401,13 +401,16 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
     """What the feeds say of `entry`: the whole article as HTML (FEED_FULL_CONTENT), a
     summary (its description, else the excerpt), the byline, the tags, the language."""
     clean = _cleaner(entry, document, report)
+    # The title first, as every listing reports it: an entry's alert (one a day) names
+    # the same problem whichever document met it first.
+    title = clean(entry.title, "title")
     body = clean(entry.body or entry.head, "body")
     description = clean(entry.description, "description")
     summary = description or strip_xml_illegal(plain_excerpt(body[:EXCERPT_SOURCE_CHARS]))
     full = settings.FEED_FULL_CONTENT and entry.body
     return FeedItem(
         entry=entry,
-        title=clean(entry.title, "title"),
+        title=title,
         url=paths.article_url(entry.slug),
         summary=summary,
         content_html=_content_html(entry.published_hash, body) if full else None,
