@@ -438,10 +438,15 @@ def stories_tidy(*, limit: int) -> tuple[int, int]:
     (stories purged, revisions pruned)."""
     now = timezone.now()
     purge_before = now - timedelta(days=settings.STORY_TRASH_DAYS)
-    stale = list(
-        Story.objects.filter(trashed_at__lt=purge_before).values_list("pk", flat=True)[:limit]
-    )
-    Story.objects.filter(pk__in=stale).delete()
+    with transaction.atomic():
+        # Locked while still in the trash, so a restore from the trash either went
+        # first (then the story is not picked) or waits and finds it gone; one being
+        # restored right now is skipped, for the next run.
+        trashed = Story.objects.select_for_update(skip_locked=True).filter(
+            trashed_at__lt=purge_before
+        )
+        stale = list(trashed.order_by("pk").values_list("pk", flat=True)[:limit])
+        Story.objects.filter(pk__in=stale).delete()
     keep = settings.STORY_REVISIONS_KEEP_COUNT
     old = Revision.objects.filter(
         saved_at__lt=now - timedelta(days=settings.STORY_REVISIONS_KEEP_DAYS),

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection, connections
+from django.db.models.signals import pre_delete
+from django.utils import timezone
 
 from publishing import signals
 from publishing.models import Article, Story
 from publishing.services import (
+    stories_tidy,
     story_publish,
     story_save,
     story_trash,
+    story_untrash,
     story_withdraw,
 )
 from tests.support.waiting import wait_for
@@ -99,3 +104,36 @@ def test_an_article_delete_racing_a_story_service_is_no_deadlock(monkeypatch, se
     )
     assert not Article.objects.filter(pk=story.pk).exists()
     assert Story.objects.get(pk=story.pk).trashed_at is not None
+
+
+def test_the_clock_never_purges_a_story_restored_from_the_trash_meanwhile(settings):
+    """The clock's purge picks the stories trashed long enough ago, then deletes them: a
+    writer who restores one in between must find it, not lose it for good."""
+    settings.STORY_TRASH_DAYS = 1
+    story = story_save(title="Nearly purged", body="Keep me.", slug="nearly-purged")
+    story_trash(story_id=story.pk)
+    Story.objects.filter(pk=story.pk).update(trashed_at=timezone.now() - timedelta(days=2))
+    racer = Racer(lambda: story_untrash(story_id=story.pk))
+
+    def restore_before_the_delete(sender, instance, **kwargs):
+        racer.start()
+        wait_for(
+            lambda: not racer.is_alive() or another_is_waiting_on_a_lock(),
+            timeout=20,
+            what="the restore to end, or to wait for the purge",
+        )
+
+    pre_delete.connect(restore_before_the_delete, sender=Story, weak=False)
+    try:
+        stories_tidy(limit=10)
+    finally:
+        pre_delete.disconnect(restore_before_the_delete, sender=Story)
+    racer.join(timeout=30)
+
+    assert not racer.is_alive()
+    restored = Story.objects.filter(pk=story.pk, trashed_at__isnull=True).exists()
+    if racer.error is None:
+        assert restored, "restored from the trash, then purged"
+    else:  # the purge went first: the restore finds nothing, and says so
+        assert isinstance(racer.error, Story.DoesNotExist), repr(racer.error)
+        assert not Story.objects.filter(pk=story.pk).exists()
