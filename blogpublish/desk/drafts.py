@@ -40,6 +40,7 @@ from publishing.services import (
 
 method_post = method_decorator(require_POST)
 PUBLISH_PERMISSION = "publishing.change_article"
+DELETE_PERMISSION = "publishing.delete_article"
 
 
 def can_publish(request: HttpRequest) -> bool:
@@ -180,6 +181,16 @@ class StoryAdmin(admin.ModelAdmin):
                 "Published: it goes live as soon as a worker takes it.",
                 messages.SUCCESS,
             )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Story | None = None) -> bool:
+        """A story on the blog goes to the trash with its article, a delete of what
+        readers see: that needs `delete_article` too, as the Article list's delete does.
+        (Per story: the admin's bulk delete asks for each one it would delete.)"""
+        if not super().has_delete_permission(request, obj):
+            return False
+        if obj is None or request.user.has_perm(DELETE_PERMISSION):
+            return True
+        return not Article.objects.filter(pk=obj.pk).exists()
 
     def delete_model(self, request: HttpRequest, obj: Story) -> None:
         """A delete moves the story to the trash (docs/writing.md); "Delete forever"
