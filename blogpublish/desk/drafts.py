@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 
 from blogpublish.desk import cheatsheet, images
 from blogpublish.site.paths import article_url
-from publishing.exceptions import StoryConflict
+from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.models import Article, Revision, Story, StoryState
 from publishing.services import (
     revision_diff,
@@ -470,10 +470,11 @@ def withdraw(model_admin: admin.ModelAdmin, request: HttpRequest, article_id: in
     """Take the article off the blog; the story's page afterwards (both admins' button)."""
     if not can_publish(request):
         raise PermissionDenied
-    if not Article.objects.filter(pk=article_id).exists():
+    try:
+        story_withdraw(article_id=article_id, saved_by=request.user.get_username())
+    except NotOnTheBlog:
         model_admin.message_user(request, "It is not on the blog; nothing to withdraw.")
     else:
-        story_withdraw(article_id=article_id, saved_by=request.user.get_username())
         model_admin.message_user(
             request,
             "Withdrawn: its page and listings are going; it is a draft again, at the same address.",

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from publishing.exceptions import StoryConflict
+from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.models import (
     CONTENT_FIELDS,
     Article,
@@ -207,12 +207,16 @@ def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
     a delete does it (page, listings, feeds, sitemap; `article.withdrawn` on the
     webhook), and its story is a draft again, with its slug. The article's content is
     kept as a revision when the story's draft differs from it (an edit made in the
-    Article form); it becomes the draft unless the draft has unpublished changes."""
+    Article form); it becomes the draft unless the draft has unpublished changes.
+    NotOnTheBlog when there is no article (also when another withdraw or a delete took
+    it while this one waited for it)."""
     with transaction.atomic():
         # The story's row first, then the article's, as story_publish and story_trash
         # take them: two of them at once wait for each other instead of deadlocking.
         Story.objects.select_for_update().filter(pk=article_id).first()
-        article = Article.objects.select_for_update().get(pk=article_id)
+        article = Article.objects.select_for_update().filter(pk=article_id).first()
+        if article is None:  # never published, or withdrawn or deleted meanwhile
+            raise NotOnTheBlog()
         story = story_of_article(article)
         story = Story.objects.select_for_update().get(pk=story.pk)
         live = {name: getattr(article, name) for name in DRAFT_FIELDS}

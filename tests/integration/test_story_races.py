@@ -11,11 +11,13 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.db.models.signals import pre_delete
+from django.test import Client
 from django.utils import timezone
 
 from publishing import signals
+from publishing.exceptions import NotOnTheBlog
 from publishing.models import Article, Story
 from publishing.services import (
     stories_tidy,
@@ -99,8 +101,8 @@ def test_an_article_delete_racing_a_story_service_is_no_deadlock(monkeypatch, se
     assert not racer.is_alive()
     # After the delete the story is in the trash: the service is refused, or (withdraw)
     # finds no article; never killed as a deadlock.
-    assert racer.error is None or isinstance(racer.error, ValidationError | Article.DoesNotExist), (
-        repr(racer.error)
+    assert racer.error is None or isinstance(racer.error, ValidationError | NotOnTheBlog), repr(
+        racer.error
     )
     assert not Article.objects.filter(pk=story.pk).exists()
     assert Story.objects.get(pk=story.pk).trashed_at is not None
@@ -137,3 +139,34 @@ def test_the_clock_never_purges_a_story_restored_from_the_trash_meanwhile(settin
     else:  # the purge went first: the restore finds nothing, and says so
         assert isinstance(racer.error, Story.DoesNotExist), repr(racer.error)
         assert not Story.objects.filter(pk=story.pk).exists()
+
+
+@pytest.mark.parametrize("way", ["api", "admin"])
+def test_a_withdraw_that_finds_the_article_withdrawn_meanwhile_says_so(
+    make_token, admin_client, way
+):
+    """Two writers press Withdraw at once: the second finds the article there, then
+    gone once the first's transaction ends. It is told so, not given a server error."""
+    story = published_story("twice")
+    if way == "api":
+        client = Client(headers={"Authorization": f"Bearer {make_token('withdrawer')[1]}"})
+        url = f"/api/articles/{story.pk}/withdraw"
+    else:
+        client, url = admin_client, f"/admin/publishing/story/{story.pk}/withdraw/"
+    racer = Racer(lambda: client.post(url))
+
+    with transaction.atomic():
+        story_withdraw(article_id=story.pk)
+        racer.start()
+        wait_for(another_is_waiting_on_a_lock, timeout=20, what="the second withdraw to wait")
+    racer.join(timeout=30)
+
+    assert not racer.is_alive()
+    assert racer.error is None, repr(racer.error)
+    if way == "api":
+        assert racer.result.status_code == 409, racer.result.content
+    else:
+        assert racer.result.status_code == 302
+        page = admin_client.get(racer.result["Location"]).content.decode()
+        assert "nothing to withdraw" in page
+    assert Story.objects.get(pk=story.pk).state == "draft"
