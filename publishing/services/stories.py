@@ -130,7 +130,8 @@ def story_save(
 
     ValidationError (nothing stored) for content that could not be published either;
     StoryConflict when `if_version` is given and the story was saved since (another
-    tab, another writer). A save that changes nothing keeps the version."""
+    tab, another writer) with other text than this. A save that changes nothing keeps
+    the version."""
     with transaction.atomic():
         if story_id is None:
             story = Story(id=_new_story_id())
@@ -138,8 +139,7 @@ def story_save(
             story = Story.objects.select_for_update().get(pk=story_id)
             if story.trashed_at is not None:
                 raise ValidationError("This story is in the trash; restore it first.")
-        if if_version is not None and story.version != if_version:
-            raise StoryConflict(current=story.version, given=if_version)
+        stale = if_version is not None and story.version != if_version
         before = _content(story) if story_id is not None else None
         story.title, story.body, story.slug, story.publish_at = title, body, slug, publish_at
         story.clean()
@@ -149,7 +149,11 @@ def story_save(
         story.slug_key = key_of(story.slug)
         _check_slug_free(story)
         if before == _content(story):
+            # Nothing to save: also when another save stored this very text since (the
+            # tab's own autosave, in flight when its form was sent).
             return story
+        if stale:
+            raise StoryConflict(current=story.version, given=if_version)
         story.version += 1
         story.save()
         _record(story, saved_by=saved_by, note=note or ("created" if before is None else ""))

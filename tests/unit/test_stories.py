@@ -92,6 +92,22 @@ def test_a_save_over_a_newer_version_is_refused_and_loses_nothing():
     assert Story.objects.get(pk=story.pk).body == "Tab two's text."
 
 
+def test_a_save_of_the_text_saved_since_is_no_conflict():
+    """The tab's autosave was in flight when its writer pressed "Save and publish": the
+    form names the version before the autosave, with the very text the autosave
+    stored. Nothing would be overwritten, so it is no conflict (and no new version)."""
+    story = story_save(title="Autosaved", body="Half a thought.")
+    opened_at = story.version
+    story_save(story_id=story.pk, title="Autosaved", body="A whole thought.", if_version=opened_at)
+
+    same = story_save(
+        story_id=story.pk, title="Autosaved", body="A whole thought.", if_version=opened_at
+    )
+
+    assert same.version == opened_at + 1
+    assert story_publish(story_id=story.pk).body == "A whole thought."
+
+
 def test_every_save_that_changes_the_draft_is_a_revision_with_who_and_when():
     story = story_save(title="History", body="One.", saved_by="ann")
     story_save(story_id=story.pk, title="History", body="One.", saved_by="bob")  # no change
