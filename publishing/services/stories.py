@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core import signing
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -85,10 +85,33 @@ def _check_slug_free(story: Story) -> None:
         Q(slug_key=key) | Q(published_slug_key=key)
     )
     if articles.exists() or Story.objects.exclude(pk=story.pk).filter(slug_key=key).exists():
-        raise ValidationError(
-            {"slug": "Another article or draft has this address (slug); choose another."},
-            code="unique",
-        )
+        raise _slug_taken()
+
+
+def _slug_taken() -> ValidationError:
+    return ValidationError(
+        {"slug": "Another article or draft has this address (slug); choose another."},
+        code="unique",
+    )
+
+
+def _store(story: Story, *, derived: bool) -> None:
+    """Save the story. Two saves of one address at once both pass _check_slug_free,
+    and the unique index decides: a derived address moves on to a free one (as an
+    article's does, Article._save_new), a given one is refused by field."""
+    for _try in range(5):
+        try:
+            with transaction.atomic():
+                story.save()
+            return
+        except IntegrityError:
+            if not Story.objects.exclude(pk=story.pk).filter(slug_key=story.slug_key).exists():
+                raise
+            if not derived:
+                raise _slug_taken() from None
+            story.slug = _free_slug(story)
+            story.slug_key = key_of(story.slug)
+    raise ValidationError({"slug": "Could not find a free slug; please choose one."})
 
 
 def _free_slug(story: Story) -> str:
@@ -139,12 +162,12 @@ def story_save(
             story = Story.objects.select_for_update().get(pk=story_id)
             if story.trashed_at is not None:
                 raise ValidationError("This story is in the trash; restore it first.")
-        stale = if_version is not None and story.version != if_version
         before = _content(story) if story_id is not None else None
         story.title, story.body, story.slug, story.publish_at = title, body, slug, publish_at
         story.clean()
         story.full_clean(exclude=["slug_key"], validate_unique=False)
-        if not story.slug:
+        derived = not story.slug
+        if derived:
             story.slug = _free_slug(story)
         story.slug_key = key_of(story.slug)
         _check_slug_free(story)
@@ -152,10 +175,10 @@ def story_save(
             # Nothing to save: also when another save stored this very text since (the
             # tab's own autosave, in flight when its form was sent).
             return story
-        if stale:
+        if if_version is not None and story.version != if_version:
             raise StoryConflict(current=story.version, given=if_version)
         story.version += 1
-        story.save()
+        _store(story, derived=derived)
         _record(story, saved_by=saved_by, note=note or ("created" if before is None else ""))
     return story
 

@@ -170,3 +170,29 @@ def test_a_withdraw_that_finds_the_article_withdrawn_meanwhile_says_so(
         page = admin_client.get(racer.result["Location"]).content.decode()
         assert "nothing to withdraw" in page
     assert Story.objects.get(pk=story.pk).state == "draft"
+
+
+@pytest.mark.parametrize("slug", ["", "weekly-notes"], ids=["derived", "given"])
+def test_two_new_drafts_of_one_address_at_once(slug):
+    """Two writers (or a new story's first autosave and its Save draft) save a new draft
+    with the same title at once: the unique index decides. A derived address moves
+    on to a free one, as an article's does; a given one is refused by field, never a
+    server error."""
+    racer = Racer(lambda: story_save(title="Weekly notes", body="Second.", slug=slug))
+
+    with transaction.atomic():
+        first = story_save(title="Weekly notes", body="First.", slug=slug)
+        racer.start()
+        wait_for(another_is_waiting_on_a_lock, timeout=20, what="the second save to wait")
+    racer.join(timeout=30)
+
+    assert not racer.is_alive()
+    assert first.slug == "weekly-notes"
+    if slug:
+        assert isinstance(racer.error, ValidationError), repr(racer.error)
+        assert "slug" in racer.error.message_dict
+        assert Story.objects.count() == 1
+    else:
+        assert racer.error is None, repr(racer.error)
+        assert racer.result.slug.startswith("weekly-notes-")
+        assert Story.objects.get(pk=racer.result.pk).body == "Second."
