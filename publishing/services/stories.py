@@ -185,7 +185,8 @@ def story_save(
 
 def story_of_article(article: Article) -> Story:
     """The article's story, made from the article's content when it has none (an
-    article written in the Article form, or before stories)."""
+    article written in the Article form, or before stories); the one another request
+    made meanwhile when both make it at once."""
     story = Story.objects.filter(pk=article.pk).first()
     if story is not None:
         return story
@@ -197,8 +198,17 @@ def story_of_article(article: Article) -> Story:
         slug_key=key_of(article.slug),
         **{name: getattr(article, name) for name in DRAFT_FIELDS},
     )
-    story.save(force_insert=True)
-    _record(story, saved_by="", note="from the article")
+    try:
+        with transaction.atomic():
+            story.save(force_insert=True)
+            _record(story, saved_by="", note="from the article")
+    except IntegrityError:
+        # Another request made it at the same moment (a withdraw, a delete, a publish
+        # of the same article): theirs is the story.
+        made = Story.objects.filter(pk=article.pk).first()
+        if made is None:
+            raise
+        return made
     return story
 
 
