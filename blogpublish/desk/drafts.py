@@ -27,6 +27,7 @@ from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.models import Article, Revision, Story, StoryState
 from publishing.services import (
     revision_diff,
+    stories_purge,
     story_preview_token,
     story_publish,
     story_restore,
@@ -216,8 +217,8 @@ class StoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Delete forever (only what is in the trash)", permissions=["delete"])
     def purge(self, request: HttpRequest, queryset) -> None:
-        count, _ = queryset.filter(trashed_at__isnull=False).delete()
-        self.message_user(request, f"{count} row(s) deleted for good.", messages.SUCCESS)
+        count = stories_purge(story_ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{count} story(ies) deleted for good.", messages.SUCCESS)
 
     def get_urls(self):
         view = self.admin_site.admin_view

@@ -15,13 +15,14 @@ from __future__ import annotations
 import difflib
 import logging
 import secrets
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from publishing.exceptions import NotOnTheBlog, StoryConflict
@@ -471,6 +472,24 @@ def story_untrash(*, story_id: int) -> tuple[Story, bool]:
     return story, renamed
 
 
+def _purge(stories: QuerySet[Story], *, limit: int | None = None) -> list[int]:
+    """Delete for good those of `stories` that are in the trash; their ids. Locked
+    while still in the trash, so a restore from the trash either went first (then the
+    story is not picked) or waits and finds it gone; one being restored right now is
+    skipped."""
+    with transaction.atomic():
+        trashed = stories.filter(trashed_at__isnull=False).select_for_update(skip_locked=True)
+        ids = list(trashed.order_by("pk").values_list("pk", flat=True)[:limit])
+        Story.objects.filter(pk__in=ids).delete()
+    return ids
+
+
+def stories_purge(*, story_ids: Iterable[int]) -> int:
+    """ "Delete forever" in the trash's list: those of these stories that are in the
+    trash now (the others are left alone); how many."""
+    return len(_purge(Story.objects.filter(pk__in=list(story_ids))))
+
+
 def stories_tidy(*, limit: int) -> tuple[int, int]:
     """The clock's part (the catch-up runs it): purge what has been in the trash for
     STORY_TRASH_DAYS (sending nothing: the delete was announced when it was trashed),
@@ -479,15 +498,7 @@ def stories_tidy(*, limit: int) -> tuple[int, int]:
     (stories purged, revisions pruned)."""
     now = timezone.now()
     purge_before = now - timedelta(days=settings.STORY_TRASH_DAYS)
-    with transaction.atomic():
-        # Locked while still in the trash, so a restore from the trash either went
-        # first (then the story is not picked) or waits and finds it gone; one being
-        # restored right now is skipped, for the next run.
-        trashed = Story.objects.select_for_update(skip_locked=True).filter(
-            trashed_at__lt=purge_before
-        )
-        stale = list(trashed.order_by("pk").values_list("pk", flat=True)[:limit])
-        Story.objects.filter(pk__in=stale).delete()
+    stale = _purge(Story.objects.filter(trashed_at__lt=purge_before), limit=limit)
     keep = settings.STORY_REVISIONS_KEEP_COUNT
     old = Revision.objects.filter(
         saved_at__lt=now - timedelta(days=settings.STORY_REVISIONS_KEEP_DAYS),

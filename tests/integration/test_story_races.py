@@ -122,9 +122,29 @@ def test_an_article_delete_racing_a_story_service_is_no_deadlock(monkeypatch, se
     assert Story.objects.get(pk=story.pk).trashed_at is not None
 
 
-def test_the_clock_never_purges_a_story_restored_from_the_trash_meanwhile(settings):
-    """The clock's purge picks the stories trashed long enough ago, then deletes them: a
-    writer who restores one in between must find it, not lose it for good."""
+def purge_by_clock() -> None:
+    stories_tidy(limit=10)
+
+
+@pytest.mark.parametrize(
+    "purge",
+    [
+        pytest.param(lambda client, pk: purge_by_clock(), id="the clock"),
+        pytest.param(
+            lambda client, pk: client.post(
+                "/admin/publishing/story/?state=trash",
+                {"action": "purge", "_selected_action": [pk], "index": "0"},
+            ),
+            id="delete forever",
+        ),
+    ],
+)
+def test_a_purge_never_deletes_a_story_restored_from_the_trash_meanwhile(
+    settings, admin_client, purge
+):
+    """A purge (the clock's, or "Delete forever" in the trash's list) picks the stories
+    in the trash, then deletes them: a writer who restores one in between must find
+    it, not lose it for good."""
     settings.STORY_TRASH_DAYS = 1
     story = story_save(title="Nearly purged", body="Keep me.", slug="nearly-purged")
     story_trash(story_id=story.pk)
@@ -141,7 +161,7 @@ def test_the_clock_never_purges_a_story_restored_from_the_trash_meanwhile(settin
 
     pre_delete.connect(restore_before_the_delete, sender=Story, weak=False)
     try:
-        stories_tidy(limit=10)
+        purge(admin_client, story.pk)
     finally:
         pre_delete.disconnect(restore_before_the_delete, sender=Story)
     racer.join(timeout=30)
