@@ -121,7 +121,7 @@ def _free_slug(story: Story) -> str:
     return probe._unique_slug(slug_from_title(story.title))
 
 
-def _content(story: Story) -> dict:
+def _content(story: Story | Revision) -> dict:
     return {name: getattr(story, name) for name in DRAFT_FIELDS}
 
 
@@ -222,10 +222,13 @@ def story_publish(*, story_id: int) -> Article:
         story = Story.objects.select_for_update().get(pk=story_id)
         if story.trashed_at is not None:
             raise ValidationError("This story is in the trash; restore it first.")
+        article = Article.objects.select_for_update().filter(pk=story.pk).first()
+        if article is not None and _edited_elsewhere(story, article):
+            # Not undone silently: the draft takes it, or it is kept as a revision.
+            _take_in(story, article, saved_by="", when="edited elsewhere")
         content = _content(story)
         if content["publish_at"] is None:
             content["publish_at"] = timezone.now()
-        article = Article.objects.select_for_update().filter(pk=story.pk).first()
         if article is None:
             article = article_create(article_id=story.pk, **content)
         else:
@@ -238,6 +241,42 @@ def story_publish(*, story_id: int) -> Article:
         )
     logger.info("story %s published (version %s)", story.pk, story.version)
     return article
+
+
+def _take_in(story: Story, article: Article, *, saved_by: str, when: str) -> None:
+    """Keep the article's content when it is not the draft's (an edit made in the
+    Article form or the API): it becomes the draft unless the draft has unpublished
+    changes, else it is a revision with the draft again on top of it."""
+    live = {name: getattr(article, name) for name in DRAFT_FIELDS}
+    if _same(live, _content(story)):
+        return
+    if story.has_unpublished_changes:
+        story.version += 1
+        Revision.objects.create(
+            story=story,
+            number=story.version,
+            saved_by=saved_by,
+            note=f"the article as {when}",
+            **live,
+        )
+        story.version += 1
+        _record(story, saved_by=saved_by, note=f"the draft, kept when {when}")
+    else:
+        for name, value in live.items():
+            setattr(story, name, value)
+        story.slug_key = key_of(story.slug)
+        story.version += 1
+        _record(story, saved_by=saved_by, note=f"the article as {when}")
+    story.save()
+
+
+def _edited_elsewhere(story: Story, article: Article) -> bool:
+    """The article's content is not what the story last published: it was edited in
+    the Article form or the API since (unknown when that version was pruned)."""
+    published = story.revisions.filter(number=story.published_version).first()
+    if published is None:
+        return False
+    return not _same({name: getattr(article, name) for name in DRAFT_FIELDS}, _content(published))
 
 
 def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
@@ -257,27 +296,7 @@ def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
             raise NotOnTheBlog()
         story = story_of_article(article)
         story = Story.objects.select_for_update().get(pk=story.pk)
-        live = {name: getattr(article, name) for name in DRAFT_FIELDS}
-        if not _same(live, _content(story)):
-            if story.has_unpublished_changes:
-                # The article's text as a revision, then the draft again on top of it.
-                story.version += 1
-                Revision.objects.create(
-                    story=story,
-                    number=story.version,
-                    saved_by=saved_by,
-                    note="the article as withdrawn",
-                    **live,
-                )
-                story.version += 1
-                _record(story, saved_by=saved_by, note="the draft, kept at withdraw")
-            else:
-                for name, value in live.items():
-                    setattr(story, name, value)
-                story.slug_key = key_of(story.slug)
-                story.version += 1
-                _record(story, saved_by=saved_by, note="the article as withdrawn")
-            story.save()
+        _take_in(story, article, saved_by=saved_by, when="withdrawn")
         # Reserve the address the readers knew, too: the story keeps the slug it had.
         Story.objects.filter(pk=story.pk).update(
             state=StoryState.DRAFT, published_version=story.version, updated_at=timezone.now()

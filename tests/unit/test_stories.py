@@ -14,6 +14,7 @@ from publishing.exceptions import StoryConflict
 from publishing.models import Article, Revision, Story
 from publishing.services import (
     article_create,
+    article_update,
     stories_tidy,
     story_publish,
     story_restore,
@@ -106,6 +107,30 @@ def test_a_save_of_the_text_saved_since_is_no_conflict():
 
     assert same.version == opened_at + 1
     assert story_publish(story_id=story.pk).body == "A whole thought."
+
+
+def test_an_edit_made_in_the_article_form_is_not_undone_by_publishing_the_story():
+    """An editor fixes the live article in the Article form (or the API's PATCH); the
+    story's draft still has the old text. Publishing the story must not put the old
+    text back silently: with no changes of its own the draft takes the article's text;
+    with changes, they are published and the article's text is kept as a version."""
+    story = story_save(title="Typo", body="Teh text.")
+    article = story_publish(story_id=story.pk)
+    article_update(article=article, body="The text.")
+
+    story_publish(story_id=story.pk)  # nothing changed in the draft
+
+    assert Article.objects.get(pk=story.pk).body == "The text."
+    assert Story.objects.get(pk=story.pk).body == "The text."
+
+    article_update(article=Article.objects.get(pk=story.pk), body="The text, edited.")
+    story_save(story_id=story.pk, title="Typo fixed", body="The text.")
+    story_publish(story_id=story.pk)  # the writer's own change
+
+    live = Article.objects.get(pk=story.pk)
+    assert (live.title, live.body) == ("Typo fixed", "The text.")
+    kept = Revision.objects.filter(story_id=story.pk, body="The text, edited.")
+    assert kept.exists(), "the Article form's text is lost"
 
 
 def test_every_save_that_changes_the_draft_is_a_revision_with_who_and_when():
