@@ -93,7 +93,8 @@ def published_story(slug: str) -> Story:
         pytest.param(lambda pk: story_trash(story_id=pk), id="trash"),
     ],
 )
-def test_an_article_delete_racing_a_story_service_is_no_deadlock(monkeypatch, service):
+@pytest.mark.parametrize("bulk", [False, True], ids=["one", "bulk"])
+def test_an_article_delete_racing_a_story_service_is_no_deadlock(monkeypatch, service, bulk):
     """The Article list's delete takes the article's row (its cascade's order), then the
     story's (the trash); the story services take the story's, then the article's. The
     service starts while the delete holds its first lock and the delete goes on once
@@ -109,7 +110,10 @@ def test_an_article_delete_racing_a_story_service_is_no_deadlock(monkeypatch, se
         real(article=article)
 
     monkeypatch.setattr(signals, "article_to_trash", trash_once_the_service_waits)
-    Article.objects.get(pk=story.pk).delete()
+    if bulk:  # the Article list's "Delete selected", the shell's QuerySet.delete()
+        Article.objects.filter(pk=story.pk).delete()
+    else:  # the article's own Delete, the API's
+        Article.objects.get(pk=story.pk).delete()
     racer.join(timeout=30)
 
     assert not racer.is_alive()
