@@ -1,7 +1,10 @@
-"""A story's services racing deletes and the clock (issue 22 review), on PostgreSQL's
-row locks: two transactions that take a story's row and its article's row must take
-them in one order, or the database kills one of them as a deadlock. No worker: the
-races are in the database, before anything is sent."""
+"""A story's services racing each other, deletes and the clock (issue 22 review), on
+PostgreSQL's row locks: a delete and a publish, withdraw or trash take a story's row
+and its article's in one order (else the database kills one as a deadlock); a purge
+never takes a story restored meanwhile; a second withdraw, a second new draft of one
+address and a second request making an article's story end with a clear answer, not
+a server error. Each race is made certain: one side holds its locks until the other
+waits for them. No worker: the races are in the database, before anything is sent."""
 
 from __future__ import annotations
 
