@@ -63,7 +63,7 @@ from api.schemas import (
 )
 from api.services import article_create_once, request_digest
 from api.tokens import token_lookup
-from publishing.exceptions import StoryConflict
+from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.models import DRAFT_FIELDS, Article, Story, StoryState, WebhookDelivery
 from publishing.services import (
     article_create,
@@ -488,8 +488,11 @@ def withdraw_article(request: HttpRequest, id: int = ArticleId):
     _known_query(request)
     if not Article.objects.filter(pk=id).exists():
         _draft(id)  # 404 when there is no draft either
-        raise NotWithdrawable("This is a draft already: it is on no page.")
-    return draft_out(story_withdraw(article_id=id, saved_by=token_user(request).get_username()))
+    try:
+        story = story_withdraw(article_id=id, saved_by=token_user(request).get_username())
+    except NotOnTheBlog as exc:  # a draft, or withdrawn (or deleted) while this one waited
+        raise NotWithdrawable("This is a draft already: it is on no page.") from exc
+    return draft_out(story)
 
 
 @api.post(

@@ -55,3 +55,7 @@ class StoryConflict(PublishingError):
         super().__init__(message)
         self.current = current
         self.given = given
+
+
+class NotOnTheBlog(PublishingError):
+    """It is not on the blog: there is nothing to withdraw."""

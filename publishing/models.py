@@ -242,11 +242,13 @@ class ArticleQuerySet(models.QuerySet["Article"]):
     # variable, not Article.
 
     def delete(self):
-        """Lock the articles first, in key order, then delete them with what cascades
-        (their attempts): the order a group's completion takes them in (article rows in
-        key order, then their attempts), so a bulk delete racing a publish never
-        deadlocks with it."""
+        """Lock the articles' stories, then the articles, each in key order, then delete
+        them with what cascades (their attempts): the order the story services take a
+        story and its article in (the delete's signal moves the story to the trash), and
+        a group's completion its article rows (in key order, then their attempts), so a
+        bulk delete racing a publish, a withdraw or a trash never deadlocks with it."""
         with transaction.atomic(using=self.db):
+            lock_stories(self.values("pk"), using=self.db)
             ids = list(self.order_by("pk").select_for_update().values_list("pk", flat=True))
             refresh_tags_of(ids)
             return super().delete()
@@ -291,6 +293,14 @@ def refresh_tags_of(article_ids: list[int]) -> None:
 def tags_refresh(tag_ids: Iterable[int]) -> None:
     """Ask the refresher's next pass to write these tags' pages again (TagRefresh)."""
     TagRefresh.objects.bulk_create(TagRefresh(tag_id=tag_id) for tag_id in sorted(set(tag_ids)))
+
+
+def lock_stories(ids: Iterable[int] | models.QuerySet, *, using: str | None = None) -> None:
+    """Lock the stories of these article ids (those that have one), in key order: a
+    delete takes them before the articles, as the story services do (docs/design.md,
+    "Drafts")."""
+    stories = Story.objects.using(using).filter(pk__in=ids).order_by("pk").select_for_update()
+    list(stories.values_list("pk", flat=True))
 
 
 # For the check constraint: sorted, so the migration is the same on every run.
@@ -516,9 +526,11 @@ class Article(models.Model):
         return f"/{self.slug}/"
 
     def delete(self, *args, **kwargs):
-        """The article's row locked before its attempts go (the cascade), as a bulk
-        delete does it (ArticleQuerySet.delete): a publish racing it never deadlocks."""
+        """The article's story's row, then its own, locked before its attempts go (the
+        cascade), as a bulk delete does it (ArticleQuerySet.delete): a publish, withdraw
+        or trash racing it never deadlocks."""
         with transaction.atomic():
+            lock_stories([self.pk])
             list(Article.objects.filter(pk=self.pk).select_for_update().values_list("pk"))
             refresh_tags_of([self.pk])
             return super().delete(*args, **kwargs)

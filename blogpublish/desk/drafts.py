@@ -23,11 +23,12 @@ from django.views.decorators.http import require_POST
 
 from blogpublish.desk import cheatsheet, images
 from blogpublish.site.paths import article_url
-from publishing.exceptions import StoryConflict
+from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.forms import TagsField
 from publishing.models import DRAFT_FIELDS, Article, Revision, Story, StoryState
 from publishing.services import (
     revision_diff,
+    stories_purge,
     story_preview_token,
     story_publish,
     story_restore,
@@ -41,6 +42,7 @@ from publishing.services import (
 
 method_post = method_decorator(require_POST)
 PUBLISH_PERMISSION = "publishing.change_article"
+DELETE_PERMISSION = "publishing.delete_article"
 
 
 def can_publish(request: HttpRequest) -> bool:
@@ -189,6 +191,16 @@ class StoryAdmin(admin.ModelAdmin):
                 messages.SUCCESS,
             )
 
+    def has_delete_permission(self, request: HttpRequest, obj: Story | None = None) -> bool:
+        """A story on the blog goes to the trash with its article, a delete of what
+        readers see: that needs `delete_article` too, as the Article list's delete does.
+        (Per story: the admin's bulk delete asks for each one it would delete.)"""
+        if not super().has_delete_permission(request, obj):
+            return False
+        if obj is None or request.user.has_perm(DELETE_PERMISSION):
+            return True
+        return not Article.objects.filter(pk=obj.pk).exists()
+
     def delete_model(self, request: HttpRequest, obj: Story) -> None:
         """A delete moves the story to the trash (docs/writing.md); "Delete forever"
         in the trash's list purges it."""
@@ -213,8 +225,8 @@ class StoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Delete forever (only what is in the trash)", permissions=["delete"])
     def purge(self, request: HttpRequest, queryset) -> None:
-        count, _ = queryset.filter(trashed_at__isnull=False).delete()
-        self.message_user(request, f"{count} row(s) deleted for good.", messages.SUCCESS)
+        count = stories_purge(story_ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{count} story(ies) deleted for good.", messages.SUCCESS)
 
     def get_urls(self):
         view = self.admin_site.admin_view
@@ -467,10 +479,11 @@ def withdraw(model_admin: admin.ModelAdmin, request: HttpRequest, article_id: in
     """Take the article off the blog; the story's page afterwards (both admins' button)."""
     if not can_publish(request):
         raise PermissionDenied
-    if not Article.objects.filter(pk=article_id).exists():
+    try:
+        story_withdraw(article_id=article_id, saved_by=request.user.get_username())
+    except NotOnTheBlog:
         model_admin.message_user(request, "It is not on the blog; nothing to withdraw.")
     else:
-        story_withdraw(article_id=article_id, saved_by=request.user.get_username())
         model_admin.message_user(
             request,
             "Withdrawn: its page and listings are going; it is a draft again, at the same address.",

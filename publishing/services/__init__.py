@@ -61,6 +61,7 @@ from publishing.services.site import (
 from publishing.services.stories import (
     article_to_trash,
     revision_diff,
+    stories_purge,
     stories_tidy,
     story_by_preview_token,
     story_of_article,
@@ -115,6 +116,7 @@ __all__ = [
     "shared_views_request",
     "shared_views_whole",
     "site_reconcile",
+    "stories_purge",
     "stories_tidy",
     "story_by_preview_token",
     "story_of_article",

@@ -15,16 +15,17 @@ from __future__ import annotations
 import difflib
 import logging
 import secrets
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core import signing
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from publishing.exceptions import StoryConflict
+from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.models import (
     CONTENT_FIELDS,
     Article,
@@ -85,10 +86,33 @@ def _check_slug_free(story: Story) -> None:
         Q(slug_key=key) | Q(published_slug_key=key)
     )
     if articles.exists() or Story.objects.exclude(pk=story.pk).filter(slug_key=key).exists():
-        raise ValidationError(
-            {"slug": "Another article or draft has this address (slug); choose another."},
-            code="unique",
-        )
+        raise _slug_taken()
+
+
+def _slug_taken() -> ValidationError:
+    return ValidationError(
+        {"slug": "Another article or draft has this address (slug); choose another."},
+        code="unique",
+    )
+
+
+def _store(story: Story, *, derived: bool) -> None:
+    """Save the story. Two saves of one address at once both pass _check_slug_free,
+    and the unique index decides: a derived address moves on to a free one (as an
+    article's does, Article._save_new), a given one is refused by field."""
+    for _try in range(5):
+        try:
+            with transaction.atomic():
+                story.save()
+            return
+        except IntegrityError:
+            if not Story.objects.exclude(pk=story.pk).filter(slug_key=story.slug_key).exists():
+                raise
+            if not derived:
+                raise _slug_taken() from None
+            story.slug = _free_slug(story)
+            story.slug_key = key_of(story.slug)
+    raise ValidationError({"slug": "Could not find a free slug; please choose one."})
 
 
 def _free_slug(story: Story) -> str:
@@ -97,7 +121,7 @@ def _free_slug(story: Story) -> str:
     return probe._unique_slug(slug_from_title(story.title))
 
 
-def _content(story: Story) -> dict:
+def _content(story: Story | Revision) -> dict:
     return {name: getattr(story, name) for name in DRAFT_FIELDS}
 
 
@@ -134,7 +158,8 @@ def story_save(
 
     ValidationError (nothing stored) for content that could not be published either;
     StoryConflict when `if_version` is given and the story was saved since (another
-    tab, another writer). A save that changes nothing keeps the version."""
+    tab, another writer) with other text than this. A save that changes nothing keeps
+    the version."""
     with transaction.atomic():
         if story_id is None:
             story = Story(id=_new_story_id())
@@ -142,29 +167,33 @@ def story_save(
             story = Story.objects.select_for_update().get(pk=story_id)
             if story.trashed_at is not None:
                 raise ValidationError("This story is in the trash; restore it first.")
-        if if_version is not None and story.version != if_version:
-            raise StoryConflict(current=story.version, given=if_version)
         before = _content(story) if story_id is not None else None
         story.title, story.body, story.slug, story.publish_at = title, body, slug, publish_at
         story.description, story.language, story.byline = description, language, byline
         story.tags = tags or []
         story.clean()
         story.full_clean(exclude=["slug_key"], validate_unique=False)
-        if not story.slug:
+        derived = not story.slug
+        if derived:
             story.slug = _free_slug(story)
         story.slug_key = key_of(story.slug)
         _check_slug_free(story)
         if before == _content(story):
+            # Nothing to save: also when another save stored this very text since (the
+            # tab's own autosave, in flight when its form was sent).
             return story
+        if if_version is not None and story.version != if_version:
+            raise StoryConflict(current=story.version, given=if_version)
         story.version += 1
-        story.save()
+        _store(story, derived=derived)
         _record(story, saved_by=saved_by, note=note or ("created" if before is None else ""))
     return story
 
 
 def story_of_article(article: Article) -> Story:
     """The article's story, made from the article's content when it has none (an
-    article written in the Article form, or before stories)."""
+    article written in the Article form, or before stories); the one another request
+    made meanwhile when both make it at once."""
     story = Story.objects.filter(pk=article.pk).first()
     if story is not None:
         return story
@@ -176,8 +205,17 @@ def story_of_article(article: Article) -> Story:
         slug_key=key_of(article.slug),
         **{name: getattr(article, name) for name in DRAFT_FIELDS},
     )
-    story.save(force_insert=True)
-    _record(story, saved_by="", note="from the article")
+    try:
+        with transaction.atomic():
+            story.save(force_insert=True)
+            _record(story, saved_by="", note="from the article")
+    except IntegrityError:
+        # Another request made it at the same moment (a withdraw, a delete, a publish
+        # of the same article): theirs is the story.
+        made = Story.objects.filter(pk=article.pk).first()
+        if made is None:
+            raise
+        return made
     return story
 
 
@@ -190,10 +228,13 @@ def story_publish(*, story_id: int) -> Article:
         story = Story.objects.select_for_update().get(pk=story_id)
         if story.trashed_at is not None:
             raise ValidationError("This story is in the trash; restore it first.")
+        article = Article.objects.select_for_update().filter(pk=story.pk).first()
+        if article is not None and _edited_elsewhere(story, article):
+            # Not undone silently: the draft takes it, or it is kept as a revision.
+            _take_in(story, article, saved_by="", when="edited elsewhere")
         content = _content(story)
         if content["publish_at"] is None:
             content["publish_at"] = timezone.now()
-        article = Article.objects.select_for_update().filter(pk=story.pk).first()
         if article is None:
             article = article_create(article_id=story.pk, **content)
         else:
@@ -208,40 +249,60 @@ def story_publish(*, story_id: int) -> Article:
     return article
 
 
+def _take_in(story: Story, article: Article, *, saved_by: str, when: str) -> None:
+    """Keep the article's content when it is not the draft's (an edit made in the
+    Article form or the API): it becomes the draft unless the draft has unpublished
+    changes, else it is a revision with the draft again on top of it."""
+    live = {name: getattr(article, name) for name in DRAFT_FIELDS}
+    if _same(live, _content(story)):
+        return
+    if story.has_unpublished_changes:
+        story.version += 1
+        Revision.objects.create(
+            story=story,
+            number=story.version,
+            saved_by=saved_by,
+            note=f"the article as {when}",
+            **live,
+        )
+        story.version += 1
+        _record(story, saved_by=saved_by, note=f"the draft, kept when {when}")
+    else:
+        for name, value in live.items():
+            setattr(story, name, value)
+        story.slug_key = key_of(story.slug)
+        story.version += 1
+        _record(story, saved_by=saved_by, note=f"the article as {when}")
+    story.save()
+
+
+def _edited_elsewhere(story: Story, article: Article) -> bool:
+    """The article's content is not what the story last published: it was edited in
+    the Article form or the API since (unknown when that version was pruned)."""
+    published = story.revisions.filter(number=story.published_version).first()
+    if published is None:
+        return False
+    return not _same({name: getattr(article, name) for name in DRAFT_FIELDS}, _content(published))
+
+
 def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
     """Take the article off the blog without losing it: its Article row is deleted as
     a delete does it (page, listings, feeds, sitemap; `article.withdrawn` on the
     webhook), and its story is a draft again, with its slug. The article's content is
     kept as a revision when the story's draft differs from it (an edit made in the
-    Article form); it becomes the draft unless the draft has unpublished changes."""
+    Article form); it becomes the draft unless the draft has unpublished changes.
+    NotOnTheBlog when there is no article (also when another withdraw or a delete took
+    it while this one waited for it)."""
     with transaction.atomic():
         # The story's row first, then the article's, as story_publish and story_trash
         # take them: two of them at once wait for each other instead of deadlocking.
         Story.objects.select_for_update().filter(pk=article_id).first()
-        article = Article.objects.select_for_update().get(pk=article_id)
+        article = Article.objects.select_for_update().filter(pk=article_id).first()
+        if article is None:  # never published, or withdrawn or deleted meanwhile
+            raise NotOnTheBlog()
         story = story_of_article(article)
         story = Story.objects.select_for_update().get(pk=story.pk)
-        live = {name: getattr(article, name) for name in DRAFT_FIELDS}
-        if not _same(live, _content(story)):
-            if story.has_unpublished_changes:
-                # The article's text as a revision, then the draft again on top of it.
-                story.version += 1
-                Revision.objects.create(
-                    story=story,
-                    number=story.version,
-                    saved_by=saved_by,
-                    note="the article as withdrawn",
-                    **live,
-                )
-                story.version += 1
-                _record(story, saved_by=saved_by, note="the draft, kept at withdraw")
-            else:
-                for name, value in live.items():
-                    setattr(story, name, value)
-                story.slug_key = key_of(story.slug)
-                story.version += 1
-                _record(story, saved_by=saved_by, note="the article as withdrawn")
-            story.save()
+        _take_in(story, article, saved_by=saved_by, when="withdrawn")
         # Reserve the address the readers knew, too: the story keeps the slug it had.
         Story.objects.filter(pk=story.pk).update(
             state=StoryState.DRAFT, published_version=story.version, updated_at=timezone.now()
@@ -436,6 +497,24 @@ def story_untrash(*, story_id: int) -> tuple[Story, bool]:
     return story, renamed
 
 
+def _purge(stories: QuerySet[Story], *, limit: int | None = None) -> list[int]:
+    """Delete for good those of `stories` that are in the trash; their ids. Locked
+    while still in the trash, so a restore from the trash either went first (then the
+    story is not picked) or waits and finds it gone; one being restored right now is
+    skipped."""
+    with transaction.atomic():
+        trashed = stories.filter(trashed_at__isnull=False).select_for_update(skip_locked=True)
+        ids = list(trashed.order_by("pk").values_list("pk", flat=True)[:limit])
+        Story.objects.filter(pk__in=ids).delete()
+    return ids
+
+
+def stories_purge(*, story_ids: Iterable[int]) -> int:
+    """ "Delete forever" in the trash's list: those of these stories that are in the
+    trash now (the others are left alone); how many."""
+    return len(_purge(Story.objects.filter(pk__in=list(story_ids))))
+
+
 def stories_tidy(*, limit: int) -> tuple[int, int]:
     """The clock's part (the catch-up runs it): purge what has been in the trash for
     STORY_TRASH_DAYS (sending nothing: the delete was announced when it was trashed),
@@ -444,10 +523,7 @@ def stories_tidy(*, limit: int) -> tuple[int, int]:
     (stories purged, revisions pruned)."""
     now = timezone.now()
     purge_before = now - timedelta(days=settings.STORY_TRASH_DAYS)
-    stale = list(
-        Story.objects.filter(trashed_at__lt=purge_before).values_list("pk", flat=True)[:limit]
-    )
-    Story.objects.filter(pk__in=stale).delete()
+    stale = _purge(Story.objects.filter(trashed_at__lt=purge_before), limit=limit)
     keep = settings.STORY_REVISIONS_KEEP_COUNT
     old = Revision.objects.filter(
         saved_at__lt=now - timedelta(days=settings.STORY_REVISIONS_KEEP_DAYS),

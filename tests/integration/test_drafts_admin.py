@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
+from publishing.services import story_publish, story_save
 from tests.support.desk import article_form
 from tests.support.waiting import wait_for
 
@@ -133,6 +134,37 @@ def test_publish_and_withdraw_need_change_article(django_user_model, client, adm
 
     assert response.status_code == 403
     assert not Article.objects.filter(pk=story.pk).exists()
+
+
+@pytest.mark.parametrize("bulk", [False, True], ids=["delete page", "delete selected"])
+def test_trashing_a_story_on_the_blog_needs_delete_article(django_user_model, client, bulk):
+    """Its article goes with it: a delete of what readers see, as the Article list's
+    delete, which needs `delete_article`. A draft on no page needs only the story's."""
+    live = story_save(title="On the blog", body="Text.")
+    story_publish(story_id=live.pk)
+    draft = story_save(title="Only a draft", body="Text.")
+    writer = django_user_model.objects.create_user("writer", password="x", is_staff=True)
+    writer.user_permissions.add(
+        *Permission.objects.filter(
+            codename__in=["view_story", "change_story", "delete_story", "view_article"]
+        )
+    )
+    client.force_login(writer)
+
+    for story in (live, draft):
+        if bulk:
+            response = client.post(
+                "/admin/publishing/story/",
+                {"action": "delete_selected", "_selected_action": [story.pk], "post": "yes"},
+            )
+        else:
+            url = f"/admin/publishing/story/{story.pk}/delete/"
+            response = client.post(url, {"post": "yes"})
+        assert response.status_code in {200, 302, 403}
+
+    assert Article.objects.filter(pk=live.pk).exists()
+    assert Story.objects.get(pk=live.pk).trashed_at is None
+    assert Story.objects.get(pk=draft.pk).trashed_at is not None
 
 
 def test_delete_moves_to_the_trash_and_the_trash_restores_or_purges(admin_client):

@@ -14,6 +14,7 @@ from publishing.exceptions import StoryConflict
 from publishing.models import Article, Revision, Story
 from publishing.services import (
     article_create,
+    article_update,
     stories_tidy,
     story_publish,
     story_restore,
@@ -90,6 +91,46 @@ def test_a_save_over_a_newer_version_is_refused_and_loses_nothing():
 
     assert conflict.value.current == tab_one + 1
     assert Story.objects.get(pk=story.pk).body == "Tab two's text."
+
+
+def test_a_save_of_the_text_saved_since_is_no_conflict():
+    """The tab's autosave was in flight when its writer pressed "Save and publish": the
+    form names the version before the autosave, with the very text the autosave
+    stored. Nothing would be overwritten, so it is no conflict (and no new version)."""
+    story = story_save(title="Autosaved", body="Half a thought.")
+    opened_at = story.version
+    story_save(story_id=story.pk, title="Autosaved", body="A whole thought.", if_version=opened_at)
+
+    same = story_save(
+        story_id=story.pk, title="Autosaved", body="A whole thought.", if_version=opened_at
+    )
+
+    assert same.version == opened_at + 1
+    assert story_publish(story_id=story.pk).body == "A whole thought."
+
+
+def test_an_edit_made_in_the_article_form_is_not_undone_by_publishing_the_story():
+    """An editor fixes the live article in the Article form (or the API's PATCH); the
+    story's draft still has the old text. Publishing the story must not put the old
+    text back silently: with no changes of its own the draft takes the article's text;
+    with changes, they are published and the article's text is kept as a version."""
+    story = story_save(title="Typo", body="Teh text.")
+    article = story_publish(story_id=story.pk)
+    article_update(article=article, body="The text.")
+
+    story_publish(story_id=story.pk)  # nothing changed in the draft
+
+    assert Article.objects.get(pk=story.pk).body == "The text."
+    assert Story.objects.get(pk=story.pk).body == "The text."
+
+    article_update(article=Article.objects.get(pk=story.pk), body="The text, edited.")
+    story_save(story_id=story.pk, title="Typo fixed", body="The text.")
+    story_publish(story_id=story.pk)  # the writer's own change
+
+    live = Article.objects.get(pk=story.pk)
+    assert (live.title, live.body) == ("Typo fixed", "The text.")
+    kept = Revision.objects.filter(story_id=story.pk, body="The text, edited.")
+    assert kept.exists(), "the Article form's text is lost"
 
 
 def test_every_save_that_changes_the_draft_is_a_revision_with_who_and_when():
