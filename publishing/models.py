@@ -58,6 +58,7 @@ from publishing.validators import (
     validate_single_line,
     validate_slug_bytes,
 )
+from work.db import address_lock
 
 TITLE_MAX_LENGTH = 200
 # The content's validators, shared by the article and its story's draft.
@@ -512,15 +513,19 @@ class Article(models.Model):
         if derived_slug:
             self.slug = self._unique_slug(slug_from_title(self.title))
         self.fill_slug_keys()
-        if not derived_slug:  # a derived slug is free already
-            self._check_slug_free()
-        self.content_hash = self._content_hash()
-        if self._state.adding:
-            # Read by the post_save receiver, which runs inside super().save().
-            self.wants_publish = self.status == ArticleStatus.PENDING
-            self._save_new(derived_slug, *args, **kwargs)
-            return
-        self._save_edit()
+        with transaction.atomic():
+            if not derived_slug:  # a derived slug is free already
+                # A draft saved at this address meanwhile is checked in another table:
+                # the address's lock makes the two saves take turns (work.db).
+                address_lock(self.slug_key)
+                self._check_slug_free()
+            self.content_hash = self._content_hash()
+            if self._state.adding:
+                # Read by the post_save receiver, which runs inside super().save().
+                self.wants_publish = self.status == ArticleStatus.PENDING
+                self._save_new(derived_slug, *args, **kwargs)
+                return
+            self._save_edit()
 
     def get_absolute_url(self) -> str:
         return f"/{self.slug}/"

@@ -3,6 +3,7 @@ and a condition on several columns at once."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
@@ -85,3 +86,21 @@ def _column(field: Field) -> str:
     if field.column is None:  # only fields without a column of their own; see _field
         raise ValueError(f"{field} has no column")
     return field.column
+
+
+def address_lock(key: str, *, using: str = "default") -> None:
+    """Hold the lock of one page address (a slug's key) until the caller's transaction
+    ends, so that two writers who each check that the address is free, in different
+    tables (an article's, a draft's), take turns: the second checks after the first
+    committed. PostgreSQL: an advisory transaction lock, the same on every host; SQLite
+    has one writer at a time."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return
+    if not connection.in_atomic_block:
+        raise RuntimeError("address_lock needs a transaction: it lasts until its end")
+    digest = hashlib.blake2b(f"blogpublish.address:{key}".encode(), digest_size=8).digest()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)]
+        )

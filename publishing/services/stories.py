@@ -37,6 +37,7 @@ from publishing.models import (
 )
 from publishing.services.authoring import article_create, article_update
 from publishing.services.operator import article_requeue
+from work.db import address_lock
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,17 @@ def story_save(
         if derived:
             story.slug = _free_slug(story)
         story.slug_key = key_of(story.slug)
-        _check_slug_free(story)
+        address_lock(story.slug_key)  # an article's save of this address waits for ours
+        try:
+            _check_slug_free(story)
+        except ValidationError:
+            if not derived:
+                raise
+            # Taken by a save this one waited for: a derived address moves on.
+            story.slug = _free_slug(story)
+            story.slug_key = key_of(story.slug)
+            address_lock(story.slug_key)
+            _check_slug_free(story)
         if before == _content(story):
             # Nothing to save: also when another save stored this very text since (the
             # tab's own autosave, in flight when its form was sent).

@@ -248,24 +248,15 @@ def test_publish_of_an_article_without_a_story_while_another_request_makes_its_s
     assert Story.objects.filter(pk=article.pk).count() == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a draft's address and an article's are checked across two tables with no "
-    "lock between them: an article saved while a draft of the same address is being "
-    "saved takes it too, and the draft cannot publish at its address (issue 22 review)",
-)
 def test_a_draft_and_an_article_of_one_address_at_once_are_not_both_kept():
     """A writer saves a draft at /shared-address/ while another writes an article there
-    in the Article form: the address is reserved for one of them, never both."""
-    racer = Racer(lambda: article_create(title="Form", body="Text.", slug="shared-address"))
-
-    with transaction.atomic():
-        story = story_save(title="Draft", body="Text.", slug="shared-address")
-        racer.start()
-        racer.join(timeout=30)  # no lock between the tables: it does not wait
-    assert not racer.is_alive()
-
-    article_kept = racer.error is None
-    assert not (article_kept and Story.objects.filter(pk=story.pk).exists()), (
-        "both the draft and another article hold /shared-address/"
+    in the Article form: the address is reserved for one of them, never both (the two
+    saves take turns on the address's lock: work.db.address_lock)."""
+    story, racer = race_while_held(
+        lambda: story_save(title="Draft", body="Text.", slug="shared-address"),
+        lambda: article_create(title="Form", body="Text.", slug="shared-address"),
     )
+
+    assert Story.objects.filter(pk=story.pk).exists()
+    assert isinstance(racer.error, ValidationError) and "slug" in racer.error.message_dict
+    assert not Article.objects.filter(slug="shared-address").exists()
