@@ -50,6 +50,7 @@
     let dirty = false;
     let busy = false;
     let stopped = false;
+    let inflight = Promise.resolve(); // the autosave on its way, if one is
 
     function say(text, state) {
       if (status) {
@@ -72,6 +73,10 @@
       }
       busy = true;
       dirty = false;
+      let landed;
+      inflight = new Promise((resolve) => {
+        landed = resolve;
+      });
       try {
         const response = await fetch(panel.dataset.autosaveUrl, {
           method: "POST",
@@ -100,6 +105,7 @@
         say("Not saved yet: the server did not answer.", "error");
       } finally {
         busy = false;
+        landed();
         if (dirty && !stopped) {
           timer = setTimeout(save, AUTOSAVE_MS);
         }
@@ -115,7 +121,19 @@
       clearTimeout(timer);
       timer = setTimeout(save, AUTOSAVE_MS);
     });
-    form.addEventListener("submit", function () {
+    form.addEventListener("submit", function (event) {
+      if (busy) {
+        // An autosave is on its way (a new story's first one makes the story): the
+        // form's save waits for it and goes to the story it made, with its version,
+        // instead of making a second story or meeting a conflict.
+        event.preventDefault();
+        const submitter = event.submitter;
+        clearTimeout(timer);
+        inflight.then(function () {
+          form.requestSubmit(submitter);
+        });
+        return;
+      }
       stopped = true; // the form's own save follows
     });
     document.addEventListener("visibilitychange", function () {
