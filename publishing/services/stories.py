@@ -371,8 +371,17 @@ def revision_diff(old: Revision | Story, new: Revision | Story) -> list[tuple[st
 
 
 def _as_text(version: Revision | Story) -> list[str]:
+    """A version as the diff reads it: what readers see besides the body (the reader
+    fields too: a re-tag or a new byline is a change), then the body."""
     when = version.publish_at.isoformat() if version.publish_at else "(when published)"
-    head = [f"Title: {version.title}", f"Slug: {version.slug}", f"Date: {when}", ""]
+    head = [f"Title: {version.title}", f"Slug: {version.slug}", f"Date: {when}"]
+    head += [
+        f"Description: {version.description}",
+        f"Language: {version.language}",
+        f"Byline: {version.byline}",
+        f"Tags: {', '.join(version.tags or [])}",
+        "",
+    ]
     return head + version.body.split("\n")
 
 

@@ -22,7 +22,7 @@ from publishing.services import (
     story_trash,
 )
 from publishing.services.importing import articles_import
-from publishing.services.stories import diff_lines
+from publishing.services.stories import diff_lines, revision_diff
 from tests.support.import_files import post, write
 
 pytestmark = pytest.mark.django_db
@@ -220,3 +220,17 @@ def test_import_keeps_draft_files_as_drafts_by_slug(tmp_path):
     story = Story.objects.get(slug="later")
     assert (story.body, story.version, story.state) == ("Second words.", 2, "draft")
     assert not Article.objects.filter(slug="later").exists()
+
+
+def test_a_diff_shows_a_change_of_the_reader_fields_alone():
+    story = story_save(title="Tagged", body="Same body.", tags=["garden"], byline="Ann")
+    story = story_save(
+        story_id=story.pk, title="Tagged", body="Same body.", tags=["garden", "spring"], byline="Bo"
+    )
+    first, second = story.revisions.order_by("number")
+
+    lines = revision_diff(first, second)
+
+    assert ("-", "Tags: garden") in lines and ("+", "Tags: garden, spring") in lines
+    assert ("-", "Byline: Ann") in lines and ("+", "Byline: Bo") in lines
+    assert not any(text.startswith("Same body") for kind, text in lines if kind in "+-")
