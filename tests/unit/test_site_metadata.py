@@ -14,6 +14,9 @@ import pytest
 
 from blogpublish.site import documents, selectors
 
+# No neighbours: an article page without the database (a unit test).
+ALONE = selectors.Neighbours(None, None)
+
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 IMAGE = "media/" + "a" * 64 + ".png"
 
@@ -65,7 +68,7 @@ def test_article_page__description_opengraph_twitter_and_canonical(settings):
     settings.SITE_URL = "https://blog.example.com/"
     body = f"First **paragraph** of the post.\n\n![a picture](/{IMAGE})"
 
-    head = head_of(documents.article_page(article(body=body)))
+    head = head_of(documents.article_page(article(body=body), around=ALONE))
 
     url = "https://blog.example.com/hello/"
     assert head.meta["description"] == "First paragraph of the post."
@@ -83,7 +86,7 @@ def test_article_page__description_opengraph_twitter_and_canonical(settings):
 def test_article_page__json_ld_is_a_blog_posting_no_title_can_break_out_of(settings):
     title = "</script><script>alert(1)</script> & more"
 
-    page = documents.article_page(article(title=title))
+    page = documents.article_page(article(title=title), around=ALONE)
     [ld] = head_of(page).ld
 
     data = json.loads(ld)
@@ -105,7 +108,7 @@ def test_listing_pages__canonical_description_and_a_heading(settings):
 
 
 def test_every_page_has_a_skip_link_to_its_content():
-    page = documents.article_page(article(), around=selectors.Neighbours(None, None))
+    page = documents.article_page(article(), around=ALONE)
 
     assert re.search(r'<a class="skip" href="#content">', page)
     assert '<main id="content" aria-label="Content">' in page
@@ -128,7 +131,8 @@ def test_article_page__lang_byline_tags_and_description_of_the_article(settings)
             byline="王小明",
             tags=["数据库", "python"],
             description="A description, not the excerpt.",
-        )
+        ),
+        around=ALONE,
     )
     head = head_of(page)
     [ld] = head.ld
@@ -146,15 +150,17 @@ def test_article_page__lang_byline_tags_and_description_of_the_article(settings)
 def test_article_page__site_language_when_the_article_names_none(settings):
     settings.SITE_LANGUAGE = "fr"
 
-    page = documents.article_page(article())
+    page = documents.article_page(article(), around=ALONE)
 
     assert '<html lang="fr">' in page
     assert "author" not in head_of(page).meta
 
 
 def test_article_page__its_content_mark_covers_the_reader_fields():
-    plain = documents.page_content_hash(documents.article_page(article()).encode())
-    bylined = documents.page_content_hash(documents.article_page(article(byline="Ann")).encode())
+    plain = documents.page_content_hash(documents.article_page(article(), around=ALONE).encode())
+    bylined = documents.page_content_hash(
+        documents.article_page(article(byline="Ann"), around=ALONE).encode()
+    )
 
     assert plain and bylined and plain != bylined
 
