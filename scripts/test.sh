@@ -59,11 +59,16 @@ case "$which" in
         # other's broadcasts (remote control, events).
         mkdir -p var
         db=$((RANDOM % 15 + 1))
+        # First, alone: the test that compares rendering times (n against 8n, CPU time)
+        # is skewed by the other runs' load on the shared caches of two cores.
+        growth=tests/security/test_render_growth.py
+        BLOGPUBLISH_TEST_BROKER="${TEST_REDIS_URL%/}/$db" run_sqlite "$growth" "$@" || status=$?
         log="var/test-postgres-$$.log"
         BLOGPUBLISH_TEST_BROKER="${TEST_REDIS_URL%/}/$db" run_postgres "$@" >"$log" 2>&1 &
         pg=$!
         trap 'kill -INT $pg 2>/dev/null || true' INT TERM
-        BLOGPUBLISH_TEST_BROKER="${TEST_REDIS_URL%/}/$((db % 15 + 1))" run_sqlite "$@" || status=$?
+        BLOGPUBLISH_TEST_BROKER="${TEST_REDIS_URL%/}/$((db % 15 + 1))" \
+            run_sqlite --ignore="$growth" "$@" || status=$?
         run_rabbitmq "$@" || status=$?
         wait $pg || status=$?
         cat "$log"

@@ -29,17 +29,18 @@ SYSTEM_SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _without_the_session_worker():
-    """The integration tests' session worker is stopped before the system tests: they
-    start processes of their own on a private broker, but share the run's database,
-    where the session worker's late work (a message it held for its ETA, a pass of the
-    shared views, a re-render pass that sends the next) would hold the refresher's
-    lease or write pages under a system test. No test after the system tests uses it."""
+@pytest.fixture(autouse=True)
+def _without_the_session_worker(request):
+    """The integration tests' session worker is stopped before a system test that does
+    not use it: such a test starts processes of its own on a private broker, but shares
+    the run's database, where the session worker's late work (a message it held for its
+    ETA, a pass of the shared views, a re-render pass that sends the next) would hold
+    the refresher's lease or write pages under it. (The one system test that uses it,
+    test_backup_restore.py, runs first.)"""
     from tests.conftest import SESSION_WORKER
 
     proc = SESSION_WORKER.get("proc")
-    if proc is not None and proc.alive():
+    if "worker" not in request.fixturenames and proc is not None and proc.alive():
         proc.stop()
     yield
 
