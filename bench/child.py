@@ -100,7 +100,7 @@ def measure(mode: str) -> Callable[[Path, dict, dict], dict]:
 
         return measure_catch_up
     if mode == "operator":
-        from bench.operator import measure_operator
+        from bench.operator_views import measure_operator
 
         return measure_operator
     raise SystemExit(f"unknown mode {mode!r}")

@@ -195,8 +195,8 @@ from bench.pipeline import add_arguments, bench_pipeline, run_child  # noqa: E40
 
 def bench_operator(args: argparse.Namespace) -> None:
     """The dashboard and the /metrics scrape at 1 M articles and 5 M attempts
-    (bench/operator.py), per database, on a fresh one in a child process."""
-    from bench.operator import FULL, QUICK, operator_report
+    (bench/operator_views.py), per database, on a fresh one in a child process."""
+    from bench.operator_views import FULL, QUICK, operator_report
     from bench.support import private_redis
 
     params = dict(QUICK if args.quick else FULL)

@@ -65,7 +65,7 @@ def test_side_by_side_benchmark_runs_at_tiny_sizes(tmp_path):
 
 @pytest.mark.each_database  # the benchmark's process uses the run's kind of database
 def test_operator_benchmark_runs_at_tiny_sizes():
-    """bench/operator.py (the dashboard and /metrics with many articles and attempts)
+    """bench/operator_views.py (the dashboard and /metrics with many articles and attempts)
     on this run's kind of database, at tiny sizes."""
     database = "postgres" if os.environ.get("BLOGPUBLISH_TEST_DB") == "postgres" else "sqlite"
     tiny = ["--operator-articles", "300", "--operator-attempts", "1000"]

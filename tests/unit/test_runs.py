@@ -36,7 +36,7 @@ def runs_of(test: Candidate) -> set[str]:
         # A database in-process: the subject may differ between the two databases.
         ("tests/unit/test_x.py", True, False, (), {SQLITE, POSTGRES}),
         ("tests/security/test_x.py", True, False, (), {SQLITE, POSTGRES}),
-        # A subprocess on the run's database (bench/operator.py).
+        # A subprocess on the run's database (bench/operator_views.py).
         ("tests/unit/test_x.py", False, False, ("each_database",), {SQLITE, POSTGRES}),
         # In-process against the database, nothing consumed from the broker.
         ("tests/integration/test_x.py", True, False, (), {SQLITE, POSTGRES}),
