@@ -285,7 +285,13 @@ def bench_upgrade(args: argparse.Namespace) -> None:
     size = args.upgrade_articles or (100_000 if args.quick else 1_000_000)
     print(f"\nAn upgrade from the previous release, {size:,} articles (PostgreSQL)", flush=True)
     done = subprocess.run(
-        [str(ROOT / "scripts" / "test.sh"), "postgres", "tests/system/test_upgrade.py", *QUIET],
+        [
+            str(ROOT / "scripts" / "test.sh"),
+            "postgres",
+            "tests/system/test_upgrade.py",
+            *QUIET,
+            "--timeout=3600",  # the seeding alone is minutes at 1 M
+        ],
         cwd=ROOT,
         env={**os.environ, "BLOGPUBLISH_UPGRADE_ARTICLES": str(size)},
         capture_output=True,
