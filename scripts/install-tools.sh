@@ -11,6 +11,8 @@
 #                                           axe-core, from the npm registry into
 #                                           tools/checkers/node_modules (package-lock.json):
 #                                           tests/browser/test_reader_pages.py
+#   aws               (package awscli)      the backup drill of a site in a bucket
+#                                           (tests/system/test_backup_restore.py)
 # Called by `make install` and `make test`; quick when everything is there. Add a tool
 # as one more "command package" pair below.
 #   scripts/install-tools.sh [--check]    --check: only say what is missing (exit 1)
@@ -23,6 +25,7 @@ tools=(
     "hugo hugo"
     "java default-jre-headless"
     "npm npm"
+    "aws awscli"
 )
 
 missing=()

@@ -14,16 +14,15 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
-from django.test import override_settings
 from django.utils import timezone
 
 from config.celery import app
-from config.queues import celery_queues
 from digest.content import day_bounds, digest_build
 from digest.days import digest_yesterday
 from digest.tasks import digest_daily
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from tests.support import processes
+from tests.support.own_worker import own_worker
 from tests.support.receiver import Receiver
 from tests.support.smtp import SmtpServer
 from tests.support.waiting import wait_for
@@ -44,43 +43,30 @@ def digest_env(django_db_setup, django_db_blocker, tmp_path_factory):
     posts the digest to them; this process's settings say the same."""
     smtp = SmtpServer(tmp_path_factory.mktemp("smtp")).start()
     receiver = Receiver().start()
-    default_queue = app.conf.task_default_queue
-    queue = f"{default_queue}-digest"
-    routes, queues = celery_queues(queue)
     env = {
         **smtp.env,
-        "BLOGPUBLISH_TEST_QUEUE": queue,
         "DIGEST_RECIPIENTS": RECIPIENTS,
         "DIGEST_WEBHOOK_URL": receiver.url,
         "DIGEST_WEBHOOK_SECRET": SECRET,
         "PUBLISH_WEBHOOK_TIMEOUT": "2",
     }
-    same = override_settings(
-        CELERY_TASK_DEFAULT_QUEUE=queue,
-        CELERY_TASK_ROUTES=routes,
-        CELERY_TASK_QUEUES=queues,
-        EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
-        EMAIL_HOST="127.0.0.1",
-        EMAIL_PORT=smtp.port,
-        DIGEST_RECIPIENTS=RECIPIENTS.split(","),
-        DIGEST_WEBHOOK_URL=receiver.url,
-        DIGEST_WEBHOOK_SECRET=SECRET,
-        PUBLISH_WEBHOOK_TIMEOUT=2.0,
-    )
-    same.enable()
-    app.conf.task_default_queue = queue
-    worker = None
     try:
-        worker = processes.start_worker(name="digest-worker", env=env)
-        yield {"smtp": smtp, "receiver": receiver, "env": env, "queue": queue}
+        with own_worker(
+            "digest-worker",
+            suffix="digest",
+            env=env,
+            EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
+            EMAIL_HOST="127.0.0.1",
+            EMAIL_PORT=smtp.port,
+            DIGEST_RECIPIENTS=RECIPIENTS.split(","),
+            DIGEST_WEBHOOK_URL=receiver.url,
+            DIGEST_WEBHOOK_SECRET=SECRET,
+            PUBLISH_WEBHOOK_TIMEOUT=2.0,
+        ):
+            queue = app.conf.task_default_queue
+            env = {**env, "BLOGPUBLISH_TEST_QUEUE": queue}
+            yield {"smtp": smtp, "receiver": receiver, "env": env, "queue": queue}
     finally:
-        if worker:
-            worker.stop()
-        with app.connection_for_write() as conn:
-            for name in (q.name for q in queues):
-                conn.default_channel.queue_delete(name)
-        app.conf.task_default_queue = default_queue
-        same.disable()
         receiver.stop()
         smtp.stop()
 

@@ -10,15 +10,13 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import override_settings
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from config.celery import app
-from config.queues import celery_queues
 from publishing import rollup
 from publishing.models import Article, ArticleStatus, MetricsBucket
 from tests.support import processes
+from tests.support.own_worker import own_worker
 from tests.support.waiting import wait_for
 
 pytestmark = [
@@ -32,28 +30,8 @@ TOKEN = "observability-scrape-token"
 @pytest.fixture(scope="module")
 def json_worker(django_db_setup, django_db_blocker):
     """A worker process logging JSON, alone on this module's queue."""
-    default_queue = app.conf.task_default_queue
-    queue = f"{default_queue}-obs"
-    routes, queues = celery_queues(queue)
-    same = override_settings(
-        CELERY_TASK_DEFAULT_QUEUE=queue, CELERY_TASK_ROUTES=routes, CELERY_TASK_QUEUES=queues
-    )
-    same.enable()
-    app.conf.task_default_queue = queue
-    worker = None
-    try:
-        worker = processes.start_worker(
-            name="json-worker", env={"BLOGPUBLISH_TEST_QUEUE": queue, "LOG_FORMAT": "json"}
-        )
+    with own_worker("json-worker", suffix="obs", env={"LOG_FORMAT": "json"}) as worker:
         yield worker
-    finally:
-        if worker:
-            worker.stop()
-        with app.connection_for_write() as conn:
-            for name in (q.name for q in queues):
-                conn.default_channel.queue_delete(name)
-        app.conf.task_default_queue = default_queue
-        same.disable()
 
 
 def wait_published(article_ids: list[int], timeout: float = 60.0) -> None:

@@ -22,13 +22,10 @@ import pytest
 import requests
 from django.conf import settings
 from django.core.management import call_command
-from django.test import override_settings
 from django.urls import reverse
 
 from blogpublish.site.documents import rfc3339
 from blogpublish.webhooks import WebhookPublisher, idempotency_key
-from config.celery import app
-from config.queues import celery_queues
 from publishing.models import (
     Article,
     ArticleStatus,
@@ -45,8 +42,9 @@ from publishing.services import (
     webhook_deliver,
 )
 from publishing.signing import sign
-from tests.support import documented_receiver, processes
+from tests.support import documented_receiver
 from tests.support.api import bearer
+from tests.support.own_worker import own_worker
 from tests.support.receiver import Receiver
 from tests.support.settling import wait_settled
 from tests.support.waiting import wait_for, wait_status
@@ -79,53 +77,33 @@ def documented(tmp_path_factory) -> dict:
 def receiver(django_db_setup, django_db_blocker, documented):
     # It answers 401 to a request the documented receiver would refuse.
     receiver = Receiver(verify=documented["verify"]).start()
-    # Read before the override: Celery loads its configuration from the settings lazily,
-    # at the first access.
-    default_queue = app.conf.task_default_queue
-    queue = f"{default_queue}-webhook"
-    routes, queues = celery_queues(queue)
     publishers = settings.PUBLISH_PUBLISHERS  # chaos, site, journal: the webhook before journal
-    same_settings = override_settings(
-        CELERY_TASK_DEFAULT_QUEUE=queue,
-        CELERY_TASK_ROUTES=routes,
-        CELERY_TASK_QUEUES=queues,
-        PUBLISH_WEBHOOK_URL=receiver.url,
-        PUBLISH_WEBHOOK_SECRET=SECRET,
-        PUBLISH_WEBHOOK_TIMEOUT=3.0,
-        PUBLISH_WEBHOOK_LEASE_SECONDS=10.0,
-        ALERT_WEBHOOK_URL=receiver.url,
-        ALERT_WEBHOOK_SECRET=SECRET,
-        PUBLISH_PUBLISHERS=[
-            *publishers[:-1],
-            "blogpublish.webhooks.WebhookPublisher",
-            *publishers[-1:],
-        ],
-    )
-    same_settings.enable()
-    app.conf.task_default_queue = queue
-    worker = None
     try:
-        worker = processes.start_worker(
-            name="webhook-worker",
+        with own_worker(
+            "webhook-worker",
+            suffix="webhook",
             env={
-                "BLOGPUBLISH_TEST_QUEUE": queue,
                 "PUBLISH_WEBHOOK_URL": receiver.url,
                 "PUBLISH_WEBHOOK_SECRET": SECRET,
                 "ALERT_WEBHOOK_URL": receiver.url,
                 "ALERT_WEBHOOK_SECRET": SECRET,
                 **WORKER_SETTINGS,
             },
-        )
-        receiver.worker = worker  # for the test that kills its pool children
-        yield receiver
+            PUBLISH_WEBHOOK_URL=receiver.url,
+            PUBLISH_WEBHOOK_SECRET=SECRET,
+            PUBLISH_WEBHOOK_TIMEOUT=3.0,
+            PUBLISH_WEBHOOK_LEASE_SECONDS=10.0,
+            ALERT_WEBHOOK_URL=receiver.url,
+            ALERT_WEBHOOK_SECRET=SECRET,
+            PUBLISH_PUBLISHERS=[
+                *publishers[:-1],
+                "blogpublish.webhooks.WebhookPublisher",
+                *publishers[-1:],
+            ],
+        ) as worker:
+            receiver.worker = worker  # for the test that kills its pool children
+            yield receiver
     finally:
-        if worker:
-            worker.stop()
-        with app.connection_for_write() as conn:  # leave nothing of this run in the broker
-            for name in (q.name for q in queues):
-                conn.default_channel.queue_delete(name)
-        app.conf.task_default_queue = default_queue
-        same_settings.disable()
         receiver.stop()
 
 

@@ -1,7 +1,9 @@
 """Backup and restore, drilled (issue 23, item 1): an installation with articles in
 every state, an image and a digest is backed up with the commands docs/operations.md
 ("Backups") gives, restored into a fresh database and an empty SITE_ROOT, and
-`restore_check --repair` rebuilds a site equal to the original byte for byte.
+`restore_check --repair` rebuilds a site equal to the original byte for byte. Twice:
+the site in a folder (its media with tar), and in a bucket of moto's S3 server (its
+media with `aws s3 sync`, into an empty bucket).
 
 PostgreSQL only (pg_dump / pg_restore); it runs once, as the slow system tests do."""
 
@@ -26,7 +28,9 @@ from PIL import Image
 
 from blogpublish.desk import images
 from publishing.models import ArticleStatus
+from tests.support.own_worker import own_worker
 from tests.support.processes import ROOT
+from tests.support.s3 import mirror
 from tests.support.waiting import wait_status
 
 pytestmark = [
@@ -81,37 +85,81 @@ def populate(make_article, chaos) -> None:
         call_command("send_digest", stdout=io.StringIO())
 
 
-def test_backup_restore__the_restored_site_equals_the_original(
-    worker, make_article, chaos, tmp_path
-):
-    populate(make_article, chaos)
+class Folder:
+    """The site in a folder: the session worker's."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def env(self) -> dict[str, str]:
+        return {"BLOGPUBLISH_TEST_SITE_ROOT": str(self.root)}
+
+    def files(self, tmp_path: Path) -> dict[str, bytes]:
+        return site_files(self.root)
+
+    def back_up_media(self, into: Path) -> None:
+        sh(["tar", "-C", str(self.root), "-cf", str(into / "media.tar"), "media"])
+
+    def restored(self, backup: Path, tmp_path: Path) -> Folder:
+        root = tmp_path / "restored-site"
+        root.mkdir()
+        sh(["tar", "-C", str(root), "-xf", str(backup / "media.tar")])
+        return Folder(root)
+
+
+class Bucket:
+    """The site in a bucket (SITE_ROOT=s3://BUCKET/site) of moto's server."""
+
+    def __init__(self, server, bucket: str):
+        self.server, self.bucket = server, bucket
+        self.root = f"s3://{bucket}/site"
+
+    def env(self) -> dict[str, str]:
+        return self.server.env(self.root)
+
+    def files(self, tmp_path: Path) -> dict[str, bytes]:
+        into = tmp_path / f"mirror-{self.bucket}"
+        return site_files(mirror(self.server.client(), self.bucket, "site/", into))
+
+    def aws(self, *args: str) -> None:
+        sh(["aws", *args], env={**os.environ, **self.env()})
+
+    def back_up_media(self, into: Path) -> None:
+        self.aws("s3", "sync", "--only-show-errors", f"{self.root}/media", str(into / "media"))
+
+    def restored(self, backup: Path, tmp_path: Path) -> Bucket:
+        bucket = Bucket(self.server, self.server.new_bucket())
+        bucket.aws(
+            "s3", "sync", "--only-show-errors", str(backup / "media"), f"{bucket.root}/media"
+        )
+        return bucket
+
+
+def back_up_and_restore(site, tmp_path: Path) -> None:
+    """The drill, as docs/operations.md ("Backups") says, from a populated `site`."""
     call_command("restore_check", "--repair", stdout=io.StringIO())  # the original, whole
-    original = site_files(Path(settings.SITE_ROOT))
+    original = site.files(tmp_path)
     assert any(name.startswith("media/") for name in original)
     source_url = os.environ["DATABASE_URL"]
 
-    # Back up, as docs/operations.md says: the database, and the site's media folder.
-    dump, media = tmp_path / "blogpublish.dump", tmp_path / "media.tar"
+    # Back up: the database, then the site's media.
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    dump = backup / "blogpublish.dump"
     sh(["pg_dump", "--format=custom", "--file", str(dump), source_url])
-    sh(["tar", "-C", str(settings.SITE_ROOT), "-cf", str(media), "media"])
+    site.back_up_media(backup)
 
     # Restore into a new database and an empty site: another installation (run id).
     run_id = f"{os.environ['BLOGPUBLISH_TEST_RUN']}r"
     target_url = f"{source_url.rsplit('/', 1)[0]}/bp_test_{run_id}"
-    new_site = tmp_path / "restored-site"
-    new_site.mkdir()
-    env = {
-        **os.environ,
-        "BLOGPUBLISH_TEST_RUN": run_id,
-        "BLOGPUBLISH_TEST_SITE_ROOT": str(new_site),
-    }
     admin_url = f"{source_url.rsplit('/', 1)[0]}/postgres"
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE bp_test_{run_id}")
     try:
         sh(["pg_restore", "--no-owner", "--dbname", target_url, str(dump)])
-        sh(["tar", "-C", str(new_site), "-xf", str(media)])
+        new_site = site.restored(backup, tmp_path)
         assert row_counts(target_url) == row_counts(source_url)  # every table's rows back
+        env = {**os.environ, "BLOGPUBLISH_TEST_RUN": run_id, **new_site.env()}
         manage = [sys.executable, "manage.py", "restore_check"]
 
         before = sh(manage, env=env, check=False)
@@ -119,7 +167,25 @@ def test_backup_restore__the_restored_site_equals_the_original(
 
         sh([*manage, "--repair"], env=env)
 
-        assert site_files(new_site) == original
+        assert new_site.files(tmp_path) == original
     finally:
         with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS bp_test_{run_id} WITH (FORCE)")
+
+
+def test_backup_restore__the_restored_site_equals_the_original(
+    worker, make_article, chaos, tmp_path
+):
+    populate(make_article, chaos)
+    back_up_and_restore(Folder(Path(settings.SITE_ROOT)), tmp_path)
+
+
+def test_backup_restore__a_site_in_a_bucket_restored_into_an_empty_bucket(
+    s3_server, make_article, chaos, tmp_path
+):
+    site = Bucket(s3_server, s3_server.new_bucket())
+    with own_worker(
+        "backup-s3-worker", suffix="backup-s3", env=site.env(), **s3_server.settings_for(site.root)
+    ):
+        populate(make_article, chaos)
+        back_up_and_restore(site, tmp_path)
