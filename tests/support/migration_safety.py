@@ -26,9 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE_FILE = ROOT / "deploy" / "previous-release.json"
 
-# Written by every save, claim, attempt and outcome.
-HOT_TABLES = frozenset({"publishing_article", "publishing_publishattempt"})
-HOT_MODELS = ("Article", "PublishAttempt")
+# Written by every save, claim, attempt and outcome; publishing_articlecount by the
+# article table's triggers (0010_metrics_rollup) in the same transactions, so a lock on
+# it stops the same saves and claims.
+HOT_TABLES = frozenset(
+    {"publishing_article", "publishing_publishattempt", "publishing_articlecount"}
+)
+HOT_MODELS = ("Article", "PublishAttempt", "ArticleCount")
 
 # Functions whose value differs per row: a column added with one as its default is
 # written into every row (a rewrite), where a constant default is metadata only.
@@ -109,24 +113,33 @@ class Context:
 
 
 def _name(raw: str) -> str:
-    return raw.strip('"').lower()
+    """A table's name without its quotes and its schema (`"public"."x"` is `x`)."""
+    return raw.rsplit(".", 1)[-1].strip('"').lower()
+
+
+# A table's name as SQL may write it: quoted or not, with its schema or not.
+_TABLE = r'((?:"?\w+"?\.)?"?\w+"?)'
 
 
 _ALTER = re.compile(
-    r'^\s*ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?("?[\w.]+"?)\s+(.*)$', re.I | re.S
+    rf"^\s*ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?(?:ONLY\s+)?{_TABLE}\s+(.*)$", re.I | re.S
 )
-_CREATE_TABLE = re.compile(r'^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?("?\w+"?)', re.I)
+_CREATE_TABLE = re.compile(rf"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_TABLE}", re.I)
 _CREATE_INDEX = re.compile(
-    r"^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(CONCURRENTLY\s+)?.*?\bON\s+(?:ONLY\s+)?(\"?\w+\"?)",
+    rf"^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+(CONCURRENTLY\s+)?.*?\bON\s+(?:ONLY\s+)?{_TABLE}",
     re.I | re.S,
 )
+# A write to many rows, after any WITH … (its CTEs): its row locks last until the
+# migration commits.
 _DML = re.compile(
-    r'^\s*(?:UPDATE\s+("?\w+"?)|DELETE\s+FROM\s+("?\w+"?)|INSERT\s+INTO\s+("?\w+"?).*\bSELECT\b)',
+    rf"^\s*(?:WITH\b.*?\)\s*)?(?:UPDATE\s+(?:ONLY\s+)?{_TABLE}|DELETE\s+FROM\s+(?:ONLY\s+)?"
+    rf"{_TABLE}|INSERT\s+INTO\s+{_TABLE}.*\bSELECT\b)",
     re.I | re.S,
 )
-_DROP_TABLE = re.compile(r'^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?("?\w+"?)', re.I)
+_DROP_TABLE = re.compile(rf"^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?{_TABLE}", re.I)
 _WHOLE_TABLE = re.compile(
-    r'^\s*(?:VACUUM\s+FULL|CLUSTER|REINDEX\s+TABLE(?!\s+CONCURRENTLY)|LOCK\s+TABLE)\s+(?:\w+\s+)*?("?\w+"?)',
+    r"^\s*(?:VACUUM\s+FULL|CLUSTER|REINDEX\s+TABLE(?!\s+CONCURRENTLY)|LOCK\s+TABLE|TRUNCATE)"
+    r"\s+(?:\w+\s+)*?" + _TABLE,
     re.I,
 )
 
@@ -271,6 +284,10 @@ def python_problems(migration) -> list[tuple[str, str]]:
             source = inspect.getsource(op.code)
         except (OSError, TypeError):
             source = ""
-        if any(re.search(rf"[\"']{name}[\"']", source) for name in HOT_MODELS):
+        # apps.get_model("publishing", "Article") or ("publishing.Article"), or the
+        # table itself in raw SQL (schema_editor.execute, a cursor)
+        if any(re.search(rf"[\"'](?:\w+\.)?{name}[\"']", source) for name in HOT_MODELS) or any(
+            re.search(rf"\b{table}\b", source, re.I) for table in HOT_TABLES
+        ):
             found.append(("backfill-in-ddl", f"RunPython {op.code.__name__} {WHY_RUNPYTHON}"))
     return found

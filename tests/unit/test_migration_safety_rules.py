@@ -89,6 +89,27 @@ def rules(*statements: str) -> list[str]:
         (['DROP TABLE "publishing_story" CASCADE;'], ["drop-used"]),
         (['DROP TABLE "publishing_new_in_this_release" CASCADE;'], []),
         (["-- Raw Python operation", "--"], []),
+        # RunSQL written by hand (review of issue 23: each of these passed the check):
+        # the table with its schema, quoted or not
+        (['ALTER TABLE public.publishing_article ALTER COLUMN "byline" TYPE text;'], ["rewrite"]),
+        (['ALTER TABLE "public"."publishing_article" DROP COLUMN "byline";'], ["drop-used"]),
+        (["CREATE INDEX i ON public.publishing_article (title);"], ["index-not-concurrent"]),
+        (["UPDATE public.publishing_article SET byline = '';"], ["backfill-in-ddl"]),
+        # ONLY, a WITH before the write
+        (["UPDATE ONLY publishing_article SET byline = '';"], ["backfill-in-ddl"]),
+        (["DELETE FROM ONLY publishing_publishattempt WHERE id < 0;"], ["backfill-in-ddl"]),
+        (
+            [
+                "WITH x AS (SELECT id FROM publishing_article LIMIT 10) UPDATE publishing_article"
+                " SET byline = '' FROM x WHERE publishing_article.id = x.id;"
+            ],
+            ["backfill-in-ddl"],
+        ),
+        (["TRUNCATE publishing_article;"], ["rewrite"]),
+        # the counts the article table's triggers write in every save's transaction
+        (['CREATE INDEX "i" ON "publishing_articlecount" ("n");'], ["index-not-concurrent"]),
+        (['ALTER TABLE "publishing_articlecount" ALTER COLUMN "n" TYPE numeric;'], ["rewrite"]),
+        (["UPDATE publishing_articlecount SET n = 0;"], ["backfill-in-ddl"]),
     ],
 )
 def test_statement_rules(statements, expected):
@@ -97,6 +118,14 @@ def test_statement_rules(statements, expected):
 
 def backfill(apps, schema_editor):
     apps.get_model("publishing", "Article").objects.update(byline="")
+
+
+def backfill_dotted(apps, schema_editor):
+    apps.get_model("publishing.Article").objects.update(byline="")
+
+
+def backfill_sql(apps, schema_editor):
+    schema_editor.execute("UPDATE publishing_article SET byline = ''")
 
 
 def tidy_stories(apps, schema_editor):
@@ -108,6 +137,8 @@ def tidy_stories(apps, schema_editor):
     [
         (backfill, True, ["backfill-in-ddl"]),  # its row locks last until the migration ends
         (backfill, False, []),  # each batch its own transaction
+        (backfill_dotted, True, ["backfill-in-ddl"]),  # get_model("app.Model")
+        (backfill_sql, True, ["backfill-in-ddl"]),  # the table in raw SQL
         (tidy_stories, True, []),  # no hot table
     ],
 )
