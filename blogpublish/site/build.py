@@ -101,7 +101,14 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
 # --- writing the views -----------------------------------------------------------------
 
 
-def write_front_page(site: Site, newest: list[Entry], *, count: int, write: Write) -> None:
+def write_front_page(
+    site: Site,
+    newest: list[Entry],
+    *,
+    count: int,
+    write: Write,
+    report: documents.Report = problems.report,
+) -> None:
     """The front page: the newest PAGE_SIZE articles. Written after the feed and the
     sitemap by every refresh, so once a reader sees it, those of the same refresh are
     there too."""
@@ -114,13 +121,19 @@ def write_front_page(site: Site, newest: list[Entry], *, count: int, write: Writ
             page=None,
             newer_href="",
             older_href=paths.archive_href(older) if older else "",
-            report=problems.report,
+            report=report,
         ),
     )
 
 
 def write_archive_page(
-    site: Site, page: int, entries: list[Entry], *, count: int, write: Write
+    site: Site,
+    page: int,
+    entries: list[Entry],
+    *,
+    count: int,
+    write: Write,
+    report: documents.Report = problems.report,
 ) -> None:
     """Archive page `page` (entries newest first) and its sitemap chunk."""
     older = older_than(page)
@@ -129,18 +142,18 @@ def write_archive_page(
         page=page,
         newer_href=paths.archive_href(newer_than(page, count)),
         older_href=paths.archive_href(older) if older else "",
-        report=problems.report,
+        report=report,
     )
     write(site, paths.archive_file(page), html)
-    write(site, paths.sitemap_chunk_name(page), documents.sitemap(entries, report=problems.report))
+    write(site, paths.sitemap_chunk_name(page), documents.sitemap(entries, report=report))
 
 
-def write_feeds(site: Site, *, write: Write) -> None:
+def write_feeds(site: Site, *, write: Write, report: documents.Report = problems.report) -> None:
     """The Atom feed and the JSON Feed: the newest PAGE_SIZE articles, whole, from one
     read of them (the same entries in both)."""
     entries = selectors.feed_entries(PAGE_SIZE)
-    write(site, paths.FEED, documents.atom_feed(entries, report=problems.report))
-    write(site, paths.JSON_FEED, documents.json_feed(entries, report=problems.report))
+    write(site, paths.FEED, documents.atom_feed(entries, report=report))
+    write(site, paths.JSON_FEED, documents.json_feed(entries, report=report))
 
 
 # Tags' pages written by a pass at most; the rest by the next pass (the catch-up runs one
@@ -155,18 +168,25 @@ def write_tag_pages(site: Site, *, write: Write) -> None:
     follows the tags it touched, not the number of tags or the site's size."""
     request_ids, tags = selectors.tag_refresh_requests(TAG_REFRESH_BATCH)
     for tag in tags:
-        folder = paths.tag_dir(tag["slug"], tag["kind"])
-        entries = selectors.tag_entries(tag["id"], PAGE_SIZE)
-        if not entries:
-            site.delete_tree(folder)
-            continue
-        term = documents.Term(tag["kind"], tag["name"], tag["slug"])
-        page = documents.tag_page(term, entries, report=problems.report)
-        write(site, f"{folder}/{paths.FRONT_PAGE}", page)
-        feed = documents.tag_feed(term, entries, report=problems.report)
-        write(site, f"{folder}/{paths.FEED}", feed)
+        if not write_tag(site, tag, write=write):
+            site.delete_tree(paths.tag_dir(tag["slug"], tag["kind"]))
     if request_ids:
         selectors.tag_refresh_done(request_ids)
+
+
+def write_tag(
+    site: Site, tag: dict, *, write: Write, report: documents.Report = problems.report
+) -> bool:
+    """The page and the Atom feed of one tag (id, kind, name, slug); False, writing
+    nothing, when no live article carries it."""
+    folder = paths.tag_dir(tag["slug"], tag["kind"])
+    entries = selectors.tag_entries(tag["id"], PAGE_SIZE)
+    if not entries:
+        return False
+    term = documents.Term(tag["kind"], tag["name"], tag["slug"])
+    write(site, f"{folder}/{paths.FRONT_PAGE}", documents.tag_page(term, entries, report=report))
+    write(site, f"{folder}/{paths.FEED}", documents.tag_feed(term, entries, report=report))
+    return True
 
 
 def write_site_files(site: Site, *, write: Write) -> None:
@@ -176,12 +196,19 @@ def write_site_files(site: Site, *, write: Write) -> None:
     write(site, paths.FAVICON, documents.favicon())
 
 
-def write_partial_chunk(site: Site, newest: list[Entry], *, count: int, write: Write) -> None:
+def write_partial_chunk(
+    site: Site,
+    newest: list[Entry],
+    *,
+    count: int,
+    write: Write,
+    report: documents.Report = problems.report,
+) -> None:
     """The sitemap chunk after the last full page: the newest `count % PAGE_SIZE`."""
     rest = count % PAGE_SIZE
     if rest:
         chunk = paths.sitemap_chunk_name(full_pages(count) + 1)
-        write(site, chunk, documents.sitemap(newest[:rest], report=problems.report))
+        write(site, chunk, documents.sitemap(newest[:rest], report=report))
 
 
 # --- refresh ---------------------------------------------------------------------------

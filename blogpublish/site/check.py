@@ -5,9 +5,16 @@
   site would write it now;
 - every image an article names (`media/<sha256>.<ext>`) is in the site's storage;
 - the article counts the database keeps (triggers) agree with the articles;
-- the shared documents (front page, feed, sitemap) are present.
+- the shared views (front page, feeds, archive pages, sitemap and its chunks, tag and
+  author pages and feeds, robots.txt, the 404 page, the favicon) are each what a
+  rebuild would write now, byte for byte, streamed one archive page at a time;
+- nothing is served that no article or tag needs any more: a page directory, a tag's
+  folder, an archive page or sitemap chunk past the end (a bucket restored over, a
+  site folder newer than the dump: a withdrawn story still public).
 
-It reads and renders; it writes nothing.
+It reads and renders; it writes nothing (an entry a view cannot show is logged, not
+alerted). On a live site a publish since the refresher's last pass shows as a view
+that differs until the next pass: check again.
 """
 
 from __future__ import annotations
@@ -18,11 +25,11 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Sum
 
 from blogpublish.desk import images
-from blogpublish.site import documents, paths, selectors
+from blogpublish.site import build, documents, paths, selectors
+from blogpublish.site.pagination import PAGE_SIZE, full_pages, sitemap_chunks
 from blogpublish.storage import SiteStorage
-from publishing.models import Article, ArticleCount
-
-SHARED_DOCUMENTS = ("index.html", "feed.xml", "feed.json", "sitemap.xml")
+from blogpublish.storage.base import payload
+from publishing.models import Article, ArticleCount, Tag
 
 
 @dataclass
@@ -42,11 +49,8 @@ def installation_check(site: SiteStorage) -> CheckReport:
     report.problems.extend(_page_problems(site, report))
     report.problems.extend(_image_problems(site, report))
     report.problems.extend(_count_problems(report))
-    report.problems.extend(
-        f"the shared document {name} is missing"
-        for name in SHARED_DOCUMENTS
-        if not site.exists(name)
-    )
+    report.problems.extend(_view_problems(site))
+    report.problems.extend(_unneeded_problems(site))
     return report
 
 
@@ -78,3 +82,58 @@ def _count_problems(report: CheckReport) -> Iterator[str]:
                 f"{kept.get(status) or 0} articles counted {status}, "
                 f"{real.get(status, 0)} in the table"
             )
+
+
+def _view_problems(site: SiteStorage) -> list[str]:
+    """Each shared view compared with what `build.rebuild` would write now."""
+    found: list[str] = []
+
+    def compare(_site: object, rel: str, data: str | bytes) -> None:
+        stored = site.read(rel)
+        if stored is None:
+            found.append(f"the shared document {rel} is missing")
+        elif stored != payload(data):
+            found.append(f"the shared document {rel} is not as the database has it")
+
+    quiet = documents.log_problem
+    count = selectors.count_listed()
+    newest = selectors.newest(PAGE_SIZE)
+    build.write_feeds(site, write=compare, report=quiet)
+    build.write_partial_chunk(site, newest, count=count, write=compare, report=quiet)
+    compare(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
+    build.write_site_files(site, write=compare)
+    build.write_front_page(site, newest, count=count, write=compare, report=quiet)
+    page, batch = 0, []
+    for entry in selectors.iter_oldest_first():
+        batch.append(entry)
+        if len(batch) == PAGE_SIZE:
+            page += 1
+            build.write_archive_page(
+                site, page, batch[::-1], count=count, write=compare, report=quiet
+            )
+            batch = []
+    ids = selectors.tags_in_use().values()
+    for tag in Tag.objects.filter(pk__in=ids).order_by("id").values("id", "kind", "name", "slug"):
+        build.write_tag(site, dict(tag), write=compare, report=quiet)
+    return found
+
+
+def _unneeded_problems(site: SiteStorage) -> Iterator[str]:
+    """What is served and no article or tag needs: what the full check removes."""
+    needed = selectors.owned_slugs()
+    for name in sorted(site.page_dirs()):
+        if paths.is_article_dir_name(name) and name not in needed:
+            yield f"the page {name}/ is served and no article has it"
+    in_use = selectors.tags_in_use()
+    for kind, folder in paths.TERM_DIRS.items():
+        for name in site.names(folder):
+            if not name.startswith(".") and (kind, name) not in in_use:
+                yield f"the folder {folder}/{name}/ is served and no {kind} has it"
+    count = selectors.count_listed()
+    for name in site.names(paths.ARCHIVE_DIR):
+        if name.isdigit() and int(name) > full_pages(count):
+            yield f"the archive page {paths.ARCHIVE_DIR}/{name}/ is past the end"
+    for name in site.names():
+        match = paths.SITEMAP_CHUNK_RE.match(name)
+        if match and int(match[1]) > sitemap_chunks(count):
+            yield f"the sitemap chunk {name} is past the end"

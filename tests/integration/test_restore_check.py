@@ -69,3 +69,38 @@ def test_restore_check__repair_writes_the_pages_of_a_site_restored_empty(worker,
 
     call_command("restore_check", "--repair", stdout=io.StringIO())
     assert "Restored" in page.read_text()
+
+
+def test_restore_check__the_shared_views_and_the_pages_no_article_needs_are_checked(
+    worker, make_article
+):
+    """Review of issue 23: only the article pages were compared; a stale or missing
+    front page, feed, sitemap chunk, tag or author page, and the page of an article
+    the database no longer has (a bucket restored over, a site folder from after the
+    dump: a withdrawn story still public) all passed as 'the installation is whole'."""
+    published(make_article, slug="first", title="First", tags=["zebra"], byline="Ann Lee")
+    call_command("restore_check", "--repair", stdout=io.StringIO())
+    root = Path(settings.SITE_ROOT)
+    front = (root / paths.FRONT_PAGE).read_bytes()
+    published(make_article, slug="second", title="Second")
+    call_command("restore_check", "--repair", stdout=io.StringIO())
+
+    (root / paths.FRONT_PAGE).write_bytes(front)  # the front page before `second`
+    (root / paths.JSON_FEED).write_text("{}")
+    (root / paths.sitemap_chunk_name(1)).unlink()
+    (root / paths.tag_dir("zebra") / paths.FRONT_PAGE).unlink()
+    (root / paths.tag_dir("ann-lee", "author") / paths.FEED).write_text("<feed/>")
+    (root / "withdrawn" / "index.html").parent.mkdir()
+    (root / "withdrawn" / "index.html").write_text("<p>a story taken down</p>")
+
+    problems = check()
+    assert f"{paths.FRONT_PAGE} is not as the database has it" in problems
+    assert f"{paths.JSON_FEED} is not as the database has it" in problems
+    assert f"{paths.sitemap_chunk_name(1)} is missing" in problems
+    assert f"{paths.tag_dir('zebra')}/{paths.FRONT_PAGE} is missing" in problems
+    assert f"{paths.tag_dir('ann-lee', 'author')}/{paths.FEED} is not as" in problems
+    assert "withdrawn/ is served and no article has it" in problems
+
+    call_command("restore_check", "--repair", stdout=(out := io.StringIO()))
+    assert "the installation is whole" in out.getvalue()
+    assert not (root / "withdrawn").exists()
