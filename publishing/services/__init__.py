@@ -47,6 +47,7 @@ from publishing.services.publish import (
 )
 from publishing.services.refresh import (
     shared_views_deferred,
+    shared_views_lease_held_until,
     shared_views_pass,
     shared_views_request,
     shared_views_whole,
@@ -112,6 +113,7 @@ __all__ = [
     "publish_pending",
     "revision_diff",
     "shared_views_deferred",
+    "shared_views_lease_held_until",
     "shared_views_pass",
     "shared_views_request",
     "shared_views_whole",

@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
@@ -367,6 +367,15 @@ def shared_views_whole(*, full: bool = False) -> bool:
             outcome = _forced_pass(full=full)
         full = False
     return outcome is PassOutcome.DONE
+
+
+def shared_views_lease_held_until() -> datetime | None:
+    """Until when a pass holds the refresher's lease (None: nobody holds it). After a
+    restore it may be a pass of the dumped database, whose process is gone: nothing
+    lets it go before it ends."""
+    return (
+        _row().filter(lease_expires_at__gt=Now()).values_list("lease_expires_at", flat=True).first()
+    )
 
 
 def _forced_pass(*, full: bool) -> PassOutcome:

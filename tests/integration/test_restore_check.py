@@ -5,16 +5,19 @@ gone, and a site restored empty until `--repair` rebuilds it."""
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db.models import F
+from django.utils import timezone
 from PIL import Image
 
 from blogpublish.desk import images
 from blogpublish.site import paths
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, Refresher
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -104,3 +107,28 @@ def test_restore_check__the_shared_views_and_the_pages_no_article_needs_are_chec
     call_command("restore_check", "--repair", stdout=(out := io.StringIO()))
     assert "the installation is whole" in out.getvalue()
     assert not (root / "withdrawn").exists()
+
+
+def test_restore_check__repair_says_when_a_lease_of_the_restored_database_held_it_off(
+    worker, make_article, settings
+):
+    """Review of issue 23: a dump taken during a pass of the shared views (a full check
+    holds the refresher's lease PUBLISH_CATCHUP_TIME_LIMIT) and restored within that
+    time carries a lease no process will let go. `--repair` waited a lease, then
+    listed every page of the empty site as missing and said nothing of why."""
+    article = published(make_article, slug="leased-away", title="Leased")
+    call_command("restore_check", "--repair", stdout=io.StringIO())
+    (Path(settings.SITE_ROOT) / paths.page_file(article.slug)).unlink()
+    settings.PUBLISH_REFRESH_LEASE_SECONDS = 0.5  # how long --repair waits for it
+    # a new token: a pass of the session's worker ending now does not let it go
+    Refresher.objects.update(
+        lease_expires_at=timezone.now() + timedelta(seconds=600), passes=F("passes") + 1
+    )
+    try:
+        err = io.StringIO()
+        with pytest.raises(CommandError, match="problems"):
+            call_command("restore_check", "--repair", stdout=io.StringIO(), stderr=err)
+        assert "the refresher's lease is held until" in err.getvalue()
+        assert f"its page {paths.page_file('leased-away')} is missing" in err.getvalue()
+    finally:
+        Refresher.objects.update(lease_expires_at=None)

@@ -9,7 +9,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from blogpublish.site.check import installation_check
 from blogpublish.storage import site_storage
-from publishing.services import shared_views_whole, site_reconcile
+from publishing.services import (
+    shared_views_lease_held_until,
+    shared_views_whole,
+    site_reconcile,
+)
 
 
 class Command(BaseCommand):
@@ -27,7 +31,8 @@ class Command(BaseCommand):
             self.stdout.write("running the full check (pages, shared documents)…")
             # Skipped (a pass or a heavy job running): the full check once that ends. A
             # rebuild longer than a pass goes on pass by pass: here, to the end.
-            shared_views_whole(full=not site_reconcile())
+            if not shared_views_whole(full=not site_reconcile()):
+                self._not_repaired()
         report = installation_check(site_storage())
         counts = ", ".join(f"{n} {status}" for status, n in sorted(report.counts.items()))
         self.stdout.write(
@@ -41,3 +46,16 @@ class Command(BaseCommand):
                 + ("" if repair else " (restore_check --repair rebuilds a site restored empty)")
             )
         self.stdout.write(self.style.SUCCESS("the installation is whole"))
+
+    def _not_repaired(self) -> None:
+        """Why the pages below may be missing: a pass held the lease past the wait (a
+        dump taken during a pass and restored within its lease), or the pass failed."""
+        held = shared_views_lease_held_until()
+        if held is None:
+            why = "it failed or was overtaken (the log says which)"
+        else:
+            why = (
+                f"the refresher's lease is held until {held:%Y-%m-%d %H:%M:%S %Z} (by a pass "
+                "running now, or, restored with the dump, by one whose process is gone)"
+            )
+        self.stderr.write(f"the full check did not run to its end: {why}; run --repair again after")
