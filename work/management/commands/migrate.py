@@ -11,15 +11,21 @@ the migrations may do once they hold a lock (no rewrite, no scan under ACCESS
 EXCLUSIVE, backfills in batches outside the DDL) is held by the CI check of new
 migrations (tests/integration/test_migration_safety.py).
 
-A non-atomic migration (a batched backfill, `CREATE INDEX CONCURRENTLY`) that times out
-may be partly applied: it is not tried again, and the error says so. Elsewhere (SQLite)
-this is Django's `migrate`.
+A statement that builds or drops an index CONCURRENTLY waits with no lock_timeout: its
+lock (SHARE UPDATE EXCLUSIVE) lets every read and write through, and it waits for the
+transactions that wrote the table to end. Under the timeout it failed at the first
+transaction longer than MIGRATION_LOCK_TIMEOUT and left an INVALID index of that name,
+which made every later run fail ("already exists").
+
+A non-atomic migration (a batched backfill) that times out may be partly applied: it is
+not tried again, and the error says so. Elsewhere (SQLite) this is Django's `migrate`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import random
+import re
 import time
 
 from django.conf import settings
@@ -29,6 +35,12 @@ from django.db.migrations import Migration
 
 # PostgreSQL's SQLSTATE for "lock_timeout expired" (lock_not_available).
 LOCK_NOT_AVAILABLE = "55P03"
+
+
+# Statements whose wait for a lock blocks no read or write of the table.
+CONCURRENTLY = re.compile(
+    r"^\s*(?:CREATE\s+(?:UNIQUE\s+)?INDEX|DROP\s+INDEX|REINDEX\s+\w+)\s+CONCURRENTLY\b", re.I
+)
 
 
 def is_lock_timeout(exc: BaseException) -> bool:
@@ -63,7 +75,8 @@ class Command(DjangoMigrate):
         while True:
             self._set_lock_timeout()
             try:
-                return super().handle(*args, **options)
+                with self._connection.execute_wrapper(self._concurrently_unbounded):
+                    return super().handle(*args, **options)
             except OperationalError as exc:
                 migration, self._current = self._current, None
                 if not is_lock_timeout(exc):
@@ -104,9 +117,24 @@ class Command(DjangoMigrate):
     def _set_lock_timeout(self) -> None:
         if self._connection.vendor != "postgresql":
             return
-        milliseconds = max(1, round(settings.MIGRATION_LOCK_TIMEOUT * 1000))
         with self._connection.cursor() as cursor:
-            cursor.execute(f"SET lock_timeout = {milliseconds}")
+            cursor.execute(f"SET lock_timeout = {self._milliseconds()}")
+
+    def _concurrently_unbounded(self, execute, sql, params, many, context):
+        """A CONCURRENTLY statement runs with no lock_timeout, the others with it."""
+        if self._connection.vendor != "postgresql" or not CONCURRENTLY.match(str(sql)):
+            return execute(sql, params, many, context)
+        cursor = context["cursor"]  # (its statements come through here too: not matched)
+        cursor.execute("SET lock_timeout = 0")
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            with contextlib.suppress(DatabaseError):  # (a failed transaction: rolled back)
+                cursor.execute(f"SET lock_timeout = {self._milliseconds()}")
+
+    @staticmethod
+    def _milliseconds() -> int:
+        return max(1, round(settings.MIGRATION_LOCK_TIMEOUT * 1000))
 
     def _reset_lock_timeout(self) -> None:
         """A caller's connection (call_command in a process that goes on) gets its own
