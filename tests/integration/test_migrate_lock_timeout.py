@@ -12,7 +12,7 @@ import threading
 import psycopg
 import pytest
 from django.core.management import call_command
-from django.db import connection, connections
+from django.db import OperationalError, connection, connections
 from django.db.migrations.recorder import MigrationRecorder
 
 from tests.support.waiting import wait_for
@@ -149,4 +149,24 @@ def test_migrate__an_index_built_concurrently_waits_for_a_long_write(settings):
             thread.join(60)
         call_command("migrate", "api", AFTER, verbosity=0)  # drops the index
         settings.MIGRATION_MODULES = {}
+        call_command("migrate", verbosity=0)
+
+
+def test_migrate__gives_up_after_its_retries_saying_so_with_nothing_applied(settings):
+    """Review of issue 23: the last timeout was raised as PostgreSQL's bare 'canceling
+    statement due to lock timeout', which names no migration, no retry and no way on."""
+    settings.MIGRATION_LOCK_TIMEOUT = 0.2
+    settings.MIGRATION_LOCK_RETRIES = 1
+    url = os.environ["DATABASE_URL"]
+    call_command("migrate", "api", BEFORE, verbosity=0)
+    try:
+        with psycopg.connect(url) as long_reader:
+            long_reader.execute("SELECT count(*) FROM api_apitoken")
+            with pytest.raises(OperationalError) as raised:
+                call_command("migrate", "api", AFTER, verbosity=0, stderr=io.StringIO())
+        message = str(raised.value)
+        assert f"api.{AFTER}" in message and "gave up after 2 tries" in message, message
+        assert "pg_stat_activity" in message, message
+        assert not applied(AFTER)
+    finally:
         call_command("migrate", verbosity=0)

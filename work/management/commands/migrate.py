@@ -90,7 +90,13 @@ class Command(DjangoMigrate):
                     ) from exc
                 retry += 1
                 if retry > settings.MIGRATION_LOCK_RETRIES:
-                    raise
+                    raise OperationalError(
+                        f"migrate: {self._name(migration)} waited over "
+                        f"{settings.MIGRATION_LOCK_TIMEOUT}s for a lock and gave up after "
+                        f"{retry} tries ({exc}); it was rolled back, none of it is applied. "
+                        "A long transaction holds a table it alters: find it in "
+                        "pg_stat_activity (xact_start), let it end, and run migrate again."
+                    ) from exc
                 pause = pause_before(retry)
                 self.stderr.write(
                     f"migrate: {self._name(migration)} waited over "
