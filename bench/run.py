@@ -13,10 +13,12 @@ prints its table. Add a benchmark by appending it to BENCHMARKS.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -258,18 +260,42 @@ from bench.preview import bench_preview  # noqa: E402 (needs ROOT)
 
 def bench_rebuild(args: argparse.Namespace) -> None:
     """A delete then a publish on a large site (bench/rebuild.py): the new article on the
-    front page and in the feed, while the archive is rebuilt pass by pass (SQLite)."""
+    front page and in the feed, while the archive is rebuilt pass by pass (PostgreSQL;
+    the site on disk, then in a bucket on moto's S3 server)."""
     from bench.rebuild import rebuild_report
+    from bench.rerender import postgres_site
+    from bench.support import moto_bucket
 
-    size = args.rebuild_articles or (10_000 if args.quick else 100_000)
-    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-rebuild-"))
-    try:
-        with django_in(workdir):
-            print(f"\nA delete, then a publish, on a site of {size:,} articles (SQLite)")
-            for line in rebuild_report(size, workdir):
-                print(line, flush=True)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    sizes = {
+        "disk": args.rebuild_articles or (10_000 if args.quick else 1_000_000),
+        "bucket": args.rebuild_bucket_articles or (10_000 if args.quick else 100_000),
+    }
+    wheres = args.rebuild_sites.split(",")
+    if len(wheres) > 1:  # Django's settings are read once: a process each
+        for where in wheres:
+            command = [sys.executable, __file__, "rebuild", "--rebuild-sites", where]
+            command += [f"--rebuild-articles={sizes['disk']}"]
+            command += [f"--rebuild-bucket-articles={sizes['bucket']}"]
+            subprocess.run(command, cwd=ROOT, check=False)
+        return
+    for where in wheres:
+        size = sizes[where]
+        workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-rebuild-"))
+        try:
+            with contextlib.ExitStack() as stack:
+                env = stack.enter_context(moto_bucket(workdir)) if where == "bucket" else {}
+                # Every outcome's pass runs at once, in this process.
+                stack.enter_context(
+                    postgres_site(workdir, name="rebuild", PUBLISH_REFRESH_INTERVAL="0", **env)
+                )
+                print(
+                    f"\nA delete, then a publish, on a site of {size:,} articles "
+                    f"(PostgreSQL, the site {'in a bucket (moto)' if env else 'on disk'})"
+                )
+                for line in rebuild_report(size, workdir):
+                    print(line, flush=True)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 QUIET = ("-q", "-p", "no:cacheprovider")
@@ -280,7 +306,6 @@ def bench_upgrade(args: argparse.Namespace) -> None:
     test (tests/system/test_upgrade.py: the previous release's writer and worker run
     while this release's migrate does) at 1 M articles (quick: 100 k), on PostgreSQL
     with this machine's Redis; its measured waits printed, never asserted here."""
-    import subprocess
 
     size = args.upgrade_articles or (100_000 if args.quick else 1_000_000)
     print(f"\nAn upgrade from the previous release, {size:,} articles (PostgreSQL)", flush=True)
@@ -345,7 +370,17 @@ def main() -> None:
     parser.add_argument("--then", type=int, help="site: second batch (10,000; quick: 1,000)")
     parser.add_argument("--window", type=int, help="site: articles per row (1,000; quick: 500)")
     parser.add_argument(
-        "--rebuild-articles", type=int, help="rebuild: the site's size (100,000; quick: 10,000)"
+        "--rebuild-articles",
+        type=int,
+        help="rebuild: the site's size on disk (1,000,000; quick: 10,000)",
+    )
+    parser.add_argument(
+        "--rebuild-bucket-articles",
+        type=int,
+        help="rebuild: the site's size in a bucket (100,000; quick: 10,000)",
+    )
+    parser.add_argument(
+        "--rebuild-sites", default="disk,bucket", help="rebuild: where the site is (disk,bucket)"
     )
     parser.add_argument(
         "--upgrade-articles", type=int, help="upgrade: the table's size (1 M; quick: 100 k)"
