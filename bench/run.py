@@ -298,6 +298,29 @@ def bench_rebuild(args: argparse.Namespace) -> None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def bench_full_check(args: argparse.Namespace) -> None:
+    """The full check of a site in a bucket (moto's S3 server) on PostgreSQL: every
+    page's content mark read, against only what changed since the last check
+    (bench/full_check.py)."""
+    from bench.full_check import full_check_report
+    from bench.rerender import postgres_site
+    from bench.support import moto_bucket
+
+    size = args.full_check_pages or (2_000 if args.quick else 20_000)
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-full-check-"))
+    try:
+        with contextlib.ExitStack() as stack:
+            env = stack.enter_context(moto_bucket(workdir))
+            stack.enter_context(
+                postgres_site(workdir, name="full_check", PUBLISH_REFRESH_INTERVAL="0", **env)
+            )
+            print(f"\nThe full check of {size:,} pages in a bucket (moto; PostgreSQL)")
+            for line in full_check_report(size):
+                print(line, flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 QUIET = ("-q", "-p", "no:cacheprovider")
 
 
@@ -350,6 +373,7 @@ BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_preview,
     bench_render,
     bench_rebuild,
+    bench_full_check,
     bench_upgrade,
     bench_rerender,
 ]
@@ -378,6 +402,11 @@ def main() -> None:
         "--rebuild-bucket-articles",
         type=int,
         help="rebuild: the site's size in a bucket (100,000; quick: 10,000)",
+    )
+    parser.add_argument(
+        "--full-check-pages",
+        type=int,
+        help="full_check: pages in the bucket (20,000; quick: 2,000)",
     )
     parser.add_argument(
         "--rebuild-sites", default="disk,bucket", help="rebuild: where the site is (disk,bucket)"
