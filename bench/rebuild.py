@@ -17,22 +17,24 @@ converge.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench.support import progress
 
 
-def rebuild_report(size: int, workdir: Path) -> list[str]:
+def rebuild_report(size: int, workdir: Path) -> Iterator[str]:
+    """The table's lines, each as soon as it is measured (the archive's convergence
+    takes long at 1 M)."""
     from bench.catchup import insert_published
 
     started = time.perf_counter()
     progress(f"rebuild: inserting {size:,} published articles")
     insert_published(1, size)
-    lines = [f"  {size:,} published rows inserted (one INSERT … SELECT): {_since(started)}"]
-    lines.append(_first_build(size))
-    lines.append(_delete())
-    lines += _publish_and_converge()
-    return lines
+    yield f"  {size:,} published rows inserted (one INSERT … SELECT): {_since(started)}"
+    yield _first_build(size)
+    yield _delete()
+    yield from _publish_and_converge()
 
 
 def _since(started: float) -> str:
@@ -69,7 +71,7 @@ def _delete() -> str:
     return f"  the delete's pass (front page, feed, first archive pages): {_since(started)}"
 
 
-def _publish_and_converge() -> list[str]:
+def _publish_and_converge() -> Iterator[str]:
     from blogpublish.site import build
     from blogpublish.site.selectors import newest
     from blogpublish.storage import site_storage
@@ -91,6 +93,8 @@ def _publish_and_converge() -> list[str]:
     try:
         published = time.perf_counter()
         article_publish(article_id=new.pk, retry_in=lambda n: 0)
+        listed = f"{(fronted[0] - published) * 1000:,.0f} ms" if fronted else "not yet"
+        yield f"  publish → on the front page and in the feed: {listed}"
         passes = 1
         while checkpoint_read(build.REBUILD_CHECKPOINT) is not None:
             shared_views_pass()
@@ -105,8 +109,7 @@ def _publish_and_converge() -> list[str]:
     front, feed = site.read("index.html") or b"", site.read("feed.xml") or b""
     assert b"fresh-news" in front and b"fresh-news" in feed  # a broken run, not timing
     assert newest(1)[0].id == new.pk
-    return [
-        f"  publish → on the front page and in the feed: {(fronted[0] - published) * 1000:,.0f} ms",
+    yield (
         f"  the archive whole again after {passes} pass(es): {converged:,.1f} s "
-        f"({converged / passes:.2f} s a pass)",
-    ]
+        f"({converged / passes:.2f} s a pass)"
+    )
