@@ -45,15 +45,16 @@ def sample_body() -> str:
 
 
 @contextmanager
-def postgres_site(workdir: Path) -> Iterator[None]:
+def postgres_site(workdir: Path, *, name: str = "rerender", **env: str) -> Iterator[None]:
     """Django with config.settings on a fresh PostgreSQL database, SITE_ROOT in workdir
-    and a private redis-server as the broker; the database dropped after."""
+    and a private redis-server as the broker; the database dropped after. `env`: more
+    settings (a bucket's SITE_ROOT and AWS_* variables)."""
     from bench.support import SETTINGS_ENV, postgres_database, postgres_url, private_redis
 
-    name = f"bp_bench_rerender_{os.getpid()}"
+    name = f"bp_bench_{name}_{os.getpid()}"
     problem = postgres_database(name, "CREATE")
     if problem:
-        raise SystemExit(f"bench rerender: no PostgreSQL database ({problem})")
+        raise SystemExit(f"bench {name}: no PostgreSQL database ({problem})")
     broker = private_redis(workdir)
     os.environ.update(
         CELERY_BROKER_URL=broker.__enter__(),
@@ -64,6 +65,7 @@ def postgres_site(workdir: Path) -> Iterator[None]:
         SITE_URL="https://blog.example.com",
         SITE_TITLE="The old look",
     )
+    os.environ.update(env)
     try:
         import django
         from django.core.management import call_command

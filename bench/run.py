@@ -13,10 +13,12 @@ prints its table. Add a benchmark by appending it to BENCHMARKS.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -258,15 +260,62 @@ from bench.preview import bench_preview  # noqa: E402 (needs ROOT)
 
 def bench_rebuild(args: argparse.Namespace) -> None:
     """A delete then a publish on a large site (bench/rebuild.py): the new article on the
-    front page and in the feed, while the archive is rebuilt pass by pass (SQLite)."""
+    front page and in the feed, while the archive is rebuilt pass by pass (PostgreSQL;
+    the site on disk, then in a bucket on moto's S3 server)."""
     from bench.rebuild import rebuild_report
+    from bench.rerender import postgres_site
+    from bench.support import moto_bucket
 
-    size = args.rebuild_articles or (10_000 if args.quick else 100_000)
-    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-rebuild-"))
+    sizes = {
+        "disk": args.rebuild_articles or (10_000 if args.quick else 1_000_000),
+        "bucket": args.rebuild_bucket_articles or (10_000 if args.quick else 100_000),
+    }
+    wheres = args.rebuild_sites.split(",")
+    if len(wheres) > 1:  # Django's settings are read once: a process each
+        for where in wheres:
+            command = [sys.executable, __file__, "rebuild", "--rebuild-sites", where]
+            command += [f"--rebuild-articles={sizes['disk']}"]
+            command += [f"--rebuild-bucket-articles={sizes['bucket']}"]
+            subprocess.run(command, cwd=ROOT, check=False)
+        return
+    for where in wheres:
+        size = sizes[where]
+        workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-rebuild-"))
+        try:
+            with contextlib.ExitStack() as stack:
+                env = stack.enter_context(moto_bucket(workdir)) if where == "bucket" else {}
+                # Every outcome's pass runs at once, in this process.
+                stack.enter_context(
+                    postgres_site(workdir, name="rebuild", PUBLISH_REFRESH_INTERVAL="0", **env)
+                )
+                print(
+                    f"\nA delete, then a publish, on a site of {size:,} articles "
+                    f"(PostgreSQL, the site {'in a bucket (moto)' if env else 'on disk'})"
+                )
+                for line in rebuild_report(size, workdir):
+                    print(line, flush=True)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def bench_full_check(args: argparse.Namespace) -> None:
+    """The full check of a site in a bucket (moto's S3 server) on PostgreSQL: every
+    page's content mark read, against only what changed since the last check
+    (bench/full_check.py)."""
+    from bench.full_check import full_check_report
+    from bench.rerender import postgres_site
+    from bench.support import moto_bucket
+
+    size = args.full_check_pages or (2_000 if args.quick else 20_000)
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-full-check-"))
     try:
-        with django_in(workdir):
-            print(f"\nA delete, then a publish, on a site of {size:,} articles (SQLite)")
-            for line in rebuild_report(size, workdir):
+        with contextlib.ExitStack() as stack:
+            env = stack.enter_context(moto_bucket(workdir))
+            stack.enter_context(
+                postgres_site(workdir, name="full_check", PUBLISH_REFRESH_INTERVAL="0", **env)
+            )
+            print(f"\nThe full check of {size:,} pages in a bucket (moto; PostgreSQL)")
+            for line in full_check_report(size):
                 print(line, flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -280,7 +329,6 @@ def bench_upgrade(args: argparse.Namespace) -> None:
     test (tests/system/test_upgrade.py: the previous release's writer and worker run
     while this release's migrate does) at 1 M articles (quick: 100 k), on PostgreSQL
     with this machine's Redis; its measured waits printed, never asserted here."""
-    import subprocess
 
     size = args.upgrade_articles or (100_000 if args.quick else 1_000_000)
     print(f"\nAn upgrade from the previous release, {size:,} articles (PostgreSQL)", flush=True)
@@ -331,6 +379,7 @@ BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_preview,
     bench_render,
     bench_rebuild,
+    bench_full_check,
     bench_upgrade,
     bench_rerender,
 ]
@@ -351,7 +400,22 @@ def main() -> None:
     parser.add_argument("--then", type=int, help="site: second batch (10,000; quick: 1,000)")
     parser.add_argument("--window", type=int, help="site: articles per row (1,000; quick: 500)")
     parser.add_argument(
-        "--rebuild-articles", type=int, help="rebuild: the site's size (100,000; quick: 10,000)"
+        "--rebuild-articles",
+        type=int,
+        help="rebuild: the site's size on disk (1,000,000; quick: 10,000)",
+    )
+    parser.add_argument(
+        "--rebuild-bucket-articles",
+        type=int,
+        help="rebuild: the site's size in a bucket (100,000; quick: 10,000)",
+    )
+    parser.add_argument(
+        "--full-check-pages",
+        type=int,
+        help="full_check: pages in the bucket (20,000; quick: 2,000)",
+    )
+    parser.add_argument(
+        "--rebuild-sites", default="disk,bucket", help="rebuild: where the site is (disk,bucket)"
     )
     parser.add_argument(
         "--upgrade-articles", type=int, help="upgrade: the table's size (1 M; quick: 100 k)"

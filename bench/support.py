@@ -199,3 +199,42 @@ def rate(times: Sequence[float]) -> float:
     """Runs per second from the first to the last of these times: (n - 1) / span."""
     span = max(times) - min(times)
     return (len(times) - 1) / span if span > 0 else float("inf")
+
+
+@contextmanager
+def moto_bucket(workdir: Path) -> Iterator[dict[str, str]]:
+    """An S3 server of our own (moto's server mode, as the tests start it:
+    tests/support/s3.py) on a free port with one bucket; yields the settings of a site
+    in it (SITE_ROOT and the AWS_* variables)."""
+    import boto3
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    with running(cmd, workdir / "moto.log", dict(os.environ)) as proc:
+        wait_until(lambda: proc.poll() is not None or _listens(port), 60, "moto's S3 server")
+        if proc.poll() is not None:
+            raise SystemExit(f"moto exited: {(workdir / 'moto.log').read_text()[-500:]}")
+        env = {
+            "SITE_ROOT": "s3://bench-site/blog",
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "bench-access-key",
+            "AWS_SECRET_ACCESS_KEY": "bench-secret-key",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_S3_ADDRESSING_STYLE": "path",
+        }
+        boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+            region_name=env["AWS_DEFAULT_REGION"],
+        ).create_bucket(Bucket="bench-site")
+        yield env
+
+
+def _listens(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False

@@ -303,10 +303,16 @@ def list_names(root: Path, rel: str = "") -> list[str]:
 
 def entry_mode(root: Path, rel: str) -> int | None:
     """`st_mode` of root/rel itself (a link is a link), or None when it is missing."""
+    found = entry_stat(root, rel)
+    return None if found is None else found.st_mode
+
+
+def entry_stat(root: Path, rel: str) -> os.stat_result | None:
+    """`lstat` of root/rel itself (a link is a link), or None when it is missing."""
     *folder, name = parts_of(rel)
     try:
         with open_dir(root, *folder) as dir_fd:
-            return os.lstat(name, dir_fd=dir_fd).st_mode
+            return os.lstat(name, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
 

@@ -17,7 +17,7 @@ from blogpublish.desk import images
 from blogpublish.exceptions import PageChanged, StorageError, SymlinkRefused
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
-from blogpublish.site import build, documents, paths, rerender, selectors
+from blogpublish.site import build, documents, full_check, paths, rerender, selectors
 from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.selectors import ListedPage
@@ -344,17 +344,19 @@ class StaticSitePublisher(BasePublisher):
         signals, a crash between a pass and its removals), write again the live pages
         that are missing or stale (each page's first bytes read for its content mark),
         then rebuild the shared views from the first page (each rewritten only if it
-        differs; with `fence`, as `refresh`, stopping at the budget)."""
+        differs; with `fence`, as `refresh`, stopping at the budget). The pages read
+        are those that may have changed since the last check, and a rotating slice of
+        the rest (blogpublish.site.full_check)."""
         needed = selectors.owned_slugs()
+        scope = full_check.scope_begin()
         present = self.site.page_dirs()
         for name in sorted(present):
             if paths.is_article_dir_name(name) and name not in needed:
                 logger.info("reconcile: removing %s/, which no article needs", name)
                 build.remove_unneeded(self.site, [name])
-        self._repair_pages(
-            selectors.listed_pages(),
-            with_page={slug for slug, has_page in present.items() if has_page},
-        )
+        counts = [0, 0]  # pages read, pages listed
+        self._repair_pages(selectors.listed_pages(), present=present, scope=scope, counts=counts)
+        full_check.scope_done(scope, read=counts[0], listed=counts[1])
         try:
             self.site.sweep(older_than=time.time() - 2 * settings.PUBLISH_LEASE_SECONDS)
         except SymlinkRefused as exc:
@@ -395,25 +397,36 @@ class StaticSitePublisher(BasePublisher):
                     self.site.delete_tree(f"{folder}/{name}")
 
     def _repair_pages(
-        self, pages: Iterable[ListedPage], *, with_page: set[str] | None = None
+        self,
+        pages: Iterable[ListedPage],
+        *,
+        present: dict[str, float | None] | None = None,
+        scope: full_check.Scope | None = None,
+        counts: list[int] | None = None,
     ) -> int:
         """Listed articles whose page is missing, or stale: its content mark is neither
         its live version nor, while it is pending, the content its attempt writes (a
         write that landed after it was overtaken, a rename a power loss undid). The
         live version written again under the page guard, only while it is still live
         and the page still wrong, so an attempt writing newer content meanwhile wins.
-        `with_page`: the slugs whose index.html is known to be there (the full check's
-        listing); a page without a mark (written before pages carried one) is left
-        alone. Returns how many were written (issue 17, docs/design.md)."""
-        wrong, pages = [], iter(pages)
+        `present`: the full check's listing (page folder → when its index.html was put
+        in place, None when it is not there); of the pages there, only those `scope`
+        finds due are read. A page without a mark (written before pages carried one)
+        is left alone. `counts` gets the pages read and listed. Returns how many were
+        written (issue 17, docs/design.md)."""
+        wrong, pages, counts = [], iter(pages), counts if counts is not None else [0, 0]
         while chunk := list(islice(pages, 1000)):
-            present = [p for p in chunk if with_page is None or p.slug in with_page]
-            missing = [p for p in chunk if not (with_page is None or p.slug in with_page)]
+            missing = [] if present is None else [p for p in chunk if present.get(p.slug) is None]
+            there = [p for p in chunk if present is None or present.get(p.slug) is not None]
+            if present is not None and scope is not None:
+                there = [p for p in there if scope.due(p, present[p.slug] or 0.0)]
             heads = self.site.read_heads(
-                [paths.page_file(p.slug) for p in present], documents.CONTENT_MARK_WITHIN
+                [paths.page_file(p.slug) for p in there], documents.CONTENT_MARK_WITHIN
             )
+            counts[0] += len(there)
+            counts[1] += len(chunk)
             wrong += [p.id for p in missing]
-            wrong += [p.id for p in present if _is_wrong(p, heads[paths.page_file(p.slug)])]
+            wrong += [p.id for p in there if _is_wrong(p, heads[paths.page_file(p.slug)])]
         return sum(
             self._write_live_pages(wrong[start : start + REPAIR_CHUNK])
             for start in range(0, len(wrong), REPAIR_CHUNK)

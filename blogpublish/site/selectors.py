@@ -497,6 +497,10 @@ class ListedPage:
     content_hash: str
     pending: bool
     neighbours: Neighbours
+    # The last publish among the article and its neighbours (the whole listing's
+    # stream; None from the seeks): after it, its page may have had to change
+    # (blogpublish.site.full_check).
+    changed_at: datetime | None = None
 
     def shows_right(self, shown: str) -> bool:
         """Is a page carrying the content hash `shown` right for this article now?"""
@@ -519,18 +523,30 @@ def listed_pages(ids: Iterable[int] | None = None) -> Iterator[ListedPage]:
             for row in rows:
                 yield _listed_page(row, around[row["id"]])
         return
+    yield from _streamed_pages()
+
+
+def _streamed_pages() -> Iterator[ListedPage]:
     rows = listed().order_by("published_publish_at", "id").values(*PAGE_FIELDS, *ENTRY_FIELDS)
-    before, row = None, None
+    before: dict | None = None
+    row: dict | None = None
     for after in rows.iterator(chunk_size=2000):
         if row is not None:
-            yield _listed_page(row, Neighbours(before, Entry.from_values(after)))
-            before = Entry.from_values(row)
-        row = after
+            yield _streamed_page(before, row, after)
+        before, row = row, after
     if row is not None:
-        yield _listed_page(row, Neighbours(before, None))
+        yield _streamed_page(before, row, None)
 
 
-def _listed_page(row: dict, around: Neighbours) -> ListedPage:
+def _streamed_page(before: dict | None, row: dict, after: dict | None) -> ListedPage:
+    around = Neighbours(
+        Entry.from_values(before) if before else None, Entry.from_values(after) if after else None
+    )
+    times = [r["published_at"] for r in (before, row, after) if r and r["published_at"]]
+    return _listed_page(row, around, changed_at=max(times, default=None))
+
+
+def _listed_page(row: dict, around: Neighbours, *, changed_at=None) -> ListedPage:
     return ListedPage(
         row["id"],
         row["published_slug"],
@@ -538,6 +554,7 @@ def _listed_page(row: dict, around: Neighbours) -> ListedPage:
         row["content_hash"],
         row["status"] == ArticleStatus.PENDING,
         around,
+        changed_at,
     )
 
 

@@ -128,9 +128,12 @@ class SiteStorage(abc.ABC):
         """Every document under the folder `prefix`, recursively, as paths from the root."""
 
     @abc.abstractmethod
-    def page_dirs(self) -> dict[str, bool]:
+    def page_dirs(self) -> dict[str, float | None]:
         """The folders at the top of the site (never a link, trash or staging), each with
-        whether its index.html is there: what the full check compares with the database."""
+        when its index.html was last put in place (seconds since the epoch, by the
+        storage's clock: a file's ctime, which a rename sets and no writer can; an
+        object's LastModified), or None when it is not there: what the full check
+        compares with the database (blogpublish.site.full_check)."""
 
     def stage(self, rel: str, data: str | bytes) -> Staged:
         """The slow half of a page write, done before the page guard is taken."""

@@ -60,14 +60,17 @@ class LocalStorage(SiteStorage):
         except FileNotFoundError:
             return
 
-    def page_dirs(self) -> dict[str, bool]:
+    def page_dirs(self) -> dict[str, float | None]:
         self.root.mkdir(parents=True, exist_ok=True)
-        found = {}
+        found: dict[str, float | None] = {}
         # lstat only (follow_symlinks=False): a link is neither a page directory nor
         # trash, whatever it points to, so it is left alone and never deleted through.
         for entry in os.scandir(self.root):
             if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
-                found[entry.name] = self.exists(f"{entry.name}/{paths.FRONT_PAGE}")
+                page = files.entry_stat(self.root, f"{entry.name}/{paths.FRONT_PAGE}")
+                is_page = page is not None and stat.S_ISREG(page.st_mode)
+                # ctime: the rename (or exchange) that put the page in place sets it.
+                found[entry.name] = page.st_ctime if page is not None and is_page else None
         return found
 
     # Pages are renamed into place from a staging folder on the same file system, so the

@@ -233,17 +233,24 @@ class S3SiteStorage(SiteStorage):
         return [name for name in found if name]
 
     def list(self, prefix: str = "") -> Iterator[str]:
+        for rel, _obj in self._objects(prefix):
+            yield rel
+
+    def _objects(self, prefix: str = "") -> Iterator[tuple[str, dict]]:
         root = self.folder_key("")
         for page in self._pages(prefix, Prefix=self.folder_key(prefix)):
             for obj in page.get("Contents", ()):
-                yield obj["Key"][len(root) :]
+                yield obj["Key"][len(root) :], obj
 
-    def page_dirs(self) -> dict[str, bool]:
-        found: dict[str, bool] = {}
-        for rel in self.list():
+    def page_dirs(self) -> dict[str, float | None]:
+        found: dict[str, float | None] = {}
+        for rel, obj in self._objects():
             folder, slash, rest = rel.partition("/")
             if slash and not folder.startswith("."):
-                found[folder] = found.get(folder, False) or rest == paths.FRONT_PAGE
+                if rest == paths.FRONT_PAGE:
+                    found[folder] = obj["LastModified"].timestamp()
+                else:
+                    found.setdefault(folder, None)
         return found
 
 

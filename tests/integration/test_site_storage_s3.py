@@ -6,6 +6,7 @@ does not answer is a clear, bounded error that makes the attempt a retry."""
 from __future__ import annotations
 
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -111,7 +112,14 @@ def test_nothing_outside_the_prefix_is_listed_or_deleted(storage, s3_server, buc
     storage.write("draft/notes.txt", "a folder without its page")
 
     assert sorted(storage.list()) == ["a/index.html", "draft/notes.txt", "你好/index.html"]
-    assert storage.page_dirs() == {"a": True, "draft": False, "你好": True}
+    put_at = storage.page_dirs()
+    assert {name: when is not None for name, when in put_at.items()} == {
+        "a": True,
+        "draft": False,
+        "你好": True,
+    }
+    # When each page was put in place (its LastModified), for the full check.
+    assert abs(put_at["a"] - time.time()) < 120
     for folder in ("a", "draft", "你好"):
         storage.delete_tree(folder)
 
