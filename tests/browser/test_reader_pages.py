@@ -65,10 +65,14 @@ def greet(name: str) -> str:
 
 @pytest.fixture
 def reader_site(quiet_article):
-    """A site of PAGE_SIZE + 3 articles (two archive pages), written by the full check."""
-    quiet_article("页面检查", title="页面检查：中文标题", body=BODY)
+    """A site of PAGE_SIZE + 3 articles (two archive pages), written by the full check;
+    every article tagged, so its page lists related articles and the tag has an archive
+    page; half with a byline."""
+    quiet_article("页面检查", title="页面检查：中文标题", body=BODY, tags=["检查", "checked"])
     for n in range(PAGE_SIZE + 2):
-        quiet_article(f"checked-{n}", title=f"Checked article {n}", body=BODY)
+        byline = {"byline": "Ann Writer"} if n % 2 else {}
+        tags = ["checked", f"group {n % 3}"]
+        quiet_article(f"checked-{n}", title=f"Checked article {n}", body=BODY, tags=tags, **byline)
     while publish_group(retry_in=publish_article.backoff, limit=100).claimed:
         pass
     assert StaticSitePublisher().reconcile()
@@ -82,12 +86,16 @@ def reader_pages(root: Path) -> dict[str, Path]:
         "archive page": root / "page" / "1" / "index.html",
         "article": root / "checked-0" / "index.html",
         "article with a Chinese title": root / "页面检查" / "index.html",
+        "tag page": root / "tag" / "checked" / "index.html",
+        "tag archive page": root / "tag" / "checked" / "page" / "1" / "index.html",
+        "author page": root / "author" / "ann-writer" / "index.html",
     }
     for extra in ("404.html",):  # the not-found page, where the site has one
         if (root / extra).exists():
             pages["not found"] = root / extra
     missing = [name for name, path in pages.items() if not path.exists()]
     assert not missing, f"pages missing: {missing}"
+    assert '<aside class="related"' in pages["article"].read_text(encoding="utf-8")
     return pages
 
 
