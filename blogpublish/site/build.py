@@ -195,7 +195,9 @@ def write_tag_archive(
     one below it (its "Newer" link follows the number of full pages); each written only
     if it changed. Pages past the last full one (the tag shrank) are removed."""
     full = full_pages(count)
-    first = 1 if since is None else page_of(selectors.count_tagged_before(tag_id, since))
+    first = 1
+    if since is not None and full:  # a tag of fewer than PAGE_SIZE has no archive page
+        first = page_of(selectors.count_tagged_before(tag_id, since, total=count))
     for number in range(max(1, first - 1), full + 1):
         entries = selectors.tagged_at(
             tag_id, first=first_position(number), size=PAGE_SIZE, total=count

@@ -202,13 +202,13 @@ def count_tagged(tag_id: int) -> int:
     return _of_tag(tag_id).order_by().count()
 
 
-def count_tagged_before(tag_id: int, since: datetime) -> int:
-    """The position in the tag's listing (0 the oldest) of its first article dated
-    `since` or later: how many are older, counted from the nearer end of the range."""
+def count_tagged_before(tag_id: int, since: datetime, *, total: int) -> int:
+    """The position in the tag's listing of `total` (0 the oldest) of its first article
+    dated `since` or later: how many are older, counted from the nearer end."""
     newer = _of_tag(tag_id, publish_at__gte=since).order_by()
     near = newer[:NEAR_TOP].count()
     if near < NEAR_TOP:
-        return count_tagged(tag_id) - near
+        return total - near
     return _of_tag(tag_id, publish_at__lt=since).order_by().count()
 
 
