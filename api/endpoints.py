@@ -56,6 +56,7 @@ from api.schemas import (
     DraftPage,
     ErrorOut,
     StatusFilter,
+    TagOut,
     article_out,
     delivery_out,
     draft_out,
@@ -63,6 +64,7 @@ from api.schemas import (
 )
 from api.services import article_create_once, request_digest
 from api.tokens import token_lookup
+from publishing import selectors as publishing_selectors
 from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.models import DRAFT_FIELDS, Article, Story, StoryState, WebhookDelivery
 from publishing.services import (
@@ -367,6 +369,24 @@ def list_drafts(
     drafts = Story.objects.filter(state=StoryState.DRAFT, trashed_at__isnull=True)
     drafts = drafts.order_by("-updated_at", "-id").defer("body")
     return _page(drafts, page, page_size, partial(draft_out, with_body=False))
+
+
+@api.get(
+    "/tags",
+    auth=BearerToken(READ),
+    response={200: list[TagOut], **COMMON},
+    summary="The tags live articles carry, most used first (what the desk completes from)",
+)
+def list_tags(
+    request: HttpRequest,
+    prefix: str = Query("", max_length=100, description="Only tags that begin with this."),
+    limit: int = Query(100, ge=1, le=1000),
+):
+    _known_query(request, "prefix", "limit")
+    return [
+        {"name": name, "articles": count}
+        for name, count in publishing_selectors.tags_in_use(prefix=prefix, limit=limit)
+    ]
 
 
 def _page(rows, page: int, page_size: int, out) -> dict:

@@ -194,6 +194,11 @@ class ArticlePage(Schema):
     items: list[ArticleSummaryOut]
 
 
+class TagOut(Schema):
+    name: str = Field(..., description="The tag as first spelled on a live article.")
+    articles: int = Field(..., description="Listed articles that carry it.")
+
+
 class DraftPage(Schema):
     count: int = Field(..., description="Drafts, on all pages.")
     page: int

@@ -1,6 +1,6 @@
 """One database, in a process of its own (Django is set up once per process).
 
-    python bench/child.py pipeline|import|catchup|operator sqlite|postgres '<params as JSON>'
+    python bench/child.py pipeline|import|catchup|operator|tags sqlite|postgres '<params as JSON>'
 
 Makes a fresh database (a SQLite file, or `CREATE DATABASE bp_bench_<random>` on the
 PostgreSQL at TEST_POSTGRES_URL, dropped afterwards) and a fresh SITE_ROOT, migrates,
@@ -99,6 +99,10 @@ def measure(mode: str) -> Callable[[Path, dict, dict], dict]:
         from bench.catchup import measure_catch_up
 
         return measure_catch_up
+    if mode == "tags":
+        from bench.tags import measure_tags
+
+        return measure_tags
     if mode == "operator":
         from bench.operator_views import measure_operator
 

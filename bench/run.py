@@ -372,6 +372,35 @@ def bench_rerender(args: argparse.Namespace) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def bench_tags(args: argparse.Namespace) -> None:
+    """A burst drain with 1,000 tags in use against the same burst with none, on
+    PostgreSQL, each run on a fresh database, the variants alternating (bench/tags.py)."""
+    from bench.pipeline import run_child
+    from bench.support import private_redis
+    from bench.tags import tags_report
+
+    burst = args.tags_burst or (200 if args.quick else 1_000)
+    background = args.tags_background or (2_000 if args.quick else 10_000)
+    print(
+        f"\nTags: bursts of {burst:,} on a site of {background:,} listed articles, with no"
+        f" tag and with {args.tags:,} tags in use (3 an article), {args.tags_runs} runs each"
+    )
+    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-tags-"))
+    runs = []
+    try:
+        with private_redis(workdir) as redis_url:
+            for _ in range(args.tags_runs):
+                for site_tags, burst_tags in ((0, 0), (args.tags, args.tags), (args.tags, 0)):
+                    params = {"redis_url": redis_url, "tags": site_tags, "burst_tags": burst_tags}
+                    params |= {"burst": burst, "background": background}
+                    runs.append(run_child("tags", args.tags_database, params))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"  ({args.tags_database}; load average now {os.getloadavg()[0]:.1f})")
+    for line in tags_report(runs):
+        print(line, flush=True)
+
+
 BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_pipeline,
     bench_site,
@@ -382,7 +411,11 @@ BENCHMARKS: list[Callable[[argparse.Namespace], None]] = [
     bench_full_check,
     bench_upgrade,
     bench_rerender,
+    bench_tags,
 ]
+# Run only when named (`bench/run.py tags`): half an hour at full size, and `make bench
+# QUICK=1` stays under ten minutes.
+ON_REQUEST = {"tags"}
 SITE_FULL = {"first": 1_000, "then": 10_000, "window": 1_000}
 SITE_QUICK = {"first": 500, "then": 1_000, "window": 500}
 
@@ -431,6 +464,12 @@ def main() -> None:
         help="rerender: idle saves timed with a worker alone (50; quick: 20; 0: no workers)",
     )
     add_arguments(parser)
+    tags = parser.add_argument_group("tags (burst 1,000 on 10,000; quick: 200 on 2,000)")
+    tags.add_argument("--tags", type=int, default=1_000, help="tags in use in the tagged runs")
+    tags.add_argument("--tags-burst", type=int, help="articles in each burst")
+    tags.add_argument("--tags-background", type=int, help="listed articles before the burst")
+    tags.add_argument("--tags-runs", type=int, default=2, help="runs of each variant")
+    tags.add_argument("--tags-database", default="postgres", help="postgres or sqlite")
     operator = parser.add_argument_group("operator (1 M / 5 M; quick: 100 k / 500 k)")
     operator.add_argument("--operator-articles", type=int, help="articles in the table")
     operator.add_argument("--operator-attempts", type=int, help="attempt rows in the table")
@@ -441,7 +480,7 @@ def main() -> None:
             setattr(args, name, default)
     by_name = {bench.__name__.removeprefix("bench_"): bench for bench in BENCHMARKS}
     started = time.monotonic()
-    for name in args.names or list(by_name):
+    for name in args.names or [name for name in by_name if name not in ON_REQUEST]:
         by_name[name](args)
     print(f"\nmake bench{' QUICK=1' if args.quick else ''}: {time.monotonic() - started:.0f} s")
 

@@ -14,7 +14,7 @@ import hashlib
 import json
 import unicodedata
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -285,15 +285,23 @@ class ArticleQuerySet(models.QuerySet["Article"]):
 
 def refresh_tags_of(article_ids: list[int]) -> None:
     """The tags of articles about to be deleted: their pages are written again without
-    them by the refresher's next pass (TagRefresh), in the delete's transaction."""
-    tags_refresh(
-        ArticleTag.objects.filter(article_id__in=article_ids).values_list("tag_id", flat=True)
+    them by the refresher's next pass (TagRefresh), in the delete's transaction, from
+    where each was in the tag's listing (its live date)."""
+    rows = ArticleTag.objects.filter(article_id__in=article_ids).values_list("tag_id", "publish_at")
+    since: dict[int, datetime] = {}
+    for tag_id, publish_at in rows:
+        since[tag_id] = min(publish_at, since.get(tag_id, publish_at))
+    tags_refresh(since, since=since)
+
+
+def tags_refresh(tag_ids: Iterable[int], *, since: Mapping[int, datetime] | None = None) -> None:
+    """Ask the refresher's next pass to write these tags' pages again (TagRefresh).
+    `since`: by tag, the oldest live date the change touched (its pages from the one
+    holding it are written); a tag without one has every page written (the full check)."""
+    since = since or {}
+    TagRefresh.objects.bulk_create(
+        TagRefresh(tag_id=tag_id, since=since.get(tag_id)) for tag_id in sorted(set(tag_ids))
     )
-
-
-def tags_refresh(tag_ids: Iterable[int]) -> None:
-    """Ask the refresher's next pass to write these tags' pages again (TagRefresh)."""
-    TagRefresh.objects.bulk_create(TagRefresh(tag_id=tag_id) for tag_id in sorted(set(tag_ids)))
 
 
 def lock_stories(ids: Iterable[int] | models.QuerySet, *, using: str | None = None) -> None:
@@ -759,6 +767,10 @@ class TagRefresh(models.Model):
     deletes the rows it read (blogpublish.site.build.write_tag_pages)."""
 
     tag = models.ForeignKey(Tag, on_delete=models.CASCADE, related_name="+")
+    # The oldest live date the change touched in the tag's listing (an article's old or
+    # new date): the tag's archive pages from the one holding it are written again.
+    # Null: every page (the full check's requests, and those of a release before it).
+    since = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"refresh tag {self.tag_id}"

@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Now
 
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, ArticleTag, TagKind
+from publishing.reader_fields import tag_key
 from work import lease
 from work.lease import now_plus
 
@@ -154,3 +155,18 @@ def catch_up_last_run():
     from publishing.models import CatchUpRun
 
     return CatchUpRun.objects.filter(pk=1).values_list("ran_at", flat=True).first()
+
+
+def tags_in_use(*, prefix: str = "", limit: int = 100) -> list[tuple[str, int]]:
+    """The tags live articles carry (not bylines), with how many listed articles carry
+    each, most used first: what the desk's tags field completes from, and GET /api/tags.
+    `prefix`: only tags whose key starts with that one's (reader_fields.tag_key)."""
+    rows = ArticleTag.objects.filter(tag__kind=TagKind.TAG).exclude(article__published_hash="")
+    if prefix.strip():
+        rows = rows.filter(tag__key__startswith=tag_key(prefix))
+    counted = (
+        rows.values("tag_id", "tag__name")
+        .annotate(articles=Count("id"))
+        .order_by("-articles", "tag__name")[:limit]
+    )
+    return [(row["tag__name"], row["articles"]) for row in counted]

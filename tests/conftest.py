@@ -9,7 +9,7 @@ import pytest
 from celery.signals import before_task_publish
 from django.utils import timezone
 
-from publishing.models import Article, content_hash_of
+from publishing.models import READER_FIELDS, Article, content_hash_of
 from tests.support import processes
 from tests.support.chaos import write_chaos
 
@@ -124,8 +124,9 @@ def quiet_article(transactional_db):
         values = {"title": slug, "slug": slug, "body": "Body."} | fields
         past = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
         values.setdefault("publish_at", past)
+        hashed = ("title", "slug", "body", "publish_at", *READER_FIELDS)
         values["content_hash"] = content_hash_of(
-            **{name: values[name] for name in ("title", "slug", "body", "publish_at")}
+            **{name: values[name] for name in hashed if name in values}
         )
         return Article.objects.bulk_create([Article(**values)])[0]
 

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_POST
 
 from blogpublish.desk import cheatsheet, images
 from blogpublish.site.paths import article_url
+from publishing import selectors as publishing_selectors
 from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.forms import TagsField
 from publishing.models import DRAFT_FIELDS, Article, Revision, Story, StoryState
@@ -42,6 +43,8 @@ from publishing.services import (
 
 method_post = method_decorator(require_POST)
 PUBLISH_PERMISSION = "publishing.change_article"
+# Tags the tags field completes from (the most used; GET /api/tags has the rest).
+DESK_TAGS = 500
 DELETE_PERMISSION = "publishing.delete_article"
 
 
@@ -59,6 +62,8 @@ def desk_context(request: HttpRequest) -> dict:
         "desk_image_max_mib": images.IMAGE_MAX_BYTES // 2**20,
         "desk_images_self_only": settings.SITE_IMAGES_SELF_ONLY,
         "desk_can_publish": can_publish(request),
+        # The tags in use, most used first: the tags field completes from them (desk.js).
+        "desk_tags": [name for name, _count in publishing_selectors.tags_in_use(limit=DESK_TAGS)],
     }
 
 

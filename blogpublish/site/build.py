@@ -161,32 +161,101 @@ def write_feeds(site: Site, *, write: Write, report: documents.Report = problems
 TAG_REFRESH_BATCH = 1000
 
 
-def write_tag_pages(site: Site, *, write: Write) -> None:
-    """The page and the Atom feed of each tag (each byline: author/<slug>/) a completion
+def write_tag_pages(site: Site, *, write: Write, time_left: TimeLeft = None) -> bool:
+    """The pages and the Atom feed of each tag (each byline: author/<slug>/) a completion
     or a delete touched since the last pass (TagRefresh): its newest PAGE_SIZE live
-    articles; a tag left with none has its folder removed. What a publish costs here
-    follows the tags it touched, not the number of tags or the site's size."""
-    request_ids, tags = selectors.tag_refresh_requests(TAG_REFRESH_BATCH)
-    for tag in tags:
+    articles, and its archive pages numbered from the oldest as the site's are, from
+    the one holding the oldest date a request touched; a tag left with none has its
+    folder removed. What a publish costs here follows the tags it touched and where
+    in them, not the number of tags or the site's size (docs/site.md, "Tag pages").
+    Stops after a tag once `time_left()` is spent, so a burst's many tags never hold
+    back the front page: False when requests are left (the next pass takes them)."""
+    tags = selectors.tag_refresh_requests(TAG_REFRESH_BATCH)
+    done: list[int] = []
+    left = False
+    for number, tag in enumerate(tags, 1):
         if not write_tag(site, tag, write=write):
             site.delete_tree(paths.tag_dir(tag["slug"], tag["kind"]))
-    if request_ids:
-        selectors.tag_refresh_done(request_ids)
+        done += tag["requests"]
+        if time_left is not None and time_left() <= 0 and number < len(tags):
+            left = True
+            break
+    if done:
+        selectors.tag_refresh_done(done)
+    return not left
 
 
 def write_tag(
-    site: Site, tag: dict, *, write: Write, report: documents.Report = problems.report
+    site: Site,
+    tag: dict,
+    *,
+    write: Write,
+    report: documents.Report = problems.report,
+    archive_write: Write = write_if_changed,
 ) -> bool:
-    """The page and the Atom feed of one tag (id, kind, name, slug); False, writing
-    nothing, when no live article carries it."""
+    """One tag's (byline's) page, feed and archive pages (tag: id, kind, name, slug and
+    `since`, the oldest date its requests touched; absent: every archive page); False,
+    writing nothing, when no live article carries it."""
     folder = paths.tag_dir(tag["slug"], tag["kind"])
-    entries = selectors.tag_entries(tag["id"], PAGE_SIZE)
-    if not entries:
+    count = selectors.count_tagged(tag["id"])
+    if not count:
         return False
     term = documents.Term(tag["kind"], tag["name"], tag["slug"])
-    write(site, f"{folder}/{paths.FRONT_PAGE}", documents.tag_page(term, entries, report=report))
+    entries = selectors.tag_entries(tag["id"], PAGE_SIZE)
+    older = older_than_front(count)
+    older_href = term.page_href(older) if older else ""
+    page = documents.tag_page(term, entries, older_href=older_href, report=report)
+    write(site, f"{folder}/{paths.FRONT_PAGE}", page)
     write(site, f"{folder}/{paths.FEED}", documents.tag_feed(term, entries, report=report))
+    write_tag_archive(
+        site,
+        term,
+        tag["id"],
+        count=count,
+        since=tag.get("since"),
+        write=archive_write,
+        report=report,
+    )
     return True
+
+
+def write_tag_archive(
+    site: Site,
+    term: documents.Term,
+    tag_id: int,
+    *,
+    count: int,
+    since: datetime | None,
+    write: Write = write_if_changed,
+    report: documents.Report = problems.report,
+) -> None:
+    """A tag's full archive pages from the one holding `since` (None: every one), and the
+    one below it (its "Newer" link follows the number of full pages); each written only
+    if it changed (`write`). Pages past the last full one (the tag shrank) are removed."""
+    full = full_pages(count)
+    first = 1
+    if since is not None and full:  # a tag of fewer than PAGE_SIZE has no archive page
+        first = page_of(selectors.count_tagged_before(tag_id, since, total=count))
+    for number in range(max(1, first - 1), full + 1):
+        entries = selectors.tagged_at(
+            tag_id, first=first_position(number), size=PAGE_SIZE, total=count
+        )
+        newer = newer_than(number, count)
+        older = older_than(number)
+        html = documents.tag_page(
+            term,
+            entries,
+            number=number,
+            newer_href=term.page_href(newer),
+            older_href=term.page_href(older) if older else "",
+            report=report,
+        )
+        write(site, paths.tag_archive_file(term.slug, term.kind, number), html)
+    pages = f"{paths.tag_dir(term.slug, term.kind)}/{paths.ARCHIVE_DIR}"
+    if site.exists(paths.tag_archive_file(term.slug, term.kind, full + 1)):
+        for name in site.names(pages):
+            if name.isdigit() and int(name) > full:
+                site.delete_tree(f"{pages}/{name}")
 
 
 def write_site_files(site: Site, *, write: Write) -> None:
@@ -224,7 +293,8 @@ TimeLeft = Callable[[], float] | None
 
 def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
     """The refresh after an outcome: front page, feed, and the archive pages that
-    changed. False when a rebuild it ran stopped at its budget (`rebuild`)."""
+    changed. False when a rebuild it ran stopped at its budget (`rebuild`), or tags'
+    pages are left for the next pass (`write_tag_pages`)."""
     changed, inserted = settle(state)
     if state.rebuild:
         return rebuild(site, state, time_left=time_left, changed=changed)
@@ -247,7 +317,7 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
         write_archive_page(site, page, page_entries, count=count, write=atomic_write)
     newest = selectors.newest(PAGE_SIZE)
     write_feeds(site, write=atomic_write)
-    write_tag_pages(site, write=atomic_write)
+    tags_done = write_tag_pages(site, write=atomic_write, time_left=time_left)
     write_partial_chunk(site, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
         atomic_write(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
@@ -255,7 +325,7 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
         write_site_files(site, write=atomic_write)
     write_front_page(site, newest, count=count, write=atomic_write)
     state.count = count
-    return True
+    return tags_done
 
 
 def positions_of(entries: dict[int, Entry], *, inserted: list[int], total: int) -> dict[int, int]:
@@ -294,13 +364,14 @@ def rebuild(
     Stops after a page once `time_left()` is spent, with the checkpoint saved in the
     pass's transaction and the rebuild still due: False. The next pass writes the
     front page and feed again and carries on from there. True once every page is
-    written (the site's end removed, the checkpoint cleared). `changed`: articles
+    written (the site's end removed, the checkpoint cleared) and no tag's pages are
+    left for the next pass (`write_tag_pages`). `changed`: articles
     whose entry changed, settled by the caller (`update`)."""
     changed = [*changed, *settle(state)[0]]
     count = selectors.count_listed()
     newest = selectors.newest(PAGE_SIZE)
     write_feeds(site, write=write_if_changed)
-    write_tag_pages(site, write=write_if_changed)
+    tags_done = write_tag_pages(site, write=write_if_changed, time_left=time_left)
     write_partial_chunk(site, newest, count=count, write=write_if_changed)
     write_if_changed(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     write_site_files(site, write=write_if_changed)
@@ -313,7 +384,7 @@ def rebuild(
     remove_beyond(site, pages=full_pages(count), chunks=sitemap_chunks(count))
     checkpoint_clear(REBUILD_CHECKPOINT)
     state.rebuild = state.shifted = False
-    return True
+    return tags_done
 
 
 def _key(mark: dict) -> tuple[datetime, int]:

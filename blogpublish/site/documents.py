@@ -227,13 +227,31 @@ def _link(entry: Entry | None) -> dict | None:
     return {"title": strip_xml_illegal(entry.title), "href": paths.article_href(entry.slug)}
 
 
-def article_page(article, *, around: selectors.Neighbours | None = None) -> str:
+# The related articles' section of a page (`article_page`): what `without_related` takes
+# out (a related article's later retitle shows at the page's next render, so a page is
+# compared with the site's rendering without it; docs/site.md, "Related articles").
+RELATED_SECTION = re.compile(r'<aside class="related".*?</aside>\n?', re.DOTALL)
+
+
+def without_related(html: str) -> str:
+    """A page without its related articles' section."""
+    return RELATED_SECTION.sub("", html)
+
+
+def article_page(
+    article,
+    *,
+    around: selectors.Neighbours | None = None,
+    related: list[Entry] | None = None,
+) -> str:
     """The article's own page. HTML5 reads most characters, but a control character is
     a parse error there too: stripped with the rest of what XML 1.0 cannot carry.
-    `around`: its neighbours, read from the database when not given."""
+    `around`: its neighbours, `related`: its related articles (selectors.related), each
+    read from the database when not given."""
     body = strip_xml_illegal(article.body)
+    article_id = getattr(article, "id", None)
     if around is None:
-        around = selectors.neighbours(article.publish_at, getattr(article, "id", None))
+        around = selectors.neighbours(article.publish_at, article_id)
     body_html = figures.fit(render_markdown(body), selectors.image_renditions)
     url = paths.article_url(article.slug)
     # Formatted here, not with the template's `date` filter (its cost is most of the
@@ -243,6 +261,8 @@ def article_page(article, *, around: selectors.Neighbours | None = None) -> str:
     shown = {name: strip_xml_illegal(reader[name]) for name in ("description", "byline")}
     tags = [strip_xml_illegal(tag) for tag in reader["tags"]]
     links = tag_links(tags)
+    if related is None:
+        related = selectors.related(reader["tags"], article_id)
     description = shown["description"] or plain_excerpt(body)
     image = first_image_url(body)
     page = render_to_string(
@@ -279,6 +299,7 @@ def article_page(article, *, around: selectors.Neighbours | None = None) -> str:
             "older": _link(around.older),
             "newer": _link(around.newer),
             "neighbours_mark": neighbours_mark(around),
+            "related": [_link(entry) for entry in related],
             "canonical_url": url,
             "description": description,
             "og_type": "article",
@@ -496,6 +517,10 @@ class Term:
     def href(self) -> str:
         return paths.tag_href(self.slug, self.kind)
 
+    def page_href(self, number: int | None) -> str:
+        """Its archive page `number`; its own page for None."""
+        return paths.tag_href(self.slug, self.kind, number)
+
     @property
     def heading(self) -> str:
         return "Articles by" if self.kind == "author" else "Tagged"
@@ -507,11 +532,22 @@ def tag_feed(term: Term, entries: Iterable[Entry], *, report: Report = log_probl
     return atom_feed(entries, report=report, tag=term)
 
 
-def tag_page(term: Term, entries: Iterable[Entry], *, report: Report = log_problem) -> str:
+def tag_page(
+    term: Term,
+    entries: Iterable[Entry],
+    *,
+    number: int | None = None,
+    newer_href: str = "",
+    older_href: str = "",
+    report: Report = log_problem,
+) -> str:
     """A tag's (a byline's) page, index.html in its folder: the newest articles that
-    carry it."""
+    carry it; or its archive page `number` (page/<n>/ in its folder, numbered from the
+    oldest as the site's archive is). `newer_href`, `older_href`: the pages around it."""
     name = strip_xml_illegal(term.name)
     document = f"the page of the {term.kind} {name}"
+    if number is not None:
+        document += f", page {number}"
 
     def item(entry: Entry) -> dict:
         clean = _cleaner(entry, document, report)
@@ -523,16 +559,20 @@ def tag_page(term: Term, entries: Iterable[Entry], *, report: Report = log_probl
         }
 
     items = [built for _entry, built in _each(entries, item, document=document, report=report)]
+    described = f"{settings.SITE_TITLE}: {term.heading.lower()} {name}"
     return render_to_string(
         "blogpublish/tag.html",
         {
             **site_context(),
             "tag": name,
             "heading": term.heading,
+            "page": number,
             "entries": items,
-            "canonical_url": paths.absolute(term.href),
+            "newer_href": newer_href,
+            "older_href": older_href,
+            "canonical_url": paths.absolute(term.page_href(number)),
             "og_type": "website",
-            "description": f"{settings.SITE_TITLE}: {term.heading.lower()} {name}",
+            "description": f"{described}, page {number}" if number else described,
             "tag_feed_href": f"{term.href}{paths.FEED}",
         },
     )

@@ -78,6 +78,11 @@ def tag_dir(tag_slug: str, kind: str = "tag") -> str:
     return f"{TERM_DIRS[kind]}/{page_name(tag_slug)}"
 
 
+def tag_archive_file(tag_slug: str, kind: str, number: int) -> str:
+    """Archive page `number` of a tag (a byline), relative to SITE_ROOT."""
+    return f"{tag_dir(tag_slug, kind)}/{ARCHIVE_DIR}/{number}/index.html"
+
+
 def is_trash(name: str) -> bool:
     """A directory `remove_tree` renamed aside and did not finish removing."""
     return name.startswith(".") and ".removed-" in name
@@ -109,9 +114,11 @@ def archive_href(number: int | None) -> str:
     return f"{site_path()}/{ARCHIVE_DIR}/{number}/"
 
 
-def tag_href(tag_slug: str, kind: str = "tag") -> str:
-    """The root-relative address of a tag's (a byline's) page."""
-    return iri_to_uri(f"{site_path()}/{TERM_DIRS[kind]}/{tag_slug}/")
+def tag_href(tag_slug: str, kind: str = "tag", number: int | None = None) -> str:
+    """The root-relative address of a tag's (a byline's) page, or of its archive page
+    `number`."""
+    page = f"{ARCHIVE_DIR}/{number}/" if number is not None else ""
+    return iri_to_uri(f"{site_path()}/{TERM_DIRS[kind]}/{tag_slug}/{page}")
 
 
 def absolute(href: str) -> str:

@@ -191,11 +191,17 @@ class StaticSitePublisher(BasePublisher):
             [(article.publish_at, article.pk) for article in articles],
             extra=[selectors.Entry.of_article(article) for article in articles],
         )
+        # Their related articles too, the group's counted: one query for the group.
+        related = selectors.related_many(
+            {article.pk: article.tags or [] for article in articles},
+            extra=[(selectors.Entry.of_article(a), a.tags or []) for a in articles],
+        )
         for article in articles:
             try:
-                rendered.append(
-                    (article, documents.article_page(article, around=around[article.pk]))
+                page = documents.article_page(
+                    article, around=around[article.pk], related=related[article.pk]
                 )
+                rendered.append((article, page))
             except TIME_LIMITS:
                 raise
             except Exception as exc:  # over the renderer's limits, or a bug: its own
@@ -440,8 +446,14 @@ class StaticSitePublisher(BasePublisher):
         site = self.site
         lives = list(selectors.live_versions_of(article_ids))
         seen = {page.id: page for page in selectors.listed_pages([live.id for live in lives])}
+        related = selectors.related_many({live.id: live.tags for live in lives})
         rendered = [
-            (live, documents.article_page(live, around=seen[live.id].neighbours))
+            (
+                live,
+                documents.article_page(
+                    live, around=seen[live.id].neighbours, related=related[live.id]
+                ),
+            )
             for live in lives
             if live.id in seen
         ]

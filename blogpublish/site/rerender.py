@@ -211,11 +211,16 @@ def _rerender_chunk(
         [paths.page_file(live.slug) for live in chunk], documents.CONTENT_MARK_WITHIN
     )
     rendered: list[tuple[LiveVersion, str]] = []
-    for live in chunk:
-        if not _needs_writing(heads[paths.page_file(live.slug)], live.published_hash):
-            continue
+    due = [
+        live
+        for live in chunk
+        if _needs_writing(heads[paths.page_file(live.slug)], live.published_hash)
+    ]
+    # The related articles of the chunk's pages: one query (selectors.related_many).
+    related = selectors.related_many({live.id: live.tags for live in due})
+    for live in due:
         try:
-            rendered.append((live, documents.article_page(live)))
+            rendered.append((live, documents.article_page(live, related=related[live.id])))
         except TIME_LIMITS:
             raise
         except Exception as exc:  # this page only: it keeps its look, the run goes on

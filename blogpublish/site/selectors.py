@@ -16,15 +16,17 @@ import bisect
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 
 from blogpublish.desk.renditions import Renditions
 from blogpublish.models import Image
-from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagRefresh
+from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagKind, TagRefresh
+from publishing.reader_fields import tag_key
 
 # Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters.
 EXCERPT_SOURCE_CHARS = 2000
@@ -167,13 +169,53 @@ def tags_in_use() -> dict[tuple[str, str], int]:
     return {(kind, slug): tag_id for kind, slug, tag_id in rows}
 
 
-def tag_refresh_requests(limit: int) -> tuple[list[int], list[dict]]:
-    """The oldest `limit` requests to write a tag's pages again (TagRefresh): their ids,
-    and the tags they name (id, kind, name, slug)."""
-    requests = list(TagRefresh.objects.order_by("id").values_list("id", "tag_id")[:limit])
-    tag_ids = {tag_id for _id, tag_id in requests}
-    tags = Tag.objects.filter(pk__in=tag_ids).order_by("id").values("id", "kind", "name", "slug")
-    return [request_id for request_id, _tag in requests], [dict(tag) for tag in tags]
+def tag_refresh_requests(limit: int) -> list[dict]:
+    """The tags named by the oldest `limit` requests to write a tag's pages again
+    (TagRefresh), oldest request first: each with its id, kind, name, slug, `requests`
+    (the ids of its requests read) and `since` (the oldest date they touched; None when
+    one asks for every page)."""
+    rows = TagRefresh.objects.order_by("id").values_list("id", "tag_id", "since")[:limit]
+    found: dict[int, dict] = {}
+    for request_id, tag_id, moment in rows:
+        tag = found.setdefault(tag_id, {"requests": [], "since": moment})
+        tag["requests"].append(request_id)
+        before = tag["since"]
+        # None (every page) wins over any date.
+        tag["since"] = None if before is None or moment is None else min(before, moment)
+    names = Tag.objects.filter(pk__in=found).values("id", "kind", "name", "slug")
+    named = {row["id"]: row for row in names}
+    # A tag deleted meanwhile (its requests with it, by the cascade) is left out.
+    return [{**named[tag_id], **tag} for tag_id, tag in found.items() if tag_id in named]
+
+
+def _of_tag(tag_id: int, **dated: datetime) -> QuerySet[Article]:
+    """The listed articles of the tag; `dated`: a lookup on the live tag's date
+    (`publish_at__gte=…`), in the same filter so that it narrows the same row of the
+    index (a second filter() would join the table again)."""
+    return listed().filter(
+        live_tags__tag_id=tag_id, **{f"live_tags__{k}": v for k, v in dated.items()}
+    )
+
+
+def count_tagged(tag_id: int) -> int:
+    """The listed articles that carry the tag: a range of `tag_listed_idx`."""
+    return _of_tag(tag_id).order_by().count()
+
+
+def count_tagged_before(tag_id: int, since: datetime, *, total: int) -> int:
+    """The position in the tag's listing of `total` (0 the oldest) of its first article
+    dated `since` or later: how many are older, counted from the nearer end."""
+    newer = _of_tag(tag_id, publish_at__gte=since).order_by()
+    near = newer[:NEAR_TOP].count()
+    if near < NEAR_TOP:
+        return total - near
+    return _of_tag(tag_id, publish_at__lt=since).order_by().count()
+
+
+def tagged_at(tag_id: int, *, first: int, size: int, total: int) -> list[Entry]:
+    """A tag's positions first … first+size-1 (0 is the oldest), newest first, read from
+    the nearer end of its range (as `entries_at`)."""
+    return _positions(_of_tag(tag_id), first=first, size=size, total=total)
 
 
 def tag_refresh_done(request_ids: list[int]) -> None:
@@ -185,7 +227,11 @@ def entries_at(*, first: int, size: int, total: int) -> list[Entry]:
     """Positions first … first+size-1 (0 is the oldest), newest first. Read from
     whichever end of the index is nearer, so a page near the top costs as little as one
     near the bottom."""
-    articles = listed().values(*ENTRY_FIELDS)
+    return _positions(listed(), first=first, size=size, total=total)
+
+
+def _positions(listing: QuerySet[Article], *, first: int, size: int, total: int) -> list[Entry]:
+    articles = listing.values(*ENTRY_FIELDS)
     from_top = total - first - size
     if first <= from_top:
         rows = articles.order_by("published_publish_at", "id")[first : first + size]
@@ -321,6 +367,106 @@ def neighbour_ids(keys: Iterable[tuple[datetime, int]]) -> set[int]:
     for around in neighbours_many(keys).values():
         found.update(entry.id for entry in (around.older, around.newer) if entry)
     return found
+
+
+# --- an article's related articles: those sharing the most of its tags --------------
+
+# Related articles an article's page lists at most.
+RELATED_MAX = 3
+# Of each of its tags, the newest this many listed articles are the candidates: one
+# range of `tag_listed_idx` per tag, so a page's related articles cost the same on a site
+# of any size and with any number of tags (docs/site.md, "Related articles").
+RELATED_PER_TAG = 25
+# Tags a query reads at most (SQLite allows 500 terms in one UNION ALL).
+RELATED_TAGS_PER_QUERY = 200
+
+RELATED_FIELDS = ("article_id", "publish_at", "article__published_title", "article__published_slug")
+
+
+def related(tags: Iterable[str], article_id: int | None) -> list[Entry]:
+    """The listed articles (but `article_id`) sharing the most of `tags`, then newest:
+    at most RELATED_MAX; none for an article without tags."""
+    return related_many({article_id: list(tags)}).get(article_id, [])
+
+
+def _tag_keys(tags: Iterable[str]) -> set[str]:
+    return {tag_key(t) for t in tags if isinstance(t, str) and t.strip()}
+
+
+def related_many(
+    wanted: Mapping[int | None, Iterable[str]],
+    *,
+    extra: Iterable[tuple[Entry, Iterable[str]]] = (),
+) -> dict[int | None, list[Entry]]:
+    """`related` of many articles ({id: tags}) in one query (a group's, a chunk's): the
+    candidates of every distinct tag they carry read at once, then ranked for each.
+    `extra`: (entry, tags) to count as listed with those tags, in place of what the
+    listing has of them (a batch's articles, listed once it completes)."""
+    keys_of = {article_id: _tag_keys(tags) for article_id, tags in wanted.items()}
+    every = sorted(set().union(*keys_of.values())) if keys_of else []
+    candidates: dict[str, list[tuple[int, datetime, str, str]]] = {}
+    for start in range(0, len(every), RELATED_TAGS_PER_QUERY):
+        candidates |= _related_candidates(every[start : start + RELATED_TAGS_PER_QUERY])
+    extra = list(extra)
+    if extra:
+        replaced = {entry.id for entry, _tags in extra}
+        candidates = {
+            key: [row for row in rows if row[0] not in replaced] for key, rows in candidates.items()
+        }
+        for entry, tags in extra:
+            for key in _tag_keys(tags) & set(candidates):
+                candidates[key].append((entry.id, entry.publish_at, entry.title, entry.slug))
+    return {
+        article_id: _rank_related(article_id, keys, candidates)
+        for article_id, keys in keys_of.items()
+    }
+
+
+def _related_candidates(keys: list[str]) -> dict[str, list[tuple[int, datetime, str, str]]]:
+    """{tag key: [(article id, date, title, slug)]}: the newest RELATED_PER_TAG listed
+    articles of each tag, one index range each, in one statement (UNION ALL: a LIMIT per
+    tag, which both databases take inside a subquery)."""
+    parts, params = [], []
+    for number, key in enumerate(keys):
+        one = (
+            ArticleTag.objects.filter(tag__kind=TagKind.TAG, tag__key=key)
+            .exclude(article__published_hash="")
+            .order_by("-publish_at", "-article_id")
+            .values(*RELATED_FIELDS)[:RELATED_PER_TAG]
+        )
+        sql, one_params = one.query.sql_with_params()
+        parts.append(f"SELECT {number} AS tag_number, r{number}.* FROM ({sql}) r{number}")
+        params.extend(one_params)
+    if not parts:
+        return {}
+    found: dict[str, list[tuple[int, datetime, str, str]]] = {key: [] for key in keys}
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        for number, article_id, publish_at, title, slug in cursor.fetchall():
+            moment = publish_at
+            if isinstance(moment, str):  # SQLite through a raw cursor: UTC, as stored
+                moment = datetime.fromisoformat(moment).replace(tzinfo=UTC)
+            found[keys[number]].append((article_id, moment, title, slug))
+    return found
+
+
+def _rank_related(
+    article_id: int | None,
+    keys: set[str],
+    candidates: Mapping[str, list[tuple[int, datetime, str, str]]],
+) -> list[Entry]:
+    shared: dict[int, int] = {}
+    seen: dict[int, tuple[datetime, str, str]] = {}
+    for key in keys:
+        for other, publish_at, title, slug in candidates.get(key, ()):
+            if other != article_id:
+                shared[other] = shared.get(other, 0) + 1
+                seen[other] = (publish_at, title, slug)
+    best = sorted(shared, key=lambda i: (-shared[i], -seen[i][0].timestamp(), -i))
+    return [
+        Entry(i, uuid.UUID(int=0), seen[i][1], seen[i][2], seen[i][0], seen[i][0])
+        for i in best[:RELATED_MAX]
+    ]
 
 
 # --- the pipeline's rows --------------------------------------------------------------

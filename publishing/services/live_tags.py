@@ -17,12 +17,16 @@ def live_tags_write(articles: Iterable[Article]) -> None:
     and when any has tags, one INSERT of new tags (in key order, so two completions
     adding the same new tags wait for each other instead of deadlocking), one read of
     their ids and one INSERT of the rows; then one INSERT asking for the pages of the
-    tags it touched, old and new (TagRefresh)."""
+    tags it touched, old and new, from the oldest date it touched in each (TagRefresh)."""
     articles = list(articles)
     if not articles:
         return
     before = ArticleTag.objects.filter(article_id__in=[a.pk for a in articles])
-    touched = set(before.values_list("tag_id", flat=True))
+    # By tag, the oldest live date the change touches in its listing (TagRefresh.since):
+    # where the articles were, and where they are now.
+    since: dict[int, datetime] = {}
+    for tag_id, publish_at in before.values_list("tag_id", "publish_at"):
+        since[tag_id] = min(publish_at, since.get(tag_id, publish_at))
     before.delete()
     wanted: dict[int, tuple[dict[tuple[str, str], str], datetime]] = {}
     names: dict[tuple[str, str], str] = {}
@@ -53,5 +57,7 @@ def live_tags_write(articles: Iterable[Article]) -> None:
             for pk, (terms_of, when) in wanted.items()
             for term in terms_of
         )
-        touched |= {ids[term] for term in every}
-    tags_refresh(touched)
+        for terms_of, when in wanted.values():
+            for term in terms_of:
+                since[ids[term]] = min(when, since.get(ids[term], when))
+    tags_refresh(since, since=since)

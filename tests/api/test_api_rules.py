@@ -126,6 +126,7 @@ def test_the_schema_is_served_and_names_the_operations(client):
         "/api/articles/{id}/publish",
         "/api/articles/{id}/withdraw",
         "/api/drafts",
+        "/api/tags",
     }
     assert set(schema["paths"]["/api/articles"]) == {"get", "post"}
     assert set(schema["paths"]["/api/articles/{id}"]) == {"get", "patch", "delete"}

@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
+from blogpublish.desk import images
 from blogpublish.site import StaticSitePublisher
 from blogpublish.site.pagination import PAGE_SIZE
 from publishing.services import publish_group
@@ -63,12 +63,45 @@ def greet(name: str) -> str:
 """
 
 
+def card_image() -> bytes:
+    """A cover image of a link card's proportions (1.91:1), drawn here."""
+    import io
+
+    import PIL.Image
+    import PIL.ImageDraw
+
+    image = PIL.Image.new("RGB", (1200, 630), "#cfe8d8")
+    draw = PIL.ImageDraw.Draw(image)
+    draw.rectangle((0, 420, 1200, 630), fill="#6b8f4e")  # the lawn
+    draw.ellipse((900, 60, 1060, 220), fill="#f4c542")  # the sun
+    for x in range(80, 820, 120):  # a row of tulips
+        draw.line((x, 420, x, 330), fill="#3d6b2a", width=8)
+        draw.ellipse((x - 28, 280, x + 28, 350), fill="#d9534f")
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
 @pytest.fixture
-def reader_site(quiet_article):
-    """A site of PAGE_SIZE + 3 articles (two archive pages), written by the full check."""
-    quiet_article("页面检查", title="页面检查：中文标题", body=BODY)
+def reader_site(quiet_article, settings):
+    """A site of PAGE_SIZE + 3 articles (two archive pages), written by the full check;
+    every article tagged, so its page lists related articles and the tag has an archive
+    page; half with a byline. Addresses as a real blog's (a link card shows its host)."""
+    settings.SITE_URL = "https://blog.example.com"
+    quiet_article("页面检查", title="页面检查：中文标题", body=BODY, tags=["检查", "checked"])
+    cover = images.store(card_image(), name="spring-garden.png")
+    quiet_article(
+        "shared-link",
+        title="Spring came early to the garden",
+        body=f"{cover.markdown}\n\nThe apple tree is still asleep; the rest of the garden is not.",
+        description="What woke up first, what is still asleep, and what the frost took.",
+        byline="Ann Writer",
+        tags=["checked", "garden"],
+    )
     for n in range(PAGE_SIZE + 2):
-        quiet_article(f"checked-{n}", title=f"Checked article {n}", body=BODY)
+        byline = {"byline": "Ann Writer"} if n % 2 else {}
+        tags = ["checked", f"group {n % 3}"]
+        quiet_article(f"checked-{n}", title=f"Checked article {n}", body=BODY, tags=tags, **byline)
     while publish_group(retry_in=publish_article.backoff, limit=100).claimed:
         pass
     assert StaticSitePublisher().reconcile()
@@ -82,12 +115,16 @@ def reader_pages(root: Path) -> dict[str, Path]:
         "archive page": root / "page" / "1" / "index.html",
         "article": root / "checked-0" / "index.html",
         "article with a Chinese title": root / "页面检查" / "index.html",
+        "tag page": root / "tag" / "checked" / "index.html",
+        "tag archive page": root / "tag" / "checked" / "page" / "1" / "index.html",
+        "author page": root / "author" / "ann-writer" / "index.html",
     }
     for extra in ("404.html",):  # the not-found page, where the site has one
         if (root / extra).exists():
             pages["not found"] = root / extra
     missing = [name for name, path in pages.items() if not path.exists()]
     assert not missing, f"pages missing: {missing}"
+    assert '<aside class="related"' in pages["article"].read_text(encoding="utf-8")
     return pages
 
 
@@ -144,3 +181,62 @@ def test_every_page_type_has_no_accessibility_violation(reader_site, browser, sc
     finally:
         context.close()
     assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)
+
+
+CARD = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Link card</title>
+<style>
+  body {{ margin: 0; padding: 24px; background: #f0f2f5; font-family: system-ui, sans-serif; }}
+  .card {{ width: 506px; border: 1px solid #cfd9de; border-radius: 16px; overflow: hidden;
+          background: #fff; color: #0f1419; }}
+  .card img {{ display: block; width: 100%; aspect-ratio: 1.91; object-fit: cover; }}
+  .text {{ padding: 12px 16px; }}
+  .site {{ color: #536471; font-size: 14px; }}
+  .title {{ font-size: 16px; font-weight: 600; margin: 2px 0; }}
+  .description {{ color: #536471; font-size: 15px; line-height: 1.35; }}
+</style></head><body><div class="card" id="card">{image}<div class="text">
+<div class="site">{site}</div><div class="title">{title}</div>
+<div class="description">{description}</div></div></div></body></html>"""
+
+
+def test_a_shared_link_shows_a_card_from_the_pages_own_tags(reader_site, browser, screenshots):
+    """What a social network shows of a shared article: read from the generated page's
+    OpenGraph and Twitter tags (as their crawlers read them), drawn as a card, saved as
+    link-card.png (docs/img/ with BLOGPUBLISH_SCREENSHOTS_DIR)."""
+    from html import escape
+    from html.parser import HTMLParser
+    from urllib.parse import urlsplit
+
+    page_file = reader_site / "shared-link" / "index.html"
+    tags: dict[str, str] = {}
+
+    class Meta(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found = dict(attrs)
+            key = found.get("property") or found.get("name")
+            if tag == "meta" and key and key not in tags:
+                tags[key] = found.get("content") or ""
+
+    Meta().feed(page_file.read_text(encoding="utf-8"))
+    assert tags["og:type"] == "article"
+    assert tags["twitter:card"] == "summary_large_image"
+    assert tags["og:title"] == "Spring came early to the garden"
+    assert tags["og:description"].startswith("What woke up first")
+    image_path = urlsplit(tags["og:image"]).path  # the site's own copy, on disk here
+    assert (reader_site / image_path.lstrip("/")).exists(), tags["og:image"]
+
+    card = reader_site / ".card.html"
+    card.write_text(
+        CARD.format(
+            image=f'<img alt="" src="{(reader_site / image_path.lstrip("/")).as_uri()}">',
+            site=escape(urlsplit(tags["og:url"]).netloc),
+            title=escape(tags["og:title"]),
+            description=escape(tags["og:description"]),
+        ),
+        encoding="utf-8",
+    )
+    page = browser.new_page(viewport={"width": 560, "height": 520}, device_scale_factor=2)
+    page.goto(card.as_uri())
+    page.wait_for_function("() => document.querySelector('#card img').naturalWidth > 0")
+    for folder in screenshots:
+        page.locator("#card").screenshot(path=str(folder / "link-card.png"))
+    page.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from types import SimpleNamespace
@@ -133,6 +134,7 @@ def test_article_page__lang_byline_tags_and_description_of_the_article(settings)
             description="A description, not the excerpt.",
         ),
         around=ALONE,
+        related=[],
     )
     head = head_of(page)
     [ld] = head.ld
@@ -145,6 +147,23 @@ def test_article_page__lang_byline_tags_and_description_of_the_article(settings)
     assert json.loads(ld)["inLanguage"] == "zh-Hans"
     assert 'rel="author" href="/author/%E7%8E%8B%E5%B0%8F%E6%98%8E/">王小明</a>' in page
     assert 'rel="tag" href="/tag/%E6%95%B0%E6%8D%AE%E5%BA%93/">数据库</a>' in page
+
+
+def test_article_page__related_articles_in_an_aside_that_the_check_can_leave_out():
+    at = datetime(2025, 3, 1, tzinfo=UTC)
+    related = [
+        selectors.Entry(7, uuid.UUID(int=7), "<Seven> & co", "seven", at, at),
+        selectors.Entry(8, uuid.UUID(int=8), "你好", "你好", at, at),
+    ]
+    page = documents.article_page(article(tags=["python"]), around=ALONE, related=related)
+
+    [section] = documents.RELATED_SECTION.findall(page)
+    assert '<h2 id="related-heading">Related articles</h2>' in section
+    assert '<a href="/seven/">&lt;Seven&gt; &amp; co</a>' in section
+    assert '<a href="/%E4%BD%A0%E5%A5%BD/">你好</a>' in section
+    alone = documents.article_page(article(tags=["python"]), around=ALONE, related=[])
+    assert "<aside" not in alone
+    assert documents.without_related(page) == alone
 
 
 def test_article_page__site_language_when_the_article_names_none(settings):

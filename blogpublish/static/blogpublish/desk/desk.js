@@ -34,9 +34,44 @@
       }
     }
     refresh();
+    tagCompleter(document.getElementById("id_tags"), document.getElementById("desk-tags"));
     if (panel.dataset.autosaveUrl) {
       autosaver(form, csrf, panel);
     }
+  }
+
+  // The tags field ("python, web, 数据库") completes its last tag from the tags in use
+  // (the datalist the server wrote, most used first): the list's options are the text
+  // before the last comma followed by each tag that begins with what is typed after it,
+  // and not already in the field, so the browser's own suggestions complete one tag.
+  const TAG_SUGGESTIONS = 20;
+
+  function tagCompleter(field, list) {
+    if (!field || !list) {
+      return;
+    }
+    const names = Array.from(list.options, (option) => option.value);
+    const key = (text) => text.normalize("NFKC").toLowerCase().trim();
+    field.setAttribute("list", list.id);
+    field.setAttribute("autocomplete", "off");
+    function suggest() {
+      const cut = field.value.lastIndexOf(",");
+      const before = cut < 0 ? "" : field.value.slice(0, cut + 1) + " ";
+      const typed = key(field.value.slice(cut + 1));
+      const have = new Set(field.value.slice(0, cut + 1).split(",").map(key));
+      const found = names
+        .filter((name) => key(name).startsWith(typed) && !have.has(key(name)))
+        .slice(0, TAG_SUGGESTIONS);
+      list.replaceChildren(
+        ...found.map((name) => {
+          const option = document.createElement("option");
+          option.value = before + name;
+          return option;
+        })
+      );
+    }
+    field.addEventListener("input", suggest);
+    field.addEventListener("focus", suggest);
   }
 
   // A story's draft saves itself (desk/drafts.py: autosave_view) a few seconds after

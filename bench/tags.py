@@ -1,0 +1,166 @@
+"""A burst drain with 1,000 tags in use against the same burst with none (issue 21,
+item 3: a publish's cost must not grow with the number of tags; target within 10 %).
+
+Each variant runs in a child process of its own (bench/child.py, mode `tags`), on a fresh
+database and SITE_ROOT against the run's private Redis:
+
+  seed:  `background` listed articles, made in the database (bulk_create and the live
+         tags' rows as a completion writes them), then one refresher pass that writes the
+         shared pages (and, with tags, every tag's page): the site the burst lands on.
+         With tags, each article carries 3 of `tags` tags, spread evenly.
+  burst: `burst` articles saved while no worker runs (each with 3 tags, or none), then
+         the worker started; articles per second from its start to the last
+         published_at, and the shared pages' lag (bench/phases.py's drain).
+
+Three variants (VARIANTS): none (no tag on the site or in the burst), the burst tagged
+on a site with `tags` tags in use, and the same untagged burst as none's on that site.
+They alternate, run after run, so that the load of a shared machine, which moves,
+falls on each alike.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from bench.phases import drain, wait_published
+from bench.support import progress, worker
+
+TAGS_PER_ARTICLE = 3
+
+
+def tags_of(n: int, tags: int) -> list[str]:
+    """Three distinct tags of `tags` for article n, so that every tag is in use."""
+    if not tags:
+        return []
+    picked = {(n * TAGS_PER_ARTICLE + k) % tags for k in range(TAGS_PER_ARTICLE)}
+    return [f"topic {t}" for t in sorted(picked)]
+
+
+def measure_tags(workdir: Path, env: dict, params: dict) -> dict:
+    import redis
+
+    redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushall()  # a private server
+    tags, burst_tags = params["tags"], params["burst_tags"]
+    started = time.monotonic()
+    seed(params["background"], tags)
+    seeded_s = time.monotonic() - started
+    site_root = Path(env["SITE_ROOT"])
+    with worker("config", workdir / "worker-warmup.log", env):
+        for n in range(4):  # both pool children import and connect once
+            wait_published(save("warmup", n, burst_tags)[0], timeout=60)
+    progress(f"tags ({tags}): {params['burst']} saves, no worker running")
+    ids = [save("burst", n, burst_tags)[0] for n in range(params["burst"])]
+    with worker("config", workdir / "worker-burst.log", env):
+        ready = time.time()
+        progress(f"tags ({tags}): worker started; draining the burst")
+        burst = drain(ids, site_root)
+    # From the worker's start to the last publish: a batch completes its group at one
+    # moment, so the spread of published_at alone says little of a small burst.
+    burst["drain_s"] = last_published(ids) - ready
+    from publishing.models import Tag
+
+    return {
+        "tags": tags,
+        "burst_tags": burst_tags,
+        "tags_in_use": Tag.objects.filter(kind="tag").count(),
+        "background": params["background"],
+        "seed_s": seeded_s,
+        "burst": burst,
+    }
+
+
+def last_published(ids: list[int]) -> float:
+    from django.db.models import Max
+
+    from publishing.models import Article
+
+    return (
+        Article.objects.filter(pk__in=ids).aggregate(last=Max("published_at"))["last"].timestamp()
+    )
+
+
+def seed(count: int, tags: int) -> None:
+    """`count` listed articles with their live tags, then one pass that writes the site."""
+    from django.utils import timezone
+
+    from blogpublish.site import StaticSitePublisher
+    from publishing.models import Article, ArticleStatus
+    from publishing.services.live_tags import live_tags_write
+
+    base = timezone.now().replace(microsecond=0) - timedelta(days=30)
+    rows = []
+    for n in range(count):
+        at = base + timedelta(minutes=n)
+        title, slug, body = f"Background {n}", f"background-{n}", "Some *Markdown* text. " * 50
+        article = Article(title=title, slug=slug, body=body, publish_at=at, tags=tags_of(n, tags))
+        article.status = ArticleStatus.PUBLISHED
+        article.published_title, article.published_slug = title, slug
+        article.published_body, article.published_tags = body, article.tags
+        article.published_publish_at = article.published_at = at
+        article.fill_slug_keys()
+        article.content_hash = article.published_hash = article._content_hash()
+        rows.append(article)
+    made = Article.objects.bulk_create(rows, batch_size=1000)
+    for start in range(0, len(made), 500):
+        live_tags_write(made[start : start + 500])
+    publisher = StaticSitePublisher()
+    while not publisher.refresh():  # a rebuild resumed until done, every tag written
+        pass
+    progress(f"tags ({tags}): seeded {count} listed articles")
+
+
+def save(prefix: str, n: int, tags: int) -> tuple[int, float]:
+    from publishing.models import Article
+
+    title = f"{prefix.capitalize()} article {n}"
+    article = Article(
+        title=title,
+        slug=f"{prefix}-{n}",
+        body=f"# {title}\n\n" + "Some *Markdown* text. " * 50,
+        tags=tags_of(n + 7, tags),
+    )
+    started = time.time()
+    article.save()
+    return article.pk, started
+
+
+VARIANTS = {
+    (0, 0): "none: no tag on the site or the burst",
+    (1, 1): "the burst tagged, 3 of the tags in use each",
+    (1, 0): "the same untagged burst as none",
+}
+
+
+def tags_report(runs: list[dict]) -> list[str]:
+    """The table: each run's drain and pages' lag, then each variant's median rate and
+    its ratio to the variant without tags."""
+    import statistics
+
+    lines = [
+        "",
+        "Burst drain with tags in use (issue 21): the same site and burst with and without tags",
+        f"{'run':>4} {'site tags':>10} {'burst tagged':>13} {'site':>6} {'burst':>6} "
+        f"{'drain s':>8} {'articles/s':>11} {'pages lag ms':>13}",
+    ]
+    by_variant: dict[tuple[int, int], list[float]] = {}
+    for number, run in enumerate(runs, 1):
+        if "burst" not in run:
+            lines.append(f"{number:>4} {run}")
+            continue
+        burst, lag = run["burst"], run["burst"]["pages_lag_ms"]
+        per_second = burst["n"] / burst["drain_s"]
+        lines.append(
+            f"{number:>4} {run['tags_in_use']:>10,} {'yes' if run['burst_tags'] else 'no':>13} "
+            f"{run['background']:>6,} {burst['n']:>6,} {burst['drain_s']:>8.1f} "
+            f"{per_second:>11.1f} {'-' if lag is None else f'{lag:.0f}':>13}"
+        )
+        variant = (int(bool(run["tags"])), int(bool(run["burst_tags"])))
+        by_variant.setdefault(variant, []).append(per_second)
+    medians = {variant: statistics.median(rates) for variant, rates in by_variant.items()}
+    none = medians.get((0, 0))
+    for variant, rate in medians.items():
+        ratio = f": ratio {rate / none:.2f} to none (target ≥ 0.90)" if none else ""
+        lines.append(f"median {rate:.1f} articles/s, {VARIANTS[variant]}{ratio}")
+    return lines

@@ -1,0 +1,122 @@
+"""Related articles on an article's page (issue 21, item 7): the listed articles sharing
+the most of its tags, then the newest, at most three; nothing without tags. Read at the
+page's render (docs/site.md, "Related articles"): a batch's group reads them in one
+query, and a related article's later retitle shows at the page's next render, which
+the restore check does not count as a stale page. The real pipeline services,
+in-process."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from blogpublish.site import documents, paths, selectors
+from blogpublish.site.check import installation_check
+from blogpublish.storage import site_storage
+from publishing.models import Article
+from publishing.services import Outcome, publish_group
+from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RELATED = re.compile(r'<aside class="related".*?</aside>', re.DOTALL)
+LINK = re.compile(r'<a href="/([^"]*)/">')
+
+
+def related_on(site: Site, slug: str) -> list[str]:  # noqa: F811
+    """The slugs the page's related section links, in its order ([] without one)."""
+    page = (site.root / paths.page_file(slug)).read_text(encoding="utf-8")
+    section = RELATED.search(page)
+    return LINK.findall(section[0]) if section else []
+
+
+def test_most_shared_tags_first_then_newest_at_most_three(site):  # noqa: F811
+    site.add(1, tags=["python", "web", "db"])  # article-1: shares three with the last
+    site.add(1, tags=["python"])  # article-2: one
+    site.add(1, tags=["PYTHON", "web"])  # article-3: two (one tag, whatever its case)
+    site.add(1, tags=["python"])  # article-4: one, newer than article-2
+    site.add(1, tags=["other"])  # article-5: none
+    site.add(1)  # article-6: no tags
+    site.add(1, slug="last", tags=["Python", "web", "db"])
+
+    assert related_on(site, "last") == ["article-1", "article-3", "article-4"]
+    assert related_on(site, "article-6") == []  # no tags: no section
+    assert related_on(site, "article-5") == []  # no article shares its tag
+    # Each page lists what was listed when it was last rendered: article-1's when
+    # article-2's publish gave it a next link (its neighbours' pass wrote it again).
+    assert related_on(site, "article-1") == ["article-2"]
+
+
+def test_a_related_articles_retitle_shows_at_the_pages_next_render(site):  # noqa: F811
+    [first] = site.add(1, tags=["python"])
+    site.add(1)  # between them: the last one's neighbour, not the first
+    [last] = site.add(1, tags=["python"])
+    assert related_on(site, last.slug) == [first.slug]
+    site.edit(first, title="A new title")
+
+    page = (site.root / paths.page_file(last.slug)).read_text(encoding="utf-8")
+    assert "Article 1</a>" in RELATED.search(page)[0]  # stale until its next render
+    report = installation_check(site_storage())
+    assert [p for p in report.problems if "page" in p] == []  # and not a problem
+
+    site.edit(last, body="Edited.")
+
+    page = (site.root / paths.page_file(last.slug)).read_text(encoding="utf-8")
+    assert "A new title</a>" in RELATED.search(page)[0]
+
+
+def test_withdrawn_and_deleted_articles_are_not_related(site):  # noqa: F811
+    first, second, third = site.add(3, tags=["python"])
+    site.delete(second)
+
+    assert [e.slug for e in selectors.related(["python"], third.pk)] == [first.slug]
+    assert selectors.related([], third.pk) == []
+    assert selectors.related(["no such tag"], third.pk) == []
+
+
+def test_a_batchs_group_reads_its_related_articles_in_one_query(site):  # noqa: F811
+    """publish_many renders a group's pages with one query for all their related
+    articles, however many pages and tags, the group's own articles counted as listed
+    (as its previous and next links count them)."""
+    site.add(3, tags=["python", "web"])
+    rows = []
+    for n in range(6):
+        article = Article(
+            title=f"Imported {n}",
+            slug=f"imported-{n}",
+            body=f"Imported body {n}.",
+            publish_at=site.base + timedelta(hours=1, minutes=n),
+            tags=["python", f"only-{n}"] if n % 2 else ["web"],
+        )
+        article.full_clean()
+        article.content_hash = article._content_hash()
+        rows.append(article)
+    Article.objects.bulk_create(rows)
+
+    with CaptureQueriesContext(connection) as queries:
+        report = publish_group(retry_in=lambda n: 0, limit=10, worker="here")
+
+    assert [r.outcome for r in report.results] == [Outcome.PUBLISHED] * 6, report
+    # One for the group's six pages, one for the page the pass after it writes again
+    # (article-3's, for its next link): never one a page.
+    related_queries = [q for q in queries if "UNION ALL" in q["sql"]]
+    assert len(related_queries) == 2, [q["sql"][:200] for q in related_queries]
+    # The group's articles count as listed: they are related to each other from the start.
+    assert related_on(site, "imported-1") == ["imported-5", "imported-3", "article-3"]
+    assert related_on(site, "imported-0") == ["imported-4", "imported-2", "article-3"]
+
+
+def test_the_candidates_of_a_tag_are_its_newest_only(site, monkeypatch):  # noqa: F811
+    """A tag's candidates are one range of its index: its newest RELATED_PER_TAG."""
+    monkeypatch.setattr(selectors, "RELATED_PER_TAG", 2)
+    site.add(4, tags=["python"])
+
+    found = selectors.related(["python"], None)
+
+    assert [e.slug for e in found] == ["article-4", "article-3"]
+    page = documents.article_page(Article.objects.get(slug="article-1"))
+    assert 'href="/article-4/">Article 4</a>' in RELATED.search(page)[0]
