@@ -210,12 +210,17 @@ def _rerender_chunk(
     heads = site.read_heads(
         [paths.page_file(live.slug) for live in chunk], documents.CONTENT_MARK_WITHIN
     )
+    due = [
+        live
+        for live in chunk
+        if _needs_writing(heads[paths.page_file(live.slug)], live.published_hash)
+    ]
+    # Their previous and next articles in a few queries for the chunk, not two a page.
+    around = selectors.neighbours_many([(live.publish_at, live.id) for live in due])
     rendered: list[tuple[LiveVersion, str]] = []
-    for live in chunk:
-        if not _needs_writing(heads[paths.page_file(live.slug)], live.published_hash):
-            continue
+    for live in due:
         try:
-            rendered.append((live, documents.article_page(live)))
+            rendered.append((live, documents.article_page(live, around=around.get(live.id))))
         except TIME_LIMITS:
             raise
         except Exception as exc:  # this page only: it keeps its look, the run goes on
