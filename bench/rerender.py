@@ -1,8 +1,10 @@
 """The whole site in a new look, against a full static build (issue 20, item 5).
 
-On a PostgreSQL database of its own: `size` published articles made in one INSERT
-(bench/catchup.py), each with the same realistic body (the Hugo corpus's posts,
-tests/hugo_corpus, about 2.4 KB of GFM). Then, in this process, as `manage.py
+On a PostgreSQL database of its own: `size` published articles made in one INSERT …
+SELECT (bench/catchup.py), each with the same realistic body (the Hugo corpus's posts,
+tests/hugo_corpus, about 2.2 KB of GFM) and its real content hash, computed by the
+database. The site in a folder (`disk`) or in a bucket of moto's S3 server (`s3`, a
+subprocess on a free port, as the tests start it). Then, in this process, as `manage.py
 rerender_site` runs it:
 
 1. the first run: every page written (no page there yet: a full build of the pages);
@@ -14,15 +16,20 @@ rerender_site` runs it:
    a `celery worker` alone, then while a worker of a new look re-renders the site.
 
 Printed: the seconds and pages/s of each, the re-render's time over Hugo's, and the
-idle p50 beside the re-render over the p50 alone.
+idle p50 beside the re-render over the p50 alone. Each storage runs in a process of its
+own (`python -m bench.rerender`, started by bench/run.py), so each has its own database
+and settings.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,10 +51,53 @@ def sample_body() -> str:
     return "\n\n".join(bodies) + "\n"
 
 
+S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "bench-access-key",
+    "AWS_SECRET_ACCESS_KEY": "bench-secret-key",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_S3_ADDRESSING_STYLE": "path",
+}
+
+
 @contextmanager
-def postgres_site(workdir: Path) -> Iterator[None]:
+def s3_bucket(workdir: Path) -> Iterator[str]:
+    """moto's S3 server (its server mode, HTTP as AWS S3 or MinIO) as a subprocess on a
+    free port, stopped by its PID, with a bucket; yields its SITE_ROOT and sets the
+    AWS_* variables of this process (and the workers it starts)."""
+    import boto3
+    import requests
+
+    from bench.support import free_port, running, wait_until
+
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+
+    def answers() -> bool:
+        try:
+            return requests.get(endpoint, timeout=1).status_code < 500
+        except requests.RequestException:
+            return False
+
+    with running(cmd, workdir / "moto.log", dict(os.environ)) as proc:
+        wait_until(lambda: proc.poll() is not None or answers(), 60, "moto's S3 server")
+        if proc.poll() is not None:
+            raise SystemExit(f"moto exited: {(workdir / 'moto.log').read_text()[-500:]}")
+        os.environ.update(S3_ENV, AWS_ENDPOINT_URL=endpoint)
+        session = boto3.session.Session(
+            aws_access_key_id=S3_ENV["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=S3_ENV["AWS_SECRET_ACCESS_KEY"],
+        )
+        client = session.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        client.create_bucket(Bucket="bench-site")
+        yield "s3://bench-site/site"
+
+
+@contextmanager
+def postgres_site(workdir: Path, *, storage: str = "disk") -> Iterator[None]:
     """Django with config.settings on a fresh PostgreSQL database, SITE_ROOT in workdir
-    and a private redis-server as the broker; the database dropped after."""
+    (`disk`) or in a bucket of moto's S3 server (`s3`), and a private redis-server as
+    the broker; the database dropped after."""
     from bench.support import SETTINGS_ENV, postgres_database, postgres_url, private_redis
 
     name = f"bp_bench_rerender_{os.getpid()}"
@@ -55,12 +105,13 @@ def postgres_site(workdir: Path) -> Iterator[None]:
     if problem:
         raise SystemExit(f"bench rerender: no PostgreSQL database ({problem})")
     broker = private_redis(workdir)
+    bucket = s3_bucket(workdir) if storage == "s3" else None
     os.environ.update(
         CELERY_BROKER_URL=broker.__enter__(),
         **SETTINGS_ENV,
         DJANGO_SETTINGS_MODULE="config.settings",
         DATABASE_URL=postgres_url(name),
-        SITE_ROOT=str(workdir / "site"),
+        SITE_ROOT=bucket.__enter__() if bucket else str(workdir / "site"),
         SITE_URL="https://blog.example.com",
         SITE_TITLE="The old look",
     )
@@ -77,6 +128,8 @@ def postgres_site(workdir: Path) -> Iterator[None]:
 
         connections.close_all()
         postgres_database(name, "DROP")
+        if bucket:
+            bucket.__exit__(None, None, None)
         broker.__exit__(None, None, None)
 
 
@@ -108,23 +161,25 @@ def hugo_build(workdir: Path, size: int, body: str) -> float:
     return time.perf_counter() - started
 
 
-def live_hashes(body: str) -> None:
-    """Each article's content and live hash as the pipeline leaves them (the hash of
-    what its page shows: the re-render checks a page's content mark against it)."""
-    from django.db import connection, transaction
+def seed(size: int, body: str) -> float:
+    """`size` published articles with `body`, in one INSERT … SELECT; seconds taken. The
+    database's content hash is checked against `content_hash_of` on the last row."""
+    from django.db import connection
 
+    from bench.catchup import insert_published
     from publishing.models import Article, content_hash_of
 
-    rows = Article.objects.values_list("id", "title", "slug", "publish_at").iterator(2000)
-    values = [
-        (content_hash_of(title=t, slug=s, body=body, publish_at=p),) * 2 + (pk,)
-        for pk, t, s, p in rows
-    ]
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(
-            "UPDATE publishing_article SET content_hash = %s, published_hash = %s WHERE id = %s",
-            values,
-        )
+    started = time.perf_counter()
+    insert_published(1, size, body=body)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE publishing_article")
+    last = Article.objects.order_by("-pk").first()
+    expected = content_hash_of(
+        title=last.title, slug=last.slug, body=last.body, publish_at=last.publish_at
+    )
+    if (last.content_hash, last.published_hash) != (expected, expected):
+        raise SystemExit(f"bench rerender: the seeded hash {last.content_hash} is not {expected}")
+    return time.perf_counter() - started
 
 
 def idle_beside_rerender(workdir: Path, *, saves: int) -> list[str]:
@@ -171,33 +226,31 @@ def idle_beside_rerender(workdir: Path, *, saves: int) -> list[str]:
 
 def rerender_report(size: int, workdir: Path) -> list[str]:
     from django.conf import settings
-    from django.db import connection
 
-    from bench.catchup import insert_published
+    from bench.support import progress
     from blogpublish.site import look
     from blogpublish.site.rerender import progress_read
-    from publishing.models import Article
 
     body = sample_body()
-    insert_published(1, size)
-    Article.objects.update(body=body, published_body=body)
-    live_hashes(body)
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE publishing_article")
+    progress(f"rerender: seeding {size:,} published articles")
+    seeded = seed(size, body)
+    progress(f"rerender: seeded in {seeded:.1f} s; the first run (every page new)")
     first = run_to_the_end()
+    progress(f"rerender: first run {first:.1f} s; the re-render in a new look")
     settings.SITE_TITLE = "The new look"  # a deploy that changes the look
     look.look.cache_clear()
     again = run_to_the_end()
     written = progress_read().written
     lines = [
         f"  body: {len(body.encode()):,} bytes of GFM per article; "
-        f"SITE_RERENDER_CHUNK={settings.SITE_RERENDER_CHUNK}",
+        f"SITE_RERENDER_CHUNK={settings.SITE_RERENDER_CHUNK}; seeded in {seeded:.1f} s",
         f"  first run (no page yet)      {first:8.1f} s  {size / first:8.0f} pages/s",
         f"  re-render in a new look      {again:8.1f} s  {size / again:8.0f} pages/s"
         f"  ({written:,} written)",
     ]
     if shutil.which("hugo") is None:
         return [*lines, "  hugo: not installed (scripts/install-tools.sh)"]
+    progress(f"rerender: re-render {again:.1f} s; Hugo's full build")
     hugo = hugo_build(workdir, size, body)
     return [
         *lines,
@@ -210,3 +263,23 @@ def rerender_report_with_workers(size: int, workdir: Path, *, saves: int) -> lis
     """`rerender_report`, then (unless `saves` is 0) `idle_beside_rerender`."""
     lines = rerender_report(size, workdir)
     return [*lines, *idle_beside_rerender(workdir, saves=saves)] if saves else lines
+
+
+def main() -> None:
+    """One storage's run in this process (bench/run.py starts one per storage)."""
+    parser = argparse.ArgumentParser(description="the re-render beside Hugo, one storage")
+    parser.add_argument("--storage", choices=("disk", "s3"), default="disk")
+    parser.add_argument("--size", type=int, required=True)
+    parser.add_argument("--saves", type=int, default=50)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix=f"blogpublish-bench-rerender-{args.storage}-"))
+    try:
+        with postgres_site(workdir, storage=args.storage):
+            for line in rerender_report_with_workers(args.size, workdir, saves=args.saves):
+                print(line, flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
