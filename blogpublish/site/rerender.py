@@ -27,7 +27,7 @@ staged and made live under one guard):
 
 A run belongs to one look. A process whose look differs from the run's takes the site
 over for its own look only if it was started after the process that began that run (or is it)
-(`BORN`), so during a rolling deploy the processes of the old look do not flip the site
+(`look.BORN`), so during a rolling deploy the processes of the old look do not flip the site
 back; `manage.py rerender_site` (a new process) always may.
 """
 
@@ -44,6 +44,7 @@ from django.db import transaction
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import build, documents, paths, selectors
+from blogpublish.site import look as site_look
 from blogpublish.site.lock import page_guard
 from blogpublish.site.look import look, page_look
 from blogpublish.site.selectors import LiveVersion
@@ -56,9 +57,6 @@ logger = logging.getLogger(__name__)
 
 # The checkpoint's name (work.models.Checkpoint): its position is a `Progress`.
 RERENDER_CHECKPOINT = "site-rerender"
-# When this process began (wall clock): a run begun by an older process may be taken
-# over for this process's look, one begun by a newer process may not.
-BORN = time.time()
 
 
 @dataclass
@@ -101,7 +99,7 @@ def may_take(progress: Progress | None, *, force: bool = False) -> bool:
     of its own look (again), or one a process no newer than this one began?"""
     if progress is None or force or progress.look == look():
         return True
-    return progress.born <= BORN
+    return progress.born <= site_look.BORN
 
 
 def rerender_due() -> bool:
@@ -171,7 +169,7 @@ def _begin(fence: Fence | None) -> Progress:
     now = db_now().isoformat()
     progress = Progress(
         look=look(),
-        born=BORN,
+        born=site_look.BORN,
         total=selectors.count_listed(),
         started_at=now,
         updated_at=now,
