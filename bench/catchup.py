@@ -21,8 +21,11 @@ from bench.support import progress
 BASE_EPOCH = 1_577_836_800  # 2020-01-01T00:00:00Z: article n is published at BASE + n s
 
 
-def synthetic_exprs(vendor: str) -> dict[str, str]:
-    """SQL for each column of article n (`n` is the series' column); %% is a literal %."""
+def synthetic_exprs(vendor: str, *, body: bool = False) -> dict[str, str]:
+    """SQL for each column of article n (`n` is the series' column); %% is a literal %.
+    `body` (PostgreSQL): the body is `b.body`, a parameter, and the content hash the one
+    `content_hash_of` gives (sha256 of its JSON, computed by the database)."""
+    title, slug = "'Synthetic article ' || n", "'synthetic-' || n"
     if vendor == "postgresql":
         at = f"to_timestamp({BASE_EPOCH} + n)"
         exprs = {
@@ -31,6 +34,8 @@ def synthetic_exprs(vendor: str) -> dict[str, str]:
             "content_hash": "md5(n::text) || md5(n::text)",
             "uid": "md5('uid' || n)::uuid",
         }
+        if body:
+            exprs["content_hash"] = _pg_content_hash(title, slug, "b.body", at)
     else:
         fmt = "'%%Y-%%m-%%d %%H:%%M:%%S'"
         at = f"strftime({fmt}, {BASE_EPOCH} + n, 'unixepoch')"
@@ -40,27 +45,37 @@ def synthetic_exprs(vendor: str) -> dict[str, str]:
             "content_hash": "printf('%%064d', n)",
             "uid": "printf('%%032x', n)",
         }
-    title, slug = "'Synthetic article ' || n", "'synthetic-' || n"
-    body = "'Some *Markdown* text of synthetic article ' || n || '.'"
+    text = "b.body" if body else "'Some *Markdown* text of synthetic article ' || n || '.'"
     return {
         **exprs,
         "title": title,
         "slug": slug,
         "slug_key": slug,  # an ASCII lowercase slug is its own key
-        "body": body,
+        "body": text,
         "status": "'published'",
         "published_hash": exprs["content_hash"],
         "published_slug": slug,
         "published_slug_key": slug,
         "published_title": title,
-        "published_body": body,
+        "published_body": text,
         "published_publish_at": at,
         "created_at": at,
         "updated_at": at,
     }
 
 
-def columns_and_values(vendor: str) -> tuple[list[str], list[str], list[object]]:
+def _pg_content_hash(title: str, slug: str, body: str, at: str) -> str:
+    """publishing.models.content_hash_of in SQL: sha256 of the JSON list [title, slug,
+    body, date] with Python's separators (to_json escapes strings as json.dumps does
+    with ensure_ascii=False); the date as `isoformat()` gives a whole second in UTC."""
+    when = f"""to_char({at} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') || '+00:00'"""
+    parts = " || ',' || ".join(f"to_json({part})::text" for part in (title, slug, body, when))
+    return f"encode(sha256(convert_to('[' || {parts} || ']', 'UTF8')), 'hex')"
+
+
+def columns_and_values(
+    vendor: str, *, body: bool = False
+) -> tuple[list[str], list[str], list[object]]:
     """Every column of Article: the synthetic expression, else the field's default (a
     column added later gets its default, so this keeps working as the model grows)."""
     from django.db import connection
@@ -68,7 +83,7 @@ def columns_and_values(vendor: str) -> tuple[list[str], list[str], list[object]]
 
     from publishing.models import Article
 
-    exprs = synthetic_exprs(vendor)
+    exprs = synthetic_exprs(vendor, body=body)
     columns, values, params = [], [], []
     for field in Article._meta.concrete_fields:
         by_database = field.db_default is not NOT_PROVIDED and field.column not in exprs
@@ -86,17 +101,23 @@ def columns_and_values(vendor: str) -> tuple[list[str], list[str], list[object]]
     return columns, values, params
 
 
-def insert_published(first: int, last: int) -> None:
-    """Articles first … last (inclusive), published, in one statement."""
+def insert_published(first: int, last: int, *, body: str | None = None) -> None:
+    """Articles first … last (inclusive), published, in one statement. `body`
+    (PostgreSQL only): every article's body and live body, with its real content hash."""
     from django.db import connection, transaction
 
-    columns, values, params = columns_and_values(connection.vendor)
+    if body is not None and connection.vendor != "postgresql":
+        raise SystemExit("bench/catchup.py: a given body needs PostgreSQL")
+    columns, values, params = columns_and_values(connection.vendor, body=body is not None)
     table = connection.ops.quote_name("publishing_article")
     select = f"SELECT {', '.join(values)} FROM g"
     insert = f"INSERT INTO {table} ({', '.join(columns)}) {select}"
     if connection.vendor == "postgresql":
-        sql = f"{insert.replace(' FROM g', ' FROM generate_series(%s, %s) AS g(n)')}"
-        args = [*params, first, last]
+        series = " FROM generate_series(%s, %s) AS g(n)"
+        sql, args = insert.replace(" FROM g", series), [*params, first, last]
+        if body is not None:
+            sql = f"WITH b AS (SELECT %s::text AS body) {sql.replace(series, series + ', b')}"
+            args = [body, *args]
     else:
         cte = "WITH RECURSIVE g(n) AS (SELECT %s UNION ALL SELECT n + 1 FROM g WHERE n < %s)"
         sql, args = f"{cte} {insert}", [first, last, *params]

@@ -1,8 +1,10 @@
 """The whole site in a new look, against a full static build (issue 20, item 5).
 
-On a PostgreSQL database of its own: `size` published articles made in one INSERT
-(bench/catchup.py), each with the same realistic body (the Hugo corpus's posts,
-tests/hugo_corpus, about 2.4 KB of GFM). Then, in this process, as `manage.py
+On a PostgreSQL database of its own: `size` published articles made in one INSERT …
+SELECT (bench/catchup.py), each with the same realistic body (the Hugo corpus's posts,
+tests/hugo_corpus, about 2.2 KB of GFM) and its real content hash, computed by the
+database. The site in a folder (`disk`) or in a bucket of moto's S3 server (`s3`, a
+subprocess on a free port, as the tests start it). Then, in this process, as `manage.py
 rerender_site` runs it:
 
 1. the first run: every page written (no page there yet: a full build of the pages);
@@ -14,18 +16,22 @@ rerender_site` runs it:
    a `celery worker` alone, then while a worker of a new look re-renders the site.
 
 Printed: the seconds and pages/s of each, the re-render's time over Hugo's, and the
-idle p50 beside the re-render over the p50 alone.
+idle p50 beside the re-render over the p50 alone. Each storage runs in a process of its
+own (`python -m bench.rerender`, started by bench/run.py), so each has its own database
+and settings.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,31 +116,35 @@ def hugo_build(workdir: Path, size: int, body: str) -> float:
     return time.perf_counter() - started
 
 
-def live_hashes(body: str) -> None:
-    """Each article's content and live hash as the pipeline leaves them (the hash of
-    what its page shows: the re-render checks a page's content mark against it)."""
-    from django.db import connection, transaction
+def seed(size: int, body: str) -> float:
+    """`size` published articles with `body`, in one INSERT … SELECT; seconds taken. The
+    database's content hash is checked against `content_hash_of` on the last row."""
+    from django.db import connection
 
+    from bench.catchup import insert_published
     from publishing.models import Article, content_hash_of
 
-    rows = Article.objects.values_list("id", "title", "slug", "publish_at").iterator(2000)
-    values = [
-        (content_hash_of(title=t, slug=s, body=body, publish_at=p),) * 2 + (pk,)
-        for pk, t, s, p in rows
-    ]
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(
-            "UPDATE publishing_article SET content_hash = %s, published_hash = %s WHERE id = %s",
-            values,
-        )
+    started = time.perf_counter()
+    insert_published(1, size, body=body)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE publishing_article")
+    last = Article.objects.order_by("-pk").first()
+    expected = content_hash_of(
+        title=last.title, slug=last.slug, body=last.body, publish_at=last.publish_at
+    )
+    if (last.content_hash, last.published_hash) != (expected, expected):
+        raise SystemExit(f"bench rerender: the seeded hash {last.content_hash} is not {expected}")
+    return time.perf_counter() - started
 
 
 def idle_beside_rerender(workdir: Path, *, saves: int) -> list[str]:
     """Publishing's idle latency (save → published, one at a time) with a worker alone,
     then while a worker of a new look re-renders the site (its passes on their own
-    queue, sent as the catch-up sends them)."""
+    queue, sent as the catch-up sends them): at most twice `saves` saves, or until the
+    re-render ends, whichever comes first (the whole re-render of a large site beside
+    one save at a time would double the benchmark's time and tell nothing more)."""
     from bench.phases import save, summary_ms, wait_published
-    from bench.support import worker
+    from bench.support import wait_until, worker
     from blogpublish.site.rerender import progress_read
     from publishing.dispatch import dispatch_rerender
 
@@ -153,10 +163,17 @@ def idle_beside_rerender(workdir: Path, *, saves: int) -> list[str]:
             latency("warmup-again", n)
         before = progress_read()
         dispatch_rerender()
+        wait_until(
+            lambda: progress_read().started_at != before.started_at,
+            120,
+            "the worker's re-render to begin",
+        )
         during, deadline = [], time.monotonic() + 1800
         while time.monotonic() < deadline:
             progress = progress_read()
             if progress.started_at != before.started_at and progress.finished_at:
+                break
+            if len(during) >= 2 * saves:
                 break
             during.append(latency("during", len(during)))
         progress = progress_read()
@@ -166,40 +183,38 @@ def idle_beside_rerender(workdir: Path, *, saves: int) -> list[str]:
     return [
         f"  idle p50, a worker alone      {alone['p50_ms']:8.1f} ms  (n={alone['n']})",
         f"  idle p50 beside the re-render {beside['p50_ms']:8.1f} ms  (n={beside['n']}, "
-        f"{progress.written:,} pages written meanwhile)",
+        f"{progress.done:,} pages re-rendered meanwhile)",
         f"  beside / alone: {beside['p50_ms'] / alone['p50_ms']:.2f}× (target: within 2×)",
     ]
 
 
 def rerender_report(size: int, workdir: Path) -> list[str]:
     from django.conf import settings
-    from django.db import connection
 
-    from bench.catchup import insert_published
+    from bench.support import progress
     from blogpublish.site import look
     from blogpublish.site.rerender import progress_read
-    from publishing.models import Article
 
     body = sample_body()
-    insert_published(1, size)
-    Article.objects.update(body=body, published_body=body)
-    live_hashes(body)
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE publishing_article")
+    progress(f"rerender: seeding {size:,} published articles")
+    seeded = seed(size, body)
+    progress(f"rerender: seeded in {seeded:.1f} s; the first run (every page new)")
     first = run_to_the_end()
+    progress(f"rerender: first run {first:.1f} s; the re-render in a new look")
     settings.SITE_TITLE = "The new look"  # a deploy that changes the look
     look.look.cache_clear()
     again = run_to_the_end()
     written = progress_read().written
     lines = [
         f"  body: {len(body.encode()):,} bytes of GFM per article; "
-        f"SITE_RERENDER_CHUNK={settings.SITE_RERENDER_CHUNK}",
+        f"SITE_RERENDER_CHUNK={settings.SITE_RERENDER_CHUNK}; seeded in {seeded:.1f} s",
         f"  first run (no page yet)      {first:8.1f} s  {size / first:8.0f} pages/s",
         f"  re-render in a new look      {again:8.1f} s  {size / again:8.0f} pages/s"
         f"  ({written:,} written)",
     ]
     if shutil.which("hugo") is None:
         return [*lines, "  hugo: not installed (scripts/install-tools.sh)"]
+    progress(f"rerender: re-render {again:.1f} s; Hugo's full build")
     hugo = hugo_build(workdir, size, body)
     return [
         *lines,
@@ -212,3 +227,27 @@ def rerender_report_with_workers(size: int, workdir: Path, *, saves: int) -> lis
     """`rerender_report`, then (unless `saves` is 0) `idle_beside_rerender`."""
     lines = rerender_report(size, workdir)
     return [*lines, *idle_beside_rerender(workdir, saves=saves)] if saves else lines
+
+
+def main() -> None:
+    """One storage's run in this process (bench/run.py starts one per storage)."""
+    from bench.support import moto_bucket
+
+    parser = argparse.ArgumentParser(description="the re-render beside Hugo, one storage")
+    parser.add_argument("--storage", choices=("disk", "s3"), default="disk")
+    parser.add_argument("--size", type=int, required=True)
+    parser.add_argument("--saves", type=int, default=50)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix=f"blogpublish-bench-rerender-{args.storage}-"))
+    try:
+        with ExitStack() as stack:
+            env = stack.enter_context(moto_bucket(workdir)) if args.storage == "s3" else {}
+            stack.enter_context(postgres_site(workdir, **env))
+            for line in rerender_report_with_workers(args.size, workdir, saves=args.saves):
+                print(line, flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

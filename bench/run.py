@@ -354,22 +354,26 @@ def bench_upgrade(args: argparse.Namespace) -> None:
 
 
 def bench_rerender(args: argparse.Namespace) -> None:
-    """The whole site in a new look on PostgreSQL, beside Hugo's full build of the same
-    Markdown (bench/rerender.py; issue 20, item 5)."""
-    from bench.rerender import postgres_site, rerender_report_with_workers
+    """The whole site in a new look on PostgreSQL, on disk and in a bucket (moto's S3
+    server), each beside Hugo's full build of the same Markdown (bench/rerender.py; issue
+    20, item 5); each storage in a process of its own (a database and settings each)."""
+    import subprocess
 
-    size = args.rerender_articles or (10_000 if args.quick else 100_000)
-    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-rerender-"))
-    try:
-        with postgres_site(workdir):
-            print(f"\nThe site of {size:,} articles in a new look (PostgreSQL, on disk)")
-            saves = args.rerender_saves
-            if saves is None:
-                saves = 20 if args.quick else 50
-            for line in rerender_report_with_workers(size, workdir, saves=saves):
-                print(line, flush=True)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    runs = [
+        ("disk", args.rerender_articles or (10_000 if args.quick else 100_000)),
+        ("s3", args.rerender_bucket_articles or (2_000 if args.quick else 10_000)),
+    ]
+    saves = args.rerender_saves
+    if saves is None:
+        saves = 20 if args.quick else 50
+    for storage, size in runs:
+        where = "on disk" if storage == "disk" else "in a bucket of moto's S3 server"
+        print(f"\nThe site of {size:,} articles in a new look (PostgreSQL, {where})", flush=True)
+        command = [sys.executable, "-m", "bench.rerender", "--storage", storage]
+        command += ["--size", str(size), "--saves", str(saves)]
+        done = subprocess.run(command, cwd=ROOT, check=False)
+        if done.returncode != 0:
+            print(f"(the {storage} run failed: exit {done.returncode})", flush=True)
 
 
 def bench_tags(args: argparse.Namespace) -> None:
@@ -457,6 +461,11 @@ def main() -> None:
         "--rerender-articles",
         type=int,
         help="rerender: the site's size (100,000; quick: 10,000)",
+    )
+    parser.add_argument(
+        "--rerender-bucket-articles",
+        type=int,
+        help="rerender: the site's size in a bucket (10,000; quick: 2,000)",
     )
     parser.add_argument(
         "--rerender-saves",

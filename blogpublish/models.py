@@ -1,9 +1,9 @@
 """The site's bookkeeping, in the database so that every host sees it (DESIGN.md,
 "Publishing targets"). The files under SITE_ROOT are only the output.
 
-- `SiteState` (one row): how many articles the archive was last built for, and whether
-  the next refresh must rebuild it whole. Written only by the refresher, under the
-  refresher's lease (publishing.services.refresh).
+- `SiteState` (one row): how many articles the archive was last built for, whether
+  the next refresh must rebuild it whole, and the look the shared views are in. Written
+  only by the refresher, under the refresher's lease (publishing.services.refresh).
 - `PageNote`: a page written by an attempt, or an article deleted, that the refresher
   has not settled yet. A refresh reads the notes to know which archive entries changed
   and which page directories may have to go; its cost follows the notes, not the site.
@@ -28,6 +28,11 @@ class SiteState(models.Model):
     # A listed article left (a delete) or moved (a new date): every position above it
     # shifted, so the next refresh rebuilds the archive. True until the first build.
     rebuild = models.BooleanField(default=True)
+    # The look the shared views were last built in (blogpublish.site.look.shared_look),
+    # and when the process that built them was started (unix seconds): a pass of another
+    # look rebuilds them all, unless it is an older process's (a rolling deploy).
+    look = models.CharField(max_length=64, blank=True, default="", db_default="")
+    look_born = models.FloatField(default=0.0, db_default=0.0)
 
     def __str__(self) -> str:
         return f"site of {self.count} article(s){' (rebuild due)' if self.rebuild else ''}"

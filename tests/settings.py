@@ -88,3 +88,8 @@ if os.environ.get("BLOGPUBLISH_TEST_SMTP"):
     EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# A theme: a template folder searched before the app's, given to a worker as a deploy
+# would give it new templates (tests/system/test_rerender_shared.py).
+if os.environ.get("BLOGPUBLISH_TEST_TEMPLATE_DIR"):
+    TEMPLATES = [{**TEMPLATES[0], "DIRS": [os.environ["BLOGPUBLISH_TEST_TEMPLATE_DIR"]]}]  # noqa: F405

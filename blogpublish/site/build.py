@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from blogpublish.site import documents, paths, problems, selectors
+from blogpublish.site import documents, look, paths, problems, selectors
 from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard
 from blogpublish.site.pagination import (
@@ -96,6 +96,25 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
                 # A new date moved it: every position between shifts.
                 state.rebuild = state.shifted = True
     return changed, inserted
+
+
+def adopt_look(state: SiteState) -> bool:
+    """Is this process's shared look (look.shared_look) new to the shared views? Then
+    the state takes it, and the pass rebuilds every shared view from the first archive
+    page (each written if it differs), the front page and the feeds first; True.
+
+    A look that a newer process built them in is left alone (False), as the page
+    re-render leaves a newer process's run (rerender.may_take): during a rolling
+    deploy the old processes' passes do not take the shared views back and forth."""
+    mine = look.shared_look()
+    if state.look == mine:
+        return False
+    if state.look and state.look_born > look.BORN:
+        return False
+    logger.info("shared views: a new look; every one rebuilt")
+    state.look, state.look_born = mine, look.BORN
+    state.rebuild = state.shifted = True  # from the first page, whatever the checkpoint
+    return True
 
 
 # --- writing the views -----------------------------------------------------------------

@@ -11,8 +11,16 @@ something else). Every page carries the fingerprint it was written in
 (`<meta name="blogpublish-look">`, beside its content mark), and the re-render
 (blogpublish.site.rerender) rewrites the pages of another look when it changes.
 
+The shared views (front page, archive, tag and author pages, the 404 page, the feeds
+and the sitemaps) have a look of their own, `shared_look()`: their templates (base.html
+among them, so a change to it changes both looks), the same static files, renderer and
+sanitiser, the settings they show (`SHARED_SETTINGS`) and `SHARED_FORMAT`. The
+refresher keeps the shared look it last built in (`SiteState.look`), and a pass that
+finds another look rebuilds them all (blogpublish.site.build.adopt_look).
+
 Computed once per process (templates and settings do not change under a running
-process); tests that change them call `look.cache_clear()` (a changed setting clears it).
+process); tests that change them call `look.cache_clear()` (a changed setting clears it,
+and `shared_look` with it).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import hashlib
 import importlib.metadata
 import json
 import re
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,15 +46,41 @@ from blogpublish import rendering
 # the same templates, renderer and settings: every page is then written again.
 PAGE_FORMAT = 1
 
-# The templates an article's page is made of (the shared views are rebuilt whole when
-# the look changes: blogpublish.site.rerender).
+# The templates an article's page is made of.
 PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
+# Bump when `documents` writes a shared view (listing, tag page, feed, sitemap, robots,
+# 404, favicon) differently with the same templates, renderer and settings.
+SHARED_FORMAT = 1
+# The templates of the shared views the site writes. (empty.html is not one: the site
+# view renders it on each request while SITE_ROOT holds no front page.)
+SHARED_TEMPLATES = (
+    "blogpublish/base.html",
+    "blogpublish/listing.html",
+    "blogpublish/tag.html",
+    "blogpublish/404.html",
+    "blogpublish/sitemap.xml",
+    "blogpublish/sitemap_index.xml",
+)
 # Static files a theme's templates link to (stylesheets, fonts, images), in any static
 # folder the staticfiles finders search.
 STATIC_PREFIX = "blogpublish/site/"
 # The settings that change what a page shows: its title, addresses, dates (the zone,
 # and the month names' language).
-LOOK_SETTINGS = ("SITE_TITLE", "SITE_URL", "TIME_ZONE", "LANGUAGE_CODE", "USE_I18N")
+LOOK_SETTINGS = (
+    "SITE_TITLE",
+    "SITE_URL",
+    "SITE_LANGUAGE",
+    "TIME_ZONE",
+    "LANGUAGE_CODE",
+    "USE_I18N",
+)
+# And what the shared views show besides: the feeds' entries whole or summed up.
+SHARED_SETTINGS = (*LOOK_SETTINGS, "FEED_FULL_CONTENT")
+
+# When this process began (wall clock): a re-render run, or shared views built, in
+# another look by an older process may be taken over for this process's look; by a
+# newer process may not (a rolling deploy: blogpublish.site.rerender, build.adopt_look).
+BORN = time.time()
 
 # What a page carries near its top: the look it was written in.
 LOOK_MARK = re.compile(rb'<meta name="blogpublish-look" content="([0-9a-f]{64})">')
@@ -59,9 +94,24 @@ def look() -> str:
 
 def look_parts() -> dict:
     """What the fingerprint is made of, by name (for `rerender_site --status` and tests)."""
+    return {"page_format": PAGE_FORMAT, **_parts(PAGE_TEMPLATES, LOOK_SETTINGS)}
+
+
+@cache
+def shared_look() -> str:
+    """The fingerprint (sha256, hex) of the look of the shared views this process writes."""
+    parts = shared_look_parts()
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def shared_look_parts() -> dict:
+    """What the shared views' fingerprint is made of, by name."""
+    return {"shared_format": SHARED_FORMAT, **_parts(SHARED_TEMPLATES, SHARED_SETTINGS)}
+
+
+def _parts(templates: tuple[str, ...], setting_names: tuple[str, ...]) -> dict:
     return {
-        "page_format": PAGE_FORMAT,
-        "templates": {name: _digest(_template_source(name)) for name in PAGE_TEMPLATES},
+        "templates": {name: _digest(_template_source(name)) for name in templates},
         "static": {path: _digest(data) for path, data in _static_files()},
         "renderer": {
             "cmarkgfm": _version("cmarkgfm"),
@@ -76,7 +126,7 @@ def look_parts() -> dict:
             "set": {k: dict(sorted(v.items())) for k, v in rendering.SET_ATTRIBUTES.items()},
             "schemes": sorted(rendering.URL_SCHEMES),
         },
-        "settings": {name: str(getattr(settings, name, "")) for name in LOOK_SETTINGS},
+        "settings": {name: str(getattr(settings, name, "")) for name in setting_names},
     }
 
 
@@ -122,5 +172,6 @@ def _version(distribution: str) -> str:
 
 @receiver(setting_changed)
 def _forget_look(*, setting: str, **kwargs) -> None:
-    if setting in LOOK_SETTINGS or setting in ("TEMPLATES", "STATICFILES_DIRS", "INSTALLED_APPS"):
+    if setting in SHARED_SETTINGS or setting in ("TEMPLATES", "STATICFILES_DIRS", "INSTALLED_APPS"):
         look.cache_clear()
+        shared_look.cache_clear()

@@ -325,6 +325,10 @@ class StaticSitePublisher(BasePublisher):
         site, time_left = self._shared(fence)
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
+            if build.adopt_look(state):
+                # Every tag's and author's page in the new look too (TAG_REFRESH_BATCH a
+                # pass: the rest by the next passes), as the full check asks for them.
+                tags_refresh(selectors.tags_in_use().values())
             # Where the articles about to settle were listed: their old neighbours'
             # links may name them (a delete, a new date, a new title or slug).
             were_at = {i: w.listed_at for i, w in state.written.items() if w.was_listed}
@@ -372,6 +376,7 @@ class StaticSitePublisher(BasePublisher):
         site, time_left = self._shared(fence)
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
+            build.adopt_look(state)  # rebuilt from the first page, tags asked for: as a new look
             done = build.rebuild(site, state, time_left=time_left, resume=False)
             state.save_pass()
         self._remove(state)

@@ -27,7 +27,7 @@ staged and made live under one guard):
 
 A run belongs to one look. A process whose look differs from the run's takes the site
 over for its own look only if it was started after the process that began that run (or is it)
-(`BORN`), so during a rolling deploy the processes of the old look do not flip the site
+(`look.BORN`), so during a rolling deploy the processes of the old look do not flip the site
 back; `manage.py rerender_site` (a new process) always may.
 """
 
@@ -44,6 +44,7 @@ from django.db import transaction
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import build, documents, paths, selectors
+from blogpublish.site import look as site_look
 from blogpublish.site.lock import page_guard
 from blogpublish.site.look import look, page_look
 from blogpublish.site.selectors import LiveVersion
@@ -56,9 +57,6 @@ logger = logging.getLogger(__name__)
 
 # The checkpoint's name (work.models.Checkpoint): its position is a `Progress`.
 RERENDER_CHECKPOINT = "site-rerender"
-# When this process began (wall clock): a run begun by an older process may be taken
-# over for this process's look, one begun by a newer process may not.
-BORN = time.time()
 
 
 @dataclass
@@ -101,7 +99,7 @@ def may_take(progress: Progress | None, *, force: bool = False) -> bool:
     of its own look (again), or one a process no newer than this one began?"""
     if progress is None or force or progress.look == look():
         return True
-    return progress.born <= BORN
+    return progress.born <= site_look.BORN
 
 
 def rerender_due() -> bool:
@@ -171,7 +169,7 @@ def _begin(fence: Fence | None) -> Progress:
     now = db_now().isoformat()
     progress = Progress(
         look=look(),
-        born=BORN,
+        born=site_look.BORN,
         total=selectors.count_listed(),
         started_at=now,
         updated_at=now,
@@ -210,17 +208,26 @@ def _rerender_chunk(
     heads = site.read_heads(
         [paths.page_file(live.slug) for live in chunk], documents.CONTENT_MARK_WITHIN
     )
-    rendered: list[tuple[LiveVersion, str]] = []
     due = [
         live
         for live in chunk
         if _needs_writing(heads[paths.page_file(live.slug)], live.published_hash)
     ]
+    # Their previous and next articles in a few queries for the chunk, not two a page.
+    around = selectors.neighbours_many([(live.publish_at, live.id) for live in due])
+    rendered: list[tuple[LiveVersion, str]] = []
     # The related articles of the chunk's pages: one query (selectors.related_many).
     related = selectors.related_many({live.id: live.tags for live in due})
     for live in due:
         try:
-            rendered.append((live, documents.article_page(live, related=related[live.id])))
+            rendered.append(
+                (
+                    live,
+                    documents.article_page(
+                        live, around=around.get(live.id), related=related[live.id]
+                    ),
+                )
+            )
         except TIME_LIMITS:
             raise
         except Exception as exc:  # this page only: it keeps its look, the run goes on

@@ -28,6 +28,10 @@ class Written:
 class SiteState:
     count: int = 0
     rebuild: bool = True
+    # The shared views' look, and when the process that built them in it began
+    # (build.adopt_look).
+    look: str = ""
+    look_born: float = 0.0
     written: dict[int, Written] = field(default_factory=dict)
     # Notes settled by this pass: consumed when the pass saves, if unchanged meanwhile.
     settled: dict[int, int] = field(default_factory=dict)
@@ -49,6 +53,8 @@ class SiteState:
         return cls(
             count=row.count if row else 0,
             rebuild=row.rebuild if row else True,
+            look=row.look if row else "",
+            look_born=row.look_born if row else 0.0,
             written={
                 article_id: Written(list(slugs), was_listed, listed_at, version)
                 for article_id, slugs, was_listed, listed_at, version in notes
@@ -71,7 +77,13 @@ class SiteState:
         """Inside the pass's snapshot transaction: a note rewritten since it was read
         fails the pass on PostgreSQL (a serialization error), and the next one settles it."""
         SiteStateRow.objects.update_or_create(
-            pk=SITE_STATE_ID, defaults={"count": self.count, "rebuild": self.rebuild}
+            pk=SITE_STATE_ID,
+            defaults={
+                "count": self.count,
+                "rebuild": self.rebuild,
+                "look": self.look,
+                "look_born": self.look_born,
+            },
         )
         settled = list(self.settled.items())
         for start in range(0, len(settled), SETTLE_CHUNK):

@@ -6,8 +6,10 @@ tests/system/test_rerender.py."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+from django.template.loader import get_template
 
 from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import documents, look, paths, rerender
@@ -191,7 +193,7 @@ def test_a_missing_page_is_written_and_a_run_of_a_newer_process_is_left_alone(
 
     # A process started before the run began (an old one during a rolling deploy) does
     # not take the site back to its look, unless by hand (`rerender_site`: force).
-    monkeypatch.setattr(rerender, "BORN", progress_read().born - 60)
+    monkeypatch.setattr(look, "BORN", progress_read().born - 60)
     new_look(settings, "The old look")
     assert not rerender_wanted()
     assert site_rerender() is RerenderOutcome.DONE
@@ -280,3 +282,44 @@ def test_a_site_in_a_bucket_is_rerendered_too(site, settings, s3_server):  # noq
     run_to_the_end()
     assert looks(articles) == [new] * 3
     assert all("A new look" in page(a.slug) for a in articles)
+
+
+def test_a_new_shared_look_rebuilds_the_archive_and_tag_pages_not_taken_back_by_an_older_process(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+    tmp_path,
+):
+    """listing.html and tag.html changed (a theme): the next pass rebuilds the archive
+    and every tag's page in the new shared look, without a publish; a process started
+    before the one that did (a rolling deploy's old one) does not take them back."""
+    site.add(1, tags=["Python"])
+    site.add(50)
+    run_to_the_end()  # the pages' run in this look: none wanted after the theme
+    assert shared_views_pass()  # the rebuild a run that begins asks for
+    built = SiteStateRow.objects.get()
+    assert built.look == look.shared_look() and not built.rebuild
+    original = settings.TEMPLATES
+    mark = '<p class="theme-mark">new</p>'
+    for name in ("listing.html", "tag.html"):
+        source = Path(get_template(f"blogpublish/{name}").origin.name).read_text()
+        theme = tmp_path / "theme" / "blogpublish" / name
+        theme.parent.mkdir(parents=True, exist_ok=True)
+        theme.write_text(source.replace("{% block main %}", "{% block main %}" + mark, 1))
+    settings.TEMPLATES = [{**original[0], "DIRS": [str(tmp_path / "theme")]}]
+    page_look = look.look()
+
+    assert shared_views_pass()
+    (tag_page,) = (site.root / "tag").glob("*/index.html")
+    documents_now = [site.root / "index.html", site.root / "page" / "1" / "index.html", tag_page]
+    assert all(mark in path.read_text() for path in documents_now)
+    adopted = SiteStateRow.objects.get()
+    assert adopted.look == look.shared_look() and not adopted.rebuild
+    assert look.look() == page_look and not rerender_wanted()  # no page to write again
+
+    # An older process of the old templates: its passes leave the archive in the new look.
+    monkeypatch.setattr(look, "BORN", adopted.look_born - 60)
+    settings.TEMPLATES = original
+    assert shared_views_pass()
+    assert mark in (site.root / "page" / "1" / "index.html").read_text()
+    assert SiteStateRow.objects.get().look == adopted.look

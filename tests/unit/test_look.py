@@ -1,6 +1,7 @@
 """The look's fingerprint (issue 20, item 3): a real template changed (a theme's copy of
 base.html, its stylesheet edited), a CSS file of the site's static folder, a setting a
-page shows; and the mark every page carries."""
+page shows; and the mark every page carries. The shared views' look beside it: what
+changes one, the other or both."""
 
 from __future__ import annotations
 
@@ -34,6 +35,52 @@ def test_a_theme_that_overrides_base_html_changes_the_look_and_only_when_it_diff
     theme.write_text(base.replace("--accent: #0b5cad;", "--accent: #b3261e;"))
     use_theme(settings, tmp_path / "theme")
     assert look.look() != before
+
+
+def override(settings, folder: Path, name: str, edit) -> None:
+    """A theme folder with the app's template `name` edited by `edit`, searched first."""
+    source = Path(get_template(f"blogpublish/{name}").origin.name).read_text()
+    theme = folder / "blogpublish" / name
+    theme.parent.mkdir(parents=True)
+    theme.write_text(edit(source))
+    use_theme(settings, folder)
+
+
+@pytest.mark.parametrize(
+    ("name", "page", "shared"),
+    [
+        # Every page extends base.html: both looks.
+        ("base.html", True, True),
+        ("article.html", True, False),
+        ("listing.html", False, True),
+        ("tag.html", False, True),
+        ("404.html", False, True),
+        ("sitemap.xml", False, True),
+        ("sitemap_index.xml", False, True),
+    ],
+)
+def test_a_template_changes_the_look_of_the_documents_made_of_it(
+    tmp_path, settings, name, page, shared
+):
+    before = look.look(), look.shared_look()
+    override(settings, tmp_path, name, lambda source: source + "\n")
+    assert (look.look() != before[0], look.shared_look() != before[1]) == (page, shared)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "page"),
+    [
+        ("SITE_TITLE", "Another title", True),
+        ("SITE_LANGUAGE", "zh-Hans", True),
+        ("TIME_ZONE", "Asia/Shanghai", True),
+        ("FEED_FULL_CONTENT", False, False),
+    ],
+)
+def test_a_setting_the_shared_views_show_changes_their_look(settings, name, value, page):
+    before = look.look(), look.shared_look()
+    setattr(settings, name, value)
+    assert look.shared_look() != before[1]
+    assert (look.look() != before[0]) == page
 
 
 def test_a_css_file_of_the_site_static_folder_changes_the_look(tmp_path, settings):
