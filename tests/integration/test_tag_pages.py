@@ -6,7 +6,6 @@ its folder removed."""
 
 from __future__ import annotations
 
-import feedparser
 import pytest
 from django.conf import settings
 
@@ -14,7 +13,7 @@ from blogpublish.site import StaticSitePublisher
 from publishing.models import Article, ArticleStatus, TagRefresh
 from publishing.reader_fields import tag_slug
 from tests.support.settling import wait_settled
-from tests.support.site import read_listing
+from tests.support.site import tagged as site_tagged
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,15 +30,7 @@ def tag_folder(name: str, kind: str = "tag"):
 
 
 def tagged(name: str, kind: str = "tag") -> list[str] | None:
-    """The slugs on the tag's (byline's) page, newest first (None: no page), checked
-    against its feed."""
-    page = tag_folder(name, kind) / "index.html"
-    if not page.exists():
-        return None
-    slugs = read_listing(page).slugs
-    feed = feedparser.parse((tag_folder(name, kind) / "feed.xml").read_bytes())
-    assert [e.link.rstrip("/").rsplit("/", 1)[-1] for e in feed.entries] == slugs
-    return slugs
+    return site_tagged(settings.SITE_ROOT, name, kind)
 
 
 def live(article: Article) -> Article:

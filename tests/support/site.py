@@ -117,3 +117,17 @@ def without_json_ld(html: str) -> str:
     json_ld), for the checks that no other script made it into the page."""
     head, found, rest = html.partition(JSON_LD_OPEN)
     return head + rest.partition("</script>")[2] if found else html
+
+
+def tagged(root: Path, name: str, kind: str = "tag") -> list[str] | None:
+    """The slugs on a tag's (byline's) page under `root`, newest first (None: no page),
+    checked against its feed."""
+    from publishing.reader_fields import tag_slug
+
+    folder = root / kind / tag_slug(name)
+    if not (folder / "index.html").exists():
+        return None
+    slugs = read_listing(folder / "index.html").slugs
+    feed = feedparser.parse((folder / "feed.xml").read_bytes())
+    assert [slug_of(entry.link) for entry in feed.entries] == slugs
+    return slugs

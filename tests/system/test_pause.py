@@ -2,7 +2,8 @@
 swap stall) in the middle of an attempt, after its page's token check and before its
 rename, while the article is edited and published again by another process and other
 articles publish; then resumed (SIGCONT). Issue 17, item 7: every page, the front
-page, the feed and the sitemap are exact, and nothing was announced twice.
+page, the feed, the sitemap and the tag pages (issue 21: the edit moves the article from
+one tag to another meanwhile) are exact, and nothing was announced twice.
 
 Real processes: a `celery worker` and `celery beat` on a private redis-server,
 PostgreSQL, a real HTTP receiver for the webhook. The pause is the kernel's: the pool
@@ -23,6 +24,7 @@ from django.conf import settings
 from publishing.models import Article, ArticleStatus, PublishAttempt
 from tests.support.chaos import release
 from tests.support.settling import refresher_is_idle, wait_settled
+from tests.support.site import tagged
 from tests.support.waiting import wait_for, wait_status
 from tests.system.helpers import save_articles, wait_all_published
 from tests.system.test_recovery import pid_of_attempt
@@ -42,10 +44,10 @@ def test_a_worker_paused_past_its_lease_leaves_no_stale_page_and_no_second_event
 ):
     start(pipeline, receiver)  # Beat, and worker A (with the webhook)
     paused_host = pipeline.procs[-1]
-    before = save_articles("before-pause", 2)
+    before = save_articles("before-pause", 2, tags=["pause-others"])
     wait_all_published(before)
     chaos("paused-0", hold=120, hold_at="before-write")
-    article = Article(title="Paused", slug="paused-0", body="Version one.")
+    article = Article(title="Paused", slug="paused-0", body="Version one.", tags=["pause-old"])
     article.full_clean()
     article.save()
     child = pid_of_attempt("paused-0", 1)  # under the page guard, its token checked
@@ -56,10 +58,10 @@ def test_a_worker_paused_past_its_lease_leaves_no_stale_page_and_no_second_event
     os.kill(child, signal.SIGSTOP)
     try:
         release("paused-0")  # it goes on at once when it resumes; later attempts never hold
-        article.body = "Version two."
+        article.body, article.tags = "Version two.", ["pause-new"]
         article.save()
         pipeline.worker(name="other-host")
-        during = save_articles("during-pause", 2)
+        during = save_articles("during-pause", 2, tags=["pause-others"])
         # The catch-up sends the row again once the paused attempt's lease has run out;
         # the other host takes it over, and the server ends the paused guard's
         # transaction (one lease idle), which frees the page.
@@ -93,6 +95,11 @@ def test_a_worker_paused_past_its_lease_leaves_no_stale_page_and_no_second_event
     wait_settled()
     assert site_lists_exactly(slugs)
     assert page_of("paused-0") == page
+    # The tag pages as the published version has them: the old tag's gone with it.
+    assert tagged(settings.SITE_ROOT, "pause-new") == ["paused-0"]
+    assert tagged(settings.SITE_ROOT, "pause-old") is None
+    others = tagged(settings.SITE_ROOT, "pause-others")
+    assert others is not None and set(others) == {a.slug for a in [*before, *during]}
     row = Article.objects.get(pk=article.pk)
     assert (row.status, row.published_hash) == (ArticleStatus.PUBLISHED, row.content_hash)
     # One announcement of the article: the published version's; none of the paused one.
