@@ -40,14 +40,15 @@ import enum
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
+from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import (
     Case,
     DurationField,
@@ -74,7 +75,7 @@ from publishing.services.alarms import article_dead_alert
 from publishing.services.live_tags import live_tags_write
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
 from work import lease
-from work.db import update_returning
+from work.db import Returning, update_returning
 from work.lease import describe
 
 logger = logging.getLogger(__name__)
@@ -189,37 +190,47 @@ def claim_group(
         rows = due.filter(Q(pk=first) | others)
         first_key = Case(When(pk=first, then=0), default=1, output_field=IntegerField())
         order_by = [first_key, "publish_at", "id"]
-    with transaction.atomic():
-        claimed = lease.claim_many(
-            rows,
-            limit=limit,
-            order_by=order_by,
-            seconds=settings.PUBLISH_LEASE_SECONDS,
-            max_attempts=settings.PUBLISH_MAX_ATTEMPTS,
-            sort_key=lambda a: (a.pk != first, a.publish_at, a.pk),
-            updated_at=Now(),
+
+    def sort_key(article: Article) -> tuple:
+        return (article.pk != first, article.publish_at, article.pk)
+
+    claim: dict[str, Any] = {
+        "limit": limit,
+        "order_by": order_by,
+        "seconds": settings.PUBLISH_LEASE_SECONDS,
+        "max_attempts": settings.PUBLISH_MAX_ATTEMPTS,
+        "updated_at": Now(),
+    }
+    worker, task_id = worker[:255], task_id[:255]
+    taken_over: set[int] = set()
+    if connections[rows.db].vendor == "postgresql":
+        claimed, records, unfinished = _claim_in_one_statement(
+            lease.claim_many_returning(rows, **claim), worker=worker, task_id=task_id
         )
         if not claimed:
             return []
-        taken_over: set[int] = set()
-        if again := [a.pk for a in claimed if a.claims > 1]:
-            # Earlier attempts still "running" lost their lease: say what became of them.
-            lost = PublishAttempt.objects.filter(article_id__in=again, outcome="")
-            taken_over = set(lost.values_list("article_id", flat=True))
-            count = lost.update(
-                outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
+        lease.sort_claimed(claimed, order_by=order_by, sort_key=sort_key)
+        if unfinished:
+            new = [record.pk for record in records.values()]
+            taken_over = _record_unfinished(unfinished, besides=new)
+    else:
+        with transaction.atomic():
+            claimed = lease.claim_many(rows, sort_key=sort_key, **claim)
+            if not claimed:
+                return []
+            if again := [a.pk for a in claimed if a.claims > 1]:
+                taken_over = _record_unfinished(again)
+            made = PublishAttempt.objects.bulk_create(
+                PublishAttempt(
+                    article=article,
+                    number=article.attempts,
+                    content_hash=article.content_hash,
+                    worker=worker,
+                    task_id=task_id,
+                )
+                for article in claimed
             )
-            rollup.record(outcome=AttemptOutcome.RETRY, count=count)
-        records = PublishAttempt.objects.bulk_create(
-            PublishAttempt(
-                article=article,
-                number=article.attempts,
-                content_hash=article.content_hash,
-                worker=worker[:255],
-                task_id=task_id[:255],
-            )
-            for article in claimed
-        )
+            records = {record.article_id: record for record in made}
     started = time.monotonic()
     return [
         Claim(
@@ -231,8 +242,79 @@ def claim_group(
             started,
             taken_over=article.pk in taken_over,
         )
-        for article, record in zip(claimed, records, strict=True)
+        for article in claimed
+        for record in [records[article.pk]]
     ]
+
+
+def _record_unfinished(article_ids: list[int], *, besides: Sequence[int] = ()) -> set[int]:
+    """Earlier attempts of these rows still "running" lost their lease (their claimer
+    died): recorded as never finished, and counted, in one transaction. The rows that
+    had one (`besides`: the attempt rows the claim itself made)."""
+    with transaction.atomic():
+        lost = PublishAttempt.objects.filter(article_id__in=article_ids, outcome="")
+        lost = lost.exclude(pk__in=besides)
+        taken_over = set(lost.values_list("article_id", flat=True))
+        count = lost.update(
+            outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
+        )
+        rollup.record(outcome=AttemptOutcome.RETRY, count=count)
+    return taken_over
+
+
+def _claim_in_one_statement(
+    returning: Returning[Article] | None, *, worker: str, task_id: str
+) -> tuple[list[Article], dict[int, PublishAttempt], list[int]]:
+    """PostgreSQL: the claim's UPDATE and the INSERT of its attempt rows as one statement
+    (a data-modifying WITH), committed on its own: the claim and its attempts' record
+    are still all or nothing, in one round trip instead of four (BEGIN, UPDATE, INSERT,
+    COMMIT). Returns the claimed rows, their attempt rows by article id, and the rows
+    that still had an attempt without an outcome before this claim (read in the
+    statement's snapshot, which does not see its own INSERT): their claimer died, and
+    `_record_unfinished` says so, in a transaction of its own. (A worker killed between
+    the two leaves both attempts unfinished; the next claim records both.)"""
+    if returning is None:
+        return [], {}, []
+    connection = connections[returning.db]
+    quote = connection.ops.quote_name
+    attempts = quote(PublishAttempt._meta.db_table)
+    columns = ", ".join(f"claimed.{column}" for column in returning.columns)
+    sql = (
+        f"WITH claimed AS ({returning.sql}), "
+        f"made AS (INSERT INTO {attempts} (article_id, number, content_hash, started_at, "
+        "outcome, error, worker, task_id) "
+        "SELECT claimed.id, claimed.attempts, claimed.content_hash, %s, '', '', %s, %s "
+        "FROM claimed RETURNING id, article_id, started_at) "
+        f"SELECT {columns}, made.id, made.started_at, EXISTS (SELECT 1 FROM {attempts} a "
+        "WHERE a.article_id = claimed.id AND a.outcome = '') "
+        "FROM claimed JOIN made ON made.article_id = claimed.id"
+    )
+    started_at = timezone.now()
+    # Inside a caller's transaction, a savepoint as `transaction.atomic()` would make.
+    savepoint = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    with savepoint, connection.cursor() as cursor:
+        cursor.execute(sql, [*returning.params, started_at, worker, task_id])
+        rows = cursor.fetchall()
+    claimed = returning.rows(rows)
+    records: dict[int, PublishAttempt] = {}
+    unfinished: list[int] = []
+    width = len(returning.columns)
+    for article, row in zip(claimed, rows, strict=True):
+        record_id, record_started, had_unfinished = row[width : width + 3]
+        record = PublishAttempt(
+            id=record_id,
+            article=article,
+            number=article.attempts,
+            content_hash=article.content_hash,
+            started_at=record_started,
+            worker=worker,
+            task_id=task_id,
+        )
+        record._state.adding, record._state.db = False, returning.db
+        records[article.pk] = record
+        if had_unfinished:
+            unfinished.append(article.pk)
+    return claimed, records, unfinished
 
 
 def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Claim | None:
@@ -726,7 +808,10 @@ def publish_group(
                     partial(article_dead_alert, article_id=article_id), robust=True
                 )
             if report.outcomes[str(Outcome.PUBLISHED)]:
-                backlog = first is None and report.full
+                # A full group with more due rows behind it is a backlog draining (a
+                # batch's, or a burst of saves): its pass comes within the backlog's
+                # interval; the group that leaves none due brings it forward.
+                backlog = report.full and (first is None or _more_due())
                 transaction.on_commit(partial(shared_views_request, backlog=backlog), robust=True)
             elif first is None and not report.full:
                 transaction.on_commit(shared_views_backlog_drained, robust=True)
@@ -739,6 +824,11 @@ def publish_group(
     if first is not None and report.of(first) is None:
         report.unclaimed = explain_unclaimed(article_id=first)
     return report
+
+
+def _more_due() -> bool:
+    """A due row with a free lease is left (one query, after a full group)."""
+    return Article.objects.filter(due_q() & lease.lease_free()).exists()
 
 
 def article_publish(
