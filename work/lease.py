@@ -492,6 +492,18 @@ def why_not_claimed(
     the caller's own reasons come next."""
     fields = [field for field, _ in waits]
     state = row_state(rows, "status", *fields, "next_attempt_at", "lease_expires_at")
+    return why_not(state, pending=pending, holder=holder, waits=waits)
+
+
+def why_not(
+    state: RowState | None,
+    *,
+    pending: str,
+    holder: str,
+    waits: Sequence[tuple[str, Callable[[Any, float], str]]] = (),
+) -> WhyNot | None:
+    """`why_not_claimed` of a row state the caller read already (in its claim's own
+    statement): `status`, each wait's field, `next_attempt_at` and `lease_expires_at`."""
     if state is None:
         return WhyNot("it no longer exists")
     if state["status"] != pending:
