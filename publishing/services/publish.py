@@ -9,8 +9,10 @@ claim groups of due rows without a row of their own.
 - **Claim** (`claim_group`): one `UPDATE … RETURNING` through the one fenced lease
   (work.lease.claim_many: SKIP LOCKED on PostgreSQL). Each row gets its own lease, its
   attempt counted, its claim count raised (the fencing token) and a `PublishAttempt`.
-  A message whose own row another claimer holds, or that is done, claims nothing else
-  and ends after that statement and one read that says why. A row whose budget is
+  On PostgreSQL the claim, its attempt rows and a read of the message's own row are one
+  statement (`_claim_in_one_statement`). A message whose own row another claimer holds,
+  or that is done, claims nothing else and ends after that statement (on SQLite, and
+  one read that says why). A row whose budget is
   spent by attempts that never finished (each killed its worker) goes dead instead of
   being claimed, so a message that kills workers cannot loop.
 - **Publish** (`_Group.publish`): COMPLETE_EVERY rows at a time, every publisher in
