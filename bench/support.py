@@ -105,7 +105,13 @@ def stop(proc: subprocess.Popen, patience: float = 15) -> None:
 
 @contextmanager
 def worker(app: str, log: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
-    """A Celery worker with WORKER_FLAGS, yielded once it says it is ready."""
+    """A Celery worker with WORKER_FLAGS, yielded once it says it is ready. With
+    BENCH_PYSPY_DIR set, `py-spy record` (BENCH_PYSPY: its path) follows the worker and
+    its pool children from then until it stops, writing raw stacks (idle ones too:
+    the waits on the database are the point) to a file of that folder per worker: a
+    profile of the run, whose figures it then slows."""
+    profiles = os.environ.get("BENCH_PYSPY_DIR")
+    spy: subprocess.Popen | None = None
     with running(worker_command(app), log, env) as proc:
         wait_until(
             lambda: proc.poll() is not None or " ready." in log.read_text(errors="replace"),
@@ -116,8 +122,20 @@ def worker(app: str, log: Path, env: dict[str, str]) -> Iterator[subprocess.Pope
             tail = log.read_text(errors="replace")[-2000:]
             raise SystemExit(f"the {app} worker exited at start:\n{tail}")
         progress(f"worker -A {app} ready (pid {proc.pid})")
+        if profiles:
+            out = Path(profiles) / f"{app}-{time.strftime('%H%M%S')}-{proc.pid}.txt"
+            spy_bin = os.environ.get("BENCH_PYSPY", "py-spy")
+            flags = ["--subprocesses", "--idle", "--format", "raw", "--rate", "250"]
+            spy = subprocess.Popen(
+                [spy_bin, "record", "--pid", str(proc.pid), *flags, "--output", str(out)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         yield proc
         progress(f"worker -A {app}: warm shutdown")
+    if spy is not None:
+        with suppress(subprocess.TimeoutExpired):
+            spy.wait(60)
 
 
 @contextmanager

@@ -57,9 +57,13 @@ def _is_link(dir_fd: int, name: str) -> bool:
 
 
 @contextlib.contextmanager
-def open_dir(root: Path, *parts: str, create: bool = False) -> Iterator[int]:
+def open_dir(
+    root: Path, *parts: str, create: bool = False, flushed_later: bool = False
+) -> Iterator[int]:
     """A descriptor of the directory root/parts…, each component opened without
-    following a link (`SymlinkRefused` names one); made where missing if `create`."""
+    following a link (`SymlinkRefused` names one); made where missing if `create`, each
+    new entry made durable by an fsync of its parent, unless `flushed_later`: the
+    caller flushes the whole file system (`syncfs`) before anything relies on it."""
     if create:
         root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -71,7 +75,8 @@ def open_dir(root: Path, *parts: str, create: bool = False) -> Iterator[int]:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, DIR_MODE, dir_fd=fd)
                     # The new directory's entry is durable only once its parent is.
-                    os.fsync(fd)
+                    if not flushed_later:
+                        os.fsync(fd)
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
@@ -210,11 +215,15 @@ def move_many(root: Path, folder: str, moves: list[tuple[str, str]]) -> list[swa
     first failure raises (the moves before it are done). The renames are then made
     durable together: one flush of the file system, or an fsync of each directory."""
     placed = []
+    # A new page's folder needs no fsync of its own when the flush below is `syncfs`:
+    # that one flush makes the folder and the rename into it durable together (an
+    # fsync per new folder was a wait for the disk per new article).
+    flushed_later = _has_syncfs()
     with open_dir(root, *parts_of(folder)) as src_fd:
         try:
             for staged, rel in moves:
                 *target, name = parts_of(rel)
-                with open_dir(root, *target, create=True) as dst_fd:
+                with open_dir(root, *target, create=True, flushed_later=flushed_later) as dst_fd:
                     placed.append(swap.swap_in(src_fd, staged, dst_fd, name))
         finally:
             _sync_dirs(root, src_fd, {tuple(parts_of(rel)[:-1]) for _, rel in moves})
@@ -235,6 +244,10 @@ def _sync_dirs(root: Path, any_fd: int, folders: set[tuple[str, ...]]) -> None:
     for folder in sorted(folders):
         with contextlib.suppress(FileNotFoundError), open_dir(root, *folder) as fd:
             os.fsync(fd)
+
+
+def _has_syncfs() -> bool:
+    return getattr(_libc(), "syncfs", None) is not None
 
 
 def _syncfs(dir_fd: int) -> bool:

@@ -141,8 +141,19 @@ def to_html(text: str) -> str:
 def sanitise(html: str) -> str:
     """What cannot run taken out of `html`: the site's one policy. The nesting is
     bounded first, so that nh3 reads any HTML in linear time (blogpublish.nesting)."""
+    return _clean(bounded_nesting(html))
+
+
+def _bounded(text: str) -> str:
+    """Markdown as cmark-gfm's HTML with its nesting bounded: what the page's HTML and
+    the plain excerpt are both made from."""
+    check_size(text)
+    return bounded_nesting(to_html(text))
+
+
+def _clean(bounded: str) -> str:
     return nh3.clean(
-        bounded_nesting(html),
+        bounded,
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
         set_tag_attribute_values=SET_ATTRIBUTES,
@@ -153,8 +164,7 @@ def sanitise(html: str) -> str:
 
 
 def render_markdown(text: str) -> str:
-    check_size(text)
-    return sanitise(to_html(text))
+    return _clean(_bounded(text))
 
 
 EXCERPT_CHARS = 240
@@ -169,10 +179,19 @@ def plain_excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The start of a Markdown text as plain text, cut at a word: for the front page and
     the feed. Cached, since the same 50 articles are summarised at every refresh.
     Raises MarkdownTooLargeError, as render_markdown does."""
-    check_size(text)
+    return _excerpt(_bounded(text), limit)
+
+
+def render_markdown_and_excerpt(text: str, limit: int = EXCERPT_CHARS) -> tuple[str, str]:
+    """`render_markdown(text)` and `plain_excerpt(text, limit)` from one parse (an
+    article page without a description shows both)."""
+    bounded = _bounded(text)
+    return _clean(bounded), _excerpt(bounded, limit)
+
+
+def _excerpt(bounded: str, limit: int) -> str:
     # Prose only: headings, code and footnotes would read as noise in a summary.
-    html = bounded_nesting(to_html(text))
-    prose = nh3.clean(html, tags=set(), attributes={}, clean_content_tags=EXCERPT_SKIPS)
+    prose = nh3.clean(bounded, tags=set(), attributes={}, clean_content_tags=EXCERPT_SKIPS)
     plain = " ".join(unescape(prose).split())
     if len(plain) <= limit:
         return plain

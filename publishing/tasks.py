@@ -41,7 +41,57 @@ from publishing.services.rerender import RerenderOutcome, site_rerender
 logger = logging.getLogger(__name__)
 
 
-class PublishTask(Task):
+class LeaseLimits(Task):
+    """A task whose soft and hard time limits (`limits()`) sit inside a lease, read from
+    the settings when Celery asks for them rather than when this module is imported. A
+    worker asks as it starts consuming (its request class keeps them: a running worker
+    keeps the limits it started with, as it keeps the lease it claims with); a process
+    that sends the task asks at its first send (the message carries them). So a worker
+    started under other settings (a test's short lease, `override_settings` in the
+    process that starts it) gets limits that fit them without anything re-derived."""
+
+    def limits(self) -> tuple[float, float]:
+        """(soft, hard): an attempt's, inside PUBLISH_LEASE_SECONDS."""
+        return settings.PUBLISH_SOFT_TIME_LIMIT, settings.PUBLISH_TIME_LIMIT
+
+    # Celery reads these as attributes (its Task declares them so); the stubs type them
+    # as writable ints, which a read-only property of floats is not.
+    @property
+    def soft_time_limit(self) -> float:  # type: ignore[override]  # read-only float: above
+        return self.limits()[0]
+
+    @property
+    def time_limit(self) -> float:  # type: ignore[override]  # read-only float: above
+        return self.limits()[1]
+
+
+class RefreshLimits(LeaseLimits):
+    """Inside the refresher's lease (PUBLISH_REFRESH_LEASE_SECONDS), so no second pass
+    can begin while this one writes."""
+
+    def limits(self) -> tuple[float, float]:
+        lease = settings.PUBLISH_REFRESH_LEASE_SECONDS
+        return lease * 0.8, lease * 0.9
+
+
+class DeliveryLimits(LeaseLimits):
+    """Inside the delivery's lease, so no other try can take it over while this one
+    runs (the POST's own timeouts end inside the soft limit: config/checks.py)."""
+
+    def limits(self) -> tuple[float, float]:
+        lease = settings.PUBLISH_WEBHOOK_LEASE_SECONDS
+        return lease * 0.8, lease * 0.9
+
+
+class CatchUpLimits(LeaseLimits):
+    """Bounded, so a hung alert channel or a huge reconcile cannot hold a worker child
+    for good; the next run (idempotent) carries on where this one stopped."""
+
+    def limits(self) -> tuple[float, float]:
+        return settings.PUBLISH_CATCHUP_TIME_LIMIT - 30, settings.PUBLISH_CATCHUP_TIME_LIMIT
+
+
+class PublishTask(LeaseLimits):
     """Retries arrive when the database says the next attempt is due.
 
     `autoretry_for` draws its own jittered countdown when it catches the error, but the
@@ -91,9 +141,8 @@ DURABLE: dict[str, Any] = {
     "retry_backoff": True,
     "retry_backoff_max": settings.PUBLISH_RETRY_BACKOFF_MAX,
     "retry_jitter": True,
-    # Inside the lease, so no other executor can take the row over while this runs.
-    "soft_time_limit": settings.PUBLISH_SOFT_TIME_LIMIT,
-    "time_limit": settings.PUBLISH_TIME_LIMIT,
+    # (Inside the lease, so no other executor can take the row over while this runs:
+    # every task made with these options has LeaseLimits' time limits, from its base.)
 }
 
 # For the tasks whose rows carry an attempt budget: a job ended by the hard time limit
@@ -226,6 +275,7 @@ def _follow_up(
 
 @shared_task(
     bind=True,
+    base=LeaseLimits,
     ignore_result=True,
     max_retries=5,  # a database that stays away: the catch-up sends batches again
     **DURABLE,
@@ -257,6 +307,7 @@ def publish_batch(self: Task) -> dict:
 
 @shared_task(
     bind=True,
+    base=LeaseLimits,
     max_retries=5,  # after these the catch-up's reconcile removes what is left
     **DURABLE,
 )
@@ -284,11 +335,8 @@ class DeliveryRetry(TransientPublishError):
     retry_backoff=True,
     retry_backoff_max=settings.PUBLISH_RETRY_BACKOFF_MAX,
     retry_jitter=True,
-    # Inside the delivery's lease, so no other try can take it over while this one runs
-    # (the POST's own timeouts end inside the soft limit: config/checks.py).
-    soft_time_limit=settings.PUBLISH_WEBHOOK_LEASE_SECONDS * 0.8,
-    time_limit=settings.PUBLISH_WEBHOOK_LEASE_SECONDS * 0.9,
-)  # type: ignore[call-overload]  # celery-types say int seconds; Celery takes a float too
+    base=DeliveryLimits,  # its time limits: inside the delivery's lease
+)
 def deliver_webhook(self: Task, delivery_id: int) -> dict:
     """One try of one webhook delivery (services.deliveries): after the publish, never
     inside it."""
@@ -307,13 +355,7 @@ def deliver_webhook(self: Task, delivery_id: int) -> dict:
     return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
 
 
-@shared_task(
-    ignore_result=True,
-    # Bounded, so a hung alert channel or a huge reconcile cannot hold a worker child
-    # for good; the next run (idempotent) carries on where this one stopped.
-    soft_time_limit=settings.PUBLISH_CATCHUP_TIME_LIMIT - 30,
-    time_limit=settings.PUBLISH_CATCHUP_TIME_LIMIT,
-)
+@shared_task(ignore_result=True, base=CatchUpLimits)
 def publish_catch_up() -> dict:
     """Celery Beat's safety net (CELERY_BEAT_SCHEDULE): see services.catch_up."""
     return asdict(catch_up())
@@ -324,10 +366,8 @@ def publish_catch_up() -> dict:
     # Acked on receipt: a pass lost with its worker costs nothing (the next request
     # sends another once PUBLISH_REFRESH_LOST_AFTER has passed, and the catch-up runs one).
     acks_late=False,
-    # Inside the refresher's lease, so no second pass can begin while this one writes.
-    soft_time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.8,
-    time_limit=settings.PUBLISH_REFRESH_LEASE_SECONDS * 0.9,
-)  # type: ignore[call-overload]  # celery-types say int seconds; Celery takes a float too
+    base=RefreshLimits,  # its time limits: inside the refresher's lease
+)
 def refresh_site(after: int | None = None) -> str:
     """The deferred pass of the shared views' refresher (services.refresh), or with
     `after` the watchdog of pass `after`; the pass's outcome."""
@@ -341,9 +381,8 @@ def refresh_site(after: int | None = None) -> str:
     # the next once the lost one's lease has run out); the checkpoint keeps the work.
     acks_late=False,
     # Inside the re-render's lease (PUBLISH_LEASE_SECONDS), as a publish group's.
-    soft_time_limit=settings.PUBLISH_SOFT_TIME_LIMIT,
-    time_limit=settings.PUBLISH_TIME_LIMIT,
-)  # type: ignore[call-overload]  # celery-types say int seconds; Celery takes a float too
+    base=LeaseLimits,
+)
 def rerender_site() -> str:
     """One pass of the site's re-render in this worker's look (services.rerender), then
     the next pass while pages are left; on the re-render's own low-priority queue."""

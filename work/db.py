@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any, TypeVar, cast
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
 
 from django.db import connections
 from django.db.models import Field, Model, QuerySet
@@ -23,29 +24,72 @@ def update_returning(
     of an UPDATE and a read. The SQL is Django's own, so the database clock and the
     other expressions are written as `update()` writes them. `only`: the fields to
     return (the others deferred), e.g. `("id",)`; every field when None."""
-    model, db = queryset.model, queryset.db
-    # chain(klass) returns an instance of klass; django-stubs type it as any Query.
-    query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
-    query.add_update_values(values)
-    compiler = query.get_compiler(db)
-    sql, params = compiler.as_sql()
-    if not sql:  # an empty IN (): nothing to update
-        return []
-    fields: Sequence[Field] = model._meta.concrete_fields
-    if only is not None:
-        # In the model's order: Model.from_db() assigns a partial row's values in it.
-        wanted = {_field(model._meta, name) for name in only}
-        fields = [field for field in fields if field in wanted]
-    connection = connections[db]
-    columns = ", ".join(connection.ops.quote_name(_column(field)) for field in fields)
-    with connection.cursor() as cursor:
-        cursor.execute(f"{sql} RETURNING {columns}", params)
-        rows = cursor.fetchall()
-    converters = compiler.get_converters([field.get_col(model._meta.db_table) for field in fields])
-    if converters:
-        rows = compiler.apply_converters(rows, converters)
-    names = [field.attname for field in fields]
-    return [model.from_db(db, names, list(row)) for row in rows]
+    returning = Returning.of(queryset, only=only, **values)
+    return returning.run() if returning is not None else []  # None: an empty IN ()
+
+
+@dataclass(frozen=True)
+class Returning(Generic[M]):
+    """The SQL of `update_returning` (`UPDATE … RETURNING <columns>`), for a caller that
+    makes it part of a larger statement (a data-modifying `WITH` on PostgreSQL), and how
+    its rows (the first `len(columns)` values of each) become model instances."""
+
+    sql: str
+    params: Sequence[Any]
+    columns: list[str]  # as quoted in the RETURNING list
+    model: type[M]
+    db: str
+    names: list[str]
+    compiler: Any
+    fields: Sequence[Field]
+
+    @classmethod
+    def of(
+        cls, queryset: QuerySet[M], *, only: Sequence[str] | None = None, **values: Any
+    ) -> Returning[M] | None:
+        model, db = queryset.model, queryset.db
+        # chain(klass) returns an instance of klass; django-stubs type it as any Query.
+        query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
+        query.add_update_values(values)
+        compiler = query.get_compiler(db)
+        sql, params = compiler.as_sql()
+        if not sql:
+            return None
+        fields: Sequence[Field] = model._meta.concrete_fields
+        if only is not None:
+            # In the model's order: Model.from_db() assigns a partial row's values in it.
+            wanted = {_field(model._meta, name) for name in only}
+            fields = [field for field in fields if field in wanted]
+        quote = connections[db].ops.quote_name
+        columns = [quote(_column(field)) for field in fields]
+        return cls(
+            sql=f"{sql} RETURNING {', '.join(columns)}",
+            params=params,
+            columns=columns,
+            model=model,
+            db=db,
+            names=[field.attname for field in fields],
+            compiler=compiler,
+            fields=fields,
+        )
+
+    def run(self) -> list[M]:
+        """The statement alone: the rows it updated."""
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(self.sql, self.params)
+            return self.rows(cursor.fetchall())
+
+    def rows(self, rows: Sequence[Sequence[Any]]) -> list[M]:
+        """Model instances of the first `len(columns)` values of each row."""
+        width = len(self.columns)
+        values = [list(row[:width]) for row in rows]
+        meta = self.model._meta
+        converters = self.compiler.get_converters(
+            [field.get_col(meta.db_table) for field in self.fields]
+        )
+        if converters:
+            values = [list(row) for row in self.compiler.apply_converters(values, converters)]
+        return [self.model.from_db(self.db, self.names, row) for row in values]
 
 
 def row_values_in(

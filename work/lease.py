@@ -51,7 +51,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Greatest, Now
 
-from work.db import column_name, row_values_in, update_returning
+from work.db import Returning, column_name, row_values_in, update_returning
 
 M = TypeVar("M", bound=Model)
 
@@ -210,14 +210,51 @@ def claim_many(
     """`claim` of up to `limit` rows in one statement, picked first by `order_by` (`pick`:
     SKIP LOCKED on PostgreSQL); returned sorted by `sort_key`, by default by the field
     names of `order_by` (ascending), since RETURNING comes in no particular order."""
+    returning = claim_many_returning(
+        rows,
+        limit=limit,
+        order_by=order_by,
+        seconds=seconds,
+        fields=fields,
+        max_attempts=max_attempts,
+        **changes,
+    )
+    claimed = returning.run() if returning is not None else []
+    return sort_claimed(claimed, order_by=order_by, sort_key=sort_key)
+
+
+def claim_many_returning(
+    rows: QuerySet[M],
+    *,
+    limit: int,
+    order_by: Sequence[str | Expression],
+    seconds: float,
+    fields: LeaseFields = LEASE,
+    max_attempts: int | None = None,
+    **changes: Any,
+) -> Returning[M] | None:
+    """The statement of `claim_many` (`UPDATE … RETURNING`), not run: for a caller that
+    makes it part of a larger one (on PostgreSQL, a data-modifying `WITH` that also
+    inserts what the claim starts), then sorts the rows with `sort_claimed`. None when
+    there is nothing to claim."""
     rows = rows.filter(lease_free(fields))
     if max_attempts is not None:
         rows = rows.filter(within_budget(max_attempts, fields))
-    claimed = update_returning(
+    return Returning.of(
         pick(rows, limit=limit, order_by=order_by),
         **_claim_changes(fields, seconds, count_attempt=True),
         **changes,
     )
+
+
+def sort_claimed(
+    claimed: list[M],
+    *,
+    order_by: Sequence[str | Expression],
+    sort_key: Callable[[M], Any] | None = None,
+) -> list[M]:
+    """Claimed rows in `sort_key` order, by default by the field names of `order_by`
+    (ascending): RETURNING comes in no particular order."""
     if sort_key is None:
         names = [name for name in order_by if isinstance(name, str)]
         claimed.sort(key=lambda row: tuple(getattr(row, name) for name in names))
@@ -455,6 +492,18 @@ def why_not_claimed(
     the caller's own reasons come next."""
     fields = [field for field, _ in waits]
     state = row_state(rows, "status", *fields, "next_attempt_at", "lease_expires_at")
+    return why_not(state, pending=pending, holder=holder, waits=waits)
+
+
+def why_not(
+    state: RowState | None,
+    *,
+    pending: str,
+    holder: str,
+    waits: Sequence[tuple[str, Callable[[Any, float], str]]] = (),
+) -> WhyNot | None:
+    """`why_not_claimed` of a row state the caller read already (in its claim's own
+    statement): `status`, each wait's field, `next_attempt_at` and `lease_expires_at`."""
     if state is None:
         return WhyNot("it no longer exists")
     if state["status"] != pending:

@@ -32,7 +32,7 @@ from django.utils import dateformat, timezone
 from django.utils.feedgenerator import Atom1Feed
 
 from blogpublish.desk.images import IMAGE_REF_RE
-from blogpublish.rendering import plain_excerpt, render_markdown
+from blogpublish.rendering import plain_excerpt, render_markdown, render_markdown_and_excerpt
 from blogpublish.site import figures, look, paths, selectors
 from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry
 from publishing.models import content_hash_of
@@ -252,18 +252,21 @@ def article_page(
     article_id = getattr(article, "id", None)
     if around is None:
         around = selectors.neighbours(article.publish_at, article_id)
-    body_html = figures.fit(render_markdown(body), selectors.image_renditions)
+    reader = reader_fields(article)
+    shown = {name: strip_xml_illegal(reader[name]) for name in ("description", "byline")}
+    if shown["description"]:
+        rendered, description = render_markdown(body), shown["description"]
+    else:  # the excerpt from the same parse as the page
+        rendered, description = render_markdown_and_excerpt(body)
+    body_html = figures.fit(rendered, selectors.image_renditions)
     url = paths.article_url(article.slug)
     # Formatted here, not with the template's `date` filter (its cost is most of the
     # template's; display_date): the same text.
     date_iso = dateformat.format(timezone.localtime(article.publish_at), "c")
-    reader = reader_fields(article)
-    shown = {name: strip_xml_illegal(reader[name]) for name in ("description", "byline")}
     tags = [strip_xml_illegal(tag) for tag in reader["tags"]]
     links = tag_links(tags)
     if related is None:
         related = selectors.related(reader["tags"], article_id)
-    description = shown["description"] or plain_excerpt(body)
     image = first_image_url(body)
     page = render_to_string(
         "blogpublish/article.html",

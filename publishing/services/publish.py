@@ -9,8 +9,10 @@ claim groups of due rows without a row of their own.
 - **Claim** (`claim_group`): one `UPDATE … RETURNING` through the one fenced lease
   (work.lease.claim_many: SKIP LOCKED on PostgreSQL). Each row gets its own lease, its
   attempt counted, its claim count raised (the fencing token) and a `PublishAttempt`.
-  A message whose own row another claimer holds, or that is done, claims nothing else
-  and ends after that statement and one read that says why. A row whose budget is
+  On PostgreSQL the claim, its attempt rows and a read of the message's own row are one
+  statement (`_claim_in_one_statement`). A message whose own row another claimer holds,
+  or that is done, claims nothing else and ends after that statement (on SQLite, and
+  one read that says why). A row whose budget is
   spent by attempts that never finished (each killed its worker) goes dead instead of
   being claimed, so a message that kills workers cannot loop.
 - **Publish** (`_Group.publish`): COMPLETE_EVERY rows at a time, every publisher in
@@ -36,18 +38,19 @@ and starts again at 0 after a requeue or an edit, so it cannot be the token.)
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import (
     Case,
     DurationField,
@@ -74,7 +77,7 @@ from publishing.services.alarms import article_dead_alert
 from publishing.services.live_tags import live_tags_write
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
 from work import lease
-from work.db import update_returning
+from work.db import Returning, update_returning
 from work.lease import describe
 
 logger = logging.getLogger(__name__)
@@ -174,13 +177,70 @@ def claim_group(
     """Claim up to `limit` due rows with a free lease in one statement: `first` (a
     message's own row) first and, only while it is claimable, the oldest others; a
     Claim each, in that order."""
+    return _claim_group(limit=limit, first=first, worker=worker, task_id=task_id)[0]
+
+
+def _claim_group(
+    *, limit: int, first: int | None, worker: str, task_id: str
+) -> tuple[list[Claim], Seen | None]:
+    """`claim_group`, and on PostgreSQL the message's own row as the claim saw it."""
+    if first is None:
+        _give_up_spent(limit)
+
+    def sort_key(article: Article) -> tuple:
+        return (article.pk != first, article.publish_at, article.pk)
+
+    worker, task_id = worker[:255], task_id[:255]
+    if connections[Article.objects.db].vendor == "postgresql":
+        claimed, records, unfinished, seen = _claim_in_one_statement(
+            _claim_statement(limit=limit, first=first),
+            worker=worker,
+            task_id=task_id,
+            first=first,
+        )
+        claimed.sort(key=sort_key)
+        taken_over: set[int] = set()
+        if unfinished:
+            new = [record.pk for record in records.values()]
+            taken_over = _record_unfinished(unfinished, besides=new)
+        return _claims(claimed, records, taken_over), seen
+    rows, order_by = _claimable(limit=limit, first=first)
+    with transaction.atomic():
+        claimed = lease.claim_many(
+            rows,
+            limit=limit,
+            order_by=order_by,
+            seconds=settings.PUBLISH_LEASE_SECONDS,
+            max_attempts=settings.PUBLISH_MAX_ATTEMPTS,
+            sort_key=sort_key,
+            updated_at=Now(),
+        )
+        if not claimed:
+            return [], None
+        again = [a.pk for a in claimed if a.claims > 1]
+        taken_over = _record_unfinished(again) if again else set()
+        made = PublishAttempt.objects.bulk_create(
+            PublishAttempt(
+                article=article,
+                number=article.attempts,
+                content_hash=article.content_hash,
+                worker=worker,
+                task_id=task_id,
+            )
+            for article in claimed
+        )
+    return _claims(claimed, {record.article_id: record for record in made}, taken_over), None
+
+
+def _claimable(*, limit: int, first: int | None) -> tuple[QuerySet[Article], list]:
+    """The rows a claim may take, and their order: `first` first and, only while it is
+    claimable, the oldest others; without `first`, the oldest."""
     due = Article.objects.filter(due_q())
     # A row left leased by a claimer that died is only ever claimed alone, by its own
     # message: if it is what killed the claimer, it takes no other row down with it.
     clean = Q(lease_expires_at__isnull=True)
     order_by: list[str | Expression]
     if first is None:
-        _give_up_spent(limit)
         rows, order_by = due.filter(clean), ["publish_at", "id"]
     else:
         own = due.filter(lease.lease_free(), clean, pk=first)
@@ -189,37 +249,12 @@ def claim_group(
         rows = due.filter(Q(pk=first) | others)
         first_key = Case(When(pk=first, then=0), default=1, output_field=IntegerField())
         order_by = [first_key, "publish_at", "id"]
-    with transaction.atomic():
-        claimed = lease.claim_many(
-            rows,
-            limit=limit,
-            order_by=order_by,
-            seconds=settings.PUBLISH_LEASE_SECONDS,
-            max_attempts=settings.PUBLISH_MAX_ATTEMPTS,
-            sort_key=lambda a: (a.pk != first, a.publish_at, a.pk),
-            updated_at=Now(),
-        )
-        if not claimed:
-            return []
-        taken_over: set[int] = set()
-        if again := [a.pk for a in claimed if a.claims > 1]:
-            # Earlier attempts still "running" lost their lease: say what became of them.
-            lost = PublishAttempt.objects.filter(article_id__in=again, outcome="")
-            taken_over = set(lost.values_list("article_id", flat=True))
-            count = lost.update(
-                outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
-            )
-            rollup.record(outcome=AttemptOutcome.RETRY, count=count)
-        records = PublishAttempt.objects.bulk_create(
-            PublishAttempt(
-                article=article,
-                number=article.attempts,
-                content_hash=article.content_hash,
-                worker=worker[:255],
-                task_id=task_id[:255],
-            )
-            for article in claimed
-        )
+    return rows, order_by
+
+
+def _claims(
+    claimed: list[Article], records: dict[int, PublishAttempt], taken_over: set[int]
+) -> list[Claim]:
     started = time.monotonic()
     return [
         Claim(
@@ -227,12 +262,150 @@ def claim_group(
             article.attempts,
             article.claims,
             article.content_hash,
-            record,
+            records[article.pk],
             started,
             taken_over=article.pk in taken_over,
         )
-        for article, record in zip(claimed, records, strict=True)
+        for article in claimed
     ]
+
+
+# The claim's statement on PostgreSQL, compiled once per shape (Django took longer to
+# compile it than the database to run it: most of a message's CPU time in a burst,
+# where most messages find their row in another group). Keyed by what changes its SQL;
+# a message's own row is a parameter, compiled as FIRST_PLACEHOLDER and replaced.
+_claim_statements: dict[tuple, Returning[Article]] = {}
+FIRST_PLACEHOLDER = -(2**62) - 18
+
+
+def _claim_statement(*, limit: int, first: int | None) -> Returning[Article] | None:
+    seconds, budget = settings.PUBLISH_LEASE_SECONDS, settings.PUBLISH_MAX_ATTEMPTS
+    key = (Article.objects.db, limit, first is None, seconds, budget)
+    statement = _claim_statements.get(key)
+    if statement is None:
+        rows, order_by = _claimable(limit=limit, first=None if first is None else FIRST_PLACEHOLDER)
+        statement = lease.claim_many_returning(
+            rows,
+            limit=limit,
+            order_by=order_by,
+            seconds=seconds,
+            max_attempts=budget,
+            updated_at=Now(),
+        )
+        if statement is None:
+            return None
+        _claim_statements[key] = statement
+    if first is None:
+        return statement
+    params = [first if param == FIRST_PLACEHOLDER else param for param in statement.params]
+    return dataclasses.replace(statement, params=params)
+
+
+def _record_unfinished(article_ids: list[int], *, besides: Sequence[int] = ()) -> set[int]:
+    """Earlier attempts of these rows still "running" lost their lease (their claimer
+    died): recorded as never finished, and counted, in one transaction. The rows that
+    had one (`besides`: the attempt rows the claim itself made)."""
+    with transaction.atomic():
+        lost = PublishAttempt.objects.filter(article_id__in=article_ids, outcome="")
+        lost = lost.exclude(pk__in=besides)
+        taken_over = set(lost.values_list("article_id", flat=True))
+        count = lost.update(
+            outcome=AttemptOutcome.RETRY, error=UNFINISHED, finished_at=timezone.now()
+        )
+        rollup.record(outcome=AttemptOutcome.RETRY, count=count)
+    return taken_over
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A message's own row as its claim's statement saw it (None: not there), so that a
+    claim that took nothing says why without reading the row again."""
+
+    state: lease.RowState | None
+
+
+# What a claim's statement reads of the message's own row, for `lease.why_not`.
+OWN_FIELDS = ("status", "publish_at", "next_attempt_at", "lease_expires_at")
+
+
+def _claim_in_one_statement(
+    returning: Returning[Article] | None, *, worker: str, task_id: str, first: int | None
+) -> tuple[list[Article], dict[int, PublishAttempt], list[int], Seen | None]:
+    """PostgreSQL: the claim's UPDATE and the INSERT of its attempt rows as one statement
+    (a data-modifying WITH), committed on its own: the claim and its attempts' record
+    are still all or nothing, in one round trip instead of four (BEGIN, UPDATE, INSERT,
+    COMMIT). Returns the claimed rows, their attempt rows by article id, and the rows
+    that still had an attempt without an outcome before this claim (read in the
+    statement's snapshot, which does not see its own INSERT): their claimer died, and
+    `_record_unfinished` says so, in a transaction of its own. (A worker killed between
+    the two leaves both attempts unfinished; the next claim records both.)
+    With `first`, the same statement also reads that row as it was before the claim
+    (`Seen`): why it was not claimed, when it was not, costs no second round trip."""
+    if returning is None:
+        return [], {}, [], None
+    connection = connections[returning.db]
+    quote = connection.ops.quote_name
+    attempts = quote(PublishAttempt._meta.db_table)
+    columns = ", ".join(f"claimed.{column}" for column in returning.columns)
+    sql = (
+        f"WITH claimed AS ({returning.sql}), "
+        f"made AS (INSERT INTO {attempts} (article_id, number, content_hash, started_at, "
+        "outcome, error, worker, task_id) "
+        "SELECT claimed.id, claimed.attempts, claimed.content_hash, %s, '', '', %s, %s "
+        "FROM claimed RETURNING id, article_id, started_at)"
+    )
+    claimed_rows = "claimed JOIN made ON made.article_id = claimed.id"
+    select = (
+        f"SELECT {columns}, made.id, made.started_at, EXISTS (SELECT 1 FROM {attempts} a "
+        "WHERE a.article_id = claimed.id AND a.outcome = '')"
+    )
+    params = [*returning.params, timezone.now(), worker, task_id]
+    if first is None:
+        sql += f" {select} FROM {claimed_rows}"
+    else:
+        # The row before the claim (the WITH's snapshot): one row, or none if it is gone,
+        # joined to each claimed row, or alone when nothing was claimed.
+        own = ", ".join(f"own.{quote(name)}" for name in OWN_FIELDS)
+        sql += (
+            f", own AS (SELECT {', '.join(quote(name) for name in OWN_FIELDS)}, "
+            f"STATEMENT_TIMESTAMP() AS db_now FROM {quote(Article._meta.db_table)} "
+            f"WHERE id = %s) {select}, {own}, own.db_now "
+            f"FROM own LEFT JOIN ({claimed_rows}) ON TRUE"
+        )
+        params.append(first)
+    # Inside a caller's transaction, a savepoint as `transaction.atomic()` would make.
+    savepoint = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    with savepoint, connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    width = len(returning.columns)
+    seen = None
+    if first is not None:
+        seen = Seen(None)
+        if rows:
+            *values, db_now = rows[0][width + 3 :]
+            seen = Seen(lease.RowState(dict(zip(OWN_FIELDS, values, strict=True)), db_now))
+        key = returning.columns.index(quote("id"))
+        rows = [row for row in rows if row[key] is not None]
+    claimed = returning.rows(rows)
+    records: dict[int, PublishAttempt] = {}
+    unfinished: list[int] = []
+    for article, row in zip(claimed, rows, strict=True):
+        record_id, record_started, had_unfinished = row[width : width + 3]
+        record = PublishAttempt(
+            id=record_id,
+            article=article,
+            number=article.attempts,
+            content_hash=article.content_hash,
+            started_at=record_started,
+            worker=worker,
+            task_id=task_id,
+        )
+        record._state.adding, record._state.db = False, returning.db
+        records[article.pk] = record
+        if had_unfinished:
+            unfinished.append(article.pk)
+    return claimed, records, unfinished, seen
 
 
 def article_claim(*, article_id: int, worker: str = "", task_id: str = "") -> Claim | None:
@@ -280,16 +453,17 @@ def _give_up_spent(limit: int) -> None:
             _give_up_unfinished(rows.filter(pk=article_id), article_id=article_id)
 
 
-def explain_unclaimed(*, article_id: int) -> AttemptResult:
+def explain_unclaimed(*, article_id: int, seen: Seen | None = None) -> AttemptResult:
     """Why a claim found nothing: said in the log, and returned to the caller. A due row
-    whose lease is free was not claimed because its budget is spent: it goes dead."""
+    whose lease is free was not claimed because its budget is spent: it goes dead.
+    `seen`: the row as the claim's statement read it (else it is read now)."""
     scheduled = ("publish_at", lambda at, _: f"it is scheduled for {at:%Y-%m-%d %H:%M:%S} UTC")
-    why = lease.why_not_claimed(
-        Article.objects.filter(pk=article_id),
-        pending=ArticleStatus.PENDING,
-        holder="another attempt",
-        waits=[scheduled],
-    )
+    pending, holder = ArticleStatus.PENDING, "another attempt"
+    if seen is not None:
+        why = lease.why_not(seen.state, pending=pending, holder=holder, waits=[scheduled])
+    else:
+        rows = Article.objects.filter(pk=article_id)
+        why = lease.why_not_claimed(rows, pending=pending, holder=holder, waits=[scheduled])
     if why is None:
         spent = _give_up_if_spent(article_id)
         # Due, free and within budget, yet not claimed: on PostgreSQL a short row lock
@@ -706,11 +880,11 @@ def publish_group(
     the task's limits itself. `limit`: PUBLISH_BATCH_SIZE by default."""
     limit = limit or settings.PUBLISH_BATCH_SIZE
     with log_context(article_id=first, task_id=task_id):
-        claims = claim_group(limit=limit, first=first, worker=worker, task_id=task_id)
+        claims, seen = _claim_group(limit=limit, first=first, worker=worker, task_id=task_id)
         if not claims:
             report = GroupReport(limit=limit)
             if first is not None:
-                report.unclaimed = explain_unclaimed(article_id=first)
+                report.unclaimed = explain_unclaimed(article_id=first, seen=seen)
             else:
                 shared_views_backlog_drained()
             return report
@@ -726,7 +900,10 @@ def publish_group(
                     partial(article_dead_alert, article_id=article_id), robust=True
                 )
             if report.outcomes[str(Outcome.PUBLISHED)]:
-                backlog = first is None and report.full
+                # A full group with more due rows behind it is a backlog draining (a
+                # batch's, or a burst of saves): its pass comes within the backlog's
+                # interval; the group that leaves none due brings it forward.
+                backlog = report.full and (first is None or _more_due())
                 transaction.on_commit(partial(shared_views_request, backlog=backlog), robust=True)
             elif first is None and not report.full:
                 transaction.on_commit(shared_views_backlog_drained, robust=True)
@@ -739,6 +916,11 @@ def publish_group(
     if first is not None and report.of(first) is None:
         report.unclaimed = explain_unclaimed(article_id=first)
     return report
+
+
+def _more_due() -> bool:
+    """A due row with a free lease is left (one query, after a full group)."""
+    return Article.objects.filter(due_q() & lease.lease_free()).exists()
 
 
 def article_publish(

@@ -109,14 +109,18 @@ def test_a_row_the_renderer_refuses_goes_dead_alone(quiet_site, monkeypatch):
     """No Markdown the database can hold fails to render any more (issue 20: the body's
     one limit is its size, held by a constraint too), so the renderer's refusal is made
     for one body; the batch around it is the real thing."""
-    real = documents.render_markdown
 
-    def render(text: str) -> str:
-        if text.startswith("UNRENDERABLE"):
-            raise MarkdownTooLargeError("Not rendered: made to fail by the test.")
-        return real(text)
+    def refusing(real):
+        def render(text: str, *args):
+            if text.startswith("UNRENDERABLE"):
+                raise MarkdownTooLargeError("Not rendered: made to fail by the test.")
+            return real(text, *args)
 
-    monkeypatch.setattr(documents, "render_markdown", render)
+        return render
+
+    # A page renders its body alone, or with its excerpt when it has no description.
+    for name in ("render_markdown", "render_markdown_and_excerpt"):
+        monkeypatch.setattr(documents, name, refusing(getattr(documents, name)))
     prefix = f"refused-{uuid.uuid4().hex[:6]}"
     articles = backlog(prefix, 4)
     refused, others = articles[0], articles[1:]

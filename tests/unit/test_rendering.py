@@ -8,7 +8,13 @@ import re
 import pytest
 
 from blogpublish.nesting import MAX_DEPTH
-from blogpublish.rendering import MarkdownTooLargeError, plain_excerpt, render_markdown, to_html
+from blogpublish.rendering import (
+    MarkdownTooLargeError,
+    plain_excerpt,
+    render_markdown,
+    render_markdown_and_excerpt,
+    to_html,
+)
 from publishing.validators import BODY_MAX_BYTES
 
 
@@ -122,3 +128,17 @@ def test_plain_excerpt__prose_only_cut_at_a_word():
 
 def test_plain_excerpt__short_text_is_whole():
     assert plain_excerpt("Just *this*.") == "Just this."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Title\n\nSome *Markdown* text. " * 40,
+        "> quoted\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```\ncode\n```\n\n"
+        "Prose[^1].\n\n[^1]: a note",
+        "<script>x</script>" + "[" * 500,
+        "",
+    ],
+)
+def test_render_markdown_and_excerpt__the_same_as_each_alone(text):
+    assert render_markdown_and_excerpt(text) == (render_markdown(text), plain_excerpt(text))

@@ -84,3 +84,33 @@ def test_move_many__without_a_file_system_flush_each_directory_is_synced(
     files.move_many(tmp_path, ".staging", moves)
 
     assert synced == ["dir", "dir"]
+
+
+def test_move_many__a_new_folder_is_made_durable_by_the_one_flush(
+    tmp_path: Path, synced, monkeypatch
+):
+    # With a file system flush after the renames, a new page folder needs no fsync of
+    # its parent: the flush makes the folder and the rename into it durable together.
+    flushes: list[int] = []
+    monkeypatch.setattr(files, "_has_syncfs", lambda: True)
+    monkeypatch.setattr(files, "_syncfs", lambda fd: flushes.append(fd) or True)
+    moves = [(files.stage(tmp_path, ".staging", "index.html", s), f"{s}/index.html") for s in "ab"]
+    synced.clear()
+
+    files.move_many(tmp_path, ".staging", moves)
+
+    assert len(flushes) == 1 and synced == []
+    assert [(tmp_path / s / "index.html").read_text() for s in "ab"] == ["a", "b"]
+
+
+def test_move_many__without_a_flush_a_new_folder_is_synced_in_its_parent(
+    tmp_path: Path, synced, monkeypatch
+):
+    monkeypatch.setattr(files, "_has_syncfs", lambda: False)
+    monkeypatch.setattr(files, "_syncfs", lambda fd: False)
+    moves = [(files.stage(tmp_path, ".staging", "index.html", "a"), "a/index.html")]
+    synced.clear()
+
+    files.move_many(tmp_path, ".staging", moves)
+
+    assert synced == ["dir", "dir"]  # the new folder's parent, then the folder after the rename
