@@ -14,7 +14,15 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from api.tokens import token_create
-from publishing.models import Article, ArticleStatus, DeliveryStatus, WebhookDelivery
+from publishing.models import (
+    Article,
+    ArticleStatus,
+    ArticleTag,
+    DeliveryStatus,
+    Tag,
+    WebhookDelivery,
+)
+from publishing.reader_fields import tag_key, tag_slug
 from publishing.services import story_save
 from tests.support.api import (
     ADD,
@@ -57,6 +65,7 @@ OPERATIONS = [
     Operation("list", "get", "/api/articles", None, (VIEW, CHANGE), False, 200),
     Operation("get", "get", "/api/articles/{id}", None, (VIEW, CHANGE), False, 200),
     Operation("drafts", "get", "/api/drafts", None, (VIEW, CHANGE), False, 200),
+    Operation("tags", "get", "/api/tags", None, (VIEW, CHANGE), False, 200),
     Operation("patch", "patch", "/api/articles/{id}", {"title": "Changed"}, (CHANGE,), True, 200),
     Operation("delete", "delete", "/api/articles/{id}", None, (DELETE,), True, 204),
     Operation("requeue", "post", "/api/articles/{id}/requeue", None, (CHANGE,), True, 200),
@@ -89,7 +98,13 @@ def article() -> Article:
     article = Article(title="Someone else's", slug="someone-elses", body="Their text.")
     article.full_clean()
     article.save()
-    Article.objects.filter(pk=article.pk).update(status=ArticleStatus.DEAD, last_error="boom")
+    # Dead after an earlier version went live with a tag (what GET /api/tags lists).
+    Article.objects.filter(pk=article.pk).update(
+        status=ArticleStatus.DEAD, last_error="boom", published_hash="e" * 64
+    )
+    name = "Someone else's tag"
+    tag = Tag.objects.create(name=name, key=tag_key(name), slug=tag_slug(name))
+    ArticleTag.objects.create(article=article, tag=tag, publish_at=article.publish_at)
     WebhookDelivery.objects.create(
         pk=article.pk,
         article_id=article.pk,
