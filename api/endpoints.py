@@ -78,6 +78,7 @@ from publishing.services import (
     story_trash,
     story_withdraw,
 )
+from publishing.text_limits import validate_xml_chars
 
 NON_FIELD = "__all__"  # as Django names errors that belong to no one field
 MAX_ID = 2**63 - 1  # the largest primary key either database stores
@@ -383,6 +384,10 @@ def list_tags(
     limit: int = Query(100, ge=1, le=1000),
 ):
     _known_query(request, "prefix", "limit")
+    try:  # no tag has such a character, and PostgreSQL refuses NUL in a query
+        validate_xml_chars(prefix)
+    except DjangoValidationError as exc:
+        raise DjangoValidationError({"prefix": exc.messages}) from None
     return [
         {"name": name, "articles": count}
         for name, count in publishing_selectors.tags_in_use(prefix=prefix, limit=limit)

@@ -54,3 +54,13 @@ def test_the_tags_need_a_token_that_may_view_articles(make_token):
 def test_an_unknown_query_parameter_is_refused(api: Client):
     assert api.get(TAGS, {"tag": "x"}).status_code == 400
     assert api.get(TAGS, {"limit": 0}).status_code == 400  # names the field
+
+
+def test_a_prefix_no_tag_could_have_is_refused_not_a_server_error(api: Client):
+    """A NUL (PostgreSQL refuses it in a query: it was a 500, found by the schema fuzz)
+    or another character the feed cannot carry: 400 naming the prefix."""
+    for prefix in ("py\x00", "\x08web"):
+        response = api.get(TAGS, {"prefix": prefix})
+
+        assert response.status_code == 400, response.content
+        assert "prefix" in response.content.decode()
