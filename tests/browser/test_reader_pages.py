@@ -57,10 +57,33 @@ def greet(name: str) -> str:
 - [x] a task done
 - [ ] a task to do
 
-![A diagram of the pipeline](/media/diagram.png)
+{diagram}
 
 [^1]: The footnote's text.
 """
+
+
+def diagram_image() -> bytes:
+    """The body's image: save -> pending -> worker -> live, drawn here (uploaded as a
+    writer would, so the page shows its srcset, width and height)."""
+    import io
+
+    import PIL.Image
+    import PIL.ImageDraw
+    import PIL.ImageFont
+
+    image = PIL.Image.new("RGB", (1200, 300), "#ffffff")
+    draw = PIL.ImageDraw.Draw(image)
+    font = PIL.ImageFont.load_default(size=40)
+    for n, label in enumerate(("save", "pending", "worker", "live")):
+        x = 40 + n * 290
+        draw.rounded_rectangle((x, 100, x + 220, 200), radius=18, outline="#1f4e79", width=6)
+        draw.text((x + 110, 150), label, fill="#1f4e79", font=font, anchor="mm")
+        if n:
+            draw.line((x - 70, 150, x - 4, 150), fill="#1f4e79", width=6)
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
 
 
 def card_image() -> bytes:
@@ -88,7 +111,9 @@ def reader_site(quiet_article, settings):
     every article tagged, so its page lists related articles and the tag has an archive
     page; half with a byline. Addresses as a real blog's (a link card shows its host)."""
     settings.SITE_URL = "https://blog.example.com"
-    quiet_article("页面检查", title="页面检查：中文标题", body=BODY, tags=["检查", "checked"])
+    diagram = images.store(diagram_image(), name="pipeline.png")
+    body = BODY.replace("{diagram}", f"![A diagram of the pipeline]({diagram.href})")
+    quiet_article("页面检查", title="页面检查：中文标题", body=body, tags=["检查", "checked"])
     cover = images.store(card_image(), name="spring-garden.png")
     quiet_article(
         "shared-link",
@@ -101,7 +126,7 @@ def reader_site(quiet_article, settings):
     for n in range(PAGE_SIZE + 2):
         byline = {"byline": "Ann Writer"} if n % 2 else {}
         tags = ["checked", f"group {n % 3}"]
-        quiet_article(f"checked-{n}", title=f"Checked article {n}", body=BODY, tags=tags, **byline)
+        quiet_article(f"checked-{n}", title=f"Checked article {n}", body=body, tags=tags, **byline)
     while publish_group(retry_in=publish_article.backoff, limit=100).claimed:
         pass
     assert StaticSitePublisher().reconcile()
@@ -113,7 +138,7 @@ def reader_pages(root: Path) -> dict[str, Path]:
     pages = {
         "front page": root / "index.html",
         "archive page": root / "page" / "1" / "index.html",
-        "article": root / "checked-0" / "index.html",
+        "article": root / "checked-1" / "index.html",  # tags, a byline, related articles
         "article with a Chinese title": root / "页面检查" / "index.html",
         "tag page": root / "tag" / "checked" / "index.html",
         "tag archive page": root / "tag" / "checked" / "page" / "1" / "index.html",
@@ -126,6 +151,28 @@ def reader_pages(root: Path) -> dict[str, Path]:
     assert not missing, f"pages missing: {missing}"
     assert '<aside class="related"' in pages["article"].read_text(encoding="utf-8")
     return pages
+
+
+@pytest.fixture
+def served(reader_site):
+    """The site over HTTP, as a reader's browser gets it (root-relative addresses, such
+    as an image's /media/…, resolve; under file:// they would not): its base URL."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, format, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=reader_site))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_every_page_type_passes_the_nu_html_checker(reader_site):
@@ -154,7 +201,11 @@ def test_every_page_type_passes_the_nu_html_checker(reader_site):
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_page_type_has_no_accessibility_violation(reader_site, browser, screenshots, scheme):
+def test_every_page_type_has_no_accessibility_violation(
+    reader_site, served, browser, screenshots, scheme
+):
+    from urllib.parse import quote
+
     if not AXE.exists():
         pytest.fail("axe-core missing: run scripts/install-tools.sh (make install does)")
     # The pages forbid scripts (Content-Security-Policy); axe is the test's, not theirs.
@@ -165,7 +216,22 @@ def test_every_page_type_has_no_accessibility_violation(reader_site, browser, sc
         problems = {}
         for name, path in reader_pages(reader_site).items():
             page = context.new_page()
-            page.goto(path.as_uri())
+            page.goto(f"{served}/{quote(path.relative_to(reader_site).as_posix())}")
+            page.wait_for_load_state("load")
+            # Each image brought into view (they load lazily) and decoded, or named.
+            broken = page.evaluate(
+                """async () => {
+                  const broken = [];
+                  for (const img of document.images) {
+                    img.scrollIntoView();
+                    await img.decode().catch(() => broken.push(img.currentSrc || img.src));
+                  }
+                  window.scrollTo(0, 0);
+                  return broken;
+                }"""
+            )
+            if broken:
+                problems[f"{name}: images that do not load"] = broken
             page.add_script_tag(path=str(AXE))
             result = page.evaluate(
                 "() => axe.run(document, {resultTypes: ['violations']})"
