@@ -42,11 +42,10 @@ WORKER_FLAGS = [
 ]
 
 
-def worker_command(app: str, *, flags: Sequence[str] = (), nice: int = 0) -> list[str]:
+def worker_command(app: str, *, flags: Sequence[str] = (), prefix: Sequence[str] = ()) -> list[str]:
     """`celery -A <app> worker …` with WORKER_FLAGS, run by this interpreter; `flags`
-    after them (a later `-c` wins), under `nice -n <nice>` when given."""
-    niced = ["nice", "-n", str(nice)] if nice else []
-    return [*niced, sys.executable, "-m", "celery", "-A", app, *WORKER_FLAGS, *flags]
+    after them (a later `-c` wins), the whole run by `prefix` when given (`chrt …`)."""
+    return [*prefix, sys.executable, "-m", "celery", "-A", app, *WORKER_FLAGS, *flags]
 
 
 def progress(message: str) -> None:
@@ -114,18 +113,18 @@ def worker(
     env: dict[str, str],
     *,
     flags: Sequence[str] = (),
-    nice: int = 0,
+    prefix: Sequence[str] = (),
     patience: float = 15,
 ) -> Iterator[subprocess.Popen]:
     """A Celery worker with WORKER_FLAGS, yielded once it says it is ready. With
     BENCH_PYSPY_DIR set, `py-spy record` (BENCH_PYSPY: its path) follows the worker and
     its pool children from then until it stops, writing raw stacks (idle ones too:
     the waits on the database are the point) to a file of that folder per worker: a
-    profile of the run, whose figures it then slows. `flags`, `nice`: worker_command's;
+    profile of the run, whose figures it then slows. `flags`, `prefix`: worker_command's;
     `patience`: running's."""
     profiles = os.environ.get("BENCH_PYSPY_DIR")
     spy: subprocess.Popen | None = None
-    command = worker_command(app, flags=flags, nice=nice)
+    command = worker_command(app, flags=flags, prefix=prefix)
     with running(command, log, env, patience=patience) as proc:
         wait_until(
             lambda: proc.poll() is not None or " ready." in log.read_text(errors="replace"),
