@@ -42,9 +42,10 @@ WORKER_FLAGS = [
 ]
 
 
-def worker_command(app: str) -> list[str]:
-    """`celery -A <app> worker …` with WORKER_FLAGS, run by this interpreter."""
-    return [sys.executable, "-m", "celery", "-A", app, *WORKER_FLAGS]
+def worker_command(app: str, *, flags: Sequence[str] = (), prefix: Sequence[str] = ()) -> list[str]:
+    """`celery -A <app> worker …` with WORKER_FLAGS, run by this interpreter; `flags`
+    after them (a later `-c` wins), the whole run by `prefix` when given (`chrt …`)."""
+    return [*prefix, sys.executable, "-m", "celery", "-A", app, *WORKER_FLAGS, *flags]
 
 
 def progress(message: str) -> None:
@@ -70,9 +71,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(cmd: Sequence[str], log: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
+def running(
+    cmd: Sequence[str], log: Path, env: dict[str, str], *, patience: float = 15
+) -> Iterator[subprocess.Popen]:
     """A child process in a session of its own; stopped by its PID (SIGTERM: a worker's
-    warm shutdown), and its group killed if it lingers."""
+    warm shutdown), and its group killed if it lingers `patience` seconds (`stop`)."""
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             list(cmd),
@@ -85,7 +88,7 @@ def running(cmd: Sequence[str], log: Path, env: dict[str, str]) -> Iterator[subp
     try:
         yield proc
     finally:
-        stop(proc)
+        stop(proc, patience)
 
 
 def stop(proc: subprocess.Popen, patience: float = 15) -> None:
@@ -104,15 +107,25 @@ def stop(proc: subprocess.Popen, patience: float = 15) -> None:
 
 
 @contextmanager
-def worker(app: str, log: Path, env: dict[str, str]) -> Iterator[subprocess.Popen]:
+def worker(
+    app: str,
+    log: Path,
+    env: dict[str, str],
+    *,
+    flags: Sequence[str] = (),
+    prefix: Sequence[str] = (),
+    patience: float = 15,
+) -> Iterator[subprocess.Popen]:
     """A Celery worker with WORKER_FLAGS, yielded once it says it is ready. With
     BENCH_PYSPY_DIR set, `py-spy record` (BENCH_PYSPY: its path) follows the worker and
     its pool children from then until it stops, writing raw stacks (idle ones too:
     the waits on the database are the point) to a file of that folder per worker: a
-    profile of the run, whose figures it then slows."""
+    profile of the run, whose figures it then slows. `flags`, `prefix`: worker_command's;
+    `patience`: running's."""
     profiles = os.environ.get("BENCH_PYSPY_DIR")
     spy: subprocess.Popen | None = None
-    with running(worker_command(app), log, env) as proc:
+    command = worker_command(app, flags=flags, prefix=prefix)
+    with running(command, log, env, patience=patience) as proc:
         wait_until(
             lambda: proc.poll() is not None or " ready." in log.read_text(errors="replace"),
             120,

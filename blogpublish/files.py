@@ -25,7 +25,8 @@ import os
 import shutil
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from blogpublish import swap
@@ -272,18 +273,35 @@ def _libc():
 
 
 def stage_many(
-    root: Path, folder: str, items: list[tuple[str, bytes | str]]
+    root: Path, folder: str, items: Iterable[tuple[str, bytes | str]]
 ) -> list[str | OSError]:
     """`stage` for many files (name, data) at once: every file written, then ONE flush
     of the file system (`syncfs`) instead of an `fsync` per file, so each staged file
     is on disk before `move_staged` renames it, as `stage` makes it. Returns, per item,
     the temporary file's name, or the OSError that kept that one item from being
-    staged (the others are staged)."""
-    results: list[str | OSError] = []
-    with open_dir(root, *parts_of(folder), create=True) as dir_fd:
-        for name, data in items:
+    staged (the others are staged).
+
+    The files are written by a thread of their own while `items` is read, so a
+    generator that renders each page when asked for it (the re-render's) renders the
+    next page while the last is written: the writes wait for the disk, not the GIL.
+    If `items` raises, what was staged is removed and the error goes on."""
+    with (
+        open_dir(root, *parts_of(folder), create=True) as dir_fd,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage") as writer,
+    ):
+        pending = []
+        try:
+            for name, data in items:
+                pending.append(writer.submit(_write_temp, dir_fd, name, _payload(data), sync=False))
+        except BaseException:
+            for done in pending:
+                with contextlib.suppress(OSError):
+                    os.unlink(done.result(), dir_fd=dir_fd)
+            raise
+        results: list[str | OSError] = []
+        for done in pending:
             try:
-                results.append(_write_temp(dir_fd, name, _payload(data), sync=False))
+                results.append(done.result())
             except OSError as exc:
                 results.append(exc)
         staged = [r for r in results if isinstance(r, str)]
@@ -298,11 +316,19 @@ def stage_many(
 
 
 def discard_staged(root: Path, folder: str, staged: str) -> None:
+    discard_many(root, folder, [staged])
+
+
+def discard_many(root: Path, folder: str, names: Iterable[str]) -> None:
+    """The staged files (or the pages their exchange replaced) removed, the staging
+    folder opened once."""
     with (
         contextlib.suppress(FileNotFoundError, SymlinkRefused),
         open_dir(root, *parts_of(folder)) as dir_fd,
     ):
-        os.unlink(staged, dir_fd=dir_fd)
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=dir_fd)
 
 
 def list_names(root: Path, rel: str = "") -> list[str]:

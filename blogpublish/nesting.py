@@ -104,50 +104,87 @@ def _split(text: str) -> str:
     return "<!---->".join(pieces)
 
 
+def _lower(name: str) -> str:
+    # A tag's name is most often lower case already (str.islower: no upper-case letter,
+    # so no ASCII one either, and the name begins with an ASCII letter).
+    return name if name.islower() else _ascii_lower(name)
+
+
+# Which alternative of _TOKENS matched (`Match.lastindex`: the last group that closed).
+_TEXT_ONLY, _COMMENT, _BOGUS, _TAG, _UNFINISHED, _LT = 1, 2, 3, 4, 7, 8
+
+
 def bounded_nesting(html: str) -> str:
-    """`html` as the parser will read it, well-formed and at most MAX_DEPTH deep."""
+    """`html` as the parser will read it, well-formed and at most MAX_DEPTH deep.
+
+    What is kept is copied from `html` in runs, from `kept` up to the next change
+    (a token dropped, escaped or split, an end tag written): most HTML, cmark-gfm's
+    own above all, needs no change, and then nothing is copied token by token."""
     out: list[str] = []
+    kept = 0  # html[kept:] is not written yet
     stack: list[str] = []
     open_count: dict[str, int] = {}
     formatting = 0
     skipping = ""  # in a <script> or <style>: dropped up to its end tag
     for match in _TOKENS.finditer(html):
-        text, _comment, _bogus, tag, end, name, unfinished, lt = match.groups()
-        if unfinished:
-            break  # and stop: every later "<" would be read up to the end again
+        which = match.lastindex or _TEXT_ONLY  # group 1 always takes part: never None
+        if which == _UNFINISHED:
+            # And stop: every later "<" would be read up to the end again. The text
+            # before it goes too, as it always has here.
+            if not skipping:
+                out.append(html[kept : match.start()])
+            return "".join(out)
         if skipping:
-            if end and _ascii_lower(name) == skipping:
+            if which == _TAG and match.group(5) and _lower(match.group(6)) == skipping:
                 skipping = ""
+                kept = match.end()
             continue
-        out.append(_split(text) if len(text) > TEXT_RUN else text)
-        if lt:
-            out.append("&lt;")
-        elif not tag:
-            continue  # a comment, a bogus comment, the end: nothing to write
-        elif end:
-            name = _ascii_lower(name)
-            if not open_count.get(name):
-                continue  # nothing to close
-            while True:  # close what is open above it, then it
-                top = stack.pop()
-                open_count[top] -= 1
-                formatting -= top in FORMATTING
-                if top == name:
-                    out.append(tag)
-                    break
-                if top not in IMPLIED_END:
-                    out.append(f"</{top}>")
-        else:
-            name = _ascii_lower(name)
-            if name in VOID:
-                out.append(tag)
+        if match.end(1) - match.start() > TEXT_RUN:
+            out.append(html[kept : match.start()])
+            out.append(_split(match.group(1)))
+            kept = match.end(1)
+        if which == _TAG:
+            end, name = match.group(5, 6)
+            name = _lower(name)
+            if end:
+                if not open_count.get(name):
+                    out.append(html[kept : match.start(4)])  # nothing to close: dropped
+                    kept = match.end()
+                    continue
+                closed = []
+                while True:  # close what is open above it, then it
+                    top = stack.pop()
+                    open_count[top] -= 1
+                    formatting -= top in FORMATTING
+                    if top == name:
+                        break
+                    if top not in IMPLIED_END:
+                        closed.append(f"</{top}>")
+                if closed:
+                    out.append(html[kept : match.start(4)])
+                    out.extend(closed)
+                    kept = match.start(4)
+            elif name in VOID:
+                pass
             elif name in DROPPED_WITH_CONTENT:
+                out.append(html[kept : match.start(4)])
                 skipping = name
-            elif name in RAW_TEXT:
-                continue
-            elif len(stack) < MAX_DEPTH and (name not in FORMATTING or formatting < MAX_FORMATTING):
-                out.append(tag)
+            elif name not in RAW_TEXT and (
+                len(stack) < MAX_DEPTH and (name not in FORMATTING or formatting < MAX_FORMATTING)
+            ):
                 stack.append(name)
                 open_count[name] = open_count.get(name, 0) + 1
                 formatting += name in FORMATTING
+            else:  # a raw-text element's tag, or past the bounds: dropped, its text stays
+                out.append(html[kept : match.start(4)])
+                kept = match.end()
+        elif which == _LT:
+            out.append(html[kept : match.start(8)])
+            out.append("&lt;")
+            kept = match.end()
+        elif which != _TEXT_ONLY:  # a comment or a bogus comment: dropped
+            out.append(html[kept : match.start(which)])
+            kept = match.end()
+    if not skipping:
+        out.append(html[kept:])
     return "".join(out)

@@ -386,7 +386,7 @@ def refresh_site(after: int | None = None) -> str:
 def rerender_site() -> str:
     """One pass of the site's re-render in this worker's look (services.rerender), then
     the next pass while pages are left; on the re-render's own low-priority queue."""
-    outcome = site_rerender()
+    outcome = site_rerender(give_way=True)
     if outcome is RerenderOutcome.MORE:
         dispatch_rerender()
     return str(outcome)

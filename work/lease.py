@@ -337,7 +337,9 @@ class Fence:
     took the row meanwhile (the write may have landed over the newer holder's).
 
     `deadline` (time.monotonic()): when the holder stops starting new work, well inside
-    its lease and its time limit (`time_left`).
+    its lease and its time limit (`time_left`). `give_way`: asked by `time_left` when
+    the deadline is still ahead; True ends the time left too (more urgent work waits
+    for the process the holder runs in).
 
     `trusted_until` (`lease_clock()`, read *before* the claim, plus a share of the
     lease): until then the claim cannot have been lost, since no other claim succeeds
@@ -355,6 +357,7 @@ class Fence:
     fields: LeaseFields = LEASE
     deadline: float | None = None
     trusted_until: float | None = None
+    give_way: Callable[[], bool] | None = None
     _side: Any = field(default=None, repr=False)
 
     def state(self) -> str:
@@ -404,7 +407,10 @@ class Fence:
             raise Overtaken(f"claim {self.token}: the lease was lost before {what}")
 
     def time_left(self) -> float:
-        return math.inf if self.deadline is None else self.deadline - time.monotonic()
+        left = math.inf if self.deadline is None else self.deadline - time.monotonic()
+        if left > 0 and self.give_way is not None and self.give_way():
+            return 0.0
+        return left
 
     def close(self) -> None:
         if self._side is not None:

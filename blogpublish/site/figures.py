@@ -36,6 +36,8 @@ Lookup = Callable[[Iterable[str]], dict[str, Renditions]]
 def fit(html: str, lookup: Lookup) -> str:
     """`html` (the sanitiser's output) with every image sized, offered in its copies and
     loaded lazily; one `lookup` for the whole text."""
+    if not IMG.search(html):  # most articles: no image, and no tag to read one by one
+        return html
     tags = [m for m in TAG.finditer(html) if IMG.match(m[0])]
     if not tags:
         return html

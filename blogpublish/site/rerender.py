@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
@@ -146,15 +148,18 @@ def rerender_pass(
         progress = _begin(fence)
     if progress.finished_at is not None:
         return True
-    while True:  # one chunk at least per pass, so that every pass makes progress
-        chunk = selectors.live_versions_after(progress.after, limit=settings.SITE_RERENDER_CHUNK)
-        if chunk:
-            _rerender_chunk(site, chunk, progress, fence)
-        if len(chunk) < settings.SITE_RERENDER_CHUNK:  # the last one
-            _finish(progress, fence)
-            return True
-        if fence is not None and fence.time_left() <= 0:
-            break
+    # One thread removes what each chunk's exchange replaced; the pass ends when it is done.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerender-discard") as cleaner:
+        while True:  # one chunk at least per pass, so that every pass makes progress
+            size = settings.SITE_RERENDER_CHUNK
+            chunk = selectors.live_versions_after(progress.after, limit=size)
+            if chunk:
+                _rerender_chunk(site, chunk, progress, fence, cleaner)
+            if len(chunk) < size:  # the last one
+                _finish(progress, fence)
+                return True
+            if fence is not None and fence.time_left() <= 0:
+                break
     logger.info(
         "re-render: stopped at its budget after article %s (%d done); the next pass resumes",
         progress.after,
@@ -199,7 +204,11 @@ def _finish(progress: Progress, fence: Fence | None) -> None:
 
 
 def _rerender_chunk(
-    site: SiteStorage, chunk: list[LiveVersion], progress: Progress, fence: Fence | None
+    site: SiteStorage,
+    chunk: list[LiveVersion],
+    progress: Progress,
+    fence: Fence | None,
+    cleaner: ThreadPoolExecutor,
 ) -> None:
     started = time.monotonic()
     # Read first, outside the guard: a page already in this look (a publish since the
@@ -215,35 +224,46 @@ def _rerender_chunk(
     ]
     # Their previous and next articles in a few queries for the chunk, not two a page.
     around = selectors.neighbours_many([(live.publish_at, live.id) for live in due])
-    rendered: list[tuple[LiveVersion, str]] = []
     # The related articles of the chunk's pages: one query (selectors.related_many).
     related = selectors.related_many({live.id: live.tags for live in due})
-    for live in due:
-        try:
-            rendered.append(
-                (
-                    live,
-                    documents.article_page(
-                        live, around=around.get(live.id), related=related[live.id]
-                    ),
+    rendered: list[LiveVersion] = []
+
+    def pages() -> Iterator[tuple[str, str]]:
+        """Each page rendered as the storage asks for it: on disk the last one is
+        written meanwhile (`stage_many`)."""
+        for live in due:
+            try:
+                html = documents.article_page(
+                    live, around=around.get(live.id), related=related[live.id]
                 )
-            )
-        except TIME_LIMITS:
-            raise
-        except Exception as exc:  # this page only: it keeps its look, the run goes on
-            logger.error("re-render: the page of article %s was not rendered: %s", live.id, exc)
-    staged = site.stage_many([(paths.page_file(live.slug), html) for live, html in rendered])
-    ready = [(live, item) for (live, _), item in zip(rendered, staged, strict=True)]
+            except TIME_LIMITS:
+                raise
+            except Exception as exc:  # this page only: it keeps its look, the run goes on
+                logger.error("re-render: the page of article %s was not rendered: %s", live.id, exc)
+                continue
+            rendered.append(live)
+            yield paths.page_file(live.slug), html
+
+    staged = site.stage_many(pages())
+    ready = list(zip(rendered, staged, strict=True))
     for live, item in ready:
         if isinstance(item, Exception):  # its page keeps its look; the run goes on
             logger.error("re-render: the page of article %s was not staged: %s", live.id, item)
     try:
         written = _write_chunk(site, ready, chunk, progress, fence, started)
     finally:
-        for _, item in ready:
-            if isinstance(item, Staged):
-                site.discard(item)
+        # The pages the exchange replaced (and what was not made live) removed while
+        # the next chunk renders: nothing reads them, and a crash leaves them to the
+        # full check's sweep, as a crash mid-chunk always did.
+        cleaner.submit(_discard, site, [item for _, item in ready if isinstance(item, Staged)])
     logger.debug("re-render: %d of %d page(s) written up to %s", written, len(chunk), chunk[-1].id)
+
+
+def _discard(site: SiteStorage, staged: list[Staged]) -> None:
+    try:
+        site.discard_many(staged)
+    except Exception as exc:  # left to the full check's sweep
+        logger.warning("re-render: %d staged file(s) not removed: %s", len(staged), exc)
 
 
 def _write_chunk(
@@ -266,15 +286,15 @@ def _write_chunk(
             .values("id", "published_hash", "published_slug")
         }
         staged = [(live, item) for live, item in ready if isinstance(item, Staged)]
-        heads = site.read_heads([item.rel for _, item in staged], documents.CONTENT_MARK_WITHIN)
+        # Each page's first bytes, and what its write is conditional on (a bucket's
+        # ETag), from one read of it.
+        heads = site.observe_heads([item for _, item in staged], documents.CONTENT_MARK_WITHIN)
         chosen = [
             item
             for live, item in staged
             if live_now.get(live.id) == (live.published_hash, live.slug)
             and _needs_writing(heads[item.rel], live.published_hash)
         ]
-        for item in chosen:
-            site.observe(item)
         site.commit_many(chosen)
         progress.after = chunk[-1].id
         progress.done += len(chunk)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import builtins
 import mimetypes
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -143,6 +143,14 @@ class SiteStorage(abc.ABC):
         """Under the page guard, at the token check: note what the page is now, so that
         `commit` writes only over that (a bucket's conditional PUT)."""
 
+    def observe_heads(self, staged: builtins.list[Staged], size: int) -> dict[str, bytes | None]:
+        """Under the page guard: the staged pages' first `size` bytes as they are now
+        (`read_heads`, by path), each page observed (`observe`) as it was read."""
+        heads = self.read_heads([item.rel for item in staged], size)
+        for item in staged:
+            self.observe(item)
+        return heads
+
     def commit(self, staged: Staged) -> None:
         """Under the page guard, after the currency check: the page goes live. Raises
         PageChanged when the page is no longer what `observe` saw."""
@@ -157,10 +165,11 @@ class SiteStorage(abc.ABC):
         return False
 
     def stage_many(
-        self, items: builtins.list[tuple[str, str | bytes]]
+        self, items: Iterable[tuple[str, str | bytes]]
     ) -> builtins.list[Staged | Exception]:
         """`stage` for a batch's pages (rel, data): per item its Staged, or the error
-        that kept that one from being staged (the others are staged)."""
+        that kept that one from being staged (the others are staged). `items` may be a
+        generator that renders each page as it is read (the re-render's)."""
         out: builtins.list[Staged | Exception] = []
         for rel, data in items:
             try:
@@ -177,6 +186,11 @@ class SiteStorage(abc.ABC):
 
     def discard(self, staged: Staged) -> None:  # noqa: B027  (nothing to do by default)
         """After `commit`, or instead of it: whatever `stage` left is gone."""
+
+    def discard_many(self, staged: Iterable[Staged]) -> None:
+        """`discard` for a batch's pages."""
+        for item in staged:
+            self.discard(item)
 
     def sweep(self, *, older_than: float) -> None:  # noqa: B027  (nothing to do by default)
         """Leftovers of crashes (half-removed folders, staged pages older than the

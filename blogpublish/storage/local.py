@@ -8,7 +8,7 @@ import builtins
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from blogpublish import files, swap
@@ -86,18 +86,22 @@ class LocalStorage(SiteStorage):
         staged.placed = files.move_staged(self.root, paths.STAGING_DIR, staged.token, staged.rel)
 
     def stage_many(
-        self, items: builtins.list[tuple[str, str | bytes]]
+        self, items: Iterable[tuple[str, str | bytes]]
     ) -> builtins.list[Staged | Exception]:
-        """The batch's temporary files written, then flushed to disk in ONE call
-        (`files.stage_many`) instead of an fsync each."""
-        tokens = files.stage_many(
-            self.root,
-            paths.STAGING_DIR,
-            [(rel.rsplit("/", 1)[-1], payload(data)) for rel, data in items],
-        )
+        """The batch's temporary files written (by a thread of their own, while `items`
+        is read), then flushed to disk in ONE call (`files.stage_many`) instead of an
+        fsync each."""
+        rels: builtins.list[str] = []
+
+        def named() -> Iterator[tuple[str, bytes]]:
+            for rel, data in items:
+                rels.append(rel)
+                yield rel.rsplit("/", 1)[-1], payload(data)
+
+        tokens = files.stage_many(self.root, paths.STAGING_DIR, named())
         return [
             token if isinstance(token, Exception) else Staged(rel=rel, data=b"", token=token)
-            for (rel, _), token in zip(items, tokens, strict=True)
+            for rel, token in zip(rels, tokens, strict=True)
         ]
 
     def commit_many(self, staged: builtins.list[Staged]) -> None:
@@ -116,6 +120,9 @@ class LocalStorage(SiteStorage):
 
     def discard(self, staged: Staged) -> None:
         files.discard_staged(self.root, paths.STAGING_DIR, staged.token)
+
+    def discard_many(self, staged: Iterable[Staged]) -> None:
+        files.discard_many(self.root, paths.STAGING_DIR, [item.token for item in staged])
 
     def sweep(self, *, older_than: float) -> None:
         """Folders a removal renamed aside and a crash left, and staged pages older

@@ -105,14 +105,17 @@ class S3SiteStorage(SiteStorage):
     def write(self, rel, data, *, content_type=None, cache_control=None) -> None:
         self._put(rel, payload(data), content_type=content_type, cache_control=cache_control)
 
-    def _put(self, rel: str, body: bytes, *, expect: str | None = None, **types) -> None:
-        """One PUT; with `expect` (observe), only over that ETag ("": only if missing)."""
+    def _put(
+        self, rel: str, body: bytes, *, expect: str | None = None, client=None, **types
+    ) -> None:
+        """One PUT (through `client`, else this thread's); with `expect` (observe), only
+        over that ETag ("": only if missing)."""
         condition = {}
         if expect is not None:
             condition = {"IfMatch": expect} if expect else {"IfNoneMatch": "*"}
         with self._errors("writing", rel):
             try:
-                self.client.put_object(
+                (client or self.client).put_object(
                     Bucket=self.bucket,
                     Key=self.key(rel),
                     Body=body,
@@ -139,6 +142,49 @@ class S3SiteStorage(SiteStorage):
     def commit(self, staged: Staged) -> None:
         self._put(staged.rel, staged.data, expect=staged.expect)
 
+    def observe_heads(self, staged: list[Staged], size: int) -> dict[str, bytes | None]:
+        """One ranged GET a page, READ_THREADS at a time: its first bytes, and its ETag
+        (a ranged GET answers with the whole object's) as the condition of its PUT.
+        So the condition is the very object whose bytes were checked, with no HEAD
+        (an empty object, which a range cannot read, is asked for with one)."""
+
+        def one(item: Staged, client) -> bytes | None:
+            head, etag = self._ranged_get(item.rel, size, client=client)
+            if etag is None:
+                found = self.head(item.rel)
+                etag = found["ETag"] if found else ""
+            item.expect = etag
+            return head
+
+        return dict(zip([item.rel for item in staged], self._each(one, staged), strict=True))
+
+    def commit_many(self, staged: list[Staged]) -> None:
+        """The conditional PUTs READ_THREADS at a time (each is latency, not work), all
+        of them tried; then the first failure, in their order, raises."""
+        failures = [
+            exc for exc in self._each(self._try_commit, staged) if isinstance(exc, Exception)
+        ]
+        if failures:
+            raise failures[0]
+
+    def _try_commit(self, staged: Staged, client) -> Exception | None:
+        try:
+            self._put(staged.rel, staged.data, expect=staged.expect, client=client)
+        except (PageChanged, StorageError) as exc:
+            return exc
+        return None
+
+    def _each(self, call, items: list) -> list:
+        """`call(item, client)` for each item, READ_THREADS at a time when there are
+        several, every thread with this thread's client (a boto3 client is
+        thread-safe): django-storages makes one per thread, and making one costs more
+        CPU than a hundred requests."""
+        client = self.client
+        if len(items) < 2:
+            return [call(item, client) for item in items]
+        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+            return list(pool.map(lambda item: call(item, client), items))
+
     def read(self, rel: str) -> bytes | None:
         with self._errors("reading", rel):
             try:
@@ -151,6 +197,11 @@ class S3SiteStorage(SiteStorage):
 
     def read_head(self, rel: str, size: int, *, client=None) -> bytes | None:
         """One ranged GET (through `client`, else this thread's)."""
+        return self._ranged_get(rel, size, client=client)[0]
+
+    def _ranged_get(self, rel: str, size: int, *, client=None) -> tuple[bytes | None, str | None]:
+        """The object's first `size` bytes and its ETag: (None, "") when it is missing,
+        (b"", None) when it is empty (a range of nothing: no ETag answered)."""
         with self._errors("reading", rel):
             try:
                 response = (client or self.client).get_object(
@@ -158,22 +209,16 @@ class S3SiteStorage(SiteStorage):
                 )
             except ClientError as exc:
                 if _code(exc) in _MISSING:
-                    return None
+                    return None, ""
                 if _code(exc) == "InvalidRange":  # an empty object
-                    return b""
+                    return b"", None
                 raise
-            return response["Body"].read()
+            return response["Body"].read(), response["ETag"]
 
     def read_heads(self, rels: list[str], size: int) -> dict[str, bytes | None]:
         """Ranged GETs READ_THREADS at a time: one request per page is latency, not
-        work (docs/performance.md, "Guarded page writes and the full check"). Every
-        thread uses this thread's client (a boto3 client is thread-safe): django-storages
-        makes one per thread, and making one costs more CPU than a hundred GETs."""
-        if len(rels) < 2:
-            return super().read_heads(rels, size)
-        client = self.client
-        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-            heads = list(pool.map(lambda rel: self.read_head(rel, size, client=client), rels))
+        work (docs/performance.md, "Guarded page writes and the full check")."""
+        heads = self._each(lambda rel, client: self.read_head(rel, size, client=client), rels)
         return dict(zip(rels, heads, strict=True))
 
     def head(self, rel: str) -> dict | None:

@@ -24,6 +24,7 @@ import time
 from django.conf import settings
 
 from publishing.publishers import get_publishers
+from publishing.selectors import articles_claimable
 from work.job_leases import FIELDS
 from work.lease import Fence, Overtaken, lease_clock, lease_free
 from work.models import JobLease
@@ -58,12 +59,25 @@ def rerender_budget() -> float:
     return min(PASS_SECONDS, 0.4 * rerender_lease_seconds())
 
 
+def publish_waiting() -> bool:
+    """Is there a publish that no one has taken yet (due, pending, its lease free)?"""
+    return articles_claimable().exists()
+
+
 def site_rerender(
-    *, force: bool = False, again: bool = False, budget: float | None = None
+    *,
+    force: bool = False,
+    again: bool = False,
+    budget: float | None = None,
+    give_way: bool = False,
 ) -> RerenderOutcome:
     """One pass of the re-render (see the module). `force`: begin a run in this
     process's look even over a run a newer process began (`manage.py rerender_site`);
-    `again`: begin a new run even if the site is in this look (`--again`)."""
+    `again`: begin a new run even if the site is in this look (`--again`).
+    `give_way` (a worker's pass): after each chunk, a publish that waits for a worker
+    ends the pass, as its budget would (at least one chunk a pass, so the run goes on):
+    the worker's child it ran in takes the publish, and the next pass waits in the
+    re-render's queue behind it (docs/performance.md, "The whole site in a new look")."""
     seconds = rerender_lease_seconds()
     trusted = lease_clock() + 0.3 * seconds  # read before the claim (work.lease.Fence)
     with scheduled_run(RERENDER_JOB, lease_seconds=seconds) as run:
@@ -76,6 +90,7 @@ def site_rerender(
             fields=FIELDS,
             deadline=time.monotonic() + (rerender_budget() if budget is None else budget),
             trusted_until=trusted,
+            give_way=publish_waiting if give_way else None,
         )
         try:
             outcome = _each_target(fence, force=force, again=again)

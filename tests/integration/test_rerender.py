@@ -134,6 +134,31 @@ def test_a_second_runner_waits_while_the_first_holds_the_lease(site, settings): 
     assert run_to_the_end() == 1
 
 
+def test_a_workers_pass_gives_way_to_a_publish_no_one_has_taken(site, settings):  # noqa: F811
+    """Item 3 of docs/performance.md's re-render: a worker's pass ends after the chunk
+    in which a publish began to wait for a worker (its child then takes the publish);
+    `manage.py rerender_site`'s passes, in a process of their own, do not."""
+    articles = site.add(6)
+    run_to_the_end()
+    new = new_look(settings)
+    settings.SITE_RERENDER_CHUNK = 2
+    # A publish no one has taken: pending, due, its lease free (no signal, no message).
+    Article.objects.filter(pk=articles[-1].pk).update(status="pending")
+
+    assert site_rerender(give_way=True) is RerenderOutcome.MORE  # its budget is 10 s
+    assert progress_read().done == 2  # one chunk, then the publish's turn
+    assert site_rerender(give_way=True) is RerenderOutcome.MORE  # one chunk a pass still
+    assert progress_read().done == 4
+
+    Article.objects.filter(pk=articles[-1].pk).update(status="published")  # taken, done
+    assert site_rerender(give_way=True) is RerenderOutcome.DONE
+    assert looks(articles) == [new] * 6
+
+    new_look(settings, "Yet another look")
+    Article.objects.filter(pk=articles[-1].pk).update(status="pending")
+    assert site_rerender() is RerenderOutcome.DONE  # not a worker's pass: no giving way
+
+
 def test_a_runner_that_lost_its_lease_commits_no_page_and_no_progress(
     site,  # noqa: F811
     settings,

@@ -194,3 +194,53 @@ def test_an_uploaded_image_goes_to_the_bucket_is_served_and_swept(
     assert images.sweep(storage) == [stored.path]
     assert not storage.exists(stored.path)
     assert not any(storage.exists(copy) for copy in copies)
+
+
+def _requests(storage: S3SiteStorage) -> list[str]:
+    """The operations the storage's client sends from now on, by name (botocore's
+    before-send event; the requests still go to the server)."""
+    sent: list[str] = []
+    storage.client.meta.events.register(
+        "before-send.s3.*", lambda event_name, **_: sent.append(event_name.rsplit(".", 1)[-1])
+    )
+    return sent
+
+
+def test_observe_heads__the_condition_is_the_etag_of_the_bytes_read_and_no_head(
+    storage, s3_server, bucket
+):
+    """The re-render's chunk under its guard (blogpublish.site.rerender): one ranged GET
+    a page gives both its first bytes and its PUT's condition; the PUTs go together;
+    a page replaced after the read is not written over."""
+    from blogpublish.exceptions import PageChanged
+
+    rels = [f"p{n}/index.html" for n in range(4)]
+    for rel in rels[:3]:
+        storage.write(rel, f"<p>old {rel}</p>")
+    storage.write("empty/index.html", b"")
+    staged = [storage.stage(rel, f"<p>new {rel}</p>") for rel in [*rels, "empty/index.html"]]
+    sent = _requests(storage)
+
+    heads = storage.observe_heads(staged, 16)
+
+    assert heads == {
+        **{rel: f"<p>old {rel}</p>".encode()[:16] for rel in rels[:3]},
+        rels[3]: None,
+        "empty/index.html": b"",
+    }
+    client = s3_server.client()
+    for item in [*staged[:3], staged[4]]:
+        assert item.expect == client.head_object(Bucket=bucket, Key=f"site/{item.rel}")["ETag"]
+    assert staged[3].expect == ""  # missing: written only if still missing
+    # A HEAD at most for the empty object (AWS answers its range 416; moto answers it).
+    assert sent.count("GetObject") == 5 and sent.count("HeadObject") <= 1
+
+    client.put_object(Bucket=bucket, Key="site/p1/index.html", Body=b"<p>newer</p>")
+    del sent[:]
+    with pytest.raises(PageChanged):
+        storage.commit_many(staged)
+
+    assert sent.count("PutObject") == 5  # every one tried; the changed one refused
+    assert storage.read("p1/index.html") == b"<p>newer</p>"
+    for rel in [rels[0], rels[2], rels[3], "empty/index.html"]:
+        assert storage.read(rel) == f"<p>new {rel}</p>".encode()
