@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.db.models.functions import Now
 
+from publishing.dispatch import REFRESH_TASK
 from publishing.models import Article, ArticleStatus, Refresher
 from tests.support import processes
 from tests.support.waiting import wait_for
@@ -80,7 +81,15 @@ def worker_is_idle(worker: processes.Proc, queues: list[str], soon: float = 10.0
     if not scheduled or worker.hostname not in scheduled:
         return False
     horizon = datetime.now().astimezone() + timedelta(seconds=soon)
+    # A pass's watchdog (`refresh_site` with the pass's token, a lease plus a second
+    # after its claim) writes nothing when it comes if the pass let its lease go and no
+    # pass is wanted: it reads the row and ends (services.refresh._watched). Waiting for
+    # it cost most tests that ran a pass about ten seconds of teardown.
+    harmless = not Refresher.objects.exclude(lease_expires_at__isnull=True, wanted=False).exists()
     for entry in scheduled[worker.hostname]:
+        request = entry.get("request") or {}
+        if harmless and request.get("name") == REFRESH_TASK and request.get("args"):
+            continue
         eta = entry.get("eta")
         if not eta or datetime.fromisoformat(eta).astimezone() <= horizon:
             return False
