@@ -103,3 +103,21 @@ def worker_is_idle(
         if not eta or datetime.fromisoformat(eta).astimezone() <= horizon:
             return False
     return not Refresher.objects.filter(lease_expires_at__gt=Now()).exists()
+
+
+def wait_session_worker_quiet(timeout: float = 60.0) -> None:
+    """The session's worker holds nothing, not even a watchdog that would write nothing
+    (a teardown does not wait for those, conftest.py): before a test that counts the
+    refresher's messages, and before a worker of a test's own shares the run's database
+    with it (tests/support/own_worker.py), where such a watchdog, following the other
+    worker's lease, could run a pass of the session's site."""
+    from tests.conftest import SESSION_WORKER
+
+    proc = SESSION_WORKER.get("proc")
+    if proc is not None and proc.alive():
+        queues = SESSION_WORKER["queues"]
+        wait_for(
+            lambda: worker_is_idle(proc, queues),
+            timeout=timeout,
+            what="the session's worker to hold nothing (an earlier test's watchdog)",
+        )
