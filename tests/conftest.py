@@ -80,7 +80,7 @@ def _session_worker_idle_before_flush(request):
         from tests.support.waiting import wait_for
 
         wait_for(
-            lambda: worker_is_idle(proc, SESSION_WORKER["queues"]),
+            lambda: worker_is_idle(proc, SESSION_WORKER["queues"], watchdogs=False),
             timeout=60,
             what="the session's worker to be idle before the database is emptied",
         )

@@ -54,6 +54,7 @@ def digest_env(django_db_setup, django_db_blocker, tmp_path_factory):
         with own_worker(
             "digest-worker",
             suffix="digest",
+            db_blocker=django_db_blocker,
             env=env,
             EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
             EMAIL_HOST="127.0.0.1",

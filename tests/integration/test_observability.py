@@ -30,7 +30,9 @@ TOKEN = "observability-scrape-token"
 @pytest.fixture(scope="module")
 def json_worker(django_db_setup, django_db_blocker):
     """A worker process logging JSON, alone on this module's queue."""
-    with own_worker("json-worker", suffix="obs", env={"LOG_FORMAT": "json"}) as worker:
+    with own_worker(
+        "json-worker", suffix="obs", env={"LOG_FORMAT": "json"}, db_blocker=django_db_blocker
+    ) as worker:
         yield worker
 
 

@@ -25,7 +25,7 @@ from tests.integration.test_site import edit
 from tests.support import processes
 from tests.support.chaos import release
 from tests.support.s3 import keys, mirror
-from tests.support.settling import wait_settled
+from tests.support.settling import wait_session_worker_quiet, wait_settled
 from tests.support.site import assert_lists_exactly, read_listing
 from tests.support.waiting import wait_for
 
@@ -72,6 +72,8 @@ class BucketSite:
 
 @pytest.fixture(scope="module")
 def bucket_site(s3_server, django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():  # nothing of an earlier test's left to run beside it
+        wait_session_worker_quiet()
     bucket = s3_server.new_bucket()
     site_root = f"s3://{bucket}/{PREFIX}"
     default_queue = app.conf.task_default_queue

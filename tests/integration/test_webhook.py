@@ -82,6 +82,7 @@ def receiver(django_db_setup, django_db_blocker, documented):
         with own_worker(
             "webhook-worker",
             suffix="webhook",
+            db_blocker=django_db_blocker,
             env={
                 "PUBLISH_WEBHOOK_URL": receiver.url,
                 "PUBLISH_WEBHOOK_SECRET": SECRET,

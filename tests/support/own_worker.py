@@ -10,22 +10,27 @@ this worker never takes the session's. Its queues are deleted from the broker af
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from django.test import override_settings
 
 from config.celery import app
 from config.queues import celery_queues
 from tests.support import processes
+from tests.support.settling import wait_session_worker_quiet
 
 
 @contextmanager
 def own_worker(
-    name: str, *, suffix: str, env: dict[str, str] | None = None, **settings
+    name: str, *, suffix: str, env: dict[str, str] | None = None, db_blocker=None, **settings
 ) -> Iterator[processes.Proc]:
     """own_worker(name, suffix=…, env={…}, SETTING=value, …) -> the running worker.
     `env`: the worker's environment beyond the queue; `settings`: this process's
-    settings meanwhile (usually the same things said as settings)."""
+    settings meanwhile (usually the same things said as settings); `db_blocker`: a
+    module fixture's `django_db_blocker` (the wait below reads the database)."""
+    # Nothing of an earlier test's left to run beside it in the session's worker.
+    with db_blocker.unblock() if db_blocker is not None else nullcontext():
+        wait_session_worker_quiet()
     # Read before the override: Celery loads its configuration from the settings
     # lazily, at the first access.
     default_queue = app.conf.task_default_queue
