@@ -475,8 +475,10 @@ class StaticSitePublisher(BasePublisher):
                 slugs=[live.slug for live, _ in ready], article_ids=[live.id for live, _ in ready]
             ):
                 now = {page.id: page for page in selectors.listed_pages(seen)}
-                heads = site.read_heads(
-                    [item.rel for _, item in ready], documents.CONTENT_MARK_WITHIN
+                # Each page's first bytes, and its write's condition (a bucket's ETag)
+                # from the same read: never a later page's (observe_heads).
+                heads = site.observe_heads(
+                    [item for _, item in ready], documents.CONTENT_MARK_WITHIN
                 )
                 due = [
                     item
@@ -488,7 +490,6 @@ class StaticSitePublisher(BasePublisher):
                 ]
                 for item in due:
                     logger.warning("writing the page %s again", item.rel)
-                    site.observe(item)
                 site.commit_many(due)
         finally:
             for _, item in ready:

@@ -145,14 +145,14 @@ class S3SiteStorage(SiteStorage):
     def observe_heads(self, staged: list[Staged], size: int) -> dict[str, bytes | None]:
         """One ranged GET a page, READ_THREADS at a time: its first bytes, and its ETag
         (a ranged GET answers with the whole object's) as the condition of its PUT.
-        So the condition is the very object whose bytes were checked, with no HEAD
-        (an empty object, which a range cannot read, is asked for with one)."""
+        So the condition is the very object whose bytes were checked, with no HEAD: an
+        empty object, which a range cannot read, is read again whole, bytes and ETag in
+        one answer (a HEAD's ETag could be of a page written after the empty read)."""
 
         def one(item: Staged, client) -> bytes | None:
             head, etag = self._ranged_get(item.rel, size, client=client)
             if etag is None:
-                found = self.head(item.rel)
-                etag = found["ETag"] if found else ""
+                head, etag = self._ranged_get(item.rel, size, client=client, whole=True)
             item.expect = etag
             return head
 
@@ -199,13 +199,17 @@ class S3SiteStorage(SiteStorage):
         """One ranged GET (through `client`, else this thread's)."""
         return self._ranged_get(rel, size, client=client)[0]
 
-    def _ranged_get(self, rel: str, size: int, *, client=None) -> tuple[bytes | None, str | None]:
+    def _ranged_get(
+        self, rel: str, size: int, *, client=None, whole: bool = False
+    ) -> tuple[bytes | None, str | None]:
         """The object's first `size` bytes and its ETag: (None, "") when it is missing,
-        (b"", None) when it is empty (a range of nothing: no ETag answered)."""
+        (b"", None) when it is empty (a range of nothing: no ETag answered). `whole`:
+        a GET without a range, its first `size` bytes read (never (b"", None))."""
+        asked = {} if whole else {"Range": f"bytes=0-{size - 1}"}
         with self._errors("reading", rel):
             try:
                 response = (client or self.client).get_object(
-                    Bucket=self.bucket, Key=self.key(rel), Range=f"bytes=0-{size - 1}"
+                    Bucket=self.bucket, Key=self.key(rel), **asked
                 )
             except ClientError as exc:
                 if _code(exc) in _MISSING:
@@ -213,7 +217,8 @@ class S3SiteStorage(SiteStorage):
                 if _code(exc) == "InvalidRange":  # an empty object
                     return b"", None
                 raise
-            return response["Body"].read(), response["ETag"]
+            with contextlib.closing(response["Body"]) as body:
+                return body.read(size), response["ETag"]
 
     def read_heads(self, rels: list[str], size: int) -> dict[str, bytes | None]:
         """Ranged GETs READ_THREADS at a time: one request per page is latency, not

@@ -12,6 +12,7 @@ lets B through the guard.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 
@@ -262,6 +263,39 @@ def test_full_check__rewrites_a_stale_page_not_only_a_missing_one(site, where): 
 
     assert page_bytes(article.slug) == live_page(article)
     assert page_bytes(other.slug) == live_page(other)
+
+
+def test_full_check__in_a_bucket_the_condition_is_the_etag_of_the_bytes_it_judged(
+    site,  # noqa: F811
+    s3_server,
+    settings,
+):
+    """The full check judges a page by its first bytes under the guard; its PUT must be
+    conditional on that very object. A page that lands after that read (a writer whose
+    guard did not hold: what the condition is for) is not written over, as it would be
+    if the condition were taken by a later HEAD."""
+    bucket = s3_server.new_bucket()
+    for name, value in s3_server.settings_for(f"s3://{bucket}/site").items():
+        setattr(settings, name, value)
+    (article,) = site.add(1)
+    rel = paths.page_file(article.slug)
+    site_storage().delete(rel)  # missing: the full check writes it
+    other, seen = s3_server.client(), []
+
+    def newer_after_the_guarded_read(request, **_):
+        if request.url.endswith(f"/{bucket}/site/{rel}"):
+            seen.append(request.method)
+            if seen == ["GET", request.method] and request.method != "GET":  # next after it
+                other.put_object(Bucket=bucket, Key=f"site/{rel}", Body=b"<p>newer</p>")
+
+    site_storage().client.meta.events.register("before-send.s3.*", newer_after_the_guarded_read)
+    from blogpublish.exceptions import PageChanged
+
+    with contextlib.suppress(PageChanged):  # refused: the page changed since it was read
+        site.publisher.reconcile()
+
+    assert seen[0] == "GET" and len(seen) >= 2  # the read under the guard, then a write
+    assert page_bytes(article.slug) == b"<p>newer</p>"
 
 
 def test_full_check__leaves_the_page_of_an_attempt_under_way(site, where):  # noqa: F811
