@@ -80,6 +80,12 @@ class Progress:
     seconds: float = 0.0
     updated_at: str = ""
     finished_at: str | None = None
+    # Pages of this walk not rendered or not staged (an error, a full disk): each keeps
+    # its old look, so the run walks the site once more for them (`walk` 2), reading
+    # the pages already in this look, not writing them; what fails again is left, and
+    # counted here when the run finishes (`rerender_site --again` tries once more).
+    failed: int = 0
+    walk: int = 1
 
     @property
     def rate(self) -> float:
@@ -155,7 +161,9 @@ def rerender_pass(
             chunk = selectors.live_versions_after(progress.after, limit=size)
             if chunk:
                 _rerender_chunk(site, chunk, progress, fence, cleaner)
-            if len(chunk) < size:  # the last one
+            if len(chunk) < size and progress.failed and progress.walk < WALKS:
+                _walk_again(progress, fence)
+            elif len(chunk) < size:  # the last one
                 _finish(progress, fence)
                 return True
             if fence is not None and fence.time_left() <= 0:
@@ -189,16 +197,35 @@ def _begin(fence: Fence | None) -> Progress:
     return progress
 
 
+# Walks over the site a run makes at most: the second for pages the first failed.
+WALKS = 2
+
+
+def _walk_again(progress: Progress, fence: Fence | None) -> None:
+    logger.warning(
+        "re-render: %d page(s) were not written in the new look; walking the site again",
+        progress.failed,
+    )
+    progress.after = progress.done = progress.failed = 0
+    progress.walk += 1
+    with transaction.atomic():
+        if fence is not None:
+            fence.hold("walking the site again")
+        checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
+
+
 def _finish(progress: Progress, fence: Fence | None) -> None:
     progress.finished_at = progress.updated_at = db_now().isoformat()
     with transaction.atomic():
         if fence is not None:
             fence.hold("finishing the re-render")
         checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
-    logger.info(
-        "re-render: done, %d page(s) handled, %d written, %.0f pages/s",
+    logger.log(
+        logging.ERROR if progress.failed else logging.INFO,
+        "re-render: done, %d page(s) handled, %d written, %d failed, %.0f pages/s",
         progress.done,
         progress.written,
+        progress.failed,
         progress.rate,
     )
 
@@ -249,6 +276,8 @@ def _rerender_chunk(
     for live, item in ready:
         if isinstance(item, Exception):  # its page keeps its look; the run goes on
             logger.error("re-render: the page of article %s was not staged: %s", live.id, item)
+    # Saved with the chunk's progress: the next walk comes for them (`Progress.failed`).
+    progress.failed += len(due) - len(rendered) + sum(isinstance(i, Exception) for _, i in ready)
     try:
         written = _write_chunk(site, ready, chunk, progress, fence, started)
     finally:

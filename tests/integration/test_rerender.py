@@ -6,6 +6,7 @@ tests/system/test_rerender.py."""
 from __future__ import annotations
 
 import re
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -348,3 +349,46 @@ def test_a_new_shared_look_rebuilds_the_archive_and_tag_pages_not_taken_back_by_
     assert shared_views_pass()
     assert mark in (site.root / "page" / "1" / "index.html").read_text()
     assert SiteStateRow.objects.get().look == adopted.look
+
+
+@pytest.mark.parametrize("fails", [1, 99], ids=["fails once", "fails every time"])
+def test_a_page_that_failed_is_tried_again_by_a_second_walk_and_one_that_always_fails_ends_the_run(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+    fails,
+):
+    """A page not rendered (or not staged: a full disk) keeps its old look; the run walks
+    the site once more for it, and reports what failed twice instead of calling the site
+    current with a page in the old look."""
+    settings.SITE_RERENDER_CHUNK = 3
+    articles = site.add(7)
+    run_to_the_end()
+    new = new_look(settings)
+    unlucky, left = articles[4], {"count": fails}
+    render = documents.article_page
+
+    def failing(live, **kwargs):
+        if live.id == unlucky.pk and left["count"] > 0:
+            left["count"] -= 1
+            raise RuntimeError("the disk is full")
+        return render(live, **kwargs)
+
+    monkeypatch.setattr(documents, "article_page", failing)
+    run_to_the_end()
+
+    run = rerender_status()["StaticSitePublisher"]["run"]
+    assert run["finished_at"] and run["walk"] == 2
+    others = [a for a in articles if a.pk != unlucky.pk]
+    assert looks(others) == [new] * 6  # the first walk wrote them; the second only read them
+    if fails == 1:
+        assert looks([unlucky]) == [new] and run["failed"] == 0
+        assert run["written"] == 7
+    else:  # two walks, then the run ends and says so (no loop over a page that cannot render)
+        assert looks([unlucky]) != [new] and run["failed"] == 1
+        assert run["written"] == 6
+        # The command says so and exits 1 (a CommandError), naming how many.
+        from django.core.management import CommandError, call_command
+
+        with pytest.raises(CommandError, match=r"old look.*'StaticSitePublisher': 1"):
+            call_command("rerender_site", "--again", stdout=StringIO())

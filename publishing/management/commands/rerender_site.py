@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from publishing.services.rerender import RerenderOutcome, rerender_status, site_rerender
 
@@ -46,6 +46,16 @@ class Command(BaseCommand):
             outcome = site_rerender(force=True, again=again)
             if outcome is RerenderOutcome.DONE:
                 self._status()
+                failed = {
+                    target: (state.get("run") or {}).get("failed", 0)
+                    for target, state in rerender_status().items()
+                }
+                if any(failed.values()):
+                    raise CommandError(
+                        f"rerender_site: pages left in the old look (not rendered or not "
+                        f"staged twice; the log says why): {failed}; "
+                        "`rerender_site --again` tries them again"
+                    )
                 return
             if outcome is RerenderOutcome.MORE:
                 again = False  # begun: the next passes resume it
