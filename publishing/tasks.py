@@ -7,7 +7,7 @@ from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
-from celery import Task, shared_task
+from celery import Celery, Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
@@ -374,6 +374,14 @@ def refresh_site(after: int | None = None) -> str:
     return str(shared_views_deferred(after=after))
 
 
+def takes_publishes(app: Celery) -> bool:
+    """Does this worker consume the queue publishes come on? A worker of the re-render's
+    own (`-Q <queue>.rerender`, docs/operations.md) does not: its pass giving way to a
+    waiting publish would only stop it after every chunk. Celery selects a worker's
+    queues (`-Q`) before its pool forks, so a pool child knows them too."""
+    return app.conf.task_default_queue in app.amqp.queues.consume_from
+
+
 @shared_task(
     name="publishing.tasks.rerender_site",
     ignore_result=True,
@@ -385,8 +393,9 @@ def refresh_site(after: int | None = None) -> str:
 )
 def rerender_site() -> str:
     """One pass of the site's re-render in this worker's look (services.rerender), then
-    the next pass while pages are left; on the re-render's own low-priority queue."""
-    outcome = site_rerender(give_way=True)
+    the next pass while pages are left; on the re-render's own low-priority queue. The
+    pass gives way to a waiting publish only in a worker that would take it."""
+    outcome = site_rerender(give_way=takes_publishes(rerender_site.app))
     if outcome is RerenderOutcome.MORE:
         dispatch_rerender()
     return str(outcome)
