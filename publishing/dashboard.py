@@ -165,6 +165,7 @@ def rerender_rows() -> list[dict]:
                 "running": bool(run) and not run.get("finished_at"),
                 "done": done,
                 "written": run.get("written") or 0,
+                "failed": run.get("failed") or 0,
                 "total": total,
                 "left": left,
                 "percent": min(100, round(100 * done / total)) if total else 100,

@@ -132,7 +132,9 @@ def rerender_status() -> dict:
     # seconds, and a count after the key walks the rest of a large site.
     left = 0 if progress.finished_at else max(0, progress.total - progress.done)
     status["run"] = {**asdict(progress), "rate": round(progress.rate, 1), "left": left}
-    status["current"] = progress.look == look() and progress.finished_at is not None
+    # Every page in this look: a run finished in it, with no page it had to leave.
+    finished = progress.look == look() and progress.finished_at is not None
+    status["current"] = finished and not progress.failed
     return status
 
 

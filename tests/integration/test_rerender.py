@@ -356,6 +356,7 @@ def test_a_page_that_failed_is_tried_again_by_a_second_walk_and_one_that_always_
     site,  # noqa: F811
     settings,
     monkeypatch,
+    client,
     fails,
 ):
     """A page not rendered (or not staged: a full disk) keeps its old look; the run walks
@@ -387,6 +388,13 @@ def test_a_page_that_failed_is_tried_again_by_a_second_walk_and_one_that_always_
     else:  # two walks, then the run ends and says so (no loop over a page that cannot render)
         assert looks([unlucky]) != [new] and run["failed"] == 1
         assert run["written"] == 6
+        assert not rerender_status()["StaticSitePublisher"]["current"]  # not "every page"
+        from django.contrib.auth.models import User
+
+        client.force_login(User.objects.create_user("op", is_staff=True, is_superuser=True))
+        html = client.get("/admin/publishing/dashboard/?fragment=1").content.decode()
+        section = html[html.index('id="bp-rerender"') :]
+        assert "1 page(s) left in the old look" in section and "every page" not in section
         # The command says so and exits 1 (a CommandError), naming how many.
         from django.core.management import CommandError, call_command
 
