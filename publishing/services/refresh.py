@@ -41,7 +41,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from publishing.dispatch import dispatch_refresh
-from publishing.models import Refresher
+from publishing.models import Refresher, TagRefresh
 from publishing.publishers import Publisher, each_publisher
 from publishing.selectors import publish_work_due
 from work import lease
@@ -149,10 +149,10 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
 
     `yielding` (the coalesced passes, not the catch-up's or a command's): while publish
     work is due (a burst draining), the publishers put their lowest-priority views off
-    (`busy`: the tag pages past a short slice, docs/site.md "Tag pages"), and the pass
-    wants one more within PUBLISH_REFRESH_BACKLOG_INTERVAL, or sooner when the burst's
-    last group asks for its pass: so what it put off is written after the burst, never
-    lost."""
+    (`busy`: the tag pages past a short slice, docs/site.md "Tag pages"), and a pass that
+    left tag pages to write wants one more within PUBLISH_REFRESH_BACKLOG_INTERVAL, or
+    sooner when the burst's last group asks for its pass: so what it put off is written
+    after the burst, never lost."""
     token = claim.token
     busy = False
     fence = lease.Fence(
@@ -200,7 +200,9 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
     # request meanwhile runs one at once.
     if _row().filter(wanted=True).exists():
         _defer(_retry_after() if outcome is PassOutcome.FAILED else None)
-    elif busy and outcome is PassOutcome.DONE:
+    elif busy and outcome is PassOutcome.DONE and TagRefresh.objects.exists():
+        # Tag pages put off (not a due row alone: one stuck due row would have a pass
+        # every interval until its lease ran out). Each such pass writes a slice of them.
         _want()
         _defer(settings.PUBLISH_REFRESH_BACKLOG_INTERVAL)
     return outcome

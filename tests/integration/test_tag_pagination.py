@@ -12,14 +12,18 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db.models import F
 from django.utils import timezone
 
 from blogpublish.site import build, check, pagination
+from blogpublish.site.fenced import FencedSite
 from blogpublish.storage import site_storage
 from publishing.models import Article, Refresher, Tag, TagRefresh, tags_refresh
 from publishing.reader_fields import tag_slug
+from publishing.services.refresh import FIELDS
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
 from tests.support.site import read_listing
+from work.lease import Fence, Overtaken
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -226,3 +230,25 @@ def test_tags_pages_wait_while_publishes_are_due_then_are_written(site, monkeypa
 def tagged_page(site: Site, name: str) -> list[str] | None:  # noqa: F811
     page = folder(site, name) / "index.html"
     return read_listing(page).slugs if page.exists() else None
+
+
+def test_a_pass_overtaken_before_its_tags_documents_writes_none_of_them(site):  # noqa: F811
+    """The documents a pass writes together are fenced as one write: a pass whose lease
+    a newer pass took writes none of them (blogpublish.site.fenced)."""
+    site.add(1, tags=["a"])
+    rows = Refresher.objects.filter(pk=1)
+    rows.update(lease_expires_at=timezone.now() + timedelta(minutes=1))
+    fence = Fence(rows, rows.get().passes, fields=FIELDS)
+    rows.update(passes=F("passes") + 1)  # a newer pass's claim
+    fenced = FencedSite(site_storage(), fence)
+    page = folder(site, "a") / "index.html"
+    before = page.read_bytes()
+
+    try:
+        with pytest.raises(Overtaken):
+            fenced.write_many([("tag/a/index.html", "stale"), ("tag/b/index.html", "stale")])
+    finally:
+        fence.close()
+        rows.update(lease_expires_at=None)  # as the newer pass lets go (a worker waits on it)
+
+    assert page.read_bytes() == before and not folder(site, "b").exists()
