@@ -10,12 +10,8 @@ prints pyinstrument's summary. A measurement, not a test.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,38 +19,12 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
-    from bench.support import SETTINGS_ENV
+    from bench.support import profiled
 
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     database = sys.argv[2] if len(sys.argv) > 2 else "sqlite"
-    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-profile-"))
-    pg = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    pg_name = f"bp_profile_{uuid.uuid4().hex[:8]}"
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
-        SITE_ROOT=str(workdir / "site"),
-        CELERY_BROKER_URL="redis://127.0.0.1:1/0",  # refused: deferred passes are not sent
-        **SETTINGS_ENV,
-    )
-    os.environ.pop("PUBLISH_WEBHOOK_URL", None)
-    if database == "postgres":
-        import psycopg
-
-        with psycopg.connect(pg, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{pg_name}"')
-        os.environ["DATABASE_URL"] = f"{pg.rsplit('/', 1)[0]}/{pg_name}"
-    else:
-        os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'db.sqlite3'}"
-    try:
+    with profiled(database, prefix="blogpublish-profile-"):
         run(count)
-    finally:
-        if database == "postgres":
-            from django.db import connections
-
-            connections.close_all()
-            with psycopg.connect(pg, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE "{pg_name}"')
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def run(count: int) -> None:

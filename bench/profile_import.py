@@ -13,11 +13,8 @@ A measurement, not a test.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,40 +23,14 @@ SHOW_ALL = bool(os.environ.get("SHOW_ALL"))  # every frame, Django's and librari
 
 
 def main() -> None:
-    from bench.support import SETTINGS_ENV
+    from bench.support import profiled
 
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     count = int(args[0]) if args else 10_000
     database = args[1] if len(args) > 1 else "sqlite"
-    workdir = Path(tempfile.mkdtemp(prefix="blogpublish-profile-"))
-    pg = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    pg_name = f"bp_profile_{uuid.uuid4().hex[:8]}"
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
-        SITE_ROOT=str(workdir / "site"),
-        CELERY_BROKER_URL="redis://127.0.0.1:1/0",  # refused: nothing is sent
-        PUBLISH_DISPATCH_BREAKER_SECONDS="3600",
-        **SETTINGS_ENV,
-    )
-    os.environ.pop("PUBLISH_WEBHOOK_URL", None)
-    if database == "postgres":
-        import psycopg
-
-        with psycopg.connect(pg, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{pg_name}"')
-        os.environ["DATABASE_URL"] = f"{pg.rsplit('/', 1)[0]}/{pg_name}"
-    else:
-        os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'db.sqlite3'}"
-    try:
+    breaker = {"PUBLISH_DISPATCH_BREAKER_SECONDS": "3600"}
+    with profiled(database, prefix="blogpublish-profile-", **breaker) as workdir:
         run(count, workdir, publish="--publish" in sys.argv)
-    finally:
-        if database == "postgres":
-            from django.db import connections
-
-            connections.close_all()
-            with psycopg.connect(pg, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE "{pg_name}"')
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def run(count: int, workdir: Path, *, publish: bool) -> None:

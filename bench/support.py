@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -187,6 +188,45 @@ def postgres_database(name: str, action: str) -> str | None:
 
 def postgres_url(name: str) -> str:
     return f"{PG_URL.rsplit('/', 1)[0]}/{name}"
+
+
+@contextmanager
+def profiled(database: str, *, prefix: str, **env: str) -> Iterator[Path]:
+    """The setting of an in-process profile (bench/profile_*.py), yielding its folder: the
+    folder's SITE_ROOT, the settings (`env` besides), a broker that refuses (nothing is
+    sent), and a SQLite file in the folder or a fresh PostgreSQL database at
+    TEST_POSTGRES_URL; the database and the folder removed after."""
+    import shutil
+    import tempfile
+
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        SITE_ROOT=str(workdir / "site"),
+        CELERY_BROKER_URL="redis://127.0.0.1:1/0",  # refused: nothing is sent
+        **SETTINGS_ENV,
+        **env,
+    )
+    os.environ.pop("PUBLISH_WEBHOOK_URL", None)
+    name = f"bp_profile_{uuid.uuid4().hex[:8]}"
+    try:
+        if database != "postgres":
+            os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'db.sqlite3'}"
+            yield workdir
+            return
+        problem = postgres_database(name, "CREATE")
+        if problem:
+            raise SystemExit(f"no PostgreSQL: {problem}")
+        os.environ["DATABASE_URL"] = postgres_url(name)
+        try:
+            yield workdir
+        finally:
+            from django.db import connections
+
+            connections.close_all()
+            postgres_database(name, "DROP")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 # --- measuring ----------------------------------------------------------------------------

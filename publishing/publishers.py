@@ -32,7 +32,7 @@ built; `BasePublisher` gives the ones a target may not need):
     forget(article) -> None      the article is being deleted or withdrawn: called inside the
                                  delete's transaction (same `article` as unpublish),
                                  so what must go is known even if no message arrives.
-    refresh(*, fence=None) -> bool | None
+    refresh(*, fence=None, busy=False) -> bool | None
                                  bring shared views (index, feed, …) in line with the
                                  database. Run by the coalescing refresher
                                  (publishing.services.refresh), one pass at a time on
@@ -43,7 +43,10 @@ built; `BasePublisher` gives the ones a target may not need):
                                  (raising work.lease.Overtaken), and the pass keeps to
                                  `fence.time_left()`. False: it stopped at that budget
                                  with work left (a rebuild's checkpoint); the refresher
-                                 asks for the next pass at once.
+                                 asks for the next pass at once. `busy`: publish work
+                                 is due (a burst draining): views readers can wait for
+                                 (tag pages) may be put off to a later pass, which the
+                                 refresher sends after the burst (True is returned).
     reconcile(*, fence=None) -> bool | None
                                  the full check, from the catch-up now and then: remove
                                  whatever the database no longer has, then refresh.
@@ -108,7 +111,7 @@ class Publisher(Protocol):
 
     def forget(self, article: Article) -> None: ...
 
-    def refresh(self, *, fence: Fence | None = None) -> bool | None: ...
+    def refresh(self, *, fence: Fence | None = None, busy: bool = False) -> bool | None: ...
 
     def reconcile(self, *, fence: Fence | None = None) -> bool | None: ...
 
@@ -166,7 +169,7 @@ class BasePublisher:
     def forget(self, article: Article) -> None:
         return None
 
-    def refresh(self, *, fence: Fence | None = None) -> bool | None:
+    def refresh(self, *, fence: Fence | None = None, busy: bool = False) -> bool | None:
         return None
 
     def reconcile(self, *, fence: Fence | None = None) -> bool | None:

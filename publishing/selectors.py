@@ -21,6 +21,13 @@ def due_q() -> Q:
     return Q(status=ArticleStatus.PENDING, publish_at__lte=Now()) & lease.due()
 
 
+def publish_work_due() -> bool:
+    """Is any due row not published yet, claimed or not (a burst draining)? The
+    refresher then puts its lowest-priority views off (publishing.services.refresh).
+    One seek into the partial index of pending rows."""
+    return Article.objects.filter(due_q()).exists()
+
+
 def articles_claimable() -> QuerySet[Article]:
     return Article.objects.filter(due_q() & lease.lease_free())
 

@@ -11,7 +11,9 @@ a checkpoint, so a rebuild longer than a pass resumes instead of starting over.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from blogpublish.site import documents, look, paths, problems, selectors
@@ -31,6 +33,7 @@ from blogpublish.site.pagination import (
 from blogpublish.site.selectors import Entry
 from blogpublish.site.state import SiteState
 from blogpublish.storage import SiteStorage
+from blogpublish.storage.base import payload
 from publishing.models import ArticleStatus
 from work.checkpoints import checkpoint_clear, checkpoint_read, checkpoint_save
 
@@ -178,30 +181,101 @@ def write_feeds(site: Site, *, write: Write, report: documents.Report = problems
 # Tags' pages written by a pass at most; the rest by the next pass (the catch-up runs one
 # every interval, a publish asks for one).
 TAG_REFRESH_BATCH = 1000
+# While publish work is due (`busy`: a burst draining), the seconds a pass gives the
+# tags' pages: they are the views readers can best wait for, and a pass takes one of a
+# worker's processes from the publishes. The rest waits for a pass after the burst,
+# which the refresher sends (publishing.services.refresh, docs/site.md "Tag pages").
+BUSY_TAG_SECONDS = 0.1
+# Tags whose documents are written together (`TagDocuments`): one flush of the disk
+# for them all, instead of two fsyncs a document.
+TAG_WRITE_CHUNK = 100
 
 
-def write_tag_pages(site: Site, *, write: Write, time_left: TimeLeft = None) -> bool:
+class TagDocuments:
+    """A pass's tag documents, kept and then written together (`flush`): on disk, all
+    staged, ONE flush of the file system, then each renamed into place
+    (SiteStorage.write_many; a PUT each in a bucket, as before). `write` and
+    `write_if_changed` have the signature of build's `Write`, so `write_tag` takes them."""
+
+    def __init__(self, site: Site):
+        self.site = site
+        self.items: list[tuple[str, str | bytes]] = []
+
+    def write(self, site: Site, rel: str, data: str | bytes) -> None:
+        self.items.append((rel, payload(data)))
+
+    def write_if_changed(self, site: Site, rel: str, data: str | bytes) -> bool:
+        data = payload(data)
+        if site.holds(rel, data):
+            return False
+        self.items.append((rel, data))
+        return True
+
+    def flush(self) -> None:
+        if self.items:
+            self.site.write_many(self.items)
+            self.items = []
+
+
+def write_tag_pages(
+    site: Site, *, write: Write, time_left: TimeLeft = None, busy: bool = False
+) -> bool:
     """The pages and the Atom feed of each tag (each byline: author/<slug>/) a completion
     or a delete touched since the last pass (TagRefresh): its newest PAGE_SIZE live
     articles, and its archive pages numbered from the oldest as the site's are, from
     the one holding the oldest date a request touched; a tag left with none has its
     folder removed. What a publish costs here follows the tags it touched and where
     in them, not the number of tags or the site's size (docs/site.md, "Tag pages").
+    The documents are written TAG_WRITE_CHUNK tags at a time (`TagDocuments`).
+
     Stops after a tag once `time_left()` is spent, so a burst's many tags never hold
-    back the front page: False when requests are left (the next pass takes them)."""
+    back the next pass's front page: False when requests are left, those it stopped
+    before or those past the TAG_REFRESH_BATCH it reads (the next pass takes them).
+    `busy` (publish work is due): stops after BUSY_TAG_SECONDS, and returns True with
+    requests left: the refresher sends a pass for them after the burst."""
     tags = selectors.tag_refresh_requests(TAG_REFRESH_BATCH)
+    ends = time.monotonic() + BUSY_TAG_SECONDS if busy else math.inf
+    batch = TagDocuments(site)
+    tag_write = batch.write if write is atomic_write else batch.write_if_changed
     done: list[int] = []
     left = False
-    for number, tag in enumerate(tags, 1):
-        if not write_tag(site, tag, write=write):
+    listings = _listings(tags, chunk=BUSY_READ_CHUNK if busy else TAG_READ_CHUNK)
+    for number, (tag, listing) in enumerate(zip(tags, listings, strict=False), 1):
+        written = write_tag(
+            site, tag, write=tag_write, archive_write=batch.write_if_changed, listing=listing
+        )
+        if not written:
             site.delete_tree(paths.tag_dir(tag["slug"], tag["kind"]))
         done += tag["requests"]
-        if time_left is not None and time_left() <= 0 and number < len(tags):
+        if number % TAG_WRITE_CHUNK == 0:
+            batch.flush()
+        spent = time_left is not None and time_left() <= 0
+        if (spent or time.monotonic() >= ends) and number < len(tags):
             left = True
             break
-    if done:
-        selectors.tag_refresh_done(done)
-    return not left
+    batch.flush()
+    # Requests left past those read (more than TAG_REFRESH_BATCH): the next pass too.
+    left = (selectors.tag_refresh_done(done) if done else False) or left
+    if left and busy:
+        logger.info("shared views: tags' pages put off while publishes are due")
+    return not left or busy
+
+
+# Tags whose counts and newest entries are read together (`_listings`): two queries for
+# them all; fewer while publishes are due, when a pass writes only a few tags.
+TAG_READ_CHUNK = 50
+BUSY_READ_CHUNK = 10
+
+
+def _listings(tags: list[dict], *, chunk: int) -> Iterator[tuple[int, list[Entry]]]:
+    """(count, newest PAGE_SIZE entries) of each tag in turn, read `chunk` tags at a
+    time, as `write_tag` reads them for one."""
+    for start in range(0, len(tags), chunk):
+        ids = [tag["id"] for tag in tags[start : start + chunk]]
+        counts = selectors.count_tagged_many(ids)
+        entries = selectors.tag_entries_many([i for i in ids if counts[i]], PAGE_SIZE)
+        for tag_id in ids:
+            yield counts[tag_id], entries.get(tag_id, [])
 
 
 def write_tag(
@@ -211,16 +285,21 @@ def write_tag(
     write: Write,
     report: documents.Report = problems.report,
     archive_write: Write = write_if_changed,
+    listing: tuple[int, list[Entry]] | None = None,
 ) -> bool:
     """One tag's (byline's) page, feed and archive pages (tag: id, kind, name, slug and
     `since`, the oldest date its requests touched; absent: every archive page); False,
-    writing nothing, when no live article carries it."""
+    writing nothing, when no live article carries it. `listing`: its count and newest
+    PAGE_SIZE entries, read already (`_listings`)."""
     folder = paths.tag_dir(tag["slug"], tag["kind"])
-    count = selectors.count_tagged(tag["id"])
+    if listing is None:
+        count = selectors.count_tagged(tag["id"])
+        entries = selectors.tag_entries(tag["id"], PAGE_SIZE) if count else []
+    else:
+        count, entries = listing
     if not count:
         return False
     term = documents.Term(tag["kind"], tag["name"], tag["slug"])
-    entries = selectors.tag_entries(tag["id"], PAGE_SIZE)
     older = older_than_front(count)
     older_href = term.page_href(older) if older else ""
     page = documents.tag_page(term, entries, older_href=older_href, report=report)
@@ -310,20 +389,21 @@ REBUILD_CHECKPOINT = "site-rebuild"
 TimeLeft = Callable[[], float] | None
 
 
-def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
+def update(site: Site, state: SiteState, *, time_left: TimeLeft = None, busy: bool = False) -> bool:
     """The refresh after an outcome: front page, feed, and the archive pages that
-    changed. False when a rebuild it ran stopped at its budget (`rebuild`), or tags'
-    pages are left for the next pass (`write_tag_pages`)."""
+    changed, then the tags' pages asked for (after the front page: they never hold
+    it back). False when a rebuild it ran stopped at its budget (`rebuild`), or tags'
+    pages are left for the next pass (`write_tag_pages`; `busy`: see there)."""
     changed, inserted = settle(state)
     if state.rebuild:
-        return rebuild(site, state, time_left=time_left, changed=changed)
+        return rebuild(site, state, time_left=time_left, changed=changed, busy=busy)
     old_count, count = state.count, state.count + len(inserted)
     entries = selectors.listed_entries(changed)
     positions = positions_of(entries, inserted=inserted, total=count)
     if any(not 0 <= position < count for position in positions.values()):
         logger.warning("the site's article count (%s) is out of date; rebuilding", count)
         state.shifted = True
-        return rebuild(site, state, time_left=time_left, changed=changed)
+        return rebuild(site, state, time_left=time_left, changed=changed, busy=busy)
     shifted = [positions[article_id] for article_id in inserted if article_id in positions]
     pages = pages_to_write(
         old_count=old_count,
@@ -336,7 +416,6 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
         write_archive_page(site, page, page_entries, count=count, write=atomic_write)
     newest = selectors.newest(PAGE_SIZE)
     write_feeds(site, write=atomic_write)
-    tags_done = write_tag_pages(site, write=atomic_write, time_left=time_left)
     write_partial_chunk(site, newest, count=count, write=atomic_write)
     if sitemap_chunks(count) != sitemap_chunks(old_count):
         atomic_write(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
@@ -344,7 +423,7 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None) -> bool:
         write_site_files(site, write=atomic_write)
     write_front_page(site, newest, count=count, write=atomic_write)
     state.count = count
-    return tags_done
+    return write_tag_pages(site, write=atomic_write, time_left=time_left, busy=busy)
 
 
 def positions_of(entries: dict[int, Entry], *, inserted: list[int], total: int) -> dict[int, int]:
@@ -374,11 +453,13 @@ def rebuild(
     time_left: TimeLeft = None,
     resume: bool = True,
     changed: Iterable[int] = (),
+    busy: bool = False,
 ) -> bool:
     """Every view from the database; documents that did not change are left alone
     (write_if_changed). The front page, the feed and the sitemap index first, so they
-    list what was just published however large the archive; then the archive pages,
-    oldest first, from where the last pass stopped (`REBUILD_CHECKPOINT`; `resume`).
+    list what was just published however large the archive; then the tags' pages asked
+    for (`write_tag_pages`; `busy`: see there); then the archive pages, oldest first,
+    from where the last pass stopped (`REBUILD_CHECKPOINT`; `resume`).
 
     Stops after a page once `time_left()` is spent, with the checkpoint saved in the
     pass's transaction and the rebuild still due: False. The next pass writes the
@@ -390,12 +471,12 @@ def rebuild(
     count = selectors.count_listed()
     newest = selectors.newest(PAGE_SIZE)
     write_feeds(site, write=write_if_changed)
-    tags_done = write_tag_pages(site, write=write_if_changed, time_left=time_left)
     write_partial_chunk(site, newest, count=count, write=write_if_changed)
     write_if_changed(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     write_site_files(site, write=write_if_changed)
     write_front_page(site, newest, count=count, write=write_if_changed)
     state.count = count
+    tags_done = write_tag_pages(site, write=write_if_changed, time_left=time_left, busy=busy)
     mark = _resume_at(site, state, changed, count=count) if resume else None
     if not _write_archive(site, count=count, mark=mark, time_left=time_left):
         state.rebuild = True

@@ -18,6 +18,8 @@ import json
 import logging
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -409,12 +411,36 @@ class FullAtom1Feed(Atom1Feed):
             handler.addQuickElement("content", item["content"], {"type": "html"})
 
 
-@lru_cache(maxsize=256)
+# The rendered contents the feeds keep, in characters (about 1,600 articles of 10 KB of
+# HTML, 16 MB to 64 MB a process): the site's feed reads the same 50 entries every pass,
+# and a burst's tags' feeds hold each of its articles (and their older ones) once a tag
+# (docs/performance.md, "Tags in use").
+CONTENT_CACHE_CHARS = 16_000_000
+_contents: OrderedDict[tuple[str, str], str] = OrderedDict()
+_contents_chars = 0
+_contents_lock = threading.Lock()  # a web process renders in threads
+
+
 def _content_html(published_hash: str, body: str) -> str:
     """An entry's whole article as HTML: the page's sanitised rendering. Cached by the
-    content (the same 50 entries are in every refresh's feeds), `published_hash` first
-    so two versions never share a line."""
-    return strip_xml_illegal(render_markdown(body))
+    content, `published_hash` first so two versions never share a line; the least
+    recently used go past CONTENT_CACHE_CHARS."""
+    global _contents_chars
+    key = (published_hash, body)
+    with _contents_lock:
+        found = _contents.get(key)
+        if found is not None:
+            _contents.move_to_end(key)
+            return found
+    html = strip_xml_illegal(render_markdown(body))
+    with _contents_lock:
+        if key not in _contents:
+            _contents[key] = html
+            _contents_chars += len(html)
+        while _contents_chars > CONTENT_CACHE_CHARS and len(_contents) > 1:
+            _key, dropped = _contents.popitem(last=False)
+            _contents_chars -= len(dropped)
+    return html
 
 
 @dataclass(frozen=True)

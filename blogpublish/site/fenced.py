@@ -36,6 +36,15 @@ class FencedSite:
         self.site.write(rel, data)
         self.fence.after(f"writing {rel}")
 
+    def write_many(self, items: list[tuple[str, str | bytes]]) -> None:
+        what = f"writing {len(items)} documents ({items[0][0]}, …)" if items else "writing"
+        self.fence.before(what)
+        self.site.write_many(items)
+        self.fence.after(what)
+
+    def holds(self, rel: str, data: str | bytes) -> bool:
+        return self.site.holds(rel, data)
+
     def write_if_changed(self, rel: str, data: str | bytes) -> bool:
         data = payload(data)
         if self.site.holds(rel, data):

@@ -309,19 +309,20 @@ class StaticSitePublisher(BasePublisher):
         the refresh the pipeline runs next removes the pages and relists."""
         self.forget(article)
 
-    def refresh(self, *, fence: Fence | None = None) -> bool:
+    def refresh(self, *, fence: Fence | None = None, busy: bool = False) -> bool:
         """Front page, feed, sitemap and the archive pages that changed: one pass in
         one snapshot of the database, then the directories it settled are removed.
         With `fence` (the refresher's token), every shared document's write is checked
         against it (blogpublish.site.fenced) and the pass keeps to its budget: False
-        when a rebuild stopped there, to be resumed by the next pass."""
+        when a rebuild stopped there, to be resumed by the next pass. `busy`: publish
+        work is due, the tag pages get a short slice (build.write_tag_pages)."""
         try:
-            return self._refresh(fence)
+            return self._refresh(fence, busy=busy)
         except SymlinkRefused as exc:  # the pass fails, is logged, and is wanted again
             logger.error("the shared views were not written: %s", exc)
             raise
 
-    def _refresh(self, fence: Fence | None) -> bool:
+    def _refresh(self, fence: Fence | None, *, busy: bool = False) -> bool:
         site, time_left = self._shared(fence)
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
@@ -333,9 +334,9 @@ class StaticSitePublisher(BasePublisher):
             # links may name them (a delete, a new date, a new title or slug).
             were_at = {i: w.listed_at for i, w in state.written.items() if w.was_listed}
             if state.rebuild:
-                done = build.rebuild(site, state, time_left=time_left)
+                done = build.rebuild(site, state, time_left=time_left, busy=busy)
             else:
-                done = build.update(site, state, time_left=time_left)
+                done = build.update(site, state, time_left=time_left, busy=busy)
             settled = list(state.settled)
             state.save_pass()
         self._remove(state)

@@ -99,6 +99,13 @@ class SiteStorage(abc.ABC):
         """`read_head` for many documents (the full check's pages), by path."""
         return {rel: self.read_head(rel, size) for rel in rels}
 
+    def write_many(self, items: builtins.list[tuple[str, str | bytes]]) -> None:
+        """`write` for many documents (rel, data), each replaced atomically as `write`
+        does; the first failure raises (those before it are written). A folder makes
+        them durable together (`LocalStorage`); a bucket PUTs each."""
+        for rel, data in items:
+            self.write(rel, data)
+
     def write_if_changed(self, rel: str, data: str | bytes) -> bool:
         """`write`, unless the document already holds exactly `data`; True if written.
         A rebuild that changed nothing then writes nothing."""

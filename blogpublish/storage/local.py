@@ -29,6 +29,9 @@ class LocalStorage(SiteStorage):
     def write(self, rel, data, *, content_type=None, cache_control=None) -> None:
         files.atomic_write(self.root, rel, data)
 
+    def write_many(self, items: builtins.list[tuple[str, str | bytes]]) -> None:
+        files.write_many(self.root, items)
+
     def read(self, rel: str) -> bytes | None:
         return files.read_bytes(self.root, rel)
 

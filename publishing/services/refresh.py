@@ -20,6 +20,10 @@ each write (work.lease.Fence, blogpublish.site.fenced); a pass that outlived its
 lease and was overtaken stops and says so (PassOutcome.OVERTAKEN). Each pass keeps
 to a budget inside its lease (`pass_budget`): a rebuild longer than that keeps its
 progress in a checkpoint and the next pass resumes it (docs/design.md).
+
+While publish work is due (a burst draining), a coalesced pass lets the publishers put
+their lowest-priority views off (the tag pages, past a short slice) and asks for a pass
+after the burst for them (`_run_pass`, docs/site.md "Tag pages").
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from publishing.dispatch import dispatch_refresh
-from publishing.models import Refresher
+from publishing.models import Refresher, TagRefresh
 from publishing.publishers import Publisher, each_publisher
+from publishing.selectors import publish_work_due
 from work import lease
 from work.lease import now_plus
 
@@ -101,9 +106,10 @@ def _want() -> None:
         Refresher.objects.get_or_create(pk=REFRESHER_ID, defaults={"wanted": True})
 
 
-PASSES: dict[str, Callable[[Publisher, lease.Fence], bool | None]] = {
-    "refresh": lambda publisher, fence: publisher.refresh(fence=fence),
-    "reconcile": lambda publisher, fence: publisher.reconcile(fence=fence),
+# (publisher, fence, busy): `busy`, publish work is due (`_run_pass`).
+PASSES: dict[str, Callable[[Publisher, lease.Fence, bool], bool | None]] = {
+    "refresh": lambda publisher, fence, busy: publisher.refresh(fence=fence, busy=busy),
+    "reconcile": lambda publisher, fence, busy: publisher.reconcile(fence=fence),
 }
 
 # How long a pass works before it stops starting new work (a rebuild then keeps its
@@ -136,11 +142,19 @@ class PassOutcome(StrEnum):
     BUSY = "busy"
 
 
-def _run_pass(claim: Claim, hook: str) -> PassOutcome:
+def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome:
     """One pass under `claim`; its outcome. Whatever the outcome, a pass wanted when it
     ends (a request made meanwhile, or its own failure) is sent within an interval, so
-    no failure waits for the catch-up."""
+    no failure waits for the catch-up.
+
+    `yielding` (the coalesced passes, not the catch-up's or a command's): while publish
+    work is due (a burst draining), the publishers put their lowest-priority views off
+    (`busy`: the tag pages past a short slice, docs/site.md "Tag pages"), and a pass that
+    left tag pages to write wants one more within PUBLISH_REFRESH_BACKLOG_INTERVAL, or
+    sooner when the burst's last group asks for its pass: so what it put off is written
+    after the burst, never lost."""
     token = claim.token
+    busy = False
     fence = lease.Fence(
         _row(),
         token,
@@ -150,8 +164,9 @@ def _run_pass(claim: Claim, hook: str) -> PassOutcome:
     )
     finished: list[bool | None] = []
     try:
+        busy = yielding and hook == "refresh" and publish_work_due()  # one seek, in the try
         each_publisher(
-            lambda publisher: finished.append(PASSES[hook](publisher, fence)),
+            lambda publisher: finished.append(PASSES[hook](publisher, fence, busy)),
             what=hook,
             raising=True,
         )
@@ -185,6 +200,11 @@ def _run_pass(claim: Claim, hook: str) -> PassOutcome:
     # request meanwhile runs one at once.
     if _row().filter(wanted=True).exists():
         _defer(_retry_after() if outcome is PassOutcome.FAILED else None)
+    elif busy and outcome is PassOutcome.DONE and TagRefresh.objects.exists():
+        # Tag pages put off (not a due row alone: one stuck due row would have a pass
+        # every interval until its lease ran out). Each such pass writes a slice of them.
+        _want()
+        _defer(settings.PUBLISH_REFRESH_BACKLOG_INTERVAL)
     return outcome
 
 
@@ -275,7 +295,7 @@ def shared_views_request(*, backlog: bool = False) -> None:
     if claim is None:
         _defer(interval)
         return
-    _run_pass(claim, "refresh")
+    _run_pass(claim, "refresh", yielding=True)
 
 
 def shared_views_backlog_drained() -> None:
@@ -304,7 +324,7 @@ def shared_views_deferred(*, after: int | None = None) -> PassOutcome:
         _row().update(deferred_until=None)
     claim = _acquire(forced=False, seconds=_lease_seconds())
     if claim is not None:
-        return _run_pass(claim, "refresh")
+        return _run_pass(claim, "refresh", yielding=True)
     state = lease.row_state(_row(), "wanted", FIELDS.expires, FIELDS.token)
     if state is not None and state["wanted"]:
         held = state.seconds_until(FIELDS.expires)

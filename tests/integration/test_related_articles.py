@@ -102,9 +102,13 @@ def test_a_batchs_group_reads_its_related_articles_in_one_query(site):  # noqa: 
 
     assert [r.outcome for r in report.results] == [Outcome.PUBLISHED] * 6, report
     # One for the group's six pages, one for the page the pass after it writes again
-    # (article-3's, for its next link): never one a page.
+    # (article-3's, for its next link): never one a page. (A statement reads the
+    # candidates of every tag: a UNION ALL, or on PostgreSQL a LATERAL join; the tags'
+    # own pages read their articles by tag id, not by key.)
     related_queries = [
-        q for q in queries if "UNION ALL" in q["sql"] and "publishing_articletag" in q["sql"]
+        q
+        for q in queries
+        if '"publishing_tag"."key"' in q["sql"] and "publishing_articletag" in q["sql"]
     ]
     assert len(related_queries) == 2, [q["sql"][:200] for q in related_queries]
     # The group's articles count as listed: they are related to each other from the start.
@@ -122,3 +126,30 @@ def test_the_candidates_of_a_tag_are_its_newest_only(site, monkeypatch):  # noqa
     assert [e.slug for e in found] == ["article-4", "article-3"]
     page = documents.article_page(Article.objects.get(slug="article-1"))
     assert 'href="/article-4/">Article 4</a>' in RELATED.search(page)[0]
+
+
+def test_one_statement_for_many_values_reads_what_a_query_a_value_reads(site):  # noqa: F811
+    """selectors._union_per: the query compiled once with each value put in its place
+    (a LATERAL join on PostgreSQL, a UNION ALL elsewhere), or, for a query whose SQL
+    changes with the value, each compiled on its own: the rows of each value are those
+    its own query reads."""
+    articles = site.add(5, tags=["python"])
+    ids = [a.pk for a in articles]
+
+    def newest_below(limit: int):  # the value a parameter: compiled once
+        return selectors.listed().filter(pk__lt=limit).order_by("-id").values("id")[:2]
+
+    def among(count: int):  # the value changes the SQL (an IN list): each on its own
+        return selectors.listed().filter(pk__in=ids[:count]).order_by("-id").values("id")[:2]
+
+    for make, values, sentinels in (
+        (newest_below, [ids[1], ids[3], ids[4] + 1], (-1, -2)),
+        (among, [1, 3, 5], (1, 2)),
+    ):
+        sql, params = selectors._union_per(make, values, sentinels=sentinels)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            found: dict[int, set[int]] = {}
+            for number, article_id in cursor.fetchall():
+                found.setdefault(values[number], set()).add(article_id)
+        assert found == {v: {row["id"] for row in make(v)} for v in values}

@@ -97,7 +97,7 @@ class ChaosPublisher(BasePublisher):
         if rule and rule.get("hold"):
             _hold_pass(RECONCILE_RULE, rule["hold"])
 
-    def refresh(self, *, fence=None) -> None:
+    def refresh(self, *, fence=None, busy=False) -> None:
         """A pass of the shared views (it runs before the site's, after the claim): held
         like the full check by the rule of REFRESH_RULE."""
         rule = read_chaos().get(REFRESH_RULE)

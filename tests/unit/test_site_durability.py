@@ -114,3 +114,75 @@ def test_move_many__without_a_flush_a_new_folder_is_synced_in_its_parent(
     files.move_many(tmp_path, ".staging", moves)
 
     assert synced == ["dir", "dir"]  # the new folder's parent, then the folder after the rename
+
+
+def test_write_many__every_file_flushed_once_before_the_renames_once_after(
+    tmp_path: Path, synced, monkeypatch
+):
+    """A pass's tag documents (build.TagDocuments): two flushes of the file system in
+    all, the first before any file is renamed into place (each is whole on disk, as
+    atomic_write's fsync makes it), the second after the renames and the new folders."""
+    events: list[str] = []
+    real_replace = os.replace
+    monkeypatch.setattr(files, "_has_syncfs", lambda: True)
+    monkeypatch.setattr(files, "_syncfs", lambda fd: events.append("flush") or True)
+    monkeypatch.setattr(
+        files.os, "replace", lambda *a, **k: events.append("rename") or real_replace(*a, **k)
+    )
+    (tmp_path / "tag" / "old").mkdir(parents=True)
+    (tmp_path / "tag" / "old" / "index.html").write_text("before")
+    items = [
+        ("tag/old/index.html", "<p>old, new</p>"),
+        ("tag/old/feed.xml", b"<feed/>"),
+        ("tag/新しい/page/1/index.html", "<p>new</p>"),
+    ]
+
+    files.write_many(tmp_path, items)
+
+    assert events == ["flush", "rename", "rename", "rename", "flush"] and synced == []
+    assert [(tmp_path / rel).read_bytes() for rel, _ in items] == [
+        b"<p>old, new</p>",
+        b"<feed/>",
+        b"<p>new</p>",
+    ]
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_write_many__a_failed_rename_leaves_each_file_whole_and_no_temporary_file(
+    tmp_path: Path, monkeypatch
+):
+    monkeypatch.setattr(files, "_has_syncfs", lambda: True)
+    monkeypatch.setattr(files, "_syncfs", lambda fd: True)
+    real_replace = os.replace
+    renames: list[str] = []
+
+    def replace(*args, **kwargs):
+        renames.append(args[1])
+        if len(renames) == 2:
+            raise OSError(28, "No space left on device")
+        real_replace(*args, **kwargs)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "index.html").write_text("old b")
+
+    with pytest.raises(OSError, match="No space"):
+        files.write_many(tmp_path, [(f"{s}/index.html", f"new {s}") for s in "abc"])
+
+    assert (tmp_path / "a" / "index.html").read_text() == "new a"  # renamed before
+    assert (tmp_path / "b" / "index.html").read_text() == "old b"  # the old one, whole
+    assert not (tmp_path / "c" / "index.html").exists()
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_write_many__without_a_file_system_flush_each_file_is_written_as_atomic_write(
+    tmp_path: Path, synced, monkeypatch
+):
+    monkeypatch.setattr(files, "_has_syncfs", lambda: False)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+
+    files.write_many(tmp_path, [("a/index.html", "a"), ("b/index.html", "b")])
+
+    assert synced == ["file", "dir", "file", "dir"]
+    assert [(tmp_path / s / "index.html").read_text() for s in "ab"] == ["a", "b"]
