@@ -20,6 +20,7 @@ from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import build, documents, full_check, paths, rerender, selectors
 from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard, snapshot
+from blogpublish.site.look import page_look
 from blogpublish.site.selectors import ListedPage
 from blogpublish.site.state import Note, SiteState, add_note, add_notes
 from blogpublish.storage import SiteStorage, Staged, site_storage
@@ -427,6 +428,7 @@ class StaticSitePublisher(BasePublisher):
         is left alone. `counts` gets the pages read and listed. Returns how many were
         written (issue 17, docs/design.md)."""
         wrong, pages, counts = [], iter(pages), counts if counts is not None else [0, 0]
+        mend_look = rerender.look_to_mend()
         while chunk := list(islice(pages, 1000)):
             missing = [] if present is None else [p for p in chunk if present.get(p.slug) is None]
             there = [p for p in chunk if present is None or present.get(p.slug) is not None]
@@ -438,7 +440,9 @@ class StaticSitePublisher(BasePublisher):
             counts[0] += len(there)
             counts[1] += len(chunk)
             wrong += [p.id for p in missing]
-            wrong += [p.id for p in there if _is_wrong(p, heads[paths.page_file(p.slug)])]
+            wrong += [
+                p.id for p in there if _is_wrong(p, heads[paths.page_file(p.slug)], mend_look)
+            ]
         return sum(
             self._write_live_pages(wrong[start : start + REPAIR_CHUNK])
             for start in range(0, len(wrong), REPAIR_CHUNK)
@@ -476,6 +480,7 @@ class StaticSitePublisher(BasePublisher):
                 slugs=[live.slug for live, _ in ready], article_ids=[live.id for live, _ in ready]
             ):
                 now = {page.id: page for page in selectors.listed_pages(seen)}
+                mend_look = rerender.look_to_mend()
                 # Each page's first bytes, and its write's condition (a bucket's ETag)
                 # from the same read: never a later page's (observe_heads).
                 heads = site.observe_heads(
@@ -487,7 +492,7 @@ class StaticSitePublisher(BasePublisher):
                     if (page := now.get(live.id)) is not None
                     and (page.slug, page.published_hash) == (live.slug, live.published_hash)
                     and page.neighbours == seen[live.id].neighbours
-                    and _is_wrong(page, heads[item.rel])
+                    and _is_wrong(page, heads[item.rel], mend_look)
                 ]
                 for item in due:
                     logger.warning("writing the page %s again", item.rel)
@@ -531,11 +536,12 @@ class StaticSitePublisher(BasePublisher):
                 build.remove_unneeded(self.site, slugs, besides=article_id)
 
 
-def _is_wrong(page: ListedPage, head: bytes | None) -> bool:
+def _is_wrong(page: ListedPage, head: bytes | None, mend_look: str | None = None) -> bool:
     """Missing (no first bytes), or marked with content the article does not show now,
     or showing its live version with previous and next links to other neighbours than
-    its own now; a page without a mark is not judged. A page showing an attempt's
-    content is left to that attempt, whose outcome settles it and checks it again."""
+    its own now, or (`mend_look`: rerender.look_to_mend) in another look than the
+    site's; a page without a mark is not judged. A page showing an attempt's content is
+    left to that attempt, whose outcome settles it and checks it again."""
     if head is None:
         return True
     shown = documents.page_content_hash(head)
@@ -543,9 +549,9 @@ def _is_wrong(page: ListedPage, head: bytes | None) -> bool:
         return False
     if not page.shows_right(shown):
         return True
+    if shown != page.published_hash:
+        return False
     links = documents.page_neighbours_mark(head)
-    return (
-        shown == page.published_hash
-        and links is not None
-        and links != documents.neighbours_mark(page.neighbours)
-    )
+    if links is not None and links != documents.neighbours_mark(page.neighbours):
+        return True
+    return mend_look is not None and page_look(head) != mend_look

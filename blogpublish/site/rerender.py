@@ -122,6 +122,17 @@ def rerender_due() -> bool:
     return may_take(progress)
 
 
+def look_to_mend() -> str | None:
+    """This process's look when the site's re-render run is in it (running or finished):
+    then a page showing its live version in another look (an older process's write
+    during a rolling deploy, after the run had passed it) is wrong, and the passes that
+    read it (`_repair_settled`, the full check) write it again. None when the site's run
+    is in another look (this process is the older one) or there is none yet: looks are
+    not judged, so an old process never turns pages back to its look."""
+    progress = progress_read()
+    return look() if progress is not None and progress.look == look() else None
+
+
 def rerender_status() -> dict:
     """The run as the dashboard and `rerender_site --status` show it."""
     progress = progress_read()

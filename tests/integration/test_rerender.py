@@ -400,3 +400,37 @@ def test_a_page_that_failed_is_tried_again_by_a_second_walk_and_one_that_always_
 
         with pytest.raises(CommandError, match=r"old look.*'StaticSitePublisher': 1"):
             call_command("rerender_site", "--again", stdout=StringIO())
+
+
+def test_a_page_an_older_process_wrote_after_the_run_is_mended_and_an_older_process_mends_nothing(
+    site,  # noqa: F811
+    settings,
+):
+    """During a rolling deploy an old worker can write a page in its look after the new
+    look's run has passed it (a neighbour's publish rewriting its links). The new code's
+    full check (and its passes' check of the pages they settle) writes it again in the
+    site's look; the old code, whose look is not the run's, judges no look, so it never
+    turns pages back."""
+    from blogpublish.site import StaticSitePublisher
+    from blogpublish.site.selectors import live_versions_of
+
+    articles = site.add(4)
+    run_to_the_end()
+    old_title, old = settings.SITE_TITLE, look.look()
+    new = new_look(settings)
+    run_to_the_end()
+    assert looks(articles) == [new] * 4
+
+    stray = articles[1]
+    settings.SITE_TITLE = old_title  # the old process, writing its page after the run
+    [live] = live_versions_of([stray.pk])
+    site_storage().write(paths.page_file(stray.slug), documents.article_page(live))
+    assert looks([stray]) == [old]
+    assert StaticSitePublisher().reconcile()  # the old process's full check: no look judged
+    assert looks(articles) == [new, old, new, new]
+
+    settings.SITE_TITLE = "A new look"  # this release's full check
+    assert look.look() == new
+    assert StaticSitePublisher().reconcile()
+    assert looks(articles) == [new] * 4
+    assert "A new look" in page(stray.slug)
