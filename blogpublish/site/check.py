@@ -26,6 +26,7 @@ from django.db.models import Count, Sum
 
 from blogpublish.desk import images
 from blogpublish.site import build, documents, paths, selectors
+from blogpublish.site.look import page_look
 from blogpublish.site.pagination import PAGE_SIZE, full_pages, sitemap_chunks
 from blogpublish.storage import SiteStorage
 from blogpublish.storage.base import payload
@@ -62,9 +63,24 @@ def _page_problems(site: SiteStorage, report: CheckReport) -> Iterator[str]:
         if stored is None:
             yield f"article {live.id}: its page {page} is missing"
         elif documents.without_related(stored.decode("utf-8", "replace")) != (
-            documents.without_related(documents.article_page(live))
+            documents.without_related(expected := documents.article_page(live))
         ):
-            yield f"article {live.id}: its page {page} is not its live version"
+            why = _differs_by(stored, expected.encode())
+            yield f"article {live.id}: its page {page} is not its live version ({why})"
+
+
+def _differs_by(stored: bytes, expected: bytes) -> str:
+    """What the marks in a page's head say about how it differs from what the site
+    would write now (for the operator, and a failing test's message)."""
+    marks = (
+        ("content", documents.page_content_hash),
+        ("look", page_look),
+        ("previous and next links", documents.page_neighbours_mark),
+    )
+    for name, read in marks:
+        if read(stored) != read(expected):
+            return f"its {name} mark differs: {read(stored)} instead of {read(expected)}"
+    return "its marks agree; the text differs"
 
 
 def _image_problems(site: SiteStorage, report: CheckReport) -> Iterator[str]:

@@ -59,6 +59,7 @@ def test_restore_check__a_whole_site_passes_a_stale_page_and_a_lost_image_do_not
     assert (
         f"article {article.pk}: its page {paths.page_file('checked')} is not its live" in problems
     )
+    assert "(its content mark differs: None instead of " in problems  # and says how
     assert f"the image {image.path} is named by an article and missing" in problems
 
 
