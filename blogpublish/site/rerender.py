@@ -219,7 +219,9 @@ def _walk_again(progress: Progress, fence: Fence | None) -> None:
         "re-render: %d page(s) were not written in the new look; walking the site again",
         progress.failed,
     )
+    # The second walk's progress and rate are its own (started_at keeps the run's start).
     progress.after = progress.done = progress.failed = 0
+    progress.seconds = 0.0
     progress.walk += 1
     with transaction.atomic():
         if fence is not None:
