@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from itertools import islice
 
@@ -324,20 +324,34 @@ class StaticSitePublisher(BasePublisher):
             raise
 
     def _refresh(self, fence: Fence | None, *, busy: bool = False) -> bool:
-        site, time_left = self._shared(fence)
-        with _overtaken_rebuilds(), snapshot():
-            state = SiteState.load()
+        def views(site: build.Site, state: SiteState, time_left: build.TimeLeft) -> bool:
             if build.adopt_look(state):
                 # Every tag's and author's page in the new look too (TAG_REFRESH_BATCH a
                 # pass: the rest by the next passes), as the full check asks for them.
                 tags_refresh(selectors.tags_in_use().values())
+            if state.rebuild:
+                return build.rebuild(site, state, time_left=time_left, busy=busy)
+            return build.update(site, state, time_left=time_left, busy=busy)
+
+        return self._pass(fence, views)
+
+    def _pass(
+        self,
+        fence: Fence | None,
+        views: Callable[[build.Site, SiteState, build.TimeLeft], bool],
+    ) -> bool:
+        """One pass over the shared views in one snapshot of the database: `views`
+        writes them and settles the notes (build.settle); once it commits, the page
+        directories the settled notes no longer need are removed, and the pages of the
+        settled articles and of their neighbours checked (`_repair_settled`). The
+        refresh and the full check both end so: a note either settles is checked."""
+        site, time_left = self._shared(fence)
+        with _overtaken_rebuilds(), snapshot():
+            state = SiteState.load()
             # Where the articles about to settle were listed: their old neighbours'
             # links may name them (a delete, a new date, a new title or slug).
             were_at = {i: w.listed_at for i, w in state.written.items() if w.was_listed}
-            if state.rebuild:
-                done = build.rebuild(site, state, time_left=time_left, busy=busy)
-            else:
-                done = build.update(site, state, time_left=time_left, busy=busy)
+            done = views(site, state, time_left)
             settled = list(state.settled)
             state.save_pass()
         self._remove(state)
@@ -375,14 +389,14 @@ class StaticSitePublisher(BasePublisher):
             logger.error("reconcile: %s", exc)
         self._sweep_images()
         self._check_tags()
-        site, time_left = self._shared(fence)
-        with _overtaken_rebuilds(), snapshot():
-            state = SiteState.load()
+
+        def views(site: build.Site, state: SiteState, time_left: build.TimeLeft) -> bool:
             build.adopt_look(state)  # rebuilt from the first page, tags asked for: as a new look
-            done = build.rebuild(site, state, time_left=time_left, resume=False)
-            state.save_pass()
-        self._remove(state)
-        return done
+            return build.rebuild(site, state, time_left=time_left, resume=False)
+
+        # The notes its rebuild settles are checked as a refresh's are: an article
+        # listed after the pages above were read has its neighbours' pages written.
+        return self._pass(fence, views)
 
     def rerender(
         self, *, fence: Fence | None = None, force: bool = False, again: bool = False

@@ -294,7 +294,7 @@ def _rerender_chunk(
     # Saved with the chunk's progress: the next walk comes for them (`Progress.failed`).
     progress.failed += len(due) - len(rendered) + sum(isinstance(i, Exception) for _, i in ready)
     try:
-        written = _write_chunk(site, ready, chunk, progress, fence, started)
+        written = _write_chunk(site, ready, chunk, progress, fence, started, around)
     finally:
         # The pages the exchange replaced (and what was not made live) removed while
         # the next chunk renders: nothing reads them, and a crash leaves them to the
@@ -317,9 +317,15 @@ def _write_chunk(
     progress: Progress,
     fence: Fence | None,
     started: float,
+    around: dict[int, selectors.Neighbours],
 ) -> int:
     """Under the chunk's page guard: the lease held, the pages still showing this live
-    version (or missing) and in another look made live, the progress saved."""
+    version (or missing) and in another look, and still with the neighbours they were
+    rendered with (`around`), made live; the progress saved. A page whose neighbours
+    changed since it was rendered is not written: the pass that settles the change
+    checks its links, and may have done so already (an older process writing it in
+    its look during a rolling deploy); it counts as failed, so the next walk comes
+    for it."""
     with page_guard(slugs=[live.slug for live in chunk], article_ids=[live.id for live in chunk]):
         if fence is not None:
             fence.hold(f"re-rendering the pages after article {progress.after}")
@@ -330,6 +336,18 @@ def _write_chunk(
             .values("id", "published_hash", "published_slug")
         }
         staged = [(live, item) for live, item in ready if isinstance(item, Staged)]
+        now = selectors.neighbours_many([(live.publish_at, live.id) for live, _ in staged])
+        moved = {
+            live.id
+            for live, _ in staged
+            if _links_mark(now.get(live.id)) != _links_mark(around.get(live.id))
+        }
+        if moved:
+            logger.info(
+                "re-render: articles %s got new neighbours meanwhile; not written", sorted(moved)
+            )
+            progress.failed += len(moved)
+            staged = [(live, item) for live, item in staged if live.id not in moved]
         # Each page's first bytes, and what its write is conditional on (a bucket's
         # ETag), from one read of it.
         heads = site.observe_heads([item for _, item in staged], documents.CONTENT_MARK_WITHIN)
@@ -347,6 +365,11 @@ def _write_chunk(
         progress.updated_at = datetime.now(UTC).isoformat()
         checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
     return len(chosen)
+
+
+def _links_mark(around: selectors.Neighbours | None) -> str | None:
+    """What a page's previous and next links show (documents.neighbours_mark)."""
+    return documents.neighbours_mark(around) if around is not None else None
 
 
 def _needs_writing(head: bytes | None, published_hash: str) -> bool:

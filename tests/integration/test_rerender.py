@@ -434,3 +434,45 @@ def test_a_page_an_older_process_wrote_after_the_run_is_mended_and_an_older_proc
     assert StaticSitePublisher().reconcile()
     assert looks(articles) == [new] * 4
     assert "A new look" in page(stray.slug)
+
+
+def test_a_page_whose_neighbours_change_after_it_was_rendered_keeps_its_links_right(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+):
+    """A chunk is rendered, then written under its guard. An article published in
+    between by an older process (a rolling deploy) has its pass write its neighbours'
+    pages in the old look with the right links; the chunk's page rendered before, with
+    the old links, is not written over them: the second walk renders it again."""
+    from datetime import timedelta
+
+    from tests.integration.test_site_neighbours import assert_links_follow_the_listing, links
+
+    articles = site.add(3)  # a minute apart
+    run_to_the_end()
+    old_title = settings.SITE_TITLE
+    new = new_look(settings)
+    late = site.save(
+        title="Late",
+        slug="late",
+        body="Published during the re-render.",
+        publish_at=site.base + timedelta(minutes=2, seconds=30),  # between 2 and 3
+    )
+    write_chunk, calls = rerender._write_chunk, []
+
+    def publish_meanwhile(*args):  # the chunk rendered, its guard not taken yet
+        if not calls:
+            settings.SITE_TITLE = old_title  # the older process
+            site.attempt(late)  # its pass (at once, in this thread) mends 2's and 3's links
+            settings.SITE_TITLE = "A new look"
+        calls.append(1)
+        return write_chunk(*args)
+
+    monkeypatch.setattr(rerender, "_write_chunk", publish_meanwhile)
+
+    run_to_the_end()
+
+    assert links(site, articles[1].slug)["next"] == "/late/"
+    assert looks([*articles, late]) == [new] * 4
+    assert_links_follow_the_listing(site)

@@ -49,20 +49,25 @@ class Site:
     def add(self, count: int = 1, expect: Outcome = Outcome.PUBLISHED, **fields) -> list[Article]:
         articles = []
         for _ in range(count):
-            self.made += 1
-            article = Article(
-                title=f"Article {self.made}",
-                slug=f"article-{self.made}",
-                body=f"Body of article {self.made}.",
-                publish_at=self.base + timedelta(minutes=self.made),
-            )
-            for name, value in fields.items():
-                setattr(article, name, value)
-            article.full_clean()
-            article.save()
+            article = self.save(**fields)
             self.attempt(article, expect)
             articles.append(article)
         return articles
+
+    def save(self, **fields) -> Article:
+        """A new article saved (`add`'s next one, or as `fields` say), its attempt not run."""
+        self.made += 1
+        article = Article(
+            title=f"Article {self.made}",
+            slug=f"article-{self.made}",
+            body=f"Body of article {self.made}.",
+            publish_at=self.base + timedelta(minutes=self.made),
+        )
+        for name, value in fields.items():
+            setattr(article, name, value)
+        article.full_clean()
+        article.save()
+        return article
 
     def attempt(self, article: Article, expect: Outcome = Outcome.PUBLISHED) -> None:
         result = article_publish(article_id=article.pk, retry_in=lambda n: 0)

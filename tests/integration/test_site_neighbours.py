@@ -104,3 +104,36 @@ def test_a_batchs_pages_link_to_each_other_and_between_older_articles(site):  # 
     assert links(site, "imported-1") == {"prev": "/article-2/", "next": "/imported-2/"}
     assert links(site, "article-2") == {"prev": "/imported-0/", "next": "/imported-1/"}
     assert_links_follow_the_listing(site)
+
+
+def test_an_article_listed_while_the_full_check_runs_has_its_neighbours_checked(
+    site,  # noqa: F811
+    monkeypatch,
+):
+    """The full check reads the pages first, then rebuilds the shared views, settling
+    the notes it finds. An article published in between (the deploy drill's race) is
+    settled by that rebuild: its neighbours' pages are checked then, as after a
+    refresh, not left with a stale link until the next full check."""
+    _first, second, third = site.add(3)  # a minute apart
+    publisher = type(site.publisher)
+    sweep = publisher._sweep_images
+
+    def publish_meanwhile(self) -> None:  # after the pages were read, before the rebuild
+        sweep(self)
+        with monkeypatch.context() as no_pass:  # no refresh settles its note first
+            no_pass.setattr(publisher, "refresh", lambda self, **kwargs: True)
+            site.attempt(late)
+
+    late = site.save(
+        title="Late",
+        slug="late",
+        body="Published during the check.",
+        publish_at=site.base + timedelta(minutes=2, seconds=30),  # between 2 and 3
+    )
+    monkeypatch.setattr(publisher, "_sweep_images", publish_meanwhile)
+
+    site.publisher.reconcile()
+
+    assert links(site, second.slug)["next"] == "/late/"
+    assert links(site, third.slug)["prev"] == "/late/"
+    assert_links_follow_the_listing(site)
