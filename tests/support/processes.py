@@ -160,6 +160,7 @@ def start_worker(
             ),
         ],
         env=env,
+        cwd=cwd,
     )
     proc.hostname = hostname
     if ready:

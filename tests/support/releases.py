@@ -86,9 +86,20 @@ class Installation:
     env: dict  # for every process of the installation, old code or new
     url: str  # its database
 
-    @property
-    def queues(self) -> list[str]:
-        return [f"bp-test-{self.run_id}", f"bp-test-{self.run_id}.catch-up"]
+    def queues(self, code: Path = ROOT) -> list[str]:
+        """The queues the release in `code` declares (its settings' CELERY_TASK_QUEUES,
+        by this installation's names): what a worker of that release consumes, as
+        `celery worker` does without -Q. The previous release may have fewer (v0.3 has
+        no re-render queue), and a worker must not take a task its code lacks."""
+        script = (
+            "import django; django.setup(); from django.conf import settings; "
+            "print(' '.join(queue.name for queue in settings.CELERY_TASK_QUEUES))"
+        )
+        done = run([sys.executable, "-c", script], cwd=code, env=self.env)
+        assert done.returncode == 0, f"the queues of {code}:\n{done.stderr[-3000:]}"
+        names = done.stdout.split()
+        assert names and all(name.startswith(f"bp-test-{self.run_id}") for name in names), names
+        return names
 
     @property
     def site(self) -> Path:

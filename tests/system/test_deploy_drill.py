@@ -135,7 +135,7 @@ def test_deploy_drill__old_processes_replaced_one_by_one_while_saving(tmp_path):
                 [PYTHON, "manage.py", "api_token", "drill", "--scope", "write"], cwd=old, env=env
             ).split()[-1]
             old_worker = processes.start_worker(
-                env=env, cwd=old, name="old-worker", ready=False, queues=site.queues
+                env=env, cwd=old, name="old-worker", ready=False, queues=site.queues(old)
             )
             started.append(old_worker)
             processes.wait_until_ready(old_worker)
@@ -164,7 +164,7 @@ def test_deploy_drill__old_processes_replaced_one_by_one_while_saving(tmp_path):
             saved(5)
             # 2. Workers: the new one ready, then the old one's warm shutdown.
             new_worker = processes.start_worker(
-                env=env, name="new-worker", ready=False, queues=site.queues
+                env=env, name="new-worker", ready=False, queues=site.queues()
             )
             started.append(new_worker)
             processes.wait_until_ready(new_worker)

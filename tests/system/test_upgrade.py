@@ -85,7 +85,7 @@ def test_upgrade__migrations_under_the_previous_release_stop_no_save_and_rewrite
                 before = filenodes(conn)
 
             worker = processes.start_worker(
-                env=env, cwd=old, name="previous-worker", ready=False, queues=site.queues
+                env=env, cwd=old, name="previous-worker", ready=False, queues=site.queues(old)
             )
             started.append(worker)
             processes.wait_until_ready(worker)
