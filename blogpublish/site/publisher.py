@@ -22,7 +22,14 @@ from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.look import page_look
 from blogpublish.site.selectors import ListedPage
-from blogpublish.site.state import Note, SiteState, add_note, add_notes
+from blogpublish.site.state import (
+    Note,
+    SiteState,
+    add_note,
+    add_notes,
+    checks_done,
+    checks_due_add,
+)
 from blogpublish.storage import SiteStorage, Staged, site_storage
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError, TransientPublishError
 from publishing.models import tags_refresh
@@ -344,7 +351,9 @@ class StaticSitePublisher(BasePublisher):
         writes them and settles the notes (build.settle); once it commits, the page
         directories the settled notes no longer need are removed, and the pages of the
         settled articles and of their neighbours checked (`_repair_settled`). The
-        refresh and the full check both end so: a note either settles is checked."""
+        refresh and the full check both end so: a note either settles is checked. What
+        is to be checked is saved with the pass (state.checks_due_add) and cleared once
+        checked, so a pass killed before its check leaves it to the next pass."""
         site, time_left = self._shared(fence)
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
@@ -352,10 +361,13 @@ class StaticSitePublisher(BasePublisher):
             # links may name them (a delete, a new date, a new title or slug).
             were_at = {i: w.listed_at for i, w in state.written.items() if w.was_listed}
             done = views(site, state, time_left)
-            settled = list(state.settled)
+            due = checks_due_add(
+                list(state.settled), [(i, were_at[i]) for i in state.settled if were_at.get(i)]
+            )
             state.save_pass()
         self._remove(state)
-        self._repair_settled(settled, were_at=were_at)
+        if due is not None and self._repair_settled(due.ids, were_at=due.were_at):
+            checks_done(due)
         return done
 
     def _shared(self, fence: Fence | None) -> tuple[build.Site, build.TimeLeft]:
@@ -517,22 +529,24 @@ class StaticSitePublisher(BasePublisher):
                     site.discard(item)
         return len(due)
 
-    def _repair_settled(self, article_ids: list[int], *, were_at: dict[int, str]) -> None:
+    def _repair_settled(self, article_ids: list[int], *, were_at: list[tuple[int, str]]) -> bool:
         """After a pass: the pages of the articles it settled, and of their neighbours
-        where they were listed (`were_at`: id → listed date) and where they are now,
-        each read once (its first bytes), so a listed article's missing or stale page,
-        or one whose previous or next link names an article no longer there or no longer
-        so, is written again by the next pass, not the next full check. A failure here
-        is the full check's to mend (docs/site.md, "Previous and next")."""
+        where they were listed (`were_at`: (id, listed date) pairs) and where they are
+        now, each read once (its first bytes), so a listed article's missing or stale
+        page, or one whose previous or next link names an article no longer there or no
+        longer so, is written again by the pass, not the next full check. False when it
+        failed: the next pass checks them again (docs/site.md, "Previous and next")."""
         if not article_ids:
-            return
+            return True
         try:
-            keys = [(datetime.fromisoformat(were_at[i]), i) for i in article_ids if were_at.get(i)]
+            keys = [(datetime.fromisoformat(at), i) for i, at in were_at]
             keys += [(e.publish_at, e.id) for e in selectors.listed_entries(article_ids).values()]
             around = selectors.neighbour_ids(keys)
             self._repair_pages(selectors.listed_pages(sorted({*article_ids, *around})))
-        except (OSError, SymlinkRefused, StorageError, DatabaseError) as exc:
+        except (OSError, SymlinkRefused, StorageError, DatabaseError, PageChanged) as exc:
             logger.error("the pages of the articles settled were not checked: %s", exc)
+            return False
+        return True
 
     def _sweep_images(self) -> None:
         """Uploaded images no article has used for IMAGE_GRACE_SECONDS (blogpublish.desk)

@@ -9,11 +9,14 @@ nothing: the next refresh rebuilds, and the full check removes what no article n
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from blogpublish.models import SITE_STATE_ID, PageNote
 from blogpublish.models import SiteState as SiteStateRow
+from work.checkpoints import checkpoint_read, checkpoint_save
 from work.db import row_values_in
+from work.models import Checkpoint
 
 
 @dataclass
@@ -165,3 +168,50 @@ def add_notes(notes: list[Note]) -> None:
         PageNote.objects.bulk_update(changed, ["slugs", "version"])
     if new:
         PageNote.objects.bulk_create(new)
+
+
+# --- the pages a pass checks after it commits -----------------------------------------
+
+# The articles settled and not yet checked (the checkpoint's position, JSON: a token,
+# their ids, and where each was listed before it settled), saved in the pass's
+# transaction and cleared once checked: a worker killed between the two leaves them to
+# the next pass, not to the next full check.
+CHECKS_CHECKPOINT = "site-checks-due"
+
+
+@dataclass(frozen=True)
+class ChecksDue:
+    token: str
+    ids: list[int]
+    # (article id, the listed date it had before it settled): its old neighbours'
+    # links may name it.
+    were_at: list[tuple[int, str]]
+
+
+def checks_due_add(ids: list[int], were_at: list[tuple[int, str]]) -> ChecksDue | None:
+    """Inside the pass's transaction: the articles it settled added to those a pass
+    before it settled and did not get to check. None when there are none."""
+    before = checkpoint_read(CHECKS_CHECKPOINT) or {}
+    due = ChecksDue(
+        token=before.get("token", ""),
+        ids=list(before.get("ids", [])),
+        were_at=[(i, at) for i, at in before.get("were_at", [])],
+    )
+    if not ids:
+        return due if due.ids else None
+    ids_now = sorted({*due.ids, *ids})
+    were_now = sorted({*due.were_at, *were_at})
+    due = ChecksDue(token=uuid.uuid4().hex, ids=ids_now, were_at=were_now)
+    checkpoint_save(
+        CHECKS_CHECKPOINT,
+        {"token": due.token, "ids": due.ids, "were_at": [list(w) for w in due.were_at]},
+    )
+    return due
+
+
+def checks_done(due: ChecksDue) -> None:
+    """After the check: cleared, unless a later pass added to them meanwhile (its
+    token, then: it checks them all)."""
+    Checkpoint.objects.filter(name=CHECKS_CHECKPOINT, position__token=due.token).update(
+        position=None
+    )

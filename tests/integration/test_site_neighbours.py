@@ -137,3 +137,29 @@ def test_an_article_listed_while_the_full_check_runs_has_its_neighbours_checked(
     assert links(site, second.slug)["next"] == "/late/"
     assert links(site, third.slug)["prev"] == "/late/"
     assert_links_follow_the_listing(site)
+
+
+def test_a_pass_killed_before_its_check_leaves_the_check_to_the_next_pass(
+    site,  # noqa: F811
+    monkeypatch,
+):
+    """A pass commits (its notes consumed), then checks the pages of what it settled and
+    their neighbours. A worker killed between the two leaves that check to the next
+    pass (it was saved with the pass), not to the next full check."""
+    _first, second = site.add(2)
+    publisher = type(site.publisher)
+
+    def killed(self, article_ids):  # the pass has committed; its check dies
+        raise SystemExit("killed")
+
+    with monkeypatch.context() as kill:
+        kill.setattr(publisher, "_write_live_pages", killed)
+        with pytest.raises(SystemExit):
+            site.add(1)  # article-3: published, its pass committed, 2's page not rewritten
+    assert "next" not in links(site, second.slug)
+    assert Article.objects.filter(slug="article-3", status="published").exists()
+
+    site.publisher.refresh()  # the next pass: no note left to settle
+
+    assert links(site, second.slug)["next"] == "/article-3/"
+    assert_links_follow_the_listing(site)
