@@ -75,12 +75,19 @@ def measure_bare(workdir: Path, env: dict, params: dict) -> dict:
         for _ in range(count):
             noop.apply_async((drain_key,), producer=producer)
     with worker("bench.bare", workdir / "bare-worker.log", env):
+        ready = time.time()
         wait_until(lambda: client().llen(drain_key) >= count, 600, "the bare drain")
         runs = [float(t) for t in client().lrange(drain_key, 0, -1)]
         progress(f"bare Celery: {params['idle']} round trips to the idle worker")
         trips = round_trips(noop, trip_key, warmup=5, count=params["idle"])
     return {
-        "drain": {"n": count, "per_second": rate(runs), "span_s": max(runs) - min(runs)},
+        "drain": {
+            "n": count,
+            "per_second": rate(runs),
+            "span_s": max(runs) - min(runs),
+            # n / (worker ready → last run): the first run's wait counted too.
+            "from_ready_per_second": count / (max(runs) - ready),
+        },
         "round_trip": summary_ms(trips),
         "records": "RPUSH time.time() into a list on the broker's Redis",
     }
@@ -115,8 +122,9 @@ def measure_blogpublish(workdir: Path, env: dict, params: dict) -> dict:
     burst_ids = [save("burst", n)[0].pk for n in range(params["burst"])]
     site_root = Path(env["SITE_ROOT"])
     with worker("config", workdir / "worker-burst.log", env) as proc:
+        ready = time.time()
         progress("blogpublish: worker started; draining the burst")
-        burst = drain(burst_ids, site_root)
+        burst = drain(burst_ids, site_root, ready=ready)
         rss = grow(proc.pid, done=len(burst_ids), total=params["rss_total"])
     return {"idle": idle, "burst": burst, "rss": rss}
 
@@ -192,7 +200,7 @@ def count_published(ids: list[int]) -> int:
     return Article.objects.filter(pk__in=ids, status=ArticleStatus.PUBLISHED).count()
 
 
-def drain(ids: list[int], site_root: Path, timeout: float = 1800) -> dict:
+def drain(ids: list[int], site_root: Path, *, ready: float, timeout: float = 1800) -> dict:
     """Wait for the burst to be published, polling the shared pages meanwhile."""
     slugs = newest_slugs(ids, LISTED_NEWEST)
     listed_at: float | None = None
@@ -209,10 +217,10 @@ def drain(ids: list[int], site_root: Path, timeout: float = 1800) -> dict:
         if time.monotonic() > deadline:
             raise SystemExit(f"the burst of {len(ids)} was not published in {timeout:.0f} s")
         time.sleep(POLL_PAGES_EVERY)
-    return drain_result(ids, listed_at)
+    return drain_result(ids, listed_at, ready=ready)
 
 
-def drain_result(ids: list[int], listed_at: float | None) -> dict:
+def drain_result(ids: list[int], listed_at: float | None, *, ready: float) -> dict:
     from publishing.models import Article
 
     times = [
@@ -224,6 +232,9 @@ def drain_result(ids: list[int], listed_at: float | None) -> dict:
         "n": len(ids),
         "per_second": rate(times),
         "span_s": last - min(times),
+        # n / (worker ready → last published_at): a group's rows share one published_at,
+        # so the first-to-last rate leaves the first group's time out; this one not.
+        "from_ready_per_second": len(ids) / (last - ready),
         # None: the pages did not list the newest articles within 30 s of the drain.
         "pages_lag_ms": (listed_at - last) * 1000 if listed_at is not None else None,
         "pages_checked": f"index.html and feed.xml link to the burst's {LISTED_NEWEST} newest",

@@ -57,7 +57,7 @@ def measure_tags(workdir: Path, env: dict, params: dict) -> dict:
     with worker("config", workdir / "worker-burst.log", env):
         ready = time.time()
         progress(f"tags ({tags}): worker started; draining the burst")
-        burst = drain(ids, site_root)
+        burst = drain(ids, site_root, ready=ready)
         tags_current = wait_tags_current()
     # From the worker's start to the last publish: a batch completes its group at one
     # moment, so the spread of published_at alone says little of a small burst.

@@ -155,12 +155,19 @@ def breaker_is_open() -> bool:
 Message = tuple[str, tuple, datetime | None]
 
 
-def send_batch(messages: list[Message], *, connection=None, past_breaker: bool = False) -> int:
+def send_batch(
+    messages: list[Message],
+    *,
+    connection=None,
+    past_breaker: bool = False,
+    task_ids: Sequence[str] = (),
+) -> int:
     """Send `messages` in order on one pooled connection (or on `connection`), unless
     the breaker is open (`past_breaker`: try anyway, and close or re-open it). Returns
     how many were sent: all, or those before the first failure (the broker is then down
     for the rest too), which is logged and opens the breaker. Never raises: what was
-    not sent stays pending for the catch-up."""
+    not sent stays pending for the catch-up. `task_ids`: the first messages' task ids
+    (the others get new ones, as Celery makes them; so does an empty one)."""
     if not messages:
         return 0
     dispatcher = _dispatcher()
@@ -171,10 +178,11 @@ def send_batch(messages: list[Message], *, connection=None, past_breaker: bool =
     try:
         with dispatcher.producer(connection) as producer:
             headers = _request_headers()
-            for name, args, eta in messages:
+            for number, (name, args, eta) in enumerate(messages):
                 celery_app().send_task(
                     name,
                     args,
+                    task_id=(task_ids[number] if number < len(task_ids) else "") or None,
                     eta=eta,
                     producer=producer,
                     headers=headers,
@@ -254,10 +262,14 @@ def _describe(messages: list[Message], exc: Exception) -> tuple[str, str, Except
     return what, type(exc).__name__, exc, then
 
 
-def dispatch_publish(article_id: int, *, eta: datetime | None = None, connection=None) -> bool:
-    """Send `publish_article` (on `connection` when a caller has one); False when the
-    broker could not be reached or was skipped (the row stays pending)."""
-    return send_batch([(PUBLISH_TASK, (article_id,), eta)], connection=connection) == 1
+def dispatch_publish(
+    article_id: int, *, eta: datetime | None = None, connection=None, task_id: str = ""
+) -> bool:
+    """Send `publish_article` (on `connection` when a caller has one; as `task_id`, a
+    save's Article.message_id, when given); False when the broker could not be reached
+    or was skipped (the row stays pending)."""
+    message = (PUBLISH_TASK, (article_id,), eta)
+    return send_batch([message], connection=connection, task_ids=[task_id]) == 1
 
 
 def dispatch_many(
@@ -278,14 +290,15 @@ def eta_horizon() -> float:
     return 2 * settings.PUBLISH_CATCHUP_INTERVAL
 
 
-def dispatch_when_due(*, article_id: int, publish_at: datetime) -> bool:
+def dispatch_when_due(*, article_id: int, publish_at: datetime, task_id: str = "") -> bool:
     """Send now if due; with an ETA if due before the catch-up runs again; else leave it
-    to the catch-up, which arms it when its time comes near."""
+    to the catch-up, which arms it when its time comes near. `task_id`: the save's
+    Article.message_id."""
     delay = (publish_at - timezone.now()).total_seconds()
     if delay <= 0:
-        return dispatch_publish(article_id)
+        return dispatch_publish(article_id, task_id=task_id)
     if delay <= eta_horizon():
-        return dispatch_publish(article_id, eta=publish_at)
+        return dispatch_publish(article_id, eta=publish_at, task_id=task_id)
     logger.info("article %s is scheduled for %s; the catch-up will arm it", article_id, publish_at)
     return False
 
@@ -327,3 +340,50 @@ def dispatch_deliveries(
     for the catch-up)."""
     sent = send_batch([(DELIVER_TASK, (pk,), eta) for pk in ids], past_breaker=past_breaker)
     return ids[:sent]
+
+
+DISCARD_COMMAND = "publish_discard"
+
+
+def discard_messages(task_ids: Sequence[str]) -> bool:
+    """Tell every worker to drop these publish messages unrun when they come (the
+    saves' messages of rows a group has claimed besides its own: each would only find
+    its row held or done). One broadcast on the workers' control exchange, Celery's
+    own `revoke` without its per-id result-backend lookups and log line
+    (publishing.tasks, `publish_discard`). Sent as a task's message is, with its few
+    quick retries, and skipped while the breaker is open: a message not dropped ends
+    after one claim, as before. Never raises. True when sent."""
+    ids = [task_id for task_id in task_ids if task_id]
+    if not ids:
+        return False
+    dispatcher = _dispatcher()
+    if not dispatcher.breaker.allow():
+        return False
+    try:
+        with dispatcher.producer() as producer:
+            # (Control.mailbox is set in its __init__; celery-types leave it out.)
+            control = celery_app().control
+            mailbox = control.mailbox(producer.connection)  # type: ignore[attr-defined]
+            # kombu.pidbox.Mailbox._publish's message, published with the retries of
+            # a task's message (Mailbox's own wait for the broker as long as it takes).
+            producer.publish(
+                {
+                    "method": DISCARD_COMMAND,
+                    "arguments": {"task_ids": ids},
+                    "destination": None,
+                    "pattern": None,
+                    "matcher": None,
+                },
+                exchange=mailbox.exchange.name,
+                declare=[mailbox.exchange],
+                headers={"clock": mailbox.clock.forward(), "expires": 0},
+                serializer=mailbox.serializer,
+                retry=True,
+                retry_policy=celery_app().conf.task_publish_retry_policy,
+            )
+    except Exception as exc:  # a hint: the messages then run, and end after one claim
+        if isinstance(exc, dispatcher.broker_errors):
+            dispatcher.discard_pool()
+        logger.info("dispatch: could not ask the workers to drop %d message(s): %s", len(ids), exc)
+        return False
+    return True

@@ -133,6 +133,11 @@ def content_hash_of(
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def new_message_id() -> str:
+    """A publish message's task id, as Celery makes them (a UUID's text)."""
+    return str(uuid.uuid4())
+
+
 def normalize_one_line(value: str) -> str:
     """A description or a byline as stored: one line, single spaces."""
     return " ".join((value or "").split())
@@ -381,6 +386,14 @@ class Article(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     # When the catch-up last sent or armed it: not sent again before PUBLISH_STALE_AFTER.
     dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The Celery task id of the publish message the last save that made work sent
+    # (written by that save, before the message goes): a group that claims this row
+    # besides its own tells the workers to drop that message unrun (publishing.tasks,
+    # `publish_discard`). A hint, not a state: a message that is not dropped ends after
+    # one claim, and one sent by anything else than a save is never named here.
+    message_id = models.CharField(
+        max_length=64, blank=True, default="", db_default="", editable=False
+    )
     # When its death was alerted: one alert per death, also if the worker died first.
     alerted_at = models.DateTimeField(null=True, blank=True, editable=False)
     # sha256 of title, slug and body as saved; published_hash is the content that is live.
@@ -528,6 +541,9 @@ class Article(models.Model):
                 address_lock(self.slug_key)
                 self._check_slug_free()
             self.content_hash = self._content_hash()
+            # The id of the message this save sends if it makes work, stored with the
+            # content it is for (message_id above); a new one for every save.
+            self.message_id = new_message_id()
             if self._state.adding:
                 # Read by the post_save receiver, which runs inside super().save().
                 self.wants_publish = self.status == ArticleStatus.PENDING
@@ -693,7 +709,8 @@ class Article(models.Model):
             before = rows.select_for_update().values_list("content_hash", flat=True).get()
             # Decided before super().save(), whose post_save receiver reads it.
             self.wants_publish = changed = before != self.content_hash
-            super().save(update_fields=[*CONTENT_FIELDS, "slug_key", "content_hash", "updated_at"])
+            fields = [*CONTENT_FIELDS, "slug_key", "content_hash", "updated_at"]
+            super().save(update_fields=[*fields, "message_id"] if changed else fields)
             if changed:
                 # New content is new work, with a fresh budget of attempts, to try now
                 # rather than after the last failure's backoff. An attempt in flight keeps

@@ -17,7 +17,14 @@ def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
     # After commit, so a worker never looks for a row it cannot see yet; robust, so a
     # failing dispatch can neither fail the save nor drop other on-commit callbacks.
     transaction.on_commit(
-        partial(dispatch_when_due, article_id=instance.pk, publish_at=instance.publish_at),
+        partial(
+            dispatch_when_due,
+            article_id=instance.pk,
+            publish_at=instance.publish_at,
+            # The id the save stored with its content: a group that claims the row
+            # besides its own drops this message unrun (Article.message_id).
+            task_id=instance.message_id,
+        ),
         robust=True,
     )
 

@@ -10,11 +10,14 @@ from typing import Any
 from celery import Celery, Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
+from celery.worker import state as worker_state
+from celery.worker.control import control_command
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from publishing.dispatch import (
+    DISCARD_COMMAND,
     dispatch_batches,
     dispatch_deliveries,
     dispatch_many,
@@ -39,6 +42,27 @@ from publishing.services import (
 from publishing.services.rerender import RerenderOutcome, site_rerender
 
 logger = logging.getLogger(__name__)
+
+# Task ids in one discard at most (a group's, PUBLISH_BATCH_SIZE - 1; a bound on what a
+# broadcast from anyone with the broker's password can put in a worker's memory).
+DISCARD_MAX = 10_000
+
+
+@control_command(
+    name=DISCARD_COMMAND,
+    args=[("task_ids", list)],
+    signature="<task_id> [<task_id> ...]",
+)
+def publish_discard(state, task_ids: list) -> dict:
+    """Remote control (dispatch.discard_messages): drop these publish messages unrun when
+    they come, as Celery drops a revoked task. Their rows are claimed by a group that
+    publishes them, or that failed and sent their next message itself; each message
+    would only find its row held or done. The worker's own set of revoked ids holds
+    them (bounded, and forgotten after CELERY_WORKER_REVOKE_EXPIRES, 3 hours); a
+    message dropped shows in Flower as revoked."""
+    ids = [str(task_id) for task_id in list(task_ids or ())[:DISCARD_MAX]]
+    worker_state.revoked.update(ids)
+    return {"ok": f"{len(ids)} message(s) to drop"}
 
 
 class LeaseLimits(Task):

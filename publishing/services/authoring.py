@@ -18,7 +18,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from publishing.dispatch import dispatch_when_due
-from publishing.models import CONTENT_FIELDS, READER_FIELDS, Article, slug_from_title
+from publishing.models import (
+    CONTENT_FIELDS,
+    READER_FIELDS,
+    Article,
+    new_message_id,
+    slug_from_title,
+)
 
 
 def _article(
@@ -109,6 +115,7 @@ def articles_create_many(rows: Iterable[Mapping]) -> list[Article]:
             continue
         keys.add(article.slug_key)
         article.content_hash = article._content_hash()
+        article.message_id = new_message_id()
         articles.append(article)
     if errors:
         raise ValidationError(errors)
@@ -116,7 +123,12 @@ def articles_create_many(rows: Iterable[Mapping]) -> list[Article]:
         created = Article.objects.bulk_create(articles)
         for article in created:
             transaction.on_commit(
-                partial(dispatch_when_due, article_id=article.pk, publish_at=article.publish_at),
+                partial(
+                    dispatch_when_due,
+                    article_id=article.pk,
+                    publish_at=article.publish_at,
+                    task_id=article.message_id,
+                ),
                 robust=True,
             )
     return created

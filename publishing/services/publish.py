@@ -68,6 +68,7 @@ from django.db.models.functions import Now, StrIndex, Substr
 from django.utils import timezone
 
 from publishing import rollup
+from publishing.dispatch import discard_messages
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError
 from publishing.logcontext import log_context
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
@@ -888,6 +889,7 @@ def publish_group(
             else:
                 shared_views_backlog_drained()
             return report
+        _drop_their_messages(claims, first)
         group = _Group(claims, retry_in)
         group.report.limit = limit
         group.report.took_over = any(claim.taken_over for claim in claims)
@@ -916,6 +918,16 @@ def publish_group(
     if first is not None and report.of(first) is None:
         report.unclaimed = explain_unclaimed(article_id=first)
     return report
+
+
+def _drop_their_messages(claims: list[Claim], first: int | None) -> None:
+    """The messages the saves of the rows claimed besides `first` sent (their
+    Article.message_id), dropped unrun by the workers: each would only find its row
+    held or done. A save after the claim stored a new id, and its message runs; so
+    does any message of a row that is not dropped in time (it ends after one claim)."""
+    ids = [c.article.message_id for c in claims if c.article.pk != first and c.article.message_id]
+    if ids:  # (after the claim commits: at once, unless a caller's transaction holds it)
+        transaction.on_commit(partial(discard_messages, ids), robust=True)
 
 
 def _more_due() -> bool:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from django.conf import settings
 from django.db.models import Count, Q
 
-from publishing.models import Article, ArticleStatus, AttemptOutcome
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from tests.support.waiting import wait_for
 
 
@@ -44,3 +47,39 @@ def assert_published_once(articles: list[Article]) -> None:
     assert not problems, problems
     assert not missing, f"pages missing: {missing}"
     assert len(rows) == len(ids)
+
+
+DROPPED = re.compile(r"Discarding revoked task: publishing\.tasks\.publish_article\[([^\]]+)\]")
+RAN = re.compile(r"Task publishing\.tasks\.publish_article\[([^\]]+)\] succeeded")
+
+
+def messages_ran(log: Path) -> set[str]:
+    """The task ids of the publish messages a worker ran (its log)."""
+    return set(RAN.findall(log.read_text(errors="replace")))
+
+
+def assert_others_dropped(log: Path, articles: list[Article]) -> set[str]:
+    """Once each save's message of `articles` was run or dropped by the worker whose log
+    this is: some were dropped, only saves' messages were, and each one's row was
+    published by another message's attempt (publishing.tasks.publish_discard). The ids
+    dropped."""
+    ids = [a.pk for a in articles]
+    message_ids = set(Article.objects.filter(pk__in=ids).values_list("message_id", flat=True))
+    assert "" not in message_ids and len(message_ids) == len(articles)
+
+    def dropped() -> set[str]:
+        return set(DROPPED.findall(log.read_text(errors="replace")))
+
+    wait_for(
+        lambda: message_ids <= dropped() | messages_ran(log),
+        what="each save's message run or dropped",
+    )
+    assert dropped() & message_ids, "no message of the burst was dropped"
+    assert dropped() <= message_ids
+    published_by = dict(
+        PublishAttempt.objects.filter(article_id__in=ids, outcome=AttemptOutcome.OK).values_list(
+            "article__message_id", "task_id"
+        )
+    )
+    assert all(published_by[message_id] != message_id for message_id in dropped())
+    return dropped()

@@ -20,12 +20,18 @@ from functools import partial
 import pytest
 from django.conf import settings
 
-from publishing.models import Article, AttemptOutcome, PublishAttempt
+from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from tests.support.chaos import journal_entries
 from tests.support.site import assert_lists_exactly
 from tests.support.waiting import wait_for
 from tests.system.conftest import record_timing, since
-from tests.system.helpers import assert_published_once, save_articles, wait_all_published
+from tests.system.helpers import (
+    assert_others_dropped,
+    assert_published_once,
+    messages_ran,
+    save_articles,
+    wait_all_published,
+)
 
 pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
 
@@ -135,3 +141,32 @@ def test_a_slow_target_at_the_default_group_size_publishes_every_row_once(
     assert list(dead.values_list("article__slug", "error")) == []
     assert all(len(journal_entries(a.slug)) == 1 for a in articles)
     wait_site_exact(articles)
+
+
+def test_a_groups_other_messages_are_dropped_unrun_and_a_later_edit_still_publishes(
+    pipeline, own_site
+):
+    """Saved while no worker runs, then drained: a group that claims rows besides its
+    own has the workers drop those rows' messages (each save's Article.message_id)
+    unrun. Only such messages are dropped: each one's row was published by another
+    message's attempt. An edit saved after the claim sends a message of a new id, which
+    runs (no Beat: nothing else would publish it)."""
+    articles = save_articles(f"drop-{uuid.uuid4().hex[:6]}", 40)
+    worker = pipeline.worker()
+    wait_all_published(articles)
+    assert_published_once(articles)
+    dropped = assert_others_dropped(worker.log, articles)
+
+    # Its message was dropped; the edit's is its own, and runs.
+    edited = Article.objects.get(message_id=sorted(dropped)[0])
+    edited.title = f"{edited.title} edited"
+    edited.save()
+    assert edited.message_id not in dropped
+
+    def edit_published() -> bool:
+        row = Article.objects.get(pk=edited.pk)
+        return row.status == ArticleStatus.PUBLISHED and row.published_hash == row.content_hash
+
+    wait_for(edit_published, timeout=30, what="the edit to be published")
+    assert edited.message_id in messages_ran(worker.log)
+    assert "edited" in (own_site / edited.slug / "index.html").read_text(encoding="utf-8")

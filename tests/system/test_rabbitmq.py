@@ -31,7 +31,12 @@ from tests.support.processes import ROOT, Proc
 from tests.support.rabbitmq import PrivateRabbitMQ, rabbitmq_missing
 from tests.support.waiting import wait_for
 from tests.system.conftest import SYSTEM_SETTINGS, Processes, record_timing, since
-from tests.system.helpers import assert_published_once, save_articles, wait_all_published
+from tests.system.helpers import (
+    assert_others_dropped,
+    assert_published_once,
+    save_articles,
+    wait_all_published,
+)
 
 pytestmark = [
     pytest.mark.system,
@@ -135,6 +140,19 @@ def test_straight_line_publishes_each_article_once_and_drains_the_queues(rabbit)
 
     wait_all_published(articles, timeout=60)
     assert_published_once(articles)
+    wait_for(lambda: not any(queue_message_counts().values()), what="the queues to drain")
+
+
+def test_a_burst_saved_while_no_worker_runs_drops_the_grouped_rows_messages(rabbit):
+    """The discard broadcast goes through RabbitMQ's control exchange too: the rows a
+    group claimed besides its own have their messages dropped unrun; each published
+    once, the queues drained."""
+    articles = save_articles("rabbit-drop", 30)
+    worker = rabbit.worker()
+
+    wait_all_published(articles, timeout=60)
+    assert_published_once(articles)
+    assert_others_dropped(worker.log, articles)
     wait_for(lambda: not any(queue_message_counts().values()), what="the queues to drain")
 
 

@@ -48,6 +48,7 @@ def test_side_by_side_benchmark_runs_at_tiny_sizes(tmp_path):
     document = json.loads((tmp_path / "latest.json").read_text())
     assert set(document["ratios"]["sqlite"]) == {
         "burst_drain_per_bare_drain",
+        "burst_from_ready_per_bare",
         "idle_p50_per_bare_p50",
         "idle_p99_per_bare_p99",
         "rss_last_per_first",
