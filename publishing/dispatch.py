@@ -347,8 +347,8 @@ DISCARD_COMMAND = "publish_discard"
 
 def discard_messages(task_ids: Sequence[str]) -> bool:
     """Tell every worker to drop these publish messages unrun when they come (the
-    saves' messages of rows a group has claimed besides its own: each would only find
-    its row held or done). One broadcast on the workers' control exchange, Celery's
+    saves' messages of rows a group has published besides its own: their work is
+    done). One broadcast on the workers' control exchange, Celery's
     own `revoke` without its per-id result-backend lookups and log line
     (publishing.tasks, `publish_discard`). Sent as a task's message is, with its few
     quick retries, and skipped while the breaker is open: a message not dropped ends
@@ -357,7 +357,7 @@ def discard_messages(task_ids: Sequence[str]) -> bool:
     if not ids:
         return False
     dispatcher = _dispatcher()
-    if not dispatcher.breaker.allow():
+    if dispatcher.breaker.is_open:  # asked, not allow(): a hint never takes the trial
         return False
     try:
         with dispatcher.producer() as producer:

@@ -55,11 +55,11 @@ DISCARD_MAX = 10_000
 )
 def publish_discard(state, task_ids: list | None = None) -> dict:
     """Remote control (dispatch.discard_messages): drop these publish messages unrun when
-    they come, as Celery drops a revoked task. Their rows are claimed by a group that
-    publishes them, or that failed and sent their next message itself; each message
-    would only find its row held or done. The worker's own set of revoked ids holds
-    them (bounded, and forgotten after CELERY_WORKER_REVOKE_EXPIRES, 3 hours); a
-    message dropped shows in Flower as revoked."""
+    they come, as Celery drops a revoked task. Each is the message of a save whose
+    content another message's group has published: its work is done. The worker's own
+    set of revoked ids holds them (bounded, and forgotten after
+    CELERY_WORKER_REVOKE_EXPIRES, 3 hours); a message dropped shows in Flower as
+    revoked."""
     if not isinstance(task_ids, list | tuple):  # anyone with the broker can send one
         return {"error": "task_ids: a list of task ids"}
     ids = [str(task_id) for task_id in task_ids[:DISCARD_MAX]]

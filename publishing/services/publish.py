@@ -889,7 +889,6 @@ def publish_group(
             else:
                 shared_views_backlog_drained()
             return report
-        _drop_their_messages(claims, first)
         group = _Group(claims, retry_in)
         group.report.limit = limit
         group.report.took_over = any(claim.taken_over for claim in claims)
@@ -897,6 +896,7 @@ def publish_group(
             group.run(time_limit)
         finally:
             report = group.report
+            _drop_their_messages(claims, first, report)
             for article_id in group.dead:  # (the catch-up sends any a kill left unsent)
                 transaction.on_commit(
                     partial(article_dead_alert, article_id=article_id), robust=True
@@ -920,13 +920,21 @@ def publish_group(
     return report
 
 
-def _drop_their_messages(claims: list[Claim], first: int | None) -> None:
-    """The messages the saves of the rows claimed besides `first` sent (their
-    Article.message_id), dropped unrun by the workers: each would only find its row
-    held or done. A save after the claim stored a new id, and its message runs; so
-    does any message of a row that is not dropped in time (it ends after one claim)."""
-    ids = [c.article.message_id for c in claims if c.article.pk != first and c.article.message_id]
-    if ids:  # (after the claim commits: at once, unless a caller's transaction holds it)
+def _drop_their_messages(claims: list[Claim], first: int | None, report: GroupReport) -> None:
+    """The messages the saves of the rows this group published besides `first` sent
+    (each row's Article.message_id as the claim read it: the save whose content was
+    published, or an earlier one), dropped unrun by the workers: their work is done.
+    Only once published: a row whose group's worker died keeps its message, which takes
+    the row over once the lease ends, as any message of a row left leased does. A save
+    after the claim stored a new id, and its message runs; so does any message not
+    dropped in time (it ends after one claim)."""
+    published = {r.article_id for r in report.results if r.outcome is Outcome.PUBLISHED}
+    ids = [
+        c.article.message_id
+        for c in claims
+        if c.article.pk != first and c.article.pk in published and c.article.message_id
+    ]
+    if ids:  # (after the completion commits: at once, unless a caller's transaction holds it)
         transaction.on_commit(partial(discard_messages, ids), robust=True)
 
 

@@ -332,3 +332,31 @@ def test_rabbitmq_unreachable_costs_one_send_then_the_breaker_skips_it(
     assert breaker_open
     ids = [first.pk, *(a.pk for a in rest)]
     assert Article.objects.filter(pk__in=ids, status=ArticleStatus.PENDING).count() == 11
+
+
+# --- a group's broadcast of the messages it made needless (dispatch.discard_messages) ---
+
+
+def window_over() -> bool:
+    breaker = dispatch._dispatcher().breaker
+    return breaker._open_until is not None and breaker._clock() >= breaker._open_until
+
+
+def test_a_discard_leaves_the_breakers_trial_to_a_send(private_broker, make_article, settings):
+    """A send failed while the broker was down: the breaker opened. Once the broker is
+    back and the window is over, a group's broadcast (its first call to the broker in
+    a worker) is skipped, not taken as the half-open trial: the next message is the
+    trial, goes out, and closes the breaker. (A broadcast that took the trial never
+    reported it, and every later group's follow-up message was skipped.)"""
+    settings.PUBLISH_DISPATCH_BREAKER_SECONDS = 1
+    private_broker.stop()
+    waiting = make_article()  # its send fails: the breaker opens
+    assert dispatch.breaker_is_open()
+    private_broker.start()  # back (the same port, empty)
+
+    wait_for(window_over, timeout=5, interval=0.05, what="the breaker's window to end")
+    assert dispatch.discard_messages(["some-save-message-id"]) is False
+    assert dispatch.dispatch_publish(waiting.pk) is True
+    assert not dispatch.breaker_is_open()
+    assert queued(redis_client(private_broker)) == 1
+    assert dispatch.discard_messages(["some-save-message-id"]) is True
