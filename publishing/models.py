@@ -387,8 +387,8 @@ class Article(models.Model):
     # When the catch-up last sent or armed it: not sent again before PUBLISH_STALE_AFTER.
     dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
     # The Celery task id of the publish message the last save that made work sent
-    # (written by that save, before the message goes): a group that claims this row
-    # besides its own tells the workers to drop that message unrun (publishing.tasks,
+    # (written by that save, before the message goes): a group that has published this
+    # row besides its own tells the workers to drop that message unrun (publishing.tasks,
     # `publish_discard`). A hint, not a state: a message that is not dropped ends after
     # one claim, and one sent by anything else than a save is never named here.
     message_id = models.CharField(

@@ -21,8 +21,8 @@ def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
             dispatch_when_due,
             article_id=instance.pk,
             publish_at=instance.publish_at,
-            # The id the save stored with its content: a group that claims the row
-            # besides its own drops this message unrun (Article.message_id).
+            # The id the save stored with its content: a group that publishes the row
+            # besides its own has this message dropped unrun (Article.message_id).
             task_id=instance.message_id,
         ),
         robust=True,
