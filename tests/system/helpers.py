@@ -58,6 +58,11 @@ def messages_ran(log: Path) -> set[str]:
     return set(RAN.findall(log.read_text(errors="replace")))
 
 
+def dropped_by(log: Path) -> set[str]:
+    """The task ids of the publish messages a worker dropped unrun (its log)."""
+    return set(DROPPED.findall(log.read_text(errors="replace")))
+
+
 def assert_others_dropped(log: Path, articles: list[Article]) -> set[str]:
     """Once each save's message of `articles` was run or dropped by the worker whose log
     this is: some were dropped, only saves' messages were, and each one's row was
@@ -67,19 +72,16 @@ def assert_others_dropped(log: Path, articles: list[Article]) -> set[str]:
     message_ids = set(Article.objects.filter(pk__in=ids).values_list("message_id", flat=True))
     assert "" not in message_ids and len(message_ids) == len(articles)
 
-    def dropped() -> set[str]:
-        return set(DROPPED.findall(log.read_text(errors="replace")))
-
     wait_for(
-        lambda: message_ids <= dropped() | messages_ran(log),
+        lambda: message_ids <= dropped_by(log) | messages_ran(log),
         what="each save's message run or dropped",
     )
-    assert dropped() & message_ids, "no message of the burst was dropped"
-    assert dropped() <= message_ids
+    assert dropped_by(log) & message_ids, "no message of the burst was dropped"
+    assert dropped_by(log) <= message_ids
     published_by = dict(
         PublishAttempt.objects.filter(article_id__in=ids, outcome=AttemptOutcome.OK).values_list(
             "article__message_id", "task_id"
         )
     )
-    assert all(published_by[message_id] != message_id for message_id in dropped())
-    return dropped()
+    assert all(published_by[message_id] != message_id for message_id in dropped_by(log))
+    return dropped_by(log)

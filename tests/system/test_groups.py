@@ -28,6 +28,7 @@ from tests.system.conftest import record_timing, since
 from tests.system.helpers import (
     assert_others_dropped,
     assert_published_once,
+    dropped_by,
     messages_ran,
     save_articles,
     wait_all_published,
@@ -168,5 +169,11 @@ def test_a_groups_other_messages_are_dropped_unrun_and_a_later_edit_still_publis
         return row.status == ArticleStatus.PUBLISHED and row.published_hash == row.content_hash
 
     wait_for(edit_published, timeout=30, what="the edit to be published")
-    assert edited.message_id in messages_ran(worker.log)
+    # Its message ran (logged as the task returns, a moment after the row's outcome).
+    wait_for(
+        lambda: edited.message_id in messages_ran(worker.log),
+        timeout=30,
+        what="the edit's message to have run",
+    )
+    assert edited.message_id not in dropped_by(worker.log)
     assert "edited" in (own_site / edited.slug / "index.html").read_text(encoding="utf-8")
