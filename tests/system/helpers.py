@@ -32,6 +32,12 @@ def wait_all_published(articles: list[Article], timeout: float = 60.0) -> None:
     wait_for(all_published, timeout=timeout, what=f"{len(ids)} article(s) to be published")
 
 
+def published_as_saved(article: Article) -> bool:
+    """Published, and what is live is its content as last saved."""
+    row = Article.objects.get(pk=article.pk)
+    return row.status == ArticleStatus.PUBLISHED and row.published_hash == row.content_hash
+
+
 def assert_published_once(articles: list[Article]) -> None:
     """Published, page on disk, and exactly one successful attempt per content."""
     ids = [a.pk for a in articles]

@@ -17,9 +17,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from publishing.models import Article, AttemptOutcome, PublishAttempt
 from tests.support.chaos import release
 from tests.support.waiting import wait_for
+from tests.system.helpers import published_as_saved
 
 pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
 
@@ -41,11 +42,6 @@ def failed_once(article: Article) -> bool:
     return PublishAttempt.objects.filter(
         article=article, outcome=AttemptOutcome.RETRY, finished_at__isnull=False
     ).exists()
-
-
-def published(article: Article) -> bool:
-    row = Article.objects.get(pk=article.pk)
-    return row.status == ArticleStatus.PUBLISHED and row.published_hash == row.content_hash
 
 
 def test_a_killed_workers_group_is_taken_over_by_a_message_queued_behind_it(pipeline, chaos):
@@ -88,7 +84,7 @@ def test_a_killed_workers_group_is_taken_over_by_a_message_queued_behind_it(pipe
         what="W3 to take Z's message",
     )
     wait_for(
-        lambda: published(own) and published(other),
+        lambda: published_as_saved(own) and published_as_saved(other),
         timeout=30,
         what="Y and Z published by the message queued behind the killed group",
     )
@@ -136,7 +132,11 @@ def test_a_failed_row_of_a_group_gets_its_next_message_after_a_broker_blip(pipel
     wait_for(lambda: failed_once(other), timeout=30, what="D's first attempt to fail")
     first = PublishAttempt.objects.filter(article=other).order_by("id").first()
     assert first.task_id == own.message_id, "D was claimed in C's group"
-    wait_for(lambda: published(own) and published(other), timeout=30, what="C and D published")
+    wait_for(
+        lambda: published_as_saved(own) and published_as_saved(other),
+        timeout=30,
+        what="C and D published",
+    )
     assert worker.alive()
 
 
@@ -169,5 +169,5 @@ def test_hostile_publish_discard_arguments_leave_the_consumer_running(pipeline):
     article = Article(title="after", slug=f"after-{uuid.uuid4().hex[:6]}", body="B.")
     article.full_clean()
     article.save()
-    wait_for(lambda: published(article), timeout=30, what="a save after them")
+    wait_for(lambda: published_as_saved(article), timeout=30, what="a save after them")
     assert worker.alive()

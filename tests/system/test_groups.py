@@ -20,7 +20,7 @@ from functools import partial
 import pytest
 from django.conf import settings
 
-from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from publishing.models import Article, AttemptOutcome, PublishAttempt
 from tests.support.chaos import journal_entries
 from tests.support.site import assert_lists_exactly
 from tests.support.waiting import wait_for
@@ -30,6 +30,7 @@ from tests.system.helpers import (
     assert_published_once,
     dropped_by,
     messages_ran,
+    published_as_saved,
     save_articles,
     wait_all_published,
 )
@@ -147,11 +148,11 @@ def test_a_slow_target_at_the_default_group_size_publishes_every_row_once(
 def test_a_groups_other_messages_are_dropped_unrun_and_a_later_edit_still_publishes(
     pipeline, own_site
 ):
-    """Saved while no worker runs, then drained: a group that claims rows besides its
-    own has the workers drop those rows' messages (each save's Article.message_id)
-    unrun. Only such messages are dropped: each one's row was published by another
-    message's attempt. An edit saved after the claim sends a message of a new id, which
-    runs (no Beat: nothing else would publish it)."""
+    """Saved while no worker runs, then drained: a group that has published rows
+    besides its own has the workers drop those rows' messages (each save's
+    Article.message_id) unrun. Only such messages are dropped: each one's row was
+    published by another message's attempt. An edit saved afterwards stores and sends a
+    message of a new id, which runs (no Beat: nothing else would publish it)."""
     articles = save_articles(f"drop-{uuid.uuid4().hex[:6]}", 40)
     worker = pipeline.worker()
     wait_all_published(articles)
@@ -163,12 +164,10 @@ def test_a_groups_other_messages_are_dropped_unrun_and_a_later_edit_still_publis
     edited.title = f"{edited.title} edited"
     edited.save()
     assert edited.message_id not in dropped
+    # Stored with the edit's content, for the next group that publishes it besides its own.
+    assert Article.objects.get(pk=edited.pk).message_id == edited.message_id
 
-    def edit_published() -> bool:
-        row = Article.objects.get(pk=edited.pk)
-        return row.status == ArticleStatus.PUBLISHED and row.published_hash == row.content_hash
-
-    wait_for(edit_published, timeout=30, what="the edit to be published")
+    wait_for(lambda: published_as_saved(edited), timeout=30, what="the edit to be published")
     # Its message ran (logged as the task returns, a moment after the row's outcome).
     wait_for(
         lambda: edited.message_id in messages_ran(worker.log),
