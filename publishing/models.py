@@ -58,7 +58,7 @@ from publishing.validators import (
     validate_single_line,
     validate_slug_bytes,
 )
-from work.db import address_lock
+from work.db import address_lock, insert_rows
 
 TITLE_MAX_LENGTH = 200
 # The content's validators, shared by the article and its story's draft.
@@ -304,9 +304,8 @@ def tags_refresh(tag_ids: Iterable[int], *, since: Mapping[int, datetime] | None
     `since`: by tag, the oldest live date the change touched (its pages from the one
     holding it are written); a tag without one has every page written (the full check)."""
     since = since or {}
-    TagRefresh.objects.bulk_create(
-        TagRefresh(tag_id=tag_id, since=since.get(tag_id)) for tag_id in sorted(set(tag_ids))
-    )
+    rows = [(tag_id, since.get(tag_id)) for tag_id in sorted(set(tag_ids))]
+    insert_rows(TagRefresh, ("tag_id", "since"), rows)
 
 
 def lock_stories(ids: Iterable[int] | models.QuerySet, *, using: str | None = None) -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import bisect
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, connections
@@ -25,6 +25,7 @@ from django.db.models.functions import Substr
 
 from blogpublish.desk.renditions import Renditions
 from blogpublish.models import Image
+from publishing.db import EpochMicroseconds, utc_datetime
 from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagKind, TagRefresh
 from publishing.reader_fields import tag_key
 
@@ -175,7 +176,7 @@ def tag_entries_many(tag_ids: Iterable[int], limit: int) -> dict[int, list[Entry
             .values("id")[:limit]
         )
 
-    sql, params = _union_per(newest, tag_ids, sentinels=(-1, -2))
+    sql, params = _union_per(newest, tag_ids, sentinels=(-1, -2), key=("tag entries", limit))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         pairs = cursor.fetchall()
@@ -189,23 +190,41 @@ def tag_entries_many(tag_ids: Iterable[int], limit: int) -> dict[int, list[Entry
     return found
 
 
+# `_union_per`'s compiled sentinels, by its caller's key and the connection: the
+# statements do not change in a process, and compiling them cost more than running them.
+_COMPILED: dict[tuple[Hashable, str], tuple[tuple[str, Sequence], tuple[str, Sequence]]] = {}
+
+
 def _union_per(
-    make: Callable[[Any], QuerySet], values: list, *, sentinels: tuple[Any, Any]
+    make: Callable[[Any], QuerySet],
+    values: list,
+    *,
+    sentinels: tuple[Any, Any],
+    key: Hashable = None,
 ) -> tuple[str, list]:
     """One statement (SQL, parameters) of `make(value)` for each of `values` (a LIMIT
     each: one range of an index each), each row led by the number of its value in
     `values`. The query is compiled once, not once a value (Django takes milliseconds
     to compile one): the parameters that differ between the two `sentinels`' are the
-    value's. On PostgreSQL the values are an array and the query a LATERAL subquery,
-    planned once (a UNION ALL of 300 took 180 ms to plan, 16 ms to run); elsewhere a
-    UNION ALL of the queries, which SQLite plans in no time."""
-    (sql, first), (same, second) = (make(value).query.sql_with_params() for value in sentinels)
+    value's; `key` (the caller's name and whatever else `make` depends on) keeps the
+    compiled query for the next call. On PostgreSQL the values are an array and the
+    query a LATERAL subquery, planned once (a UNION ALL of 300 took 180 ms to plan,
+    16 ms to run); elsewhere a UNION ALL of the queries, which SQLite plans in no time."""
+    cache = (key, connection.alias) if key is not None else None
+    compiled = _COMPILED.get(cache) if cache else None
+    if compiled is None:
+        compiled = (
+            make(sentinels[0]).query.sql_with_params(),
+            make(sentinels[1]).query.sql_with_params(),
+        )
+        if cache:
+            _COMPILED[cache] = compiled
+    (sql, first), (same, second) = compiled
     slots = [n for n, (one, other) in enumerate(zip(first, second, strict=False)) if one != other]
     pieces = sql.split("%s")
     if same != sql or len(first) != len(second) or not slots or len(pieces) != len(first) + 1:
         # Not one query with the value as a parameter: each its own.
-        compiled = [make(value).query.sql_with_params() for value in values]
-        return _union_all(compiled)
+        return _union_all([make(value).query.sql_with_params() for value in values])
     if connection.vendor == "postgresql":
         lateral = pieces[0] + "".join(
             ("v.value" if n in slots else "%s") + piece for n, piece in enumerate(pieces[1:])
@@ -477,10 +496,12 @@ RELATED_MAX = 3
 # range of `tag_listed_idx` per tag, so a page's related articles cost the same on a site
 # of any size and with any number of tags (docs/site.md, "Related articles").
 RELATED_PER_TAG = 25
-# Tags a query reads at most (SQLite allows 500 terms in one UNION ALL).
+# Tags a query reads at most (SQLite allows 500 terms in one UNION ALL; PostgreSQL's
+# LATERAL form has no such limit: `_union_per`).
 RELATED_TAGS_PER_QUERY = 200
 
-RELATED_FIELDS = ("article_id", "publish_at", "article__published_title", "article__published_slug")
+# `at`: the date as an integer (EpochMicroseconds): thousands of candidates a group.
+RELATED_FIELDS = ("article_id", "at", "article__published_title", "article__published_slug")
 
 
 def related(tags: Iterable[str], article_id: int | None) -> list[Entry]:
@@ -505,8 +526,9 @@ def related_many(
     keys_of = {article_id: _tag_keys(tags) for article_id, tags in wanted.items()}
     every = sorted(set().union(*keys_of.values())) if keys_of else []
     candidates: dict[str, list[tuple[int, datetime, str, str]]] = {}
-    for start in range(0, len(every), RELATED_TAGS_PER_QUERY):
-        candidates |= _related_candidates(every[start : start + RELATED_TAGS_PER_QUERY])
+    per_query = RELATED_TAGS_PER_QUERY if connection.vendor != "postgresql" else len(every)
+    for start in range(0, len(every), max(per_query, 1)):
+        candidates |= _related_candidates(every[start : start + per_query])
     extra = list(extra)
     if extra:
         replaced = {entry.id for entry, _tags in extra}
@@ -534,18 +556,18 @@ def _related_candidates(keys: list[str]) -> dict[str, list[tuple[int, datetime, 
             ArticleTag.objects.filter(tag__kind=TagKind.TAG, tag__key=key)
             .exclude(article__published_hash="")
             .order_by("-publish_at", "-article_id")
+            .annotate(at=EpochMicroseconds("publish_at"))
             .values(*RELATED_FIELDS)[:RELATED_PER_TAG]
         )
 
-    sql, params = _union_per(candidates, keys, sentinels=("a", "b"))
+    sql, params = _union_per(
+        candidates, keys, sentinels=("a", "b"), key=("related", RELATED_PER_TAG)
+    )
     found: dict[str, list[tuple[int, datetime, str, str]]] = {key: [] for key in keys}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for number, article_id, publish_at, title, slug in cursor.fetchall():
-            moment = publish_at
-            if isinstance(moment, str):  # SQLite through a raw cursor: UTC, as stored
-                moment = datetime.fromisoformat(moment).replace(tzinfo=UTC)
-            found[keys[number]].append((article_id, moment, title, slug))
+        for number, article_id, at, title, slug in cursor.fetchall():
+            found[keys[number]].append((article_id, utc_datetime(at), title, slug))
     return found
 
 

@@ -146,10 +146,12 @@ def test_one_statement_for_many_values_reads_what_a_query_a_value_reads(site):  
         (newest_below, [ids[1], ids[3], ids[4] + 1], (-1, -2)),
         (among, [1, 3, 5], (1, 2)),
     ):
-        sql, params = selectors._union_per(make, values, sentinels=sentinels)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            found: dict[int, set[int]] = {}
-            for number, article_id in cursor.fetchall():
-                found.setdefault(values[number], set()).add(article_id)
-        assert found == {v: {row["id"] for row in make(v)} for v in values}
+        # Twice with a key: the second call reuses the first's compiled query.
+        for key in (None, ("test", make.__name__), ("test", make.__name__)):
+            sql, params = selectors._union_per(make, values, sentinels=sentinels, key=key)
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                found: dict[int, set[int]] = {}
+                for number, article_id in cursor.fetchall():
+                    found.setdefault(values[number], set()).add(article_id)
+            assert found == {v: {row["id"] for row in make(v)} for v in values}, key
