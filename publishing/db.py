@@ -38,6 +38,14 @@ class EpochMicroseconds(Func):
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+def epoch_micros(value: int | str | datetime) -> int:
+    """Microseconds since 1970 UTC of an `EpochMicroseconds` value (itself), of SQLite's
+    text or of a datetime: an integer to compare many dates by."""
+    if isinstance(value, int):
+        return value
+    return (utc_datetime(value) - EPOCH) // timedelta(microseconds=1)
+
+
 def utc_datetime(value: int | str | datetime) -> datetime:
     """The datetime (UTC) of an `EpochMicroseconds` value, or of the column as SQLite
     stores it (text, UTC) when read through a raw cursor."""

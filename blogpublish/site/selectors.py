@@ -13,6 +13,7 @@ size.
 from __future__ import annotations
 
 import bisect
+import heapq
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from django.db.models.functions import Substr
 
 from blogpublish.desk.renditions import Renditions
 from blogpublish.models import Image
-from publishing.db import EpochMicroseconds, utc_datetime
+from publishing.db import EpochMicroseconds, epoch_micros, utc_datetime
 from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagKind, TagRefresh
 from publishing.reader_fields import tag_key
 
@@ -525,7 +526,7 @@ def related_many(
     listing has of them (a batch's articles, listed once it completes)."""
     keys_of = {article_id: _tag_keys(tags) for article_id, tags in wanted.items()}
     every = sorted(set().union(*keys_of.values())) if keys_of else []
-    candidates: dict[str, list[tuple[int, datetime, str, str]]] = {}
+    candidates: dict[str, list[Candidate]] = {}
     per_query = RELATED_TAGS_PER_QUERY if connection.vendor != "postgresql" else len(every)
     for start in range(0, len(every), max(per_query, 1)):
         candidates |= _related_candidates(every[start : start + per_query])
@@ -537,15 +538,21 @@ def related_many(
         }
         for entry, tags in extra:
             for key in _tag_keys(tags) & set(candidates):
-                candidates[key].append((entry.id, entry.publish_at, entry.title, entry.slug))
+                at = epoch_micros(entry.publish_at)
+                candidates[key].append((entry.id, at, entry.title, entry.slug))
     return {
         article_id: _rank_related(article_id, keys, candidates)
         for article_id, keys in keys_of.items()
     }
 
 
-def _related_candidates(keys: list[str]) -> dict[str, list[tuple[int, datetime, str, str]]]:
-    """{tag key: [(article id, date, title, slug)]}: the newest RELATED_PER_TAG listed
+# A related article's candidate: (article id, its date in microseconds since 1970 UTC,
+# title, slug); a datetime is made of the date for the few it keeps (`_rank_related`).
+Candidate = tuple[int, int, str, str]
+
+
+def _related_candidates(keys: list[str]) -> dict[str, list[Candidate]]:
+    """{tag key: [Candidate]}: the newest RELATED_PER_TAG listed
     articles of each tag, one index range each, in one statement (UNION ALL: a LIMIT per
     tag, which both databases take inside a subquery)."""
     if not keys:
@@ -563,31 +570,34 @@ def _related_candidates(keys: list[str]) -> dict[str, list[tuple[int, datetime, 
     sql, params = _union_per(
         candidates, keys, sentinels=("a", "b"), key=("related", RELATED_PER_TAG)
     )
-    found: dict[str, list[tuple[int, datetime, str, str]]] = {key: [] for key in keys}
+    found: dict[str, list[Candidate]] = {key: [] for key in keys}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for number, article_id, at, title, slug in cursor.fetchall():
-            found[keys[number]].append((article_id, utc_datetime(at), title, slug))
+            found[keys[number]].append((article_id, epoch_micros(at), title, slug))
     return found
 
 
 def _rank_related(
     article_id: int | None,
     keys: set[str],
-    candidates: Mapping[str, list[tuple[int, datetime, str, str]]],
+    candidates: Mapping[str, list[Candidate]],
 ) -> list[Entry]:
     shared: dict[int, int] = {}
-    seen: dict[int, tuple[datetime, str, str]] = {}
+    seen: dict[int, Candidate] = {}
     for key in keys:
-        for other, publish_at, title, slug in candidates.get(key, ()):
+        for candidate in candidates.get(key, ()):
+            other = candidate[0]
             if other != article_id:
                 shared[other] = shared.get(other, 0) + 1
-                seen[other] = (publish_at, title, slug)
-    best = sorted(shared, key=lambda i: (-shared[i], -seen[i][0].timestamp(), -i))
-    return [
-        Entry(i, uuid.UUID(int=0), seen[i][1], seen[i][2], seen[i][0], seen[i][0])
-        for i in best[:RELATED_MAX]
-    ]
+                seen[other] = candidate
+    best = heapq.nsmallest(RELATED_MAX, shared, key=lambda i: (-shared[i], -seen[i][1], -i))
+    found = []
+    for i in best:
+        _id, at, title, slug = seen[i]
+        moment = utc_datetime(at)
+        found.append(Entry(i, uuid.UUID(int=0), title, slug, moment, moment))
+    return found
 
 
 # --- the pipeline's rows --------------------------------------------------------------
