@@ -21,18 +21,25 @@ class OctetLength(Func):
 
 
 class EpochMicroseconds(Func):
-    """A date and time as microseconds since 1970 UTC, an integer, on PostgreSQL; the
-    column as it is elsewhere (SQLite's text). For a read of thousands of dates: the
-    loader of a timestamptz Django registers for psycopg is pure Python (Django ticket
-    #36960) and took longer than the statement; an integer is read in C.
-    `utc_datetime` makes it a datetime again."""
+    """A date and time as microseconds since 1970 UTC, an integer: for a read of
+    thousands of dates. The loader of a timestamptz Django registers for psycopg is
+    pure Python (Django ticket #36960) and took longer than the statement; an integer
+    is read in C. `utc_datetime` makes it a datetime again."""
 
     output_field = BigIntegerField()
     arity = 1
     template = "(EXTRACT(EPOCH FROM %(expressions)s) * 1000000)::bigint"
 
     def as_sqlite(self, compiler, connection, **extra_context):
-        return compiler.compile(self.source_expressions[0])
+        # Django keeps a datetime as UTC text, "YYYY-MM-DD HH:MM:SS[.ffffff]": its
+        # whole seconds (julianday, rounded: exact to the second), then the six digits
+        # after the dot ("" casts to 0). No "%" in it: `_union_per` splits on "%s".
+        column, params = compiler.compile(self.source_expressions[0])
+        sql = (
+            f"(CAST(ROUND((julianday(substr({column}, 1, 19)) - 2440587.5) * 86400)"
+            f" AS INTEGER) * 1000000 + CAST(substr({column}, 21) AS INTEGER))"
+        )
+        return sql, [*params, *params]
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -47,8 +54,8 @@ def epoch_micros(value: int | str | datetime) -> int:
 
 
 def utc_datetime(value: int | str | datetime) -> datetime:
-    """The datetime (UTC) of an `EpochMicroseconds` value, or of the column as SQLite
-    stores it (text, UTC) when read through a raw cursor."""
+    """The datetime (UTC) of an `EpochMicroseconds` value, of the column as SQLite
+    stores it (text, UTC) or of a datetime (naive: UTC)."""
     if isinstance(value, int):
         return EPOCH + timedelta(microseconds=value)
     if isinstance(value, str):

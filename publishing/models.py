@@ -32,6 +32,7 @@ from publishing.reader_fields import (
     BYLINE_MAX_LENGTH,
     DESCRIPTION_MAX_LENGTH,
     LANGUAGE_MAX_LENGTH,
+    TAG_KEY_MAX_LENGTH,
     TAG_MAX_LENGTH,
     normalize_language,
     normalize_tags,
@@ -740,9 +741,9 @@ class Tag(models.Model):
 
     kind = models.CharField(max_length=8, choices=TagKind.choices, default=TagKind.TAG)
     name = models.CharField(max_length=max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH))
-    key = models.CharField(max_length=4 * max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH))
+    key = models.CharField(max_length=TAG_KEY_MAX_LENGTH)
     # Its page's folder, tag/<slug>/ or author/<slug>/ (reader_fields.tag_slug).
-    slug = models.CharField(max_length=4 * max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH) + 9)
+    slug = models.CharField(max_length=TAG_KEY_MAX_LENGTH + 9)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["kind", "key"], name="tag_kind_key")]

@@ -24,6 +24,11 @@ BYLINE_MAX_LENGTH = 200
 LANGUAGE_MAX_LENGTH = 35
 TAG_MAX_LENGTH = 100
 TAGS_MAX = 50
+# The longest key (tag_key) a tag or a byline may have: the Tag row's column. NFKC and
+# casefold lengthen some text (one "ﷺ" is 18 characters once normalised), so a tag
+# within TAG_MAX_LENGTH can have a longer key: refused when it is, at validation,
+# instead of failing its publish's completion on PostgreSQL (SQLite keeps any length).
+TAG_KEY_MAX_LENGTH = 4 * max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH)
 # RFC 4287's atomLanguageTag (BCP 47's shape, which `lang` and JSON Feed take too).
 LANGUAGE_RE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
 
@@ -39,6 +44,19 @@ def _one_line(value: str, what: str) -> None:
 
 def validate_byline(value: str) -> None:
     _one_line(value, "byline")
+    _key_fits(value, "byline")
+
+
+def _key_fits(value: str, what: str) -> None:
+    if len(tag_key(value)) > TAG_KEY_MAX_LENGTH:
+        raise ValidationError(
+            _(
+                "The %(what)s “%(value)s…” grows past %(max)d characters once normalised "
+                "(NFKC): write it with fewer ligatures or compatibility characters."
+            ),
+            code="key_long",
+            params={"what": what, "value": value[:40], "max": TAG_KEY_MAX_LENGTH},
+        )
 
 
 def validate_description(value: str) -> None:
@@ -117,6 +135,7 @@ def validate_tags(value: object) -> None:
                 params={"tag": tag[:40], "max": TAG_MAX_LENGTH},
             )
         _one_line(tag, "tag")
+        _key_fits(tag, "tag")
         validate_xml_chars(tag)
         validate_display_chars(tag)
 

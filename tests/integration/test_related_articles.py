@@ -8,7 +8,7 @@ in-process."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -17,7 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from blogpublish.site import documents, paths, selectors
 from blogpublish.site.check import installation_check
 from blogpublish.storage import site_storage
-from publishing.models import Article
+from publishing.db import EpochMicroseconds, epoch_micros, utc_datetime
+from publishing.models import Article, ArticleTag
 from publishing.services import Outcome, publish_group
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
 
@@ -155,3 +156,27 @@ def test_one_statement_for_many_values_reads_what_a_query_a_value_reads(site):  
                 for number, article_id in cursor.fetchall():
                     found.setdefault(values[number], set()).add(article_id)
             assert found == {v: {row["id"] for row in make(v)} for v in values}, key
+
+
+def test_dates_read_as_integers_are_the_stored_dates_on_either_database(site):  # noqa: F811
+    """EpochMicroseconds (the candidates' dates): through the ORM, on PostgreSQL and on
+    SQLite alike, the microseconds since 1970 of each stored date, before 1970 and with
+    a fraction too; and SQL `_union_per` can compile once."""
+    articles = site.add(3, tags=["python"])
+    moments = [
+        site.base.replace(microsecond=123456),
+        datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        site.base.replace(microsecond=0),
+    ]
+    for article, moment in zip(articles, moments, strict=True):
+        ArticleTag.objects.filter(article=article).update(publish_at=moment)
+    rows = ArticleTag.objects.filter(article__in=articles).order_by("article_id")
+
+    read = list(rows.annotate(at=EpochMicroseconds("publish_at")).values_list("at", flat=True))
+
+    assert read == [epoch_micros(moment) for moment in moments]
+    assert [utc_datetime(at) for at in read] == moments
+    # `_union_per` compiles it once and puts each value in its place by its "%s":
+    # there must be one a parameter, none in the expression's own SQL.
+    sql, params = rows.annotate(at=EpochMicroseconds("publish_at")).query.sql_with_params()
+    assert sql.count("%s") == len(params)

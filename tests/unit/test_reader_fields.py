@@ -9,7 +9,12 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from publishing.models import Article, content_hash_of
-from publishing.reader_fields import normalize_tags, validate_language, validate_tags
+from publishing.reader_fields import (
+    normalize_tags,
+    validate_byline,
+    validate_language,
+    validate_tags,
+)
 
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 BASE = {"title": "T", "slug": "t", "body": "B", "publish_at": MOMENT}
@@ -50,11 +55,23 @@ def test_tags__normalised_one_spelling_each_in_order():
         pytest.param(["x" * 101], id="too long"),
         pytest.param([f"t{n}" for n in range(51)], id="too many"),
         pytest.param(["a\u202eb"], id="bidirectional override"),
+        # 100 characters, 1,800 once NFKC-normalised: longer than the Tag key's column.
+        pytest.param(["\ufdfa" * 100], id="a key too long once normalised"),
     ],
 )
 def test_tags__refused_with_a_reason(tags):
     with pytest.raises(ValidationError):
         validate_tags(tags)
+
+
+def test_a_byline_whose_key_outgrows_its_column_is_refused_and_a_long_one_is_not():
+    """A byline is a Tag of its own (its author page): its key must fit the column too,
+    as the tags' must; "ﷺ" is 18 characters once normalised."""
+    with pytest.raises(ValidationError) as refused:
+        validate_byline("\ufdfa" * 50)
+    assert refused.value.code == "key_long"
+    validate_byline("\ufdfa" * 44)  # 792 once normalised: fits
+    validate_byline("x" * 200)
 
 
 @pytest.mark.parametrize("tag", ["en", "pt-BR", "zh-Hans", "i-klingon", ""])
