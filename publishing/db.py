@@ -45,19 +45,12 @@ class EpochMicroseconds(Func):
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def epoch_micros(value: int | str | datetime) -> int:
-    """Microseconds since 1970 UTC of an `EpochMicroseconds` value (itself), of SQLite's
-    text or of a datetime: an integer to compare many dates by."""
-    if isinstance(value, int):
-        return value
-    return (utc_datetime(value) - EPOCH) // timedelta(microseconds=1)
+def epoch_micros(moment: datetime) -> int:
+    """Microseconds since 1970 UTC of an aware datetime: as `EpochMicroseconds` reads a
+    stored one, to compare many dates by."""
+    return (moment - EPOCH) // timedelta(microseconds=1)
 
 
-def utc_datetime(value: int | str | datetime) -> datetime:
-    """The datetime (UTC) of an `EpochMicroseconds` value, of the column as SQLite
-    stores it (text, UTC) or of a datetime (naive: UTC)."""
-    if isinstance(value, int):
-        return EPOCH + timedelta(microseconds=value)
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+def utc_datetime(micros: int) -> datetime:
+    """The datetime (UTC) of an `EpochMicroseconds` value."""
+    return EPOCH + timedelta(microseconds=micros)

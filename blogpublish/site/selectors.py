@@ -574,7 +574,7 @@ def _related_candidates(keys: list[str]) -> dict[str, list[Candidate]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for number, article_id, at, title, slug in cursor.fetchall():
-            found[keys[number]].append((article_id, epoch_micros(at), title, slug))
+            found[keys[number]].append((article_id, at, title, slug))
     return found
 
 

@@ -161,7 +161,7 @@ def test_one_statement_for_many_values_reads_what_a_query_a_value_reads(site):  
 def test_dates_read_as_integers_are_the_stored_dates_on_either_database(site):  # noqa: F811
     """EpochMicroseconds (the candidates' dates): through the ORM, on PostgreSQL and on
     SQLite alike, the microseconds since 1970 of each stored date, before 1970 and with
-    a fraction too; and SQL `_union_per` can compile once."""
+    a fraction too; and SQL that `_union_per` can compile once."""
     articles = site.add(3, tags=["python"])
     moments = [
         site.base.replace(microsecond=123456),

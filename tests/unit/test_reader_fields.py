@@ -64,6 +64,13 @@ def test_tags__refused_with_a_reason(tags):
         validate_tags(tags)
 
 
+def test_a_tag_whose_key_outgrows_its_column_is_refused_for_that():
+    with pytest.raises(ValidationError) as refused:
+        validate_tags(["\ufdfa" * 100])  # 100 characters, 1,800 once normalised
+    assert refused.value.code == "key_long"
+    validate_tags(["\ufdfa" * 44])  # 792 once normalised: fits
+
+
 def test_a_byline_whose_key_outgrows_its_column_is_refused_and_a_long_one_is_not():
     """A byline is a Tag of its own (its author page): its key must fit the column too,
     as the tags' must; "ﷺ" is 18 characters once normalised."""
