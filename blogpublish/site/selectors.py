@@ -495,8 +495,10 @@ def neighbour_ids(keys: Iterable[tuple[datetime, int]]) -> set[int]:
 RELATED_MAX = 3
 # Of each of its tags, the newest this many listed articles are the candidates: one
 # range of `tag_listed_idx` per tag, so a page's related articles cost the same on a site
-# of any size and with any number of tags (docs/site.md, "Related articles").
-RELATED_PER_TAG = 25
+# of any size and with any number of tags (docs/site.md, "Related articles"). Ten, not
+# the 25 it was: a tagged burst's group of 100 read 7,500 candidates to keep 300
+# (docs/performance.md, "Tags in use").
+RELATED_PER_TAG = 10
 # Tags a query reads at most (SQLite allows 500 terms in one UNION ALL; PostgreSQL's
 # LATERAL form has no such limit: `_union_per`).
 RELATED_TAGS_PER_QUERY = 200
