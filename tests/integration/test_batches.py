@@ -88,6 +88,18 @@ def test_a_claim_takes_at_most_its_limit_oldest_first(transactional_db):
     assert PublishAttempt.objects.filter(article__in=articles, outcome="").count() == 6
 
 
+def test_a_messages_group_takes_its_own_row_then_the_newest_others(transactional_db):
+    """The others a message's group takes are the newest due rows, whose messages are
+    the queue's last: the next messages are for rows still due (`_claimable`)."""
+    articles = backlog(f"newest-{uuid.uuid4().hex[:6]}", 6)
+
+    claims = claim_group(limit=3, first=articles[1].pk)
+
+    assert [c.article.pk for c in claims] == [a.pk for a in (articles[1], articles[4], articles[5])]
+    after = claim_group(limit=3, first=articles[0].pk)
+    assert [c.article.pk for c in after] == [a.pk for a in (articles[0], articles[2], articles[3])]
+
+
 def test_two_claimers_at_once_never_take_one_row_twice(transactional_db):
     prefix = f"race-{uuid.uuid4().hex[:6]}"
     articles = backlog(prefix, 60)
