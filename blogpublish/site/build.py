@@ -10,6 +10,7 @@ a checkpoint, so a rebuild longer than a pass resumes instead of starting over.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import time
@@ -426,20 +427,39 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None, busy: bo
     return write_tag_pages(site, write=atomic_write, time_left=time_left, busy=busy)
 
 
+# The keys a pass reads at most to place its changed articles near the top at once
+# (`positions_of`): a burst's groups list its articles newest first, each group below
+# the last, so its later passes place them up to a burst's length from the top.
+NEAR_TOP_KEYS = 10_000
+
+
 def positions_of(entries: dict[int, Entry], *, inserted: list[int], total: int) -> dict[int, int]:
     """The positions of the changed entries on a site of `total`. When all of them are
-    newly listed and newer than every other listed article (a burst of new articles,
-    the usual case), they take the top positions in their order: one query for them
-    all. Otherwise each is located by counting (selectors.position_of)."""
+    newly listed and newer than every other listed article (a burst's first group),
+    they take the top positions in their order: one query for them all. When all lie
+    within the newest NEAR_TOP_KEYS (a burst's later groups, listed below its first),
+    those keys read once and each entry placed among them. Otherwise each is located
+    by counting (selectors.position_of)."""
 
     def key(entry: Entry) -> tuple:
         return (entry.publish_at, entry.id)
 
-    if entries and set(entries) <= set(inserted):
+    if not entries:
+        return {}
+    if set(entries) <= set(inserted):
         below = selectors.newest(1, exclude=entries)
         if not below or min(map(key, entries.values())) > key(below[0]):
             ranked = sorted(entries.values(), key=key)
             return {entry.id: total - len(ranked) + rank for rank, entry in enumerate(ranked)}
+    if len(entries) > 1:
+        oldest = min(entries.values(), key=key)
+        keys = selectors.keys_down_to(oldest, limit=NEAR_TOP_KEYS)
+        if keys is not None:
+            ascending = keys[::-1]
+            return {
+                article_id: total - len(ascending) + bisect.bisect_left(ascending, key(entry))
+                for article_id, entry in entries.items()
+            }
     return {
         article_id: selectors.position_of(entry, total=total)
         for article_id, entry in entries.items()

@@ -384,6 +384,24 @@ def listed_entries(ids: Iterable[int]) -> dict[int, Entry]:
     return {row["id"]: Entry.from_values(row) for row in rows}
 
 
+def keys_down_to(entry: Entry, *, limit: int) -> list[tuple[datetime, int]] | None:
+    """The keys (publish_at, id) of the listed articles from the newest down to
+    `entry`'s, newest first, read in one statement: None when there are more than
+    `limit` (walks the index; reads no row)."""
+    at_least = Q(published_publish_at__gte=entry.publish_at) & (
+        Q(published_publish_at__gt=entry.publish_at) | Q(id__gte=entry.id)
+    )
+    rows = list(
+        listed()
+        .filter(at_least)
+        .order_by("-published_publish_at", "-id")
+        .values_list("published_publish_at", "id")[: limit + 1]
+    )
+    if len(rows) > limit:
+        return None
+    return [(at, pk) for at, pk in rows if at is not None]  # listed: all have a date
+
+
 def position_of(entry: Entry, *, total: int) -> int:
     """The position of a listed article, 0 being the oldest, on a site of `total`."""
     articles = listed()

@@ -176,9 +176,9 @@ def claim_group(
     *, limit: int, first: int | None = None, worker: str = "", task_id: str = ""
 ) -> list[Claim]:
     """Claim up to `limit` due rows with a free lease in one statement: `first` (a
-    message's own row) first and, only while it is claimable, the newest others (their
-    messages are the queue's last: `_claimable`); without `first`, the oldest. A Claim
-    each: `first`, then by date."""
+    message's own row) first and, only while it is claimable, the others saved or
+    requeued last (their messages are the queue's last: `_claimable`); without
+    `first`, the oldest. A Claim each: `first`, then by date."""
     return _claim_group(limit=limit, first=first, worker=worker, task_id=task_id)[0]
 
 
@@ -236,16 +236,18 @@ def _claim_group(
 
 def _claimable(*, limit: int, first: int | None) -> tuple[QuerySet[Article], list]:
     """The rows a claim may take, and their order: `first` first and, only while it is
-    claimable, the newest others; without `first` (the catch-up), the oldest.
+    claimable, the others saved or requeued last (`updated_at`); without `first` (the
+    catch-up, a batch), the oldest.
 
-    Newest, because a burst's messages are queued in the order of its saves: a group
-    that took the oldest others left the next 2 x (K - 1) messages in the queue for
-    rows it had published, and the worker's parent drops those one at a time (a broker
-    round trip each, prefetch 1) while both pool children wait: half of a burst's
-    drain (docs/performance.md, "Groups take the newest"). Taking the newest leaves
-    the next messages to rows still due, each the start of a group, and the dropped
-    ones at the queue's end. Every row still has its own message, so none waits on the
-    order."""
+    Last sent, because the queue holds the saves' messages in the order they were sent:
+    a group that took the oldest others left the next 2 x (K - 1) messages for rows it
+    had published, and the worker's parent drops those one at a time (a broker round
+    trip each, prefetch 1) while both pool children wait: half of a burst's drain
+    (docs/performance.md, "Groups take the newest"). Taking those sent last leaves the
+    next messages to rows still due, each the start of a group, and the dropped ones
+    at the queue's end. Not the newest dates: the admin's "Publish now" sends a list
+    sorted newest first. A due row without a message (saved while the broker was
+    unreachable) is taken once fewer newer rows are due, or by the catch-up."""
     due = Article.objects.filter(due_q())
     # A row left leased by a claimer that died is only ever claimed alone, by its own
     # message: if it is what killed the claimer, it takes no other row down with it.
@@ -259,7 +261,7 @@ def _claimable(*, limit: int, first: int | None) -> tuple[QuerySet[Article], lis
         others = clean & Exists(own) if limit > 1 else Q(pk__in=[])
         rows = due.filter(Q(pk=first) | others)
         first_key = Case(When(pk=first, then=0), default=1, output_field=IntegerField())
-        order_by = [first_key, "-publish_at", "-id"]
+        order_by = [first_key, "-updated_at", "-id"]
     return rows, order_by
 
 

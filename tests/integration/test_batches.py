@@ -88,16 +88,24 @@ def test_a_claim_takes_at_most_its_limit_oldest_first(transactional_db):
     assert PublishAttempt.objects.filter(article__in=articles, outcome="").count() == 6
 
 
-def test_a_messages_group_takes_its_own_row_then_the_newest_others(transactional_db):
-    """The others a message's group takes are the newest due rows, whose messages are
-    the queue's last: the next messages are for rows still due (`_claimable`)."""
-    articles = backlog(f"newest-{uuid.uuid4().hex[:6]}", 6)
+def test_a_messages_group_takes_its_own_row_then_the_last_sent_others(transactional_db):
+    """The others a message's group takes are the due rows saved (or requeued) last,
+    whose messages are the queue's last, whatever their dates: the next messages are
+    for rows still due (`_claimable`). Here the dates run the other way, as when the
+    admin's "Publish now" sends a list sorted newest first."""
+    articles = backlog(f"last-sent-{uuid.uuid4().hex[:6]}", 6)
+    base = timezone.now() - timedelta(hours=1)
+    for i, article in enumerate(articles):
+        Article.objects.filter(pk=article.pk).update(
+            updated_at=base + timedelta(minutes=i), publish_at=base - timedelta(minutes=i)
+        )
 
     claims = claim_group(limit=3, first=articles[1].pk)
 
-    assert [c.article.pk for c in claims] == [a.pk for a in (articles[1], articles[4], articles[5])]
+    # Its own row, then by date: the two sent last are the two oldest.
+    assert [c.article.pk for c in claims] == [a.pk for a in (articles[1], articles[5], articles[4])]
     after = claim_group(limit=3, first=articles[0].pk)
-    assert [c.article.pk for c in after] == [a.pk for a in (articles[0], articles[2], articles[3])]
+    assert [c.article.pk for c in after] == [a.pk for a in (articles[0], articles[3], articles[2])]
 
 
 def test_two_claimers_at_once_never_take_one_row_twice(transactional_db):
