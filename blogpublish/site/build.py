@@ -434,24 +434,17 @@ NEAR_TOP_KEYS = 10_000
 
 
 def positions_of(entries: dict[int, Entry], *, inserted: list[int], total: int) -> dict[int, int]:
-    """The positions of the changed entries on a site of `total`. When all of them are
-    newly listed and newer than every other listed article (a burst's first group),
-    they take the top positions in their order: one query for them all. When all lie
-    within the newest NEAR_TOP_KEYS (a burst's later groups, listed below its first),
-    those keys read once and each entry placed among them. Otherwise each is located
-    by counting (selectors.position_of)."""
+    """The positions of the changed entries on a site of `total`. When there are several,
+    or the one is newly listed, and they all lie within the newest NEAR_TOP_KEYS (a
+    burst's groups: its first at the top, the later ones below it), the keys down to
+    the oldest of them are read once and each is placed among them: one query for them
+    all. Otherwise (an edited article, or deeper) each is located by counting
+    (selectors.position_of)."""
 
     def key(entry: Entry) -> tuple:
         return (entry.publish_at, entry.id)
 
-    if not entries:
-        return {}
-    if set(entries) <= set(inserted):
-        below = selectors.newest(1, exclude=entries)
-        if not below or min(map(key, entries.values())) > key(below[0]):
-            ranked = sorted(entries.values(), key=key)
-            return {entry.id: total - len(ranked) + rank for rank, entry in enumerate(ranked)}
-    if len(entries) > 1:
+    if len(entries) > 1 or (entries and set(entries) <= set(inserted)):
         oldest = min(entries.values(), key=key)
         keys = selectors.keys_down_to(oldest, limit=NEAR_TOP_KEYS)
         if keys is not None:

@@ -99,11 +99,12 @@ def listed(*, exclude: Iterable[int] = ()) -> QuerySet[Article]:
     return articles.exclude(pk__in=exclude) if exclude else articles
 
 
-def _newer_than(entry: Entry) -> Q:
-    # (publish_at, id) > (p, i), with a plain range on publish_at first: the OR alone
-    # makes SQLite scan the whole index instead of seeking into it.
+def _newer_than(entry: Entry, *, or_it: bool = False) -> Q:
+    # (publish_at, id) > (p, i) (`or_it`: >=), with a plain range on publish_at first:
+    # the OR alone makes SQLite scan the whole index instead of seeking into it.
+    same_date = Q(id__gte=entry.id) if or_it else Q(id__gt=entry.id)
     return Q(published_publish_at__gte=entry.publish_at) & (
-        Q(published_publish_at__gt=entry.publish_at) | Q(id__gt=entry.id)
+        Q(published_publish_at__gt=entry.publish_at) | same_date
     )
 
 
@@ -388,12 +389,9 @@ def keys_down_to(entry: Entry, *, limit: int) -> list[tuple[datetime, int]] | No
     """The keys (publish_at, id) of the listed articles from the newest down to
     `entry`'s, newest first, read in one statement: None when there are more than
     `limit` (walks the index; reads no row)."""
-    at_least = Q(published_publish_at__gte=entry.publish_at) & (
-        Q(published_publish_at__gt=entry.publish_at) | Q(id__gte=entry.id)
-    )
     rows = list(
         listed()
-        .filter(at_least)
+        .filter(_newer_than(entry, or_it=True))
         .order_by("-published_publish_at", "-id")
         .values_list("published_publish_at", "id")[: limit + 1]
     )
