@@ -389,12 +389,14 @@ def bench_tags(args: argparse.Namespace) -> None:
         f"\nTags: bursts of {burst:,} on a site of {background:,} listed articles, with no"
         f" tag and with {args.tags:,} tags in use (3 an article), {args.tags_runs} runs each"
     )
+    every = {"none": (0, 0), "tagged": (args.tags, args.tags), "untagged": (args.tags, 0)}
+    variants = [every[name] for name in args.tags_variants.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-tags-"))
     runs = []
     try:
         with private_redis(workdir) as redis_url:
             for _ in range(args.tags_runs):
-                for site_tags, burst_tags in ((0, 0), (args.tags, args.tags), (args.tags, 0)):
+                for site_tags, burst_tags in variants:
                     params = {"redis_url": redis_url, "tags": site_tags, "burst_tags": burst_tags}
                     params |= {"burst": burst, "background": background}
                     runs.append(run_child("tags", args.tags_database, params))
@@ -479,6 +481,12 @@ def main() -> None:
     tags.add_argument("--tags-background", type=int, help="listed articles before the burst")
     tags.add_argument("--tags-runs", type=int, default=2, help="runs of each variant")
     tags.add_argument("--tags-database", default="postgres", help="postgres or sqlite")
+    tags.add_argument(
+        "--tags-variants",
+        default="none,tagged,untagged",
+        choices=["none,tagged,untagged", "none,tagged"],
+        help="the variants run (the untagged burst on the tagged site: one tagged seed more)",
+    )
     operator = parser.add_argument_group("operator (1 M / 5 M; quick: 100 k / 500 k)")
     operator.add_argument("--operator-articles", type=int, help="articles in the table")
     operator.add_argument("--operator-attempts", type=int, help="attempt rows in the table")
