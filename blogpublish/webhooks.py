@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 
 from blogpublish.site.documents import rfc3339
 from blogpublish.site.paths import article_url
@@ -111,7 +112,7 @@ class WebhookPublisher(BasePublisher):
     def publish(self, article) -> None:
         self.publish_many([article])
 
-    def publish_many(self, articles: list) -> dict[int, Exception]:
+    def publish_many(self, articles: list, *, listed_with: Sequence = ()) -> dict[int, Exception]:
         """Announce this content of each article, unless it is no longer the article's:
         then this attempt cannot complete, and the one for the newer content announces
         that instead. An attempt that runs again (a retry, a take-over) finds its

@@ -14,13 +14,16 @@ built; `BasePublisher` gives the ones a target may not need):
                                  default): the pipeline calls `publish` article by
                                  article, checking before each one that the attempt
                                  still holds the row and is within its time.
-    publish_many(articles) -> dict[int, Exception]
+    publish_many(articles, *, listed_with=()) -> dict[int, Exception]
                                  `publish` for a group's articles (publishing.services.
                                  publish): each with `publish`'s guarantees, the
                                  failures returned by article id instead of raised, so
                                  one article's failure is its own; a time limit
                                  (exceptions.TIME_LIMITS) is raised, never returned as
-                                 one article's. BasePublisher's calls `publish`
+                                 one article's. `listed_with`: the rest of the group
+                                 (a slice of it is `articles`), listed at the same
+                                 commit, so pages that link to each other can say so
+                                 from the start. BasePublisher's calls `publish`
                                  article by article.
     unpublish(article) -> None   the article was deleted: take it off. `article` is an
                                  unsaved Article carrying id, uid, slug, published_slug
@@ -75,7 +78,7 @@ pass is wanted again; `forget` failing fails the delete.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -103,7 +106,9 @@ class Publisher(Protocol):
 
     def publish(self, article: Article) -> None: ...
 
-    def publish_many(self, articles: list[Article]) -> dict[int, Exception]: ...
+    def publish_many(
+        self, articles: list[Article], *, listed_with: Sequence[Article] = ()
+    ) -> dict[int, Exception]: ...
 
     def unpublish(self, article: Article) -> None: ...
 
@@ -148,7 +153,9 @@ class BasePublisher:
     def publish(self, article: Article) -> None:
         raise NotImplementedError
 
-    def publish_many(self, articles: list[Article]) -> dict[int, Exception]:
+    def publish_many(
+        self, articles: list[Article], *, listed_with: Sequence[Article] = ()
+    ) -> dict[int, Exception]:
         failures: dict[int, Exception] = {}
         for article in articles:
             with log_context(article_id=article.pk, attempt=article.attempts):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import islice
 
@@ -175,7 +175,7 @@ class StaticSitePublisher(BasePublisher):
             )
         return sorted(current)
 
-    def publish_many(self, articles: list) -> dict[int, Exception]:
+    def publish_many(self, articles: list, *, listed_with: Sequence = ()) -> dict[int, Exception]:
         """`publish` for a batch's articles, with the same guarantees per article and
         the per-batch costs paid once (docs/performance.md, "Import → published"):
         every page rendered and staged (on disk: the staged files flushed in one call;
@@ -193,16 +193,20 @@ class StaticSitePublisher(BasePublisher):
         the article it belongs to fails."""
         failures: dict[int, Exception] = {}
         rendered = []
-        # The group's articles as listed once it completes: their pages link to each
-        # other from the start, and the neighbours cost a few queries for the group.
+        # The group's articles as listed once it completes (`listed_with`: the whole
+        # group when `articles` is a slice of it): their pages link to each other from
+        # the start, and the neighbours cost a few queries for the slice. Without the
+        # rest of the group, each slice's pages at its ends named articles beyond the
+        # group's, and the next pass wrote them again (docs/performance.md).
+        group = list({a.pk: a for a in (*listed_with, *articles)}.values())
         around = selectors.neighbours_many(
             [(article.publish_at, article.pk) for article in articles],
-            extra=[selectors.Entry.of_article(article) for article in articles],
+            extra=[selectors.Entry.of_article(article) for article in group],
         )
-        # Their related articles too, the group's counted: one query for the group.
+        # Their related articles too, the group's counted: one query for the slice.
         related = selectors.related_many(
             {article.pk: article.tags or [] for article in articles},
-            extra=[(selectors.Entry.of_article(a), a.tags or []) for a in articles],
+            extra=[(selectors.Entry.of_article(a), a.tags or []) for a in group],
         )
         for article in articles:
             try:

@@ -798,7 +798,7 @@ class _Group:
                 for n in range(0, len(alive), SLICE):
                     if n and time.monotonic() > deadline:
                         break
-                    kept += self.publish_slice(publisher, alive[n : n + SLICE])
+                    kept += self.publish_slice(publisher, alive[n : n + SLICE], alive)
                 alive = kept
                 continue
             kept = []
@@ -823,10 +823,13 @@ class _Group:
             alive = kept
         return alive
 
-    def publish_slice(self, publisher, claims: list[Claim]) -> list[Claim]:
-        """`publish_many` of a publisher that takes groups: the claims it published."""
+    def publish_slice(self, publisher, claims: list[Claim], group: list[Claim]) -> list[Claim]:
+        """`publish_many` of a publisher that takes groups: the claims it published.
+        `group`: the claims this slice's completion lists with it (`listed_with`)."""
         self.in_flight = claims
-        failures = publisher.publish_many([claim.article for claim in claims])
+        failures = publisher.publish_many(
+            [claim.article for claim in claims], listed_with=[claim.article for claim in group]
+        )
         self.in_flight = []
         for exc in failures.values():
             if isinstance(exc, TIME_LIMITS):

@@ -4,6 +4,7 @@ path's guarantees, and the shared views are right once a backlog has drained."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -15,7 +16,7 @@ from blogpublish.models import PageNote
 from blogpublish.rendering import MarkdownTooLargeError
 from blogpublish.site import StaticSitePublisher, documents, paths
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt, Refresher
-from publishing.services import publish_group
+from publishing.services import publish, publish_group
 from publishing.tasks import publish_article
 from tests.integration.test_batches import all_published, backlog, ok_counts
 from tests.support.site import assert_lists_exactly
@@ -180,3 +181,34 @@ def test_a_row_overtaken_mid_batch_is_not_written_by_the_batch(quiet_site, monke
     assert row.status == ArticleStatus.PENDING and row.published_hash == ""
     assert not page(overtaken).exists()
     assert not PageNote.objects.filter(article_id=overtaken.pk).exists()
+
+
+def test_a_groups_slices_link_to_each_other_from_the_start(quiet_site, settings, monkeypatch):
+    """A group's pages are written a slice at a time (publish.SLICE) and listed at one
+    commit: each slice's pages name the rest of the group as their neighbours from the
+    start (`listed_with`), so the pass after it writes none of them again. Given only
+    its own slice, the pages at each slice's ends named articles outside the group."""
+    settings.PUBLISH_REFRESH_INTERVAL = 0
+    monkeypatch.setattr(publish, "SLICE", 3)
+    articles = backlog(f"sliced-{uuid.uuid4().hex[:6]}", 9)
+    written_again = []
+    again = StaticSitePublisher._write_live_pages
+
+    def counted(self, article_ids):
+        written_again.extend(article_ids)
+        return again(self, article_ids)
+
+    monkeypatch.setattr(StaticSitePublisher, "_write_live_pages", counted)
+
+    report = publish_group(retry_in=publish_article.backoff, limit=9, worker="here")
+
+    assert report.claimed == 9 and all_published(articles)
+    assert written_again == []  # the pass after the group found every page right
+    newest_first = [a.slug for a in sorted(articles, key=lambda a: (a.publish_at, a.pk))][::-1]
+    for i, slug in enumerate(newest_first):
+        html = page(Article(slug=slug)).read_text(encoding="utf-8")
+        found = dict(re.findall(r'<a rel="(prev|next)" href="([^"]*)">', html))
+        if i > 0:
+            assert found["next"] == paths.article_href(newest_first[i - 1]), slug
+        if i + 1 < len(newest_first):
+            assert found["prev"] == paths.article_href(newest_first[i + 1]), slug

@@ -32,6 +32,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Sequence
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -166,10 +167,10 @@ class HeldSitePublisher(StaticSitePublisher):
             return
         StaticSitePublisher(_HeldStorage(self.site, article, rule)).publish(article)
 
-    def publish_many(self, articles: list) -> dict[int, Exception]:
+    def publish_many(self, articles: list, *, listed_with: Sequence = ()) -> dict[int, Exception]:
         rules = read_chaos()
         if not any((rules.get(a.slug) or {}).get("hold_at") for a in articles):
-            return super().publish_many(articles)
+            return super().publish_many(articles, listed_with=listed_with)
         return BasePublisher.publish_many(self, articles)  # one by one: each may be held
 
 
