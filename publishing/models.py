@@ -756,12 +756,26 @@ class ArticleTag(models.Model):
     """A live article's tag: the index a tag's page reads (the articles of a tag, newest
     first, by `tag_listed_idx`, as the front page reads `article_listed_idx`). Written
     with the live version, in the completion's transaction (services.publish), from
-    `published_tags`; a tag page lists only articles still listed (published_hash set),
-    so rows of a withdrawn article are harmless until its next publish replaces them.
+    `published_tags`, so a row is that of a listed article: a delete (and a withdraw,
+    which deletes the article's row: services.stories) takes them with it, and the
+    related articles read the index alone (docs/site.md, "Related articles"). A tag
+    page still lists only articles listed (published_hash set).
     Why a table and not the JSON list alone: docs/site.md, "Tags"."""
 
-    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="live_tags")
-    tag = models.ForeignKey(Tag, on_delete=models.CASCADE, related_name="articles")
+    # No index of their own (db_index=False): `articletag_once` begins with the article
+    # and `tag_listed_idx` with the tag, so each serves the lookups (and the cascades)
+    # by one; two more indexes were two more entries for every row a completion writes.
+    # The tag has no constraint in the database (db_constraint=False; the cascade is
+    # Django's): its check locked each tag's row (FOR KEY SHARE) at every completion's
+    # commit, so two completions sharing popular tags shared those locks (multixacts).
+    # Tags are never deleted but through the ORM, and the readers join the tag
+    # (docs/performance.md, "Tags in use").
+    article = models.ForeignKey(
+        Article, on_delete=models.CASCADE, related_name="live_tags", db_index=False
+    )
+    tag = models.ForeignKey(
+        Tag, on_delete=models.CASCADE, related_name="articles", db_index=False, db_constraint=False
+    )
     # The article's live date, copied so the tag's page is one index range.
     publish_at = models.DateTimeField()
 
@@ -783,7 +797,9 @@ class TagRefresh(models.Model):
     makes it (a completion, a delete), taken by the refresher's next pass, which
     deletes the rows it read (blogpublish.site.build.write_tag_pages)."""
 
-    tag = models.ForeignKey(Tag, on_delete=models.CASCADE, related_name="+")
+    # No constraint in the database, as ArticleTag.tag (a request for a tag gone is
+    # dropped by the pass that reads it: selectors.tag_refresh_requests).
+    tag = models.ForeignKey(Tag, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     # The oldest live date the change touched in the tag's listing (an article's old or
     # new date): the tag's archive pages from the one holding it are written again.
     # Null: every page (the full check's requests, and those of a release before it).

@@ -296,7 +296,11 @@ def tag_refresh_requests(limit: int) -> list[dict]:
         tag["since"] = None if before is None or moment is None else min(before, moment)
     names = Tag.objects.filter(pk__in=found).values("id", "kind", "name", "slug")
     named = {row["id"]: row for row in names}
-    # A tag deleted meanwhile (its requests with it, by the cascade) is left out.
+    # A tag deleted meanwhile (its requests with it, by the cascade) is left out; the
+    # requests of one deleted outside the ORM (no constraint: models.TagRefresh) go.
+    gone = [i for tag_id, tag in found.items() if tag_id not in named for i in tag["requests"]]
+    if gone:
+        TagRefresh.objects.filter(pk__in=gone).delete()
     return [{**named[tag_id], **tag} for tag_id, tag in found.items() if tag_id in named]
 
 
@@ -519,8 +523,9 @@ RELATED_PER_TAG = 10
 # LATERAL form has no such limit: `_union_per`).
 RELATED_TAGS_PER_QUERY = 200
 
-# `at`: the date as an integer (EpochMicroseconds): thousands of candidates a group.
-RELATED_FIELDS = ("article_id", "at", "article__published_title", "article__published_slug")
+# Of a page's candidates, the best this many more than RELATED_MAX are named (title and
+# slug read): one deleted since its tag's index was read leaves a place the next fills.
+RELATED_SPARE = 2
 
 
 def related(tags: Iterable[str], article_id: int | None) -> list[Entry]:
@@ -538,10 +543,12 @@ def related_many(
     *,
     extra: Iterable[tuple[Entry, Iterable[str]]] = (),
 ) -> dict[int | None, list[Entry]]:
-    """`related` of many articles ({id: tags}) in one query (a group's, a chunk's): the
-    candidates of every distinct tag they carry read at once, then ranked for each.
-    `extra`: (entry, tags) to count as listed with those tags, in place of what the
-    listing has of them (a batch's articles, listed once it completes)."""
+    """`related` of many articles ({id: tags}) in two queries (a group's, a chunk's):
+    the candidates of every distinct tag they carry read at once from the tags' index
+    alone, ranked for each, then the titles and slugs of the few ranked best, read
+    from the listing (which drops any deleted since). `extra`: (entry, tags) to count
+    as listed with those tags, in place of what the listing has of them (a group's
+    articles, listed once it completes)."""
     keys_of = {article_id: _tag_keys(tags) for article_id, tags in wanted.items()}
     every = sorted(set().union(*keys_of.values())) if keys_of else []
     candidates: dict[str, list[Candidate]] = {}
@@ -549,40 +556,57 @@ def related_many(
     for start in range(0, len(every), max(per_query, 1)):
         candidates |= _related_candidates(every[start : start + per_query])
     extra = list(extra)
+    named: dict[int, tuple[str, str]] = {}
     if extra:
         replaced = {entry.id for entry, _tags in extra}
         candidates = {
             key: [row for row in rows if row[0] not in replaced] for key, rows in candidates.items()
         }
         for entry, tags in extra:
+            named[entry.id] = (entry.title, entry.slug)
             for key in _tag_keys(tags) & set(candidates):
-                at = epoch_micros(entry.publish_at)
-                candidates[key].append((entry.id, at, entry.title, entry.slug))
-    return {
+                candidates[key].append((entry.id, epoch_micros(entry.publish_at)))
+    ranked = {
         article_id: _rank_related(article_id, keys, candidates)
         for article_id, keys in keys_of.items()
     }
+    # The best RELATED_MAX of each named first; the spares only for a page one of whose
+    # best was not found (deleted since the index was read): a second query, rarely.
+    for depth in (RELATED_MAX, RELATED_MAX + RELATED_SPARE):
+        unnamed = {i for best in ranked.values() for i, _at in best[:depth] if i not in named}
+        if unnamed:
+            rows = listed().filter(pk__in=sorted(unnamed)).values_list("id", *RELATED_NAMES)
+            named |= {i: (title, slug) for i, title, slug in rows}
+            unnamed -= set(named)
+        if not unnamed:
+            break
+    found: dict[int | None, list[Entry]] = {}
+    for article_id, best in ranked.items():
+        kept = [(i, at) for i, at in best if i in named][:RELATED_MAX]
+        found[article_id] = [_related_entry(i, at, *named[i]) for i, at in kept]
+    return found
 
 
-# A related article's candidate: (article id, its date in microseconds since 1970 UTC,
-# title, slug); a datetime is made of the date for the few it keeps (`_rank_related`).
-Candidate = tuple[int, int, str, str]
+# A related article's candidate: (article id, its date in microseconds since 1970 UTC),
+# as the tags' index has them (no join: a tag's rows are those of listed articles, a
+# delete taking its rows with it); a datetime is made of the date for the few kept.
+Candidate = tuple[int, int]
+RELATED_NAMES = ("published_title", "published_slug")
 
 
 def _related_candidates(keys: list[str]) -> dict[str, list[Candidate]]:
-    """{tag key: [Candidate]}: the newest RELATED_PER_TAG listed
-    articles of each tag, one index range each, in one statement (UNION ALL: a LIMIT per
-    tag, which both databases take inside a subquery)."""
+    """{tag key: [Candidate]}: the newest RELATED_PER_TAG articles of each tag, one
+    range of `tag_listed_idx` each (read from the index alone), in one statement (UNION
+    ALL: a LIMIT per tag, which both databases take inside a subquery)."""
     if not keys:
         return {}
 
     def candidates(key: str) -> QuerySet:
         return (
             ArticleTag.objects.filter(tag__kind=TagKind.TAG, tag__key=key)
-            .exclude(article__published_hash="")
             .order_by("-publish_at", "-article_id")
             .annotate(at=EpochMicroseconds("publish_at"))
-            .values(*RELATED_FIELDS)[:RELATED_PER_TAG]
+            .values("article_id", "at")[:RELATED_PER_TAG]
         )
 
     sql, params = _union_per(
@@ -591,8 +615,8 @@ def _related_candidates(keys: list[str]) -> dict[str, list[Candidate]]:
     found: dict[str, list[Candidate]] = {key: [] for key in keys}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for number, article_id, at, title, slug in cursor.fetchall():
-            found[keys[number]].append((article_id, at, title, slug))
+        for number, article_id, at in cursor.fetchall():
+            found[keys[number]].append((article_id, at))
     return found
 
 
@@ -600,22 +624,25 @@ def _rank_related(
     article_id: int | None,
     keys: set[str],
     candidates: Mapping[str, list[Candidate]],
-) -> list[Entry]:
+) -> list[Candidate]:
+    """The best RELATED_MAX + RELATED_SPARE of the candidates of `keys`: most tags
+    shared, then newest."""
     shared: dict[int, int] = {}
-    seen: dict[int, Candidate] = {}
+    dated: dict[int, int] = {}
     for key in keys:
-        for candidate in candidates.get(key, ()):
-            other = candidate[0]
+        for other, at in candidates.get(key, ()):
             if other != article_id:
                 shared[other] = shared.get(other, 0) + 1
-                seen[other] = candidate
-    best = heapq.nsmallest(RELATED_MAX, shared, key=lambda i: (-shared[i], -seen[i][1], -i))
-    found = []
-    for i in best:
-        _id, at, title, slug = seen[i]
-        moment = utc_datetime(at)
-        found.append(Entry(i, uuid.UUID(int=0), title, slug, moment, moment))
-    return found
+                dated[other] = at
+    best = heapq.nsmallest(
+        RELATED_MAX + RELATED_SPARE, shared, key=lambda i: (-shared[i], -dated[i], -i)
+    )
+    return [(i, dated[i]) for i in best]
+
+
+def _related_entry(article_id: int, at: int, title: str, slug: str) -> Entry:
+    moment = utc_datetime(at)
+    return Entry(article_id, uuid.UUID(int=0), title, slug, moment, moment)
 
 
 # --- the pipeline's rows --------------------------------------------------------------

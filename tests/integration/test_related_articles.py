@@ -79,6 +79,26 @@ def test_withdrawn_and_deleted_articles_are_not_related(site):  # noqa: F811
     assert selectors.related(["no such tag"], third.pk) == []
 
 
+def test_a_deleted_candidate_gives_its_place_to_the_next(site, monkeypatch):  # noqa: F811
+    """The candidates come from the tags' index alone, the names of the best from the
+    listing: one deleted in between (here, an id the listing never had, ranked first)
+    is dropped, and the next best takes its place, so the page still lists three."""
+    first, second, third, fourth = site.add(4, tags=["python"])
+    read = selectors._related_candidates
+    ghost = max(a.pk for a in (first, second, third, fourth)) + 1000
+
+    def with_a_ghost(keys):
+        found = read(keys)
+        newest = epoch_micros(datetime.now(UTC) + timedelta(days=1))
+        return {key: [(ghost, newest), *rows] for key, rows in found.items()}
+
+    monkeypatch.setattr(selectors, "_related_candidates", with_a_ghost)
+
+    found = selectors.related(["python"], fourth.pk)
+
+    assert [e.slug for e in found] == [third.slug, second.slug, first.slug]
+
+
 def test_a_batchs_group_reads_its_related_articles_in_one_query(site):  # noqa: F811
     """publish_many renders a group's pages with one query for all their related
     articles, however many pages and tags, the group's own articles counted as listed
