@@ -23,8 +23,10 @@ built; `BasePublisher` gives the ones a target may not need):
                                  one article's. `listed_with`: the rest of the group
                                  (a slice of it is `articles`), listed at the same
                                  commit, so pages that link to each other can say so
-                                 from the start. BasePublisher's calls `publish`
-                                 article by article.
+                                 from the start; a publisher whose `publish_many`
+                                 does not take it (one written before it) is called
+                                 without (`publish_many_of`). BasePublisher's calls
+                                 `publish` article by article.
     unpublish(article) -> None   the article was deleted: take it off. `article` is an
                                  unsaved Article carrying id, uid, slug, published_slug
                                  and title. Idempotent.
@@ -77,6 +79,7 @@ pass is wanted again; `forget` failing fails the delete.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -192,6 +195,23 @@ class BasePublisher:
 
     def rerender_status(self) -> dict | None:
         return None
+
+
+def publish_many_of(
+    publisher: Publisher, articles: list[Article], *, listed_with: Sequence[Article]
+) -> dict[int, Exception]:
+    """`publisher.publish_many(articles, listed_with=…)`, or without `listed_with` for a
+    publisher whose `publish_many` does not take it: one written before it was added
+    keeps working, its pages without the rest of the group."""
+    if _takes_listed_with(type(publisher)):
+        return publisher.publish_many(articles, listed_with=listed_with)
+    return publisher.publish_many(articles)
+
+
+@cache
+def _takes_listed_with(kind: type[Publisher]) -> bool:
+    parameters = inspect.signature(kind.publish_many).parameters.values()
+    return any(p.name == "listed_with" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 @cache

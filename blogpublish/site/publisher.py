@@ -203,10 +203,13 @@ class StaticSitePublisher(BasePublisher):
             [(article.publish_at, article.pk) for article in articles],
             extra=[selectors.Entry.of_article(article) for article in group],
         )
-        # Their related articles too, the group's counted: one query for the slice.
+        # Their related articles too, the slice's own counted: one query for the slice.
+        # Not the rest of the group: a later slice may not be written (its deadline, a
+        # failure, an edit), and a related list is never checked again (docs/site.md,
+        # "Related articles"), where a wrong previous or next link is.
         related = selectors.related_many(
             {article.pk: article.tags or [] for article in articles},
-            extra=[(selectors.Entry.of_article(a), a.tags or []) for a in group],
+            extra=[(selectors.Entry.of_article(a), a.tags or []) for a in articles],
         )
         for article in articles:
             try:

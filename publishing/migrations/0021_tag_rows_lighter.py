@@ -31,6 +31,13 @@ class AlterFieldLighter(migrations.AlterField):
             name = schema_editor._create_index_name(model._meta.db_table, [old.column])
             schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}")
 
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        # Back to 0020: Django's AlterField from the lighter field to the older one,
+        # which adds the index and the constraint again (checking every row: a rollback).
+        migrations.AlterField.database_forwards(
+            self, app_label, schema_editor, from_state, to_state
+        )
+
 
 class Migration(migrations.Migration):
 

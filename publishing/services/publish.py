@@ -72,7 +72,7 @@ from publishing.dispatch import discard_messages
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError
 from publishing.logcontext import log_context
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from publishing.publishers import get_publishers
+from publishing.publishers import get_publishers, publish_many_of
 from publishing.selectors import due_q
 from publishing.services.alarms import article_dead_alert
 from publishing.services.live_tags import live_tags_write
@@ -827,8 +827,10 @@ class _Group:
         """`publish_many` of a publisher that takes groups: the claims it published.
         `group`: the claims this slice's completion lists with it (`listed_with`)."""
         self.in_flight = claims
-        failures = publisher.publish_many(
-            [claim.article for claim in claims], listed_with=[claim.article for claim in group]
+        failures = publish_many_of(
+            publisher,
+            [claim.article for claim in claims],
+            listed_with=[claim.article for claim in group],
         )
         self.in_flight = []
         for exc in failures.values():

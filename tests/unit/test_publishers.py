@@ -75,3 +75,31 @@ def test_the_site_and_the_webhook_outbox_take_groups_at_once():
     assert StaticSitePublisher.in_groups is True
     assert WebhookPublisher.in_groups is True
     assert BasePublisher.in_groups is False
+
+
+def test_a_publisher_written_before_listed_with_is_called_without_it():
+    """`listed_with` came after the interface: a group publisher whose `publish_many`
+    does not take it is called without it, not failed with a TypeError each group."""
+    from publishing.publishers import publish_many_of
+
+    seen = []
+
+    class Older(BasePublisher):
+        in_groups = True
+
+        def publish_many(self, articles):  # type: ignore[override]  # the older signature
+            seen.append([a.pk for a in articles])
+            return {}
+
+    class Newer(BasePublisher):
+        in_groups = True
+
+        def publish_many(self, articles, *, listed_with=()):
+            seen.append(([a.pk for a in articles], [a.pk for a in listed_with]))
+            return {}
+
+    slice_, group = [SimpleNamespace(pk=1)], [SimpleNamespace(pk=1), SimpleNamespace(pk=2)]
+
+    assert publish_many_of(Older(), slice_, listed_with=group) == {}
+    assert publish_many_of(Newer(), slice_, listed_with=group) == {}
+    assert seen == [[1], ([1], [1, 2])]
