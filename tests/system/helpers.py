@@ -29,7 +29,20 @@ def wait_all_published(articles: list[Article], timeout: float = 60.0) -> None:
         done = Article.objects.filter(pk__in=ids, status=ArticleStatus.PUBLISHED).count()
         return done == len(ids)
 
-    wait_for(all_published, timeout=timeout, what=f"{len(ids)} article(s) to be published")
+    try:
+        wait_for(all_published, timeout=timeout, what=f"{len(ids)} article(s) to be published")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; not published: {unpublished_rows(ids)}") from None
+
+
+def unpublished_rows(ids: list[int], most: int = 10) -> str:
+    """The rows of `ids` not published, by status, and the first few as they stand: what a
+    failed wait needs to say where the work stopped."""
+    rows = Article.objects.filter(pk__in=ids).exclude(status=ArticleStatus.PUBLISHED)
+    by_status = dict(rows.values_list("status").annotate(n=Count("id")).order_by())
+    fields = ("id", "status", "attempts", "next_attempt_at", "lease_expires_at", "last_error")
+    first = list(rows.order_by("id").values(*fields)[:most])
+    return f"{by_status}, first {len(first)}: {first}"
 
 
 def published_as_saved(article: Article) -> bool:
