@@ -28,6 +28,13 @@ def publish_work_due() -> bool:
     return Article.objects.filter(due_q()).exists()
 
 
+def backlog_waiting(group: int) -> bool:
+    """Are `group` or more due rows waiting for a claim (a backlog draining, whose full
+    groups ask for the shared views at PUBLISH_REFRESH_BACKLOG_INTERVAL)? At most
+    `group` keys of the partial index of pending rows read."""
+    return articles_claimable().order_by().values_list("id")[group - 1 : group].exists()
+
+
 def articles_claimable() -> QuerySet[Article]:
     return Article.objects.filter(due_q() & lease.lease_free())
 

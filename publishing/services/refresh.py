@@ -43,7 +43,7 @@ from django.utils import timezone
 from publishing.dispatch import dispatch_refresh
 from publishing.models import Refresher, TagRefresh
 from publishing.publishers import Publisher, each_publisher
-from publishing.selectors import publish_work_due
+from publishing.selectors import backlog_waiting, publish_work_due
 from work import lease
 from work.lease import now_plus
 
@@ -199,13 +199,28 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
     # a little later, not every interval while its cause (a full disk) lasts; a new
     # request meanwhile runs one at once.
     if _row().filter(wanted=True).exists():
-        _defer(_retry_after() if outcome is PassOutcome.FAILED else None)
+        _defer(_retry_after() if outcome is PassOutcome.FAILED else _next_interval(yielding))
     elif busy and outcome is PassOutcome.DONE and TagRefresh.objects.exists():
         # Tag pages put off (not a due row alone: one stuck due row would have a pass
         # every interval until its lease ran out). Each such pass writes a slice of them.
         _want()
         _defer(settings.PUBLISH_REFRESH_BACKLOG_INTERVAL)
     return outcome
+
+
+def _next_interval(yielding: bool) -> float | None:
+    """When the pass after a coalesced one (`yielding`) that ends wanted again comes:
+    within PUBLISH_REFRESH_BACKLOG_INTERVAL while a full group of due rows still waits
+    for a claim, else within PUBLISH_REFRESH_INTERVAL (None). A backlog's full groups ask
+    for their pass no sooner than the backlog's interval (`shared_views_request`), but
+    one that completes while a pass runs is covered by that pass's lease and leaves the
+    next to it: without this, a pass ending mid-drain sent the next within the ordinary
+    interval, and the passes chained through the whole drain (an import of 10,000: 40
+    passes, a third of the workers' time; docs/performance.md). The drain's last group
+    asks for an ordinary pass, which brings a deferred one forward (`_defer`)."""
+    if yielding and backlog_waiting(settings.PUBLISH_BATCH_SIZE):
+        return settings.PUBLISH_REFRESH_BACKLOG_INTERVAL
+    return None
 
 
 def _retry_after() -> float:

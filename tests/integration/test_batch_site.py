@@ -10,6 +10,7 @@ import uuid
 import pytest
 from django.conf import settings
 from django.db.models import F
+from django.utils import timezone
 
 from blogpublish import files
 from blogpublish.models import PageNote
@@ -17,6 +18,7 @@ from blogpublish.rendering import MarkdownTooLargeError
 from blogpublish.site import StaticSitePublisher, documents, paths
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt, Refresher
 from publishing.services import publish, publish_group
+from publishing.services.refresh import PassOutcome, shared_views_deferred
 from publishing.tasks import publish_article
 from tests.integration.test_batches import all_published, backlog, ok_counts
 from tests.support.site import assert_lists_exactly
@@ -158,6 +160,41 @@ def test_the_shared_views_are_right_once_the_backlog_drains(quiet_site, rows, se
     live = Article.objects.exclude(published_hash="").order_by("-publish_at", "-id")
     assert_lists_exactly(quiet_site, [a.slug for a in live])
     assert not PageNote.objects.exists()  # every note settled by the last pass
+
+
+def test_a_pass_ending_mid_drain_leaves_the_next_to_the_backlogs_interval(
+    quiet_site, settings, monkeypatch
+):
+    """A full batch whose request finds a pass running leaves the next pass to it (the
+    running pass's lease covers the request). That pass, ending wanted again while a full
+    group of due rows still waits, defers the next by the backlog's interval, as the
+    batch asked; once less than a group waits, by the ordinary interval."""
+    settings.PUBLISH_BATCH_SIZE = 5
+    settings.PUBLISH_REFRESH_INTERVAL = 0.2
+    settings.PUBLISH_REFRESH_BACKLOG_INTERVAL = 3600
+    articles = backlog(f"mid-drain-{uuid.uuid4().hex[:6]}", 7)
+    refresh = StaticSitePublisher.refresh
+
+    def requested_meanwhile(self, *args, **kwargs):
+        Refresher.objects.filter(pk=1).update(wanted=True)  # a batch completing meanwhile
+        return refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(StaticSitePublisher, "refresh", requested_meanwhile)
+
+    def deferred_pass() -> float:
+        """The deferred pass run now (its interval since the last one over): the seconds
+        until the one it leaves."""
+        Refresher.objects.filter(pk=1).update(wanted=True, last_pass_at=None)
+        assert shared_views_deferred() is PassOutcome.DONE
+        row = Refresher.objects.get(pk=1)
+        assert row.wanted and row.deferred_until is not None
+        return (row.deferred_until - timezone.now()).total_seconds()
+
+    assert deferred_pass() > 600  # seven due, a group is five
+    assert publish_group(retry_in=publish_article.backoff, worker="here").claimed == 5
+    assert deferred_pass() < 60  # two due
+    publish_group(retry_in=publish_article.backoff, worker="here")
+    assert all_published(articles)
 
 
 def test_a_row_overtaken_mid_batch_is_not_written_by_the_batch(quiet_site, monkeypatch):
