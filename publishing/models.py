@@ -860,6 +860,9 @@ class Refresher(models.Model):
     last_pass_at = models.DateTimeField(null=True, blank=True)
     # A deferred pass is on its way (a message with this ETA was sent).
     deferred_until = models.DateTimeField(null=True, blank=True)
+    # A request made since the last pass began wants the next within the ordinary
+    # interval (an outcome, a delete), not only a backlog's (refresh._next_interval).
+    wanted_soon = models.BooleanField(default=False, db_default=False)
     # When the catch-up last ran the full check (reconcile) rather than a refresh.
     reconciled_at = models.DateTimeField(null=True, blank=True)
 

@@ -30,8 +30,9 @@ def publish_work_due() -> bool:
 
 def backlog_waiting(group: int) -> bool:
     """Are `group` or more due rows waiting for a claim (a backlog draining, whose full
-    groups ask for the shared views at PUBLISH_REFRESH_BACKLOG_INTERVAL)? At most
-    `group` keys of the partial index of pending rows read."""
+    groups ask for the shared views at PUBLISH_REFRESH_BACKLOG_INTERVAL)? Reads the
+    partial index of pending rows until `group` free ones are found (past the leased
+    and backing-off ones, as `publish_work_due` and the claims do)."""
     return articles_claimable().order_by().values_list("id")[group - 1 : group].exists()
 
 

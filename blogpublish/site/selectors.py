@@ -108,9 +108,10 @@ def _newer_than(entry: Entry, *, or_it: bool = False) -> Q:
     )
 
 
-def _older_than(entry: Entry) -> Q:
+def _older_than(entry: Entry, *, or_it: bool = False) -> Q:
+    same_date = Q(id__lte=entry.id) if or_it else Q(id__lt=entry.id)
     return Q(published_publish_at__lte=entry.publish_at) & (
-        Q(published_publish_at__lt=entry.publish_at) | Q(id__lt=entry.id)
+        Q(published_publish_at__lt=entry.publish_at) | same_date
     )
 
 
@@ -479,9 +480,12 @@ def _window(low: tuple[datetime, int], high: tuple[datetime, int], *, limit: int
     one just after; None when more than `limit` lie between."""
     first = Entry(low[1], uuid.UUID(int=0), "", "", low[0], low[0])
     last = Entry(high[1], uuid.UUID(int=0), "", "", high[0], high[0])
+    # From `low` to `high` both included, written as the two ranges (not as "neither
+    # older than `low` nor newer than `high`": PostgreSQL seeks no index for a negated
+    # condition, and read the whole listing's index for every window).
     inside = (
         listed()
-        .filter(~_older_than(first) & ~_newer_than(last))
+        .filter(_newer_than(first, or_it=True) & _older_than(last, or_it=True))
         .order_by("published_publish_at", "id")
         .values(*ENTRY_FIELDS)[: limit + 1]
     )

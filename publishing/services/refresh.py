@@ -86,7 +86,7 @@ def _acquire(*, forced: bool, seconds: float, interval: float | None = None) -> 
         )
     before = lease.lease_clock()
     token = lease.claim_token(
-        rows, seconds=seconds, fields=FIELDS, wanted=False, last_pass_at=Now()
+        rows, seconds=seconds, fields=FIELDS, wanted=False, wanted_soon=False, last_pass_at=Now()
     )
     if token is None:
         return None
@@ -198,8 +198,13 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
     # next pass to it (shared_views_request's `covered`). A failed pass is tried again
     # a little later, not every interval while its cause (a full disk) lasts; a new
     # request meanwhile runs one at once.
-    if _row().filter(wanted=True).exists():
-        _defer(_retry_after() if outcome is PassOutcome.FAILED else _next_interval(yielding))
+    # (None: no pass wanted; else whether a request made meanwhile wants it soon.)
+    soon = _row().filter(wanted=True).values_list("wanted_soon", flat=True).first()
+    if soon is not None:
+        if outcome is PassOutcome.FAILED:
+            _defer(_retry_after())
+        else:
+            _defer(_next_interval(yielding and outcome is PassOutcome.DONE and not soon))
     elif busy and outcome is PassOutcome.DONE and TagRefresh.objects.exists():
         # Tag pages put off (not a due row alone: one stuck due row would have a pass
         # every interval until its lease ran out). Each such pass writes a slice of them.
@@ -208,17 +213,20 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
     return outcome
 
 
-def _next_interval(yielding: bool) -> float | None:
-    """When the pass after a coalesced one (`yielding`) that ends wanted again comes:
-    within PUBLISH_REFRESH_BACKLOG_INTERVAL while a full group of due rows still waits
-    for a claim, else within PUBLISH_REFRESH_INTERVAL (None). A backlog's full groups ask
-    for their pass no sooner than the backlog's interval (`shared_views_request`), but
-    one that completes while a pass runs is covered by that pass's lease and leaves the
-    next to it: without this, a pass ending mid-drain sent the next within the ordinary
-    interval, and the passes chained through the whole drain (an import of 10,000: 40
-    passes, a third of the workers' time; docs/performance.md). The drain's last group
-    asks for an ordinary pass, which brings a deferred one forward (`_defer`)."""
-    if yielding and backlog_waiting(settings.PUBLISH_BATCH_SIZE):
+def _next_interval(backlog_only: bool) -> float | None:
+    """When the pass after one that ends wanted again comes: within
+    PUBLISH_REFRESH_BACKLOG_INTERVAL when only a backlog's full groups asked for it
+    (`backlog_only`: a coalesced pass that did its work, and no request made meanwhile
+    set `wanted_soon`) and a full group of due rows still waits for a claim; else within
+    PUBLISH_REFRESH_INTERVAL (None). A backlog's full groups ask for their pass no sooner
+    than the backlog's interval (`shared_views_request`), but one that completes while a
+    pass runs is covered by that pass's lease and leaves the next to it: without this, a
+    pass ending mid-drain sent the next within the ordinary interval, and the passes
+    chained through the whole drain (an import of 10,000: 40 passes, a third of the
+    workers' time; docs/performance.md). The drain's last group asks for an ordinary
+    pass, which brings a deferred one forward (`_defer`); a rebuild's next slice (a pass
+    stopped at its budget) and a delete's request keep the ordinary interval."""
+    if backlog_only and backlog_waiting(settings.PUBLISH_BATCH_SIZE):
         return settings.PUBLISH_REFRESH_BACKLOG_INTERVAL
     return None
 
@@ -298,11 +306,14 @@ def shared_views_request(*, backlog: bool = False) -> None:
         settings.PUBLISH_REFRESH_BACKLOG_INTERVAL if backlog else settings.PUBLISH_REFRESH_INTERVAL
     )
     fresh = now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
+    # A running pass covers a backlog's request; an ordinary one's once a request made
+    # meanwhile asked for the next pass soon (`wanted_soon`, read as the pass ends).
+    running = Q(lease_expires_at__gt=Now()) & (Q() if backlog else Q(wanted_soon=True))
     covered = Q(wanted=True) & (
-        Q(deferred_until__gt=fresh, deferred_until__lte=now_plus(interval))
-        | Q(lease_expires_at__gt=Now())
+        Q(deferred_until__gt=fresh, deferred_until__lte=now_plus(interval)) | running
     )
-    if not _row().exclude(covered).update(wanted=True):
+    soon = {} if backlog else {"wanted_soon": True}
+    if not _row().exclude(covered).update(wanted=True, **soon):
         if _row().exists():
             return
         _want()

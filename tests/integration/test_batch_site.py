@@ -18,9 +18,14 @@ from blogpublish.rendering import MarkdownTooLargeError
 from blogpublish.site import StaticSitePublisher, documents, paths
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt, Refresher
 from publishing.services import publish, publish_group
-from publishing.services.refresh import PassOutcome, shared_views_deferred
+from publishing.services.refresh import (
+    PassOutcome,
+    shared_views_deferred,
+    shared_views_request,
+)
 from publishing.tasks import publish_article
 from tests.integration.test_batches import all_published, backlog, ok_counts
+from tests.support.settling import wait_session_worker_quiet
 from tests.support.site import assert_lists_exactly
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -168,31 +173,37 @@ def test_a_pass_ending_mid_drain_leaves_the_next_to_the_backlogs_interval(
     """A full batch whose request finds a pass running leaves the next pass to it (the
     running pass's lease covers the request). That pass, ending wanted again while a full
     group of due rows still waits, defers the next by the backlog's interval, as the
-    batch asked; once less than a group waits, by the ordinary interval."""
+    batch asked; once less than a group waits, or when an ordinary request (a delete's)
+    came meanwhile too, by the ordinary interval."""
+    wait_session_worker_quiet()  # no watchdog of an earlier test's pass runs one here
     settings.PUBLISH_BATCH_SIZE = 5
     settings.PUBLISH_REFRESH_INTERVAL = 0.2
     settings.PUBLISH_REFRESH_BACKLOG_INTERVAL = 3600
     articles = backlog(f"mid-drain-{uuid.uuid4().hex[:6]}", 7)
     refresh = StaticSitePublisher.refresh
+    meanwhile: list[bool] = []  # the requests made while the pass runs: backlog or not
 
     def requested_meanwhile(self, *args, **kwargs):
-        Refresher.objects.filter(pk=1).update(wanted=True)  # a batch completing meanwhile
+        for backlog_request in meanwhile:
+            shared_views_request(backlog=backlog_request)
         return refresh(self, *args, **kwargs)
 
     monkeypatch.setattr(StaticSitePublisher, "refresh", requested_meanwhile)
 
-    def deferred_pass() -> float:
-        """The deferred pass run now (its interval since the last one over): the seconds
-        until the one it leaves."""
+    def deferred_pass(*requests: bool) -> float:
+        """The deferred pass run now (its interval since the last one over), with
+        `requests` made while it runs: the seconds until the one it leaves."""
+        meanwhile[:] = requests
         Refresher.objects.filter(pk=1).update(wanted=True, last_pass_at=None)
         assert shared_views_deferred() is PassOutcome.DONE
         row = Refresher.objects.get(pk=1)
         assert row.wanted and row.deferred_until is not None
         return (row.deferred_until - timezone.now()).total_seconds()
 
-    assert deferred_pass() > 600  # seven due, a group is five
+    assert deferred_pass(True) > 600  # seven due, a group is five
+    assert deferred_pass(True, False) < 60  # and a delete's request
     assert publish_group(retry_in=publish_article.backoff, worker="here").claimed == 5
-    assert deferred_pass() < 60  # two due
+    assert deferred_pass(True) < 60  # two due
     publish_group(retry_in=publish_article.backoff, worker="here")
     assert all_published(articles)
 

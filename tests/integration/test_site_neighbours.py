@@ -6,15 +6,19 @@ mends a neighbour's page a pass missed. The real pipeline services, in-process."
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from blogpublish.site import paths
+from blogpublish.site import paths, selectors
 from blogpublish.site.check import installation_check
 from blogpublish.storage import site_storage
-from publishing.models import Article
+from publishing.models import Article, ArticleStatus
 from publishing.services import Outcome, publish_group
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
 
@@ -163,3 +167,51 @@ def test_a_pass_killed_before_its_check_leaves_the_check_to_the_next_pass(
 
     assert links(site, second.slug)["next"] == "/article-3/"
     assert_links_follow_the_listing(site)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plan")
+def test_a_window_of_neighbours_reads_its_range_of_the_listing_not_all_of_it(transactional_db):
+    """The neighbours of many keys (a group's pages, a pass's) are one window of the
+    listing's index: the rows it reads follow the window, not the site. Written as
+    "neither older than the first key nor newer than the last", the window sought no
+    index and read every listed row's entry, for every group published."""
+    start = timezone.now() - timedelta(days=30)
+    Article.objects.bulk_create(
+        Article(
+            title=f"Listed {i}",
+            slug=f"listed-{i}",
+            body="Listed.",
+            status=ArticleStatus.PUBLISHED,
+            publish_at=start + timedelta(minutes=i),
+            content_hash="c",
+            published_hash="c",
+            published_slug=f"listed-{i}",
+            published_title=f"Listed {i}",
+            published_body="Listed.",
+            published_publish_at=start + timedelta(minutes=i),
+            published_at=start,
+        )
+        for i in range(2000)
+    )
+    keys = list(
+        Article.objects.order_by("publish_at", "id").values_list("publish_at", "id")[1000:1025]
+    )
+    with CaptureQueriesContext(connection) as captured:
+        found = selectors.neighbours_many(keys)
+    assert found[keys[0][1]].newer.id == keys[1][1]  # the window's own answer, as a check
+    (statement,) = [q["sql"] for q in captured.captured_queries]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE publishing_article")
+        cursor.execute("SET enable_seqscan = off")  # the index or nothing: is a range sought?
+        try:
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}")
+            (plan,) = cursor.fetchone()[0]
+        finally:
+            cursor.execute("RESET enable_seqscan")
+
+    def rows_read(node: dict) -> int:
+        own = node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)
+        leaf = "Scan" in node["Node Type"]
+        return (own if leaf else 0) + sum(rows_read(n) for n in node.get("Plans", []))
+
+    assert rows_read(plan["Plan"]) < 100, json.dumps(plan["Plan"])[:2000]
