@@ -306,12 +306,15 @@ def shared_views_request(*, backlog: bool = False) -> None:
         settings.PUBLISH_REFRESH_BACKLOG_INTERVAL if backlog else settings.PUBLISH_REFRESH_INTERVAL
     )
     fresh = now_plus(-settings.PUBLISH_REFRESH_LOST_AFTER)
-    # A running pass covers a backlog's request; an ordinary one's once a request made
-    # meanwhile asked for the next pass soon (`wanted_soon`, read as the pass ends).
-    running = Q(lease_expires_at__gt=Now()) & (Q() if backlog else Q(wanted_soon=True))
-    covered = Q(wanted=True) & (
-        Q(deferred_until__gt=fresh, deferred_until__lte=now_plus(interval)) | running
-    )
+    deferred = Q(deferred_until__gt=fresh, deferred_until__lte=now_plus(interval))
+    running = Q(lease_expires_at__gt=Now())
+    if backlog:
+        covered = Q(wanted=True) & (deferred | running)
+    else:
+        # While a pass runs, only a request made meanwhile that asked for the next pass
+        # soon (`wanted_soon`, read as the pass ends) covers an ordinary one: a deferred
+        # pass's message that comes during the pass leaves the next to the pass.
+        covered = Q(wanted=True) & ((deferred & ~running) | (running & Q(wanted_soon=True)))
     soon = {} if backlog else {"wanted_soon": True}
     if not _row().exclude(covered).update(wanted=True, **soon):
         if _row().exists():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 
 import pytest
 from django.conf import settings
@@ -173,37 +174,54 @@ def test_a_pass_ending_mid_drain_leaves_the_next_to_the_backlogs_interval(
     """A full batch whose request finds a pass running leaves the next pass to it (the
     running pass's lease covers the request). That pass, ending wanted again while a full
     group of due rows still waits, defers the next by the backlog's interval, as the
-    batch asked; once less than a group waits, or when an ordinary request (a delete's)
-    came meanwhile too, by the ordinary interval."""
+    batch asked; by the ordinary interval once less than a group waits, when an ordinary
+    request (a delete's) came meanwhile too, and when the pass stopped at its budget."""
     wait_session_worker_quiet()  # no watchdog of an earlier test's pass runs one here
     settings.PUBLISH_BATCH_SIZE = 5
     settings.PUBLISH_REFRESH_INTERVAL = 0.2
     settings.PUBLISH_REFRESH_BACKLOG_INTERVAL = 3600
     articles = backlog(f"mid-drain-{uuid.uuid4().hex[:6]}", 7)
     refresh = StaticSitePublisher.refresh
-    meanwhile: list[bool] = []  # the requests made while the pass runs: backlog or not
+    meanwhile: list[Callable[[], object]] = []  # what happens while the pass runs
+    budget_spent = [False]  # the pass stops at its budget (a rebuild's slice)
 
     def requested_meanwhile(self, *args, **kwargs):
-        for backlog_request in meanwhile:
-            shared_views_request(backlog=backlog_request)
-        return refresh(self, *args, **kwargs)
+        for event in meanwhile:
+            event()
+        done = refresh(self, *args, **kwargs)
+        return False if budget_spent[0] else done
 
     monkeypatch.setattr(StaticSitePublisher, "refresh", requested_meanwhile)
 
-    def deferred_pass(*requests: bool) -> float:
+    def deferred_pass(*events: Callable[[], object], outcome=PassOutcome.DONE) -> float:
         """The deferred pass run now (its interval since the last one over), with
-        `requests` made while it runs: the seconds until the one it leaves."""
-        meanwhile[:] = requests
+        `events` while it runs: the seconds until the pass it leaves."""
+        meanwhile[:] = events
+        budget_spent[0] = outcome is PassOutcome.MORE
         Refresher.objects.filter(pk=1).update(wanted=True, last_pass_at=None)
-        assert shared_views_deferred() is PassOutcome.DONE
+        assert shared_views_deferred() is outcome
         row = Refresher.objects.get(pk=1)
         assert row.wanted and row.deferred_until is not None
         return (row.deferred_until - timezone.now()).total_seconds()
 
-    assert deferred_pass(True) > 600  # seven due, a group is five
-    assert deferred_pass(True, False) < 60  # and a delete's request
+    def batch() -> None:  # a full batch's request
+        shared_views_request(backlog=True)
+
+    def delete() -> None:  # an ordinary request
+        shared_views_request()
+
+    def its_deferred_pass_due() -> None:  # the backlog's deferred pass about to come
+        Refresher.objects.filter(pk=1).update(deferred_until=timezone.now())
+
+    def its_deferred_pass_came() -> None:  # it came, found the lease held (a watchdog)
+        Refresher.objects.filter(pk=1).update(deferred_until=None)
+
+    assert deferred_pass(batch) > 600  # seven due, a group is five
+    assert deferred_pass(batch, delete) < 60
+    assert deferred_pass(batch, its_deferred_pass_due, delete, its_deferred_pass_came) < 60
+    assert deferred_pass(batch, outcome=PassOutcome.MORE) < 60
     assert publish_group(retry_in=publish_article.backoff, worker="here").claimed == 5
-    assert deferred_pass(True) < 60  # two due
+    assert deferred_pass(batch) < 60  # two due
     publish_group(retry_in=publish_article.backoff, worker="here")
     assert all_published(articles)
 
