@@ -489,9 +489,14 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # With acks_late, a worker holds at most `concurrency` messages it has not started.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# After a broker reconnect the unacked messages are redelivered; cancel the running
-# copies so a task does not run twice (the default becomes True in Celery 6).
-CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# After a broker reconnect the unacked messages are redelivered. The running copies are
+# not cancelled (Celery 6 makes it the default): a cancel SIGTERMs the pool child
+# mid-task, and every row of its group spent an attempt of its budget on the broker's
+# outage ("never finished"; a broker flapping during a backlog dead-lettered them).
+# The database's lease, not the message, keeps a row from being published twice: the
+# redelivered copy finds its row held or published and ends after one statement, and
+# the finished copy's ack on the dead channel is logged and dropped.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Events let Flower see tasks: -E on the worker, and "sent" from the producer.
 CELERY_WORKER_SEND_TASK_EVENTS = True
 CELERY_TASK_SEND_SENT_EVENT = True

@@ -27,6 +27,7 @@ from config.celery import app
 from publishing.broker_status import queue_message_counts
 from publishing.models import Article, ArticleStatus, AttemptOutcome
 from tests.support.broker import broker
+from tests.support.chaos import release
 from tests.support.processes import ROOT, Proc
 from tests.support.rabbitmq import PrivateRabbitMQ, rabbitmq_missing
 from tests.support.waiting import wait_for
@@ -176,6 +177,26 @@ def test_pool_child_killed_mid_publish_is_redelivered_and_published_once(rabbit,
     record_timing("RabbitMQ: pool child SIGKILLed mid-publish -> published", since(killed_at))
     assert_published_once([article])
     assert outcomes(article) == [AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert worker.alive()
+
+
+def test_an_attempt_running_when_the_broker_restarts_finishes_and_spends_nothing(rabbit, chaos):
+    """The broker killed and back while an attempt runs: the attempt goes on and
+    publishes, and the outage spends nothing of the article's budget. (Celery's cancel on
+    connection loss SIGTERMed the pool child: its attempt never finished, and each row of
+    a group spent one; the message, back after the lease, published it at attempt 2.)"""
+    chaos("rabbit-outage-0", hold=HOLD)  # every attempt waits for `release`, or HOLD s
+    worker = rabbit.worker(env=KILL_TEST_ENV)  # no Beat: redelivery alone
+    [article] = save_articles("rabbit-outage", 1)
+    wait_for(lambda: attempt_running(article), what="attempt 1 to be running")
+
+    rabbit.node.kill()
+    rabbit.node.start()
+    release("rabbit-outage-0")
+
+    wait_all_published([article], timeout=60)
+    assert outcomes(article) == [AttemptOutcome.OK]
+    assert_published_once([article])
     assert worker.alive()
 
 
