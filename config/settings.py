@@ -490,9 +490,10 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # With acks_late, a worker holds at most `concurrency` messages it has not started.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # After a broker reconnect the unacked messages are redelivered. The running copies are
-# not cancelled (Celery 6 makes it the default): a cancel SIGTERMs the pool child
-# mid-task, and every row of its group spent an attempt of its budget on the broker's
-# outage ("never finished"; a broker flapping during a backlog dead-lettered them).
+# not cancelled (said here: Celery 6's default will be to cancel them). A cancel
+# SIGTERMs the pool child mid-task, and every row of its group spent an attempt of its
+# budget on the broker's outage ("never finished"; a broker flapping during a backlog
+# dead-lettered them).
 # The database's lease, not the message, keeps a row from being published twice: the
 # redelivered copy finds its row held or published and ends after one statement, and
 # the finished copy's ack on the dead channel is logged and dropped.
