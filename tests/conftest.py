@@ -74,13 +74,18 @@ def _session_worker_idle_before_flush(request):
     # Requested from here, the database's teardown (the flush) comes after this one's.
     request.getfixturevalue("transactional_db")
     yield
+    _wait_session_worker_idle(watchdogs=False)
+
+
+def _wait_session_worker_idle(*, watchdogs: bool) -> None:
+    """The session's worker, if started and alive, idle (tests/support/settling.py)."""
     proc = SESSION_WORKER.get("proc")
     if proc is not None and proc.alive():
         from tests.support.settling import worker_is_idle
         from tests.support.waiting import wait_for
 
         wait_for(
-            lambda: worker_is_idle(proc, SESSION_WORKER["queues"], watchdogs=False),
+            lambda: worker_is_idle(proc, SESSION_WORKER["queues"], watchdogs=watchdogs),
             timeout=60,
             what="the session's worker to be idle before the database is emptied",
         )
@@ -103,13 +108,7 @@ def pytest_configure(config):
             flush(self)
         except CommandError as exc:
             print(f"\nthe flush failed ({exc.__cause__!r}); once more", file=sys.stderr)
-            proc = SESSION_WORKER.get("proc")
-            if proc is not None and proc.alive():
-                from tests.support.settling import worker_is_idle
-                from tests.support.waiting import wait_for
-
-                queues = SESSION_WORKER["queues"]
-                wait_for(lambda: worker_is_idle(proc, queues), timeout=60, what="an idle worker")
+            _wait_session_worker_idle(watchdogs=True)
             flush(self)
 
     TransactionTestCase._fixture_teardown = _fixture_teardown

@@ -73,7 +73,7 @@ from publishing.exceptions import TIME_LIMITS, PermanentPublishError
 from publishing.logcontext import log_context
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
 from publishing.publishers import get_publishers, publish_many_of
-from publishing.selectors import due_q
+from publishing.selectors import backlog_waiting, due_q
 from publishing.services.alarms import article_dead_alert
 from publishing.services.live_tags import live_tags_write
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
@@ -957,7 +957,7 @@ def _drop_their_messages(claims: list[Claim], first: int | None, report: GroupRe
 
 def _more_due() -> bool:
     """A due row with a free lease is left (one query, after a full group)."""
-    return Article.objects.filter(due_q() & lease.lease_free()).exists()
+    return backlog_waiting(1)
 
 
 def article_publish(
