@@ -1,6 +1,8 @@
 """One database, in a process of its own (Django is set up once per process).
 
-    python bench/child.py pipeline|import|catchup|operator|tags sqlite|postgres '<params as JSON>'
+    python bench/child.py <mode> sqlite|postgres '<params as JSON>'
+
+(mode: pipeline, import, import_live, catchup, operator or tags)
 
 Makes a fresh database (a SQLite file, or `CREATE DATABASE bp_bench_<random>` on the
 PostgreSQL at TEST_POSTGRES_URL, dropped afterwards) and a fresh SITE_ROOT, migrates,
@@ -95,6 +97,10 @@ def measure(mode: str) -> Callable[[Path, dict, dict], dict]:
         from bench.importing import measure_import
 
         return measure_import
+    if mode == "import_live":
+        from bench.importing import measure_import_live
+
+        return measure_import_live
     if mode == "catchup":
         from bench.catchup import measure_catch_up
 

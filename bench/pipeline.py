@@ -42,7 +42,12 @@ FULL = {
     "catchup_runs": 3,
     "import_files": 10_000,
 }
-MODES = ("pipeline", "import", "catchup")  # bench/child.py's, each on a fresh database
+MODES = (
+    "pipeline",
+    "import",
+    "import_live",
+    "catchup",
+)  # bench/child.py's, each on a fresh database
 QUICK = {**FULL, "rss_total": 5_000, "catchup_sizes": [10_000, 100_000], "import_files": 2_000}
 
 

@@ -22,7 +22,6 @@ from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard
 from blogpublish.site.pagination import (
     PAGE_SIZE,
-    first_position,
     full_pages,
     newer_than,
     older_than,
@@ -335,10 +334,8 @@ def write_tag_archive(
     first = 1
     if since is not None and full:  # a tag of fewer than PAGE_SIZE has no archive page
         first = page_of(selectors.count_tagged_before(tag_id, since, total=count))
-    for number in range(max(1, first - 1), full + 1):
-        entries = selectors.tagged_at(
-            tag_id, first=first_position(number), size=PAGE_SIZE, total=count
-        )
+    numbers = range(max(1, first - 1), full + 1)
+    for number, entries in selectors.tagged_pages(tag_id, numbers, size=PAGE_SIZE, total=count):
         newer = newer_than(number, count)
         older = older_than(number)
         html = documents.tag_page(
@@ -412,8 +409,7 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None, busy: bo
         changed=positions.values(),
         shifted_from=min(shifted, default=None),
     )
-    for page in pages:
-        page_entries = selectors.entries_at(first=first_position(page), size=PAGE_SIZE, total=count)
+    for page, page_entries in selectors.entries_pages(pages, size=PAGE_SIZE, total=count):
         write_archive_page(site, page, page_entries, count=count, write=atomic_write)
     newest = selectors.newest(PAGE_SIZE)
     write_feeds(site, write=atomic_write)
@@ -519,8 +515,7 @@ def _resume_at(site: Site, state: SiteState, changed: list[int], *, count: int) 
         for entry in selectors.listed_entries(changed).values()
         if (entry.publish_at, entry.id) <= key
     }
-    for page in sorted(below):
-        entries = selectors.entries_at(first=first_position(page), size=PAGE_SIZE, total=count)
+    for page, entries in selectors.entries_pages(below, size=PAGE_SIZE, total=count):
         write_archive_page(site, page, entries, count=count, write=write_if_changed)
     return mark
 

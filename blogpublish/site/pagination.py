@@ -24,10 +24,6 @@ def page_of(position: int) -> int:
     return position // PAGE_SIZE + 1
 
 
-def first_position(page: int) -> int:
-    return PAGE_SIZE * (page - 1)
-
-
 def sitemap_chunks(count: int) -> int:
     """How many sitemap chunks a site of `count` articles has (the last may be partial)."""
     return -(-count // PAGE_SIZE)

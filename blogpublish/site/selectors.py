@@ -329,10 +329,12 @@ def count_tagged_before(tag_id: int, since: datetime, *, total: int) -> int:
     return _of_tag(tag_id, publish_at__lt=since).order_by().count()
 
 
-def tagged_at(tag_id: int, *, first: int, size: int, total: int) -> list[Entry]:
-    """A tag's positions first … first+size-1 (0 is the oldest), newest first, read from
-    the nearer end of its range (as `entries_at`)."""
-    return _positions(_of_tag(tag_id), first=first, size=size, total=total)
+def tagged_pages(
+    tag_id: int, pages: Iterable[int], *, size: int, total: int
+) -> Iterator[tuple[int, list[Entry]]]:
+    """A tag's pages (numbered as `entries_pages`), each run of consecutive pages in one
+    statement."""
+    return _pages(_of_tag(tag_id), pages, size=size, total=total)
 
 
 def tag_refresh_done(request_ids: list[int]) -> bool:
@@ -342,21 +344,47 @@ def tag_refresh_done(request_ids: list[int]) -> bool:
     return TagRefresh.objects.exists()
 
 
-def entries_at(*, first: int, size: int, total: int) -> list[Entry]:
-    """Positions first … first+size-1 (0 is the oldest), newest first. Read from
-    whichever end of the index is nearer, so a page near the top costs as little as one
-    near the bottom."""
-    return _positions(listed(), first=first, size=size, total=total)
+def entries_pages(
+    pages: Iterable[int], *, size: int, total: int
+) -> Iterator[tuple[int, list[Entry]]]:
+    """The listing's pages (numbered from 1, the oldest; `size` entries each), as (page,
+    its entries newest first), read from whichever end of the index is nearer: a page
+    near the top costs as little as one near the bottom."""
+    return _pages(listed(), pages, size=size, total=total)
 
 
-def _positions(listing: QuerySet[Article], *, first: int, size: int, total: int) -> list[Entry]:
-    articles = listing.values(*ENTRY_FIELDS)
-    from_top = total - first - size
-    if first <= from_top:
-        rows = articles.order_by("published_publish_at", "id")[first : first + size]
-        return [Entry.from_values(row) for row in reversed(rows)]
-    rows = articles.order_by("-published_publish_at", "-id")[from_top : from_top + size]
-    return [Entry.from_values(row) for row in rows]
+def _pages(
+    listing: QuerySet[Article], pages: Iterable[int], *, size: int, total: int
+) -> Iterator[tuple[int, list[Entry]]]:
+    """Each run of consecutive pages is one statement streamed from the nearer end of
+    the index, not a statement per page: an offset walks the index up to it, so a page
+    at a time made a pass that rewrote a run of k pages walk about k²/4 pages' entries
+    (an import into a tag of 10,000, a third of its passes' time)."""
+    numbers = sorted(set(pages))
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and runs[-1][-1] == number - 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    for run in runs:
+        start, stop = size * (run[0] - 1), size * run[-1]
+        from_top = total - stop
+        articles = listing.values(*ENTRY_FIELDS)
+        if start <= from_top:
+            rows = articles.order_by("published_publish_at", "id")[start:stop]
+            order = iter(run)
+        else:
+            rows = articles.order_by("-published_publish_at", "-id")[from_top : total - start]
+            order = iter(run[::-1])
+        batch: list[Entry] = []
+        for row in rows.iterator(chunk_size=2000):
+            batch.append(Entry.from_values(row))
+            if len(batch) == size:
+                yield next(order), batch[::-1] if start <= from_top else batch
+                batch = []
+        if batch:  # fewer rows than `total` said: the rest where they would be
+            yield next(order), batch[::-1] if start <= from_top else batch
 
 
 def _after_key(publish_at: datetime, article_id: int) -> Q:

@@ -30,8 +30,8 @@ def test_site_benchmark_runs_on_a_small_site():
 )
 def test_side_by_side_benchmark_runs_at_tiny_sizes(tmp_path):
     """Every code path of `make bench`'s pipeline part (bare Celery, blogpublish's idle,
-    burst, shared pages, RSS, catch-up with synthetic rows, import → published by batches),
-    on SQLite, at tiny sizes."""
+    burst, shared pages, RSS, catch-up with synthetic rows, import → published by batches,
+    with no worker and beside a running one), on SQLite, at tiny sizes."""
     tiny = ["--bare", "20", "--idle", "10", "--burst", "20", "--rss-total", "30"]
     tiny += ["--catchup-sizes", "50,120", "--catchup-runs", "1", "--databases", "sqlite"]
     tiny += ["--import-files", "30"]
@@ -54,10 +54,15 @@ def test_side_by_side_benchmark_runs_at_tiny_sizes(tmp_path):
         "rss_last_per_first",
         "catch_up_largest_per_smallest",
         "import_publish_per_bare_drain",
+        "import_end_to_end_per_bare_drain",
+        "import_live_per_bare_drain",
     }
     imported = document["results"]["sqlite"]["import"]
     assert imported["import"]["counts"] == {"created": 30}
     assert imported["publish"]["n"] == 30
+    live = document["results"]["sqlite"]["import_live"]
+    assert live["import"]["counts"] == {"created": 30}
+    assert live["publish"]["n"] == 30
     assert [s["articles"] for s in document["results"]["sqlite"]["catchup"]["catch_up"]] == [
         50,
         120,
