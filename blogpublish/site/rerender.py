@@ -33,15 +33,22 @@ back; `manage.py rerender_site` (a new process) always may.
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import multiprocessing
+import os
+import signal
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
@@ -245,6 +252,86 @@ def _finish(progress: Progress, fence: Fence | None) -> None:
     )
 
 
+# The processes a pass renders its pages in, besides its own (`render_processes`).
+_renderers: ContextVar[ProcessPoolExecutor | None] = ContextVar("renderers", default=None)
+
+
+@contextmanager
+def render_processes(count: int) -> Iterator[None]:
+    """The re-render's pages rendered by `count` processes forked from this one (the
+    same code, settings and look), while this one stages, guards and commits them as
+    before: `manage.py rerender_site` on every CPU. What a page is rendered from (its
+    live version, neighbours and related articles) is read here, and every write stays
+    here, so nothing of the chunk's guarantees moves. A worker's pass renders in its own
+    process (the worker's other child goes on publishing). `count` below 2: no processes."""
+    if count < 2:
+        yield
+        return
+    # Forked with no database connection open: each process opens its own if a page
+    # needs one (an image's renditions), never the parent's socket.
+    connections.close_all()
+    pool = ProcessPoolExecutor(
+        count,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_renderer_started,
+        initargs=(os.getpid(),),
+    )
+    pool.submit(int).result()  # every process forked now (fork: all at the first submit)
+    token = _renderers.set(pool)
+    try:
+        yield
+    finally:
+        _renderers.reset(token)
+        pool.shutdown(cancel_futures=True)
+
+
+# prctl(2): the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _renderer_started(parent: int) -> None:
+    """In each renderer process: killed with its parent. A command killed outright
+    (SIGKILL) leaves no renderer behind, waiting forever for pages to render."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the call
+        os._exit(0)
+
+
+def _render(live: LiveVersion, around, related) -> str | Exception:
+    """One page's HTML, or what stopped it: in a renderer process, an exception is
+    returned as a value (one page's failure is that page's alone), as a plain one (any
+    exception's text pickles; not every exception does)."""
+    try:
+        return documents.article_page(live, around=around, related=related)
+    except Exception as exc:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _rendered(due: list[LiveVersion], around: dict, related: dict) -> Iterator[str | Exception]:
+    """Each page of `due` rendered, in order: by the renderer processes when there are
+    (streamed as they finish), else here. A renderer process that died leaves the rest
+    of the chunk, and every later chunk, to this process."""
+    pool = _renderers.get()
+    args = [(live, around.get(live.id), related[live.id]) for live in due]
+    done = 0
+    if pool is not None:
+        try:
+            for html in pool.map(_render, *zip(*args, strict=True), chunksize=4):
+                done += 1
+                yield html
+            return
+        except BrokenProcessPool as exc:
+            logger.error("re-render: a renderer process died (%s); rendering here", exc)
+            _renderers.set(None)
+    for live, near, rel in args[done:]:
+        try:
+            yield documents.article_page(live, around=near, related=rel)
+        except TIME_LIMITS:
+            raise
+        except Exception as exc:
+            yield exc
+
+
 def _rerender_chunk(
     site: SiteStorage,
     chunk: list[LiveVersion],
@@ -273,15 +360,11 @@ def _rerender_chunk(
     def pages() -> Iterator[tuple[str, str]]:
         """Each page rendered as the storage asks for it: on disk the last one is
         written meanwhile (`stage_many`)."""
-        for live in due:
-            try:
-                html = documents.article_page(
-                    live, around=around.get(live.id), related=related[live.id]
+        for live, html in zip(due, _rendered(due, around, related), strict=True):
+            if isinstance(html, Exception):  # this page only: it keeps its look
+                logger.error(
+                    "re-render: the page of article %s was not rendered: %s", live.id, html
                 )
-            except TIME_LIMITS:
-                raise
-            except Exception as exc:  # this page only: it keeps its look, the run goes on
-                logger.error("re-render: the page of article %s was not rendered: %s", live.id, exc)
                 continue
             rendered.append(live)
             yield paths.page_file(live.slug), html

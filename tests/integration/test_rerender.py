@@ -5,6 +5,7 @@ tests/system/test_rerender.py."""
 
 from __future__ import annotations
 
+import os
 import re
 from io import StringIO
 from pathlib import Path
@@ -476,3 +477,67 @@ def test_a_page_whose_neighbours_change_after_it_was_rendered_keeps_its_links_ri
     assert links(site, articles[1].slug)["next"] == "/late/"
     assert looks([*articles, late]) == [new] * 4
     assert_links_follow_the_listing(site)
+
+
+def test_rerender_site_renders_in_processes_the_pages_one_process_renders(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+    tmp_path,
+):
+    """`rerender_site --processes 2`: the pages rendered by two forked processes (each
+    page's renderer writes its pid down), and byte for byte the pages one process
+    renders; the chunk's reads, guard and writes stay in the command's process."""
+    from django.core.management import call_command
+
+    articles = site.add(9)
+    settings.SITE_RERENDER_CHUNK = 4
+    new_look(settings)
+    call_command("rerender_site", "--processes", "1", stdout=StringIO())
+    alone = {a.slug: page(a.slug) for a in articles}
+    for a in articles:
+        (site.root / a.slug / "index.html").unlink()
+
+    pids = tmp_path / "pids"
+    render = documents.article_page
+
+    def noted(live, **kwargs):
+        with pids.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        return render(live, **kwargs)
+
+    monkeypatch.setattr(documents, "article_page", noted)
+    call_command("rerender_site", "--again", "--processes", "2", stdout=StringIO())
+
+    assert {a.slug: page(a.slug) for a in articles} == alone
+    renderers = set(pids.read_text().split())
+    assert len(renderers) == 2 and str(os.getpid()) not in renderers
+
+
+def test_a_renderer_process_that_dies_leaves_the_rest_to_the_command_which_finishes(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+):
+    """A renderer process killed mid-chunk (here it exits while rendering one page): the
+    command renders what is left in its own process and ends with every page in the new
+    look, instead of failing the run or waiting for a page that will never come."""
+    from django.core.management import call_command
+
+    articles = site.add(6)
+    settings.SITE_RERENDER_CHUNK = 3
+    new = new_look(settings)
+    command = os.getpid()
+    render = documents.article_page
+
+    def dying(live, **kwargs):
+        if live.id == articles[1].pk and os.getpid() != command:
+            os._exit(9)  # as a process killed mid-page
+        return render(live, **kwargs)
+
+    monkeypatch.setattr(documents, "article_page", dying)
+    call_command("rerender_site", "--processes", "2", stdout=StringIO())
+
+    assert looks(articles) == [new] * 6
+    run = rerender_status()["StaticSitePublisher"]["run"]
+    assert run["finished_at"] and run["failed"] == 0 and run["written"] == 6

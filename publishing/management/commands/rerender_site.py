@@ -3,22 +3,27 @@
     python manage.py rerender_site            # start or resume the re-render, here
     python manage.py rerender_site --again    # a new run even if the site is in this look
     python manage.py rerender_site --status   # how far it got, and its rate
+    python manage.py rerender_site --processes 4   # pages rendered by 4 processes
 
 It runs the re-render's passes in this process (no broker), from the checkpoint, until
 every page is in this look: the same passes the workers run (publishing.services.
 rerender), under the same lease, so running it beside them, or twice, writes no page
 twice at once; it waits while another runner holds the lease, and a run killed at any
 moment resumes where it stopped. A deploy that changes the look starts the re-render
-by itself (the catch-up); this is for an operator who will not wait for it.
+by itself (the catch-up); this is for an operator who will not wait for it, and it
+renders the pages in as many processes as this one may use CPUs (`--processes`), where
+a worker's pass renders in its own (blogpublish.site.rerender, `render_processes`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from blogpublish.site.rerender import render_processes
 from publishing.services.rerender import RerenderOutcome, rerender_status, site_rerender
 
 # Seconds between tries while another runner holds the lease.
@@ -37,11 +42,24 @@ class Command(BaseCommand):
             action="store_true",
             help="begin a new run even if the site is in this look (after a rolling deploy)",
         )
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=len(os.sched_getaffinity(0)),
+            help="processes rendering the pages (default: the CPUs this process may use; "
+            "1: render in this process)",
+        )
 
-    def handle(self, *args, status: bool, again: bool, **options) -> None:
+    def handle(self, *args, status: bool, again: bool, processes: int, **options) -> None:
         if status:
             self._status()
             return
+        if processes < 1:
+            raise CommandError(f"rerender_site: --processes must be at least 1, not {processes}")
+        with render_processes(processes):
+            self._run(again=again)
+
+    def _run(self, *, again: bool) -> None:
         while True:
             outcome = site_rerender(force=True, again=again)
             if outcome is RerenderOutcome.DONE:

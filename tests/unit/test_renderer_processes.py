@@ -1,0 +1,66 @@
+"""The re-render's renderer processes (blogpublish.site.rerender, `render_processes`) die
+with the process that forked them: `rerender_site` killed outright (SIGKILL) leaves no
+renderer behind, blocked forever on a queue no one will write to. Real processes: a
+Python process enters `render_processes(2)` and waits; it is killed; its renderers must
+be gone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROGRAM = """
+import sys, time, django
+django.setup()
+from blogpublish.site.rerender import render_processes
+with render_processes(2):
+    print("ready", flush=True)
+    time.sleep(600)
+"""
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(n) for n in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has exited; its parent (init) reaps it
+
+
+def test_renderer_processes_die_with_the_process_that_forked_them(tmp_path):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    with subprocess.Popen(
+        [sys.executable, "-c", PROGRAM], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    ) as command:
+        renderers: list[int] = []
+        try:
+            assert command.stdout.readline().strip() == "ready"
+            renderers = children(command.pid)
+            assert len(renderers) == 2, renderers
+            os.kill(command.pid, signal.SIGKILL)
+            command.wait(timeout=30)
+            deadline = time.monotonic() + 30
+            while any(alive(pid) for pid in renderers) and time.monotonic() < deadline:
+                time.sleep(0.05)  # polling for the renderers' exit, with a deadline
+            assert not any(alive(pid) for pid in renderers), renderers
+        finally:
+            command.kill()
+            for pid in renderers:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
