@@ -39,7 +39,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -176,24 +176,50 @@ def rerender_pass(
         return True
     # One thread removes what each chunk's exchange replaced; the pass ends when it is done.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerender-discard") as cleaner:
-        while True:  # one chunk at least per pass, so that every pass makes progress
-            size = settings.SITE_RERENDER_CHUNK
-            chunk = selectors.live_versions_after(progress.after, limit=size)
-            if chunk:
-                _rerender_chunk(site, chunk, progress, fence, cleaner)
-            if len(chunk) < size and progress.failed and progress.walk < WALKS:
-                _walk_again(progress, fence)
-            elif len(chunk) < size:  # the last one
-                _finish(progress, fence)
-                return True
-            if fence is not None and fence.time_left() <= 0:
-                break
+        upcoming: _Chunk | None = None  # the next chunk, its rendering under way
+        try:
+            while True:  # one chunk at least per pass, so that every pass makes progress
+                size = settings.SITE_RERENDER_CHUNK
+                started = time.monotonic()
+                if upcoming is None:
+                    lives = selectors.live_versions_after(progress.after, limit=size)
+                    upcoming = _prepare(site, lives) if lives else None
+                prepared, upcoming = upcoming, None
+                chunk = prepared.lives if prepared else []
+                if prepared is not None:
+                    upcoming = _ahead(site, chunk, size, fence)
+                    _rerender_chunk(site, prepared, progress, fence, cleaner, started)
+                if len(chunk) < size and progress.failed and progress.walk < WALKS:
+                    _walk_again(progress, fence)
+                elif len(chunk) < size:  # the last one
+                    _finish(progress, fence)
+                    return True
+                if fence is not None and fence.time_left() <= 0:
+                    break
+        finally:
+            if upcoming is not None:  # a pass that stopped: the next chunk is not rendered
+                upcoming.pages.close()
     logger.info(
         "re-render: stopped at its budget after article %s (%d done); the next pass resumes",
         progress.after,
         progress.done,
     )
     return False
+
+
+def _ahead(
+    site: SiteStorage, chunk: list[LiveVersion], size: int, fence: Fence | None
+) -> _Chunk | None:
+    """With renderer processes, the chunk after `chunk` read and its rendering begun
+    before `chunk` is written, so the renderers work while this process stages, guards
+    and commits (it reads pages and rows only: the writes stay in order, one chunk at
+    a time). None when `chunk` is the last, the budget is spent, or there are none."""
+    if _renderers.get() is None or len(chunk) < size:
+        return None
+    if fence is not None and fence.time_left() <= 0:
+        return None
+    lives = selectors.live_versions_after(chunk[-1].id, limit=size)
+    return _prepare(site, lives) if lives else None
 
 
 def _begin(fence: Fence | None) -> Progress:
@@ -307,23 +333,48 @@ def _render(live: LiveVersion, around, related) -> str | Exception:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
-def _rendered(due: list[LiveVersion], around: dict, related: dict) -> Iterator[str | Exception]:
+Rendered = Generator[str | Exception, None, None]
+
+
+def _renders(due: list[LiveVersion], around: dict, related: dict) -> Rendered:
     """Each page of `due` rendered, in order: by the renderer processes when there are
-    (streamed as they finish), else here. A renderer process that died leaves the rest
-    of the chunk, and every later chunk, to this process."""
-    pool = _renderers.get()
+    (submitted now, streamed as they finish), else here as they are asked for. A
+    renderer process that died leaves the rest of the chunk, and every later chunk, to
+    this process."""
     args = [(live, around.get(live.id), related[live.id]) for live in due]
+    pool = _renderers.get()
+    if pool is None or not args:
+        return _render_here(args)
+    try:
+        results = pool.map(_render, *zip(*args, strict=True), chunksize=4)
+    except BrokenProcessPool as exc:
+        return _broken(exc, args)
+    return _streamed(results, args)
+
+
+def _streamed(results: Iterator[str | Exception], args: list) -> Rendered:
     done = 0
-    if pool is not None:
-        try:
-            for html in pool.map(_render, *zip(*args, strict=True), chunksize=4):
-                done += 1
-                yield html
-            return
-        except BrokenProcessPool as exc:
-            logger.error("re-render: a renderer process died (%s); rendering here", exc)
-            _renderers.set(None)
-    for live, near, rel in args[done:]:
+    try:
+        for html in results:
+            done += 1
+            yield html
+        return
+    except BrokenProcessPool as exc:
+        yield from _broken(exc, args[done:])
+    finally:
+        # What was not rendered yet is cancelled (a pass that stopped): Executor.map's
+        # results are a generator, whose close() cancels the futures left.
+        getattr(results, "close", lambda: None)()
+
+
+def _broken(exc: BrokenProcessPool, args: list) -> Rendered:
+    logger.error("re-render: a renderer process died (%s); rendering here", exc)
+    _renderers.set(None)
+    return _render_here(args)
+
+
+def _render_here(args: list) -> Rendered:
+    for live, near, rel in args:
         try:
             yield documents.article_page(live, around=near, related=rel)
         except TIME_LIMITS:
@@ -332,14 +383,18 @@ def _rendered(due: list[LiveVersion], around: dict, related: dict) -> Iterator[s
             yield exc
 
 
-def _rerender_chunk(
-    site: SiteStorage,
-    chunk: list[LiveVersion],
-    progress: Progress,
-    fence: Fence | None,
-    cleaner: ThreadPoolExecutor,
-) -> None:
-    started = time.monotonic()
+@dataclass
+class _Chunk:
+    """A chunk read and its pages' rendering begun (`_prepare`), to be written
+    (`_rerender_chunk`)."""
+
+    lives: list[LiveVersion]
+    due: list[LiveVersion]
+    around: dict[int, selectors.Neighbours]
+    pages: Rendered
+
+
+def _prepare(site: SiteStorage, chunk: list[LiveVersion]) -> _Chunk:
     # Read first, outside the guard: a page already in this look (a publish since the
     # look changed, a chunk a killed runner wrote) costs no rendering. Read again
     # under the guard before any write.
@@ -355,16 +410,26 @@ def _rerender_chunk(
     around = selectors.neighbours_many([(live.publish_at, live.id) for live in due])
     # The related articles of the chunk's pages: one query (selectors.related_many).
     related = selectors.related_many({live.id: live.tags for live in due})
+    return _Chunk(chunk, due, around, _renders(due, around, related))
+
+
+def _rerender_chunk(
+    site: SiteStorage,
+    prepared: _Chunk,
+    progress: Progress,
+    fence: Fence | None,
+    cleaner: ThreadPoolExecutor,
+    started: float,
+) -> None:
+    chunk, due, around = prepared.lives, prepared.due, prepared.around
     rendered: list[LiveVersion] = []
 
     def pages() -> Iterator[tuple[str, str]]:
         """Each page rendered as the storage asks for it: on disk the last one is
         written meanwhile (`stage_many`)."""
-        for live, html in zip(due, _rendered(due, around, related), strict=True):
+        for live, html in zip(due, prepared.pages, strict=True):
             if isinstance(html, Exception):  # this page only: it keeps its look
-                logger.error(
-                    "re-render: the page of article %s was not rendered: %s", live.id, html
-                )
+                logger.error("re-render: article %s's page was not rendered: %s", live.id, html)
                 continue
             rendered.append(live)
             yield paths.page_file(live.slug), html
