@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import close_old_connections, connections, transaction
 
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
@@ -288,13 +288,29 @@ def render_processes(count: int) -> Iterator[None]:
     same code, settings and look), while this one stages, guards and commits them as
     before: `manage.py rerender_site` on every CPU. What a page is rendered from (its
     live version, neighbours and related articles) is read here, and every write stays
-    here, so nothing of the chunk's guarantees moves. A worker's pass renders in its own
-    process (the worker's other child goes on publishing). `count` below 2: no processes."""
-    if count < 2:
+    here, so nothing of the chunk's guarantees moves; a renderer reads only an image's
+    renditions, on a connection of its own. A worker's pass renders in its own process
+    (the worker's other child goes on publishing). `count` below 2: no processes; if
+    they cannot all be started (a process limit, memory), none, and a warning."""
+    pool = _started(count) if count >= 2 else None
+    if pool is None:
         yield
         return
+    token = _renderers.set(pool)
+    try:
+        yield
+    except BaseException:  # an error, Ctrl-C: no wait for a renderer still rendering
+        _stop(pool)
+        raise
+    else:
+        pool.shutdown(cancel_futures=True)
+    finally:
+        _renderers.reset(token)
+
+
+def _started(count: int) -> ProcessPoolExecutor | None:
     # Forked with no database connection open: each process opens its own if a page
-    # needs one (an image's renditions), never the parent's socket.
+    # needs one, never the parent's socket.
     connections.close_all()
     pool = ProcessPoolExecutor(
         count,
@@ -302,13 +318,22 @@ def render_processes(count: int) -> Iterator[None]:
         initializer=_renderer_started,
         initargs=(os.getpid(),),
     )
-    pool.submit(int).result()  # every process forked now (fork: all at the first submit)
-    token = _renderers.set(pool)
     try:
-        yield
-    finally:
-        _renderers.reset(token)
-        pool.shutdown(cancel_futures=True)
+        pool.submit(int).result()  # every process forked now (fork: all at the first submit)
+    except Exception as exc:
+        logger.warning("re-render: %d renderers not started (%s); rendering here", count, exc)
+        _stop(pool)
+        return None
+    return pool
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """The renderers killed, not waited for: those forked when the others could not be
+    are not daemons, and the interpreter's exit would wait for them forever."""
+    processes = getattr(pool, "_processes", None) or {}  # the executor's own, by pid
+    for process in list(processes.values()):
+        process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 # prctl(2): the signal a process gets when its parent dies.
@@ -327,6 +352,10 @@ def _render(live: LiveVersion, around, related) -> str | Exception:
     """One page's HTML, or what stopped it: in a renderer process, an exception is
     returned as a value (one page's failure is that page's alone), as a plain one (any
     exception's text pickles; not every exception does)."""
+    # Its connection (an image's renditions) checked before use, as a task's or a
+    # request's is: a renderer's sits idle between chunks, where a server's idle
+    # timeout or a proxy may drop it.
+    close_old_connections()
     try:
         return documents.article_page(live, around=around, related=related)
     except Exception as exc:

@@ -5,12 +5,17 @@ tests/system/test_rerender.py."""
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
 import re
+import time
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.db import connection
 from django.template.loader import get_template
 
 from blogpublish.models import SiteState as SiteStateRow
@@ -541,3 +546,93 @@ def test_a_renderer_process_that_dies_leaves_the_rest_to_the_command_which_finis
     assert looks(articles) == [new] * 6
     run = rerender_status()["StaticSitePublisher"]["run"]
     assert run["finished_at"] and run["failed"] == 0 and run["written"] == 6
+
+
+def with_an_image(site, count: int) -> list[Article]:  # noqa: F811
+    """`count` articles showing one uploaded image (its renditions a row of `Image`)."""
+    from django.utils import timezone
+
+    from blogpublish.desk.renditions import Copy, Renditions
+    from blogpublish.models import Image
+
+    sha = "a" * 64
+    copies = (Copy(f"media/{sha}-400w.webp", 400, 200, "image/webp"),)
+    Image.objects.create(
+        path=f"media/{sha}.jpg",
+        size=1,
+        width=2000,
+        height=1000,
+        uploaded_at=timezone.now(),
+        renditions=Renditions(2000, 1000, copies).as_json(),
+    )
+    return site.add(count, body=f"Text\n\n![A picture](/media/{sha}.jpg)\n")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL ends the session")
+def test_a_renderer_whose_connection_was_dropped_reads_renditions_on_a_new_one(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+):
+    """A renderer reads an image's renditions on a connection of its own, idle between
+    chunks, where a server's idle timeout or a proxy may drop it: each renderer's is
+    ended by the server after its first page here, and every later page with an image
+    still gets its renditions (a new connection), none failing."""
+    articles = with_an_image(site, 10)
+    settings.SITE_RERENDER_CHUNK = 5
+    new_look(settings)
+    command, render = os.getpid(), documents.article_page
+    ended = {"done": False}  # each renderer's own copy, after the fork
+
+    def dropping(live, **kwargs):
+        html = render(live, **kwargs)
+        if os.getpid() != command and not ended["done"]:
+            ended["done"] = True
+            with contextlib.suppress(Exception), connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        return html
+
+    monkeypatch.setattr(documents, "article_page", dropping)
+    call_command("rerender_site", "--processes", "2", stdout=StringIO())
+
+    run = rerender_status()["StaticSitePublisher"]["run"]
+    assert run["failed"] == 0 and run["walk"] == 1, run
+    assert all("srcset" in page(a.slug) for a in articles)
+
+
+def test_renderers_that_cannot_all_start_leave_none_behind_and_the_command_renders(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+    caplog,
+):
+    """The second fork fails (a process limit): the one forked is killed, not left for
+    the interpreter's exit to wait on forever, and the command renders in its own
+    process, saying so."""
+    articles = site.add(4)
+    new = new_look(settings)
+    fork, forks = os.fork, {"n": 0}
+
+    def limited() -> int:
+        forks["n"] += 1
+        if forks["n"] == 2:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return fork()
+
+    monkeypatch.setattr(os, "fork", limited)
+    call_command("rerender_site", "--processes", "3", stdout=StringIO())
+
+    assert looks(articles) == [new] * 4
+    assert "renderers not started" in caplog.text
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the killed renderer's exit, polled with a deadline
+    assert not multiprocessing.active_children()
+
+
+def test_rerender_site_refuses_a_number_of_processes_out_of_range(site):  # noqa: F811
+    from django.core.management import CommandError
+
+    for wrong in ("0", "100000"):
+        with pytest.raises(CommandError, match="--processes must be from 1 to"):
+            call_command("rerender_site", "--processes", wrong, stdout=StringIO())

@@ -1,17 +1,19 @@
 """The re-render's renderer processes (blogpublish.site.rerender, `render_processes`) die
 with the process that forked them: `rerender_site` killed outright (SIGKILL) leaves no
-renderer behind, blocked forever on a queue no one will write to. Real processes: a
-Python process enters `render_processes(2)` and waits; it is killed; its renderers must
-be gone."""
+renderer behind, blocked forever on a queue no one will write to; one interrupted does
+not wait for a renderer still rendering. Real processes."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,3 +66,22 @@ def test_renderer_processes_die_with_the_process_that_forked_them(tmp_path):
             for pid in renderers:
                 if alive(pid):
                     os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(60)  # without the kill, the exit waits for the renderer: 600 s
+def test_an_interrupted_command_does_not_wait_for_a_renderer_still_rendering():
+    """Ctrl-C (or an error) while a renderer is still rendering (stuck in C code,
+    say): the renderers are killed, not waited for."""
+    from blogpublish.site import rerender
+
+    with pytest.raises(KeyboardInterrupt), rerender.render_processes(2):
+        pool = rerender._renderers.get()
+        stuck = pool.submit(time.sleep, 600)
+        deadline = time.monotonic() + 30
+        while not stuck.running() and time.monotonic() < deadline:
+            time.sleep(0.01)  # until a renderer has taken it
+        raise KeyboardInterrupt
+    deadline = time.monotonic() + 30
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not multiprocessing.active_children()

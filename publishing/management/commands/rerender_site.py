@@ -28,6 +28,8 @@ from publishing.services.rerender import RerenderOutcome, rerender_status, site_
 
 # Seconds between tries while another runner holds the lease.
 WAIT_SECONDS = 1.0
+# Renderer processes per CPU at most: more only wait for a CPU, each with its memory.
+MAX_PROCESSES_PER_CPU = 4
 
 
 class Command(BaseCommand):
@@ -54,8 +56,12 @@ class Command(BaseCommand):
         if status:
             self._status()
             return
-        if processes < 1:
-            raise CommandError(f"rerender_site: --processes must be at least 1, not {processes}")
+        most = MAX_PROCESSES_PER_CPU * len(os.sched_getaffinity(0))
+        if not 1 <= processes <= most:
+            raise CommandError(
+                f"rerender_site: --processes must be from 1 to {most} "
+                f"({MAX_PROCESSES_PER_CPU} per CPU this process may use), not {processes}"
+            )
         with render_processes(processes):
             self._run(again=again)
 
