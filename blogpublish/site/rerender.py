@@ -40,7 +40,7 @@ import os
 import signal
 import time
 from collections.abc import Generator, Iterator
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -177,6 +177,7 @@ def rerender_pass(
     # One thread removes what each chunk's exchange replaced; the pass ends when it is done.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerender-discard") as cleaner:
         upcoming: _Chunk | None = None  # the next chunk, its rendering under way
+        took = 0.0  # the last chunk's seconds
         try:
             while True:  # one chunk at least per pass, so that every pass makes progress
                 size = settings.SITE_RERENDER_CHUNK
@@ -187,8 +188,9 @@ def rerender_pass(
                 prepared, upcoming = upcoming, None
                 chunk = prepared.lives if prepared else []
                 if prepared is not None:
-                    upcoming = _ahead(site, chunk, size, fence)
+                    upcoming = _ahead(site, chunk, size, fence, took)
                     _rerender_chunk(site, prepared, progress, fence, cleaner, started)
+                took = time.monotonic() - started
                 if len(chunk) < size and progress.failed and progress.walk < WALKS:
                     _walk_again(progress, fence)
                 elif len(chunk) < size:  # the last one
@@ -198,7 +200,7 @@ def rerender_pass(
                     break
         finally:
             if upcoming is not None:  # a pass that stopped: the next chunk is not rendered
-                upcoming.pages.close()
+                upcoming.cancel()
     logger.info(
         "re-render: stopped at its budget after article %s (%d done); the next pass resumes",
         progress.after,
@@ -208,15 +210,17 @@ def rerender_pass(
 
 
 def _ahead(
-    site: SiteStorage, chunk: list[LiveVersion], size: int, fence: Fence | None
+    site: SiteStorage, chunk: list[LiveVersion], size: int, fence: Fence | None, took: float
 ) -> _Chunk | None:
     """With renderer processes, the chunk after `chunk` read and its rendering begun
     before `chunk` is written, so the renderers work while this process stages, guards
     and commits (it reads pages and rows only: the writes stay in order, one chunk at
-    a time). None when `chunk` is the last, the budget is spent, or there are none."""
+    a time). None when `chunk` is the last, there are none, or the budget will likely
+    be spent once `chunk` is written (it took `took` seconds the last time): the pass
+    would stop before this one and throw its rendering away."""
     if _renderers.get() is None or len(chunk) < size:
         return None
-    if fence is not None and fence.time_left() <= 0:
+    if fence is not None and fence.time_left() <= took:
         return None
     lives = selectors.live_versions_after(chunk[-1].id, limit=size)
     return _prepare(site, lives) if lives else None
@@ -365,35 +369,48 @@ def _render(live: LiveVersion, around, related) -> str | Exception:
 Rendered = Generator[str | Exception, None, None]
 
 
-def _renders(due: list[LiveVersion], around: dict, related: dict) -> Rendered:
+# Pages a renderer takes at a time: fewer round trips between the processes.
+RENDER_BATCH = 4
+
+
+def _renders(due: list[LiveVersion], around: dict, related: dict) -> tuple[Rendered, list[Future]]:
     """Each page of `due` rendered, in order: by the renderer processes when there are
-    (submitted now, streamed as they finish), else here as they are asked for. A
-    renderer process that died leaves the rest of the chunk, and every later chunk, to
-    this process."""
+    (submitted now, RENDER_BATCH pages a future, streamed as they finish), else here as
+    they are asked for; and the futures, for a pass that stops before it reads them to
+    cancel. A renderer process that died leaves the rest of the chunk, and every later
+    chunk, to this process."""
     args = [(live, around.get(live.id), related[live.id]) for live in due]
     pool = _renderers.get()
     if pool is None or not args:
-        return _render_here(args)
+        return _render_here(args), []
+    batches = [args[n : n + RENDER_BATCH] for n in range(0, len(args), RENDER_BATCH)]
+    futures: list[Future] = []
     try:
-        results = pool.map(_render, *zip(*args, strict=True), chunksize=4)
+        for batch in batches:
+            futures.append(pool.submit(_render_batch, batch))
     except BrokenProcessPool as exc:
-        return _broken(exc, args)
-    return _streamed(results, args)
+        for future in futures:
+            future.cancel()
+        return _broken(exc, args), []
+    return _streamed(futures, args), futures
 
 
-def _streamed(results: Iterator[str | Exception], args: list) -> Rendered:
+def _render_batch(batch: list) -> list[str | Exception]:
+    return [_render(*item) for item in batch]
+
+
+def _streamed(futures: list[Future], args: list) -> Rendered:
     done = 0
     try:
-        for html in results:
-            done += 1
-            yield html
-        return
+        for future in futures:
+            for html in future.result():
+                done += 1
+                yield html
     except BrokenProcessPool as exc:
         yield from _broken(exc, args[done:])
     finally:
-        # What was not rendered yet is cancelled (a pass that stopped): Executor.map's
-        # results are a generator, whose close() cancels the futures left.
-        getattr(results, "close", lambda: None)()
+        for future in futures:  # a pass that stopped reading: the rest not rendered
+            future.cancel()
 
 
 def _broken(exc: BrokenProcessPool, args: list) -> Rendered:
@@ -421,6 +438,14 @@ class _Chunk:
     due: list[LiveVersion]
     around: dict[int, selectors.Neighbours]
     pages: Rendered
+    # The renderers' work for it (none when rendered here): cancelled if a pass stops
+    # before writing it (closing `pages` would not: a generator never started runs no
+    # `finally`).
+    futures: list[Future]
+
+    def cancel(self) -> None:
+        for future in self.futures:
+            future.cancel()
 
 
 def _prepare(site: SiteStorage, chunk: list[LiveVersion]) -> _Chunk:
@@ -439,7 +464,8 @@ def _prepare(site: SiteStorage, chunk: list[LiveVersion]) -> _Chunk:
     around = selectors.neighbours_many([(live.publish_at, live.id) for live in due])
     # The related articles of the chunk's pages: one query (selectors.related_many).
     related = selectors.related_many({live.id: live.tags for live in due})
-    return _Chunk(chunk, due, around, _renders(due, around, related))
+    pages, futures = _renders(due, around, related)
+    return _Chunk(chunk, due, around, pages, futures)
 
 
 def _rerender_chunk(

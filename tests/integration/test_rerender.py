@@ -636,3 +636,39 @@ def test_rerender_site_refuses_a_number_of_processes_out_of_range(site):  # noqa
     for wrong in ("0", "100000"):
         with pytest.raises(CommandError, match="--processes must be from 1 to"):
             call_command("rerender_site", "--processes", wrong, stdout=StringIO())
+
+
+def test_a_pass_about_to_spend_its_budget_queues_no_chunk_ahead(
+    site,  # noqa: F811
+    settings,
+    monkeypatch,
+    tmp_path,
+):
+    """With renderers, the next chunk is queued before one is written, unless the time
+    left is less than the last chunk took: the pass would stop after this one and throw
+    the next one's rendering away (the renderers are quicker than the writes, so
+    cancelling it then finds it rendered). Every page is rendered once."""
+    articles = site.add(120)
+    settings.SITE_RERENDER_CHUNK = 40
+    new = new_look(settings)
+    log, render = tmp_path / "renders", documents.article_page
+
+    def noted(live, **kwargs):
+        with log.open("a") as out:
+            out.write(f"{live.id}\n")
+        return render(live, **kwargs)
+
+    monkeypatch.setattr(documents, "article_page", noted)
+    # Asked before each chunk is written (may the next be queued?) and after it (go
+    # on?): plenty, plenty, then a millisecond (less than a chunk of 40 takes), none.
+    left = iter([5.0, 5.0, 0.001, 0.0])
+
+    with rerender.render_processes(2):
+        with monkeypatch.context() as budget:
+            budget.setattr(Fence, "time_left", lambda self: next(left))
+            assert site_rerender() is RerenderOutcome.MORE
+        assert progress_read().done == 80
+        run_to_the_end()
+
+    assert looks(articles) == [new] * 120
+    assert len(log.read_text().split()) == 120  # none rendered twice
