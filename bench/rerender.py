@@ -94,7 +94,7 @@ def postgres_site(workdir: Path, *, name: str = "rerender", **env: str) -> Itera
 def run_to_the_end() -> float:
     """As `manage.py rerender_site` runs it: its pages rendered by as many processes as
     this one may use CPUs (forked here, after the look's change)."""
-    from blogpublish.site.rerender import render_processes
+    from publishing.renderers import render_processes
     from publishing.services.rerender import RerenderOutcome, site_rerender
 
     started = time.perf_counter()

@@ -33,22 +33,16 @@ back; `manage.py rerender_site` (a new process) always may.
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import multiprocessing
-import os
-import signal
 import time
 from collections.abc import Generator, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import close_old_connections, connections, transaction
+from django.db import close_old_connections, transaction
 
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
@@ -58,6 +52,7 @@ from blogpublish.site.lock import page_guard
 from blogpublish.site.look import look, page_look
 from blogpublish.site.selectors import LiveVersion
 from blogpublish.storage import SiteStorage, Staged
+from publishing import renderers
 from publishing.exceptions import TIME_LIMITS
 from work.checkpoints import checkpoint_clear, checkpoint_read, checkpoint_save
 from work.lease import Fence, db_now
@@ -218,7 +213,7 @@ def _ahead(
     a time). None when `chunk` is the last, there are none, or the budget will likely
     be spent once `chunk` is written (it took `took` seconds the last time): the pass
     would stop before this one and throw its rendering away."""
-    if _renderers.get() is None or len(chunk) < size:
+    if renderers.pool() is None or len(chunk) < size:
         return None
     if fence is not None and fence.time_left() <= took:
         return None
@@ -282,76 +277,6 @@ def _finish(progress: Progress, fence: Fence | None) -> None:
     )
 
 
-# The processes a pass renders its pages in, besides its own (`render_processes`).
-_renderers: ContextVar[ProcessPoolExecutor | None] = ContextVar("renderers", default=None)
-
-
-@contextmanager
-def render_processes(count: int) -> Iterator[None]:
-    """The re-render's pages rendered by `count` processes forked from this one (the
-    same code, settings and look), while this one stages, guards and commits them as
-    before: `manage.py rerender_site` on every CPU. What a page is rendered from (its
-    live version, neighbours and related articles) is read here, and every write stays
-    here, so nothing of the chunk's guarantees moves; a renderer reads only an image's
-    renditions, on a connection of its own. A worker's pass renders in its own process
-    (the worker's other child goes on publishing). `count` below 2: no processes; if
-    they cannot all be started (a process limit, memory), none, and a warning."""
-    pool = _started(count) if count >= 2 else None
-    if pool is None:
-        yield
-        return
-    token = _renderers.set(pool)
-    try:
-        yield
-    except BaseException:  # an error, Ctrl-C: no wait for a renderer still rendering
-        _stop(pool)
-        raise
-    else:
-        pool.shutdown(cancel_futures=True)
-    finally:
-        _renderers.reset(token)
-
-
-def _started(count: int) -> ProcessPoolExecutor | None:
-    # Forked with no database connection open: each process opens its own if a page
-    # needs one, never the parent's socket.
-    connections.close_all()
-    pool = ProcessPoolExecutor(
-        count,
-        mp_context=multiprocessing.get_context("fork"),
-        initializer=_renderer_started,
-        initargs=(os.getpid(),),
-    )
-    try:
-        pool.submit(int).result()  # every process forked now (fork: all at the first submit)
-    except Exception as exc:
-        logger.warning("re-render: %d renderers not started (%s); rendering here", count, exc)
-        _stop(pool)
-        return None
-    return pool
-
-
-def _stop(pool: ProcessPoolExecutor) -> None:
-    """The renderers killed, not waited for: those forked when the others could not be
-    are not daemons, and the interpreter's exit would wait for them forever."""
-    processes = getattr(pool, "_processes", None) or {}  # the executor's own, by pid
-    for process in list(processes.values()):
-        process.kill()
-    pool.shutdown(wait=False, cancel_futures=True)
-
-
-# prctl(2): the signal a process gets when its parent dies.
-_PR_SET_PDEATHSIG = 1
-
-
-def _renderer_started(parent: int) -> None:
-    """In each renderer process: killed with its parent. A command killed outright
-    (SIGKILL) leaves no renderer behind, waiting forever for pages to render."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # it died before the call
-        os._exit(0)
-
-
 def _render(live: LiveVersion, around, related) -> str | Exception:
     """One page's HTML, or what stopped it: in a renderer process, an exception is
     returned as a value (one page's failure is that page's alone), as a plain one (any
@@ -380,7 +305,7 @@ def _renders(due: list[LiveVersion], around: dict, related: dict) -> tuple[Rende
     cancel. A renderer process that died leaves the rest of the chunk, and every later
     chunk, to this process."""
     args = [(live, around.get(live.id), related[live.id]) for live in due]
-    pool = _renderers.get()
+    pool = renderers.pool()
     if pool is None or not args:
         return _render_here(args), []
     batches = [args[n : n + RENDER_BATCH] for n in range(0, len(args), RENDER_BATCH)]
@@ -415,7 +340,7 @@ def _streamed(futures: list[Future], args: list) -> Rendered:
 
 def _broken(exc: BrokenProcessPool, args: list) -> Rendered:
     logger.error("re-render: a renderer process died (%s); rendering here", exc)
-    _renderers.set(None)
+    renderers.lost()
     return _render_here(args)
 
 

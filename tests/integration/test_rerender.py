@@ -22,6 +22,7 @@ from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import documents, look, paths, rerender
 from blogpublish.site.rerender import RERENDER_CHECKPOINT, progress_read
 from blogpublish.storage import site_storage
+from publishing import renderers
 from publishing.models import Article, PublishAttempt
 from publishing.services import shared_views_pass
 from publishing.services.rerender import (
@@ -663,7 +664,7 @@ def test_a_pass_about_to_spend_its_budget_queues_no_chunk_ahead(
     # on?): plenty, plenty, then a millisecond (less than a chunk of 40 takes), none.
     left = iter([5.0, 5.0, 0.001, 0.0])
 
-    with rerender.render_processes(2):
+    with renderers.render_processes(2):
         with monkeypatch.context() as budget:
             budget.setattr(Fence, "time_left", lambda self: next(left))
             assert site_rerender() is RerenderOutcome.MORE

@@ -1,4 +1,4 @@
-"""The re-render's renderer processes (blogpublish.site.rerender, `render_processes`) die
+"""The re-render's renderer processes (publishing.renderers, `render_processes`) die
 with the process that forked them: `rerender_site` killed outright (SIGKILL) leaves no
 renderer behind, blocked forever on a queue no one will write to; one interrupted does
 not wait for a renderer still rendering. Real processes."""
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = """
 import sys, time, django
 django.setup()
-from blogpublish.site.rerender import render_processes
+from publishing.renderers import render_processes
 with render_processes(2):
     print("ready", flush=True)
     time.sleep(600)
@@ -72,10 +72,10 @@ def test_renderer_processes_die_with_the_process_that_forked_them(tmp_path):
 def test_an_interrupted_command_does_not_wait_for_a_renderer_still_rendering():
     """Ctrl-C (or an error) while a renderer is still rendering (stuck in C code,
     say): the renderers are killed, not waited for."""
-    from blogpublish.site import rerender
+    from publishing import renderers
 
-    with pytest.raises(KeyboardInterrupt), rerender.render_processes(2):
-        pool = rerender._renderers.get()
+    with pytest.raises(KeyboardInterrupt), renderers.render_processes(2):
+        pool = renderers.pool()
         stuck = pool.submit(time.sleep, 600)
         deadline = time.monotonic() + 30
         while not stuck.running() and time.monotonic() < deadline:

@@ -12,7 +12,7 @@ twice at once; it waits while another runner holds the lease, and a run killed a
 moment resumes where it stopped. A deploy that changes the look starts the re-render
 by itself (the catch-up); this is for an operator who will not wait for it, and it
 renders the pages in as many processes as this one may use CPUs (`--processes`), where
-a worker's pass renders in its own (blogpublish.site.rerender, `render_processes`).
+a worker's pass renders in its own (publishing.renderers).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from blogpublish.site.rerender import render_processes
+from publishing.renderers import render_processes
 from publishing.services.rerender import RerenderOutcome, rerender_status, site_rerender
 
 # Seconds between tries while another runner holds the lease.
