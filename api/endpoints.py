@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import ProhibitNullCharactersValidator
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -529,10 +530,13 @@ def withdraw_article(request: HttpRequest, id: int = ArticleId):
 def requeue_article(request: HttpRequest, id: int = ArticleId):
     _known_query(request)
     article = get_object_or_404(Article, pk=id)
-    if not article_requeue(article_id=article.pk):
+    # The answer is the row as the requeue left it, read before its message goes (on
+    # commit): read after, a quick worker had often published it already.
+    with transaction.atomic():
+        requeued = article_requeue(article_id=article.pk)
         article.refresh_from_db()
+    if not requeued:
         raise NotRequeueable(f"Only a dead article can be requeued; this one is {article.status}.")
-    article.refresh_from_db()
     return article_out(article)
 
 
@@ -545,10 +549,11 @@ def requeue_article(request: HttpRequest, id: int = ArticleId):
 def requeue_delivery(request: HttpRequest, id: int = DeliveryId):
     _known_query(request)
     delivery = get_object_or_404(WebhookDelivery, pk=id)
-    if not delivery_requeue(delivery_id=delivery.pk):
+    with transaction.atomic():  # as requeue_article: the row as the requeue left it
+        requeued = delivery_requeue(delivery_id=delivery.pk)
         delivery.refresh_from_db()
+    if not requeued:
         raise DeliveryNotRequeueable(
             f"Only a dead webhook delivery can be requeued; this one is {delivery.status}."
         )
-    delivery.refresh_from_db()
     return delivery_out(delivery)
