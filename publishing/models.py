@@ -59,7 +59,7 @@ from publishing.validators import (
     validate_single_line,
     validate_slug_bytes,
 )
-from work.db import address_lock, insert_rows
+from work.db import address_lock, advisory_key, advisory_locks, insert_rows
 
 TITLE_MAX_LENGTH = 200
 # The content's validators, shared by the article and its story's draft.
@@ -249,12 +249,22 @@ class ArticleQuerySet(models.QuerySet["Article"]):
     # variable, not Article.
 
     def delete(self):
-        """Lock the articles' stories, then the articles, each in key order, then delete
-        them with what cascades (their attempts): the order the story services take a
+        """Take the articles' page guards, lock their stories, then the articles, each in
+        key order, then delete them with what cascades (their attempts): the order the
+        page guards take their locks, the order the story services take a
         story and its article in (the delete's signal moves the story to the trash), and
         a group's completion its article rows (in key order, then their attempts), so a
         bulk delete racing a publish, a withdraw or a trash never deadlocks with it."""
         with transaction.atomic(using=self.db):
+            # First, the page guards of them all (every target's `forget` takes its
+            # article's, row by row as Django deletes them), in the one order every
+            # guard takes its locks: one at a time in the rows' order, they deadlocked
+            # with a group's guard that held one and waited for another (a rehearsal
+            # of 2026-12-05, PostgreSQL).
+            advisory_locks(
+                (advisory_key("article", pk) for pk in self.values_list("pk", flat=True)),
+                using=self.db,
+            )
             lock_stories(self.values("pk"), using=self.db)
             ids = list(self.order_by("pk").select_for_update().values_list("pk", flat=True))
             refresh_tags_of(ids)

@@ -4,7 +4,8 @@ a bulk INSERT without model instances, and a condition on several columns at onc
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -189,3 +190,32 @@ def address_lock(key: str, *, using: str = "default") -> None:
         cursor.execute(
             "SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)]
         )
+
+
+def advisory_key(kind: str, name: object) -> int:
+    """A signed 64-bit key for pg_advisory_xact_lock: the same on every host (the page
+    guard's, blogpublish.site.lock: "slug" and "article" keys)."""
+    data = f"blogpublish.{kind}:{name}".encode()
+    return (zlib.crc32(data) << 31 | zlib.crc32(data[::-1]) >> 1) - 2**62
+
+
+def advisory_locks(keys: Iterable[int], *, using: str = "default") -> None:
+    """Hold these advisory locks until the caller's transaction ends, taken in one
+    statement in key order, the order every page guard takes its own: a transaction
+    that goes on to take them one at a time (a bulk delete, each row's page guard)
+    never waits for a guard that waits for it. PostgreSQL; SQLite has one writer."""
+    connection = connections[using]
+    ordered = sorted(set(keys))
+    if connection.vendor != "postgresql" or not ordered:
+        return
+    if not connection.in_atomic_block:
+        raise RuntimeError("advisory_locks needs a transaction: they last until its end")
+    with connection.cursor() as cursor:
+        for start in range(0, len(ordered), ADVISORY_LOCKS_PER_STATEMENT):  # still in order
+            part = ordered[start : start + ADVISORY_LOCKS_PER_STATEMENT]
+            locks = ", ".join("pg_advisory_xact_lock(%s)" for _ in part)
+            cursor.execute(f"SELECT {locks}", part)
+
+
+# PostgreSQL's protocol carries at most 65,535 parameters a statement.
+ADVISORY_LOCKS_PER_STATEMENT = 10_000

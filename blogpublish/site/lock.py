@@ -15,11 +15,12 @@
 from __future__ import annotations
 
 import contextlib
-import zlib
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
 from django.db import connection, transaction
+
+from work.db import advisory_key
 
 # The site's bookkeeping commits without waiting for the WAL flush (one fsync less per
 # attempt and per pass). A PostgreSQL crash can lose only the last few such commits,
@@ -46,12 +47,6 @@ def _bounded(opens_transaction: bool) -> str:
         return ""
     ms = int(settings.PUBLISH_LEASE_SECONDS * 1000)
     return f", set_config('idle_in_transaction_session_timeout', '{ms}', true)"
-
-
-def advisory_key(kind: str, name: object) -> int:
-    """A signed 64-bit key for pg_advisory_xact_lock: the same on every host."""
-    data = f"blogpublish.{kind}:{name}".encode()
-    return (zlib.crc32(data) << 31 | zlib.crc32(data[::-1]) >> 1) - 2**62
 
 
 @contextlib.contextmanager
