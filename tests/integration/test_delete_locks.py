@@ -7,13 +7,13 @@ the worker's publishes)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import connection, connections, transaction
 
 from publishing.models import Article
 from tests.support.live_tags import listed_with_tags
+from tests.support.waiting import wait_for
 from work.db import advisory_key, advisory_locks
 
 pytestmark = [
@@ -57,10 +57,7 @@ def race(low: Article, high: Article) -> None:
             with transaction.atomic():
                 advisory_locks([key(low)])
                 holding.set()
-                deadline = time.monotonic() + 30
-                while not waiting_for_an_advisory_lock():
-                    assert time.monotonic() < deadline, "the delete never waited"
-                    time.sleep(0.01)  # polling pg_locks for the delete's wait
+                wait_for(waiting_for_an_advisory_lock, interval=0.01, what="the delete's wait")
                 advisory_locks([key(high)])
         except Exception as exc:  # reported to the test's thread
             errors.append(exc)

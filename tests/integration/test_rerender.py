@@ -9,7 +9,6 @@ import contextlib
 import multiprocessing
 import os
 import re
-import time
 from io import StringIO
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from publishing.services.rerender import (
     site_rerender,
 )
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
+from tests.support.waiting import wait_for
 from work.checkpoints import checkpoint_read
 from work.job_leases import FIELDS, lease_release, lease_take
 from work.lease import Fence, Overtaken
@@ -625,9 +625,7 @@ def test_renderers_that_cannot_all_start_leave_none_behind_and_the_command_rende
 
     assert looks(articles) == [new] * 4
     assert "renderers not started" in caplog.text
-    deadline = time.monotonic() + 10
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        time.sleep(0.05)  # the killed renderer's exit, polled with a deadline
+    wait_for(lambda: not multiprocessing.active_children(), what="the killed renderer's exit")
     assert not multiprocessing.active_children()
 
 

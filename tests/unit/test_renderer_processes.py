@@ -10,20 +10,21 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = """
-import sys, time, django
+import signal, django
 django.setup()
 from publishing.renderers import render_processes
 with render_processes(2):
     print("ready", flush=True)
-    time.sleep(600)
+    signal.pause()  # until it is killed
 """
 
 
@@ -57,9 +58,10 @@ def test_renderer_processes_die_with_the_process_that_forked_them(tmp_path):
             assert len(renderers) == 2, renderers
             os.kill(command.pid, signal.SIGKILL)
             command.wait(timeout=30)
-            deadline = time.monotonic() + 30
-            while any(alive(pid) for pid in renderers) and time.monotonic() < deadline:
-                time.sleep(0.05)  # polling for the renderers' exit, with a deadline
+            wait_for(
+                lambda: not any(alive(pid) for pid in renderers),
+                what=f"the renderers {renderers} to die with their parent",
+            )
             assert not any(alive(pid) for pid in renderers), renderers
         finally:
             command.kill()
@@ -68,7 +70,7 @@ def test_renderer_processes_die_with_the_process_that_forked_them(tmp_path):
                     os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.timeout(60)  # without the kill, the exit waits for the renderer: 600 s
+@pytest.mark.timeout(60)  # without the kill, the exit waits for the renderer: forever
 def test_an_interrupted_command_does_not_wait_for_a_renderer_still_rendering():
     """Ctrl-C (or an error) while a renderer is still rendering (stuck in C code,
     say): the renderers are killed, not waited for."""
@@ -76,12 +78,8 @@ def test_an_interrupted_command_does_not_wait_for_a_renderer_still_rendering():
 
     with pytest.raises(KeyboardInterrupt), renderers.render_processes(2):
         pool = renderers.pool()
-        stuck = pool.submit(time.sleep, 600)
-        deadline = time.monotonic() + 30
-        while not stuck.running() and time.monotonic() < deadline:
-            time.sleep(0.01)  # until a renderer has taken it
+        stuck = pool.submit(signal.pause)  # a renderer that never returns
+        wait_for(stuck.running, interval=0.01, what="a renderer to take the stuck page")
         raise KeyboardInterrupt
-    deadline = time.monotonic() + 30
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: not multiprocessing.active_children(), what="the renderers' exit")
     assert not multiprocessing.active_children()
