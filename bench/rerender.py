@@ -10,7 +10,9 @@ rerender_site` runs it:
 1. the first run: every page written (no page there yet: a full build of the pages);
 2. a new look (SITE_TITLE changed): every page read (its first bytes), rendered and
    written again, the checkpoint committed per chunk;
-3. Hugo (Debian's `hugo`) building the same Markdown, with the same titles and dates,
+3. in a bucket, the bucket alone: the same requests (a ranged GET and a conditional
+   PUT a page), as many in flight, nothing rendered (`bucket_floor`);
+   Hugo (Debian's `hugo`) building the same Markdown, with the same titles and dates,
    as a minimal site (bench/hugo_site), timed from the command's start to its end;
 4. publishing's idle latency (a save, then waiting for its publish, one at a time) with
    a `celery worker` alone, then while a worker of a new look re-renders the site.
@@ -238,6 +240,43 @@ def _idle_during_rerender(
     ]
 
 
+def bucket_floor(size: int) -> float:
+    """What the re-render asks of a bucket, with nothing else: for each page, a ranged
+    GET of its first bytes, then a PUT of a page's bytes conditional on the ETag it
+    answered with (over a copy of its own, under `bench-floor/`, removed after),
+    through the site's own client, as many in flight as the re-render has
+    (s3.READ_THREADS). Seconds taken: the floor of a re-render in this bucket."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from blogpublish.site import documents, paths
+    from blogpublish.storage import site_storage
+    from blogpublish.storage.s3 import READ_THREADS
+    from publishing.models import Article
+
+    site = site_storage()
+    slugs = list(Article.objects.order_by("pk").values_list("slug", flat=True)[:size])
+    body = site.read(paths.page_file(slugs[0])) or b""
+    client = site.client
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:  # the copies, not timed
+        list(
+            pool.map(
+                lambda n: site._put(f"bench-floor/{n}.html", body, client=client), range(len(slugs))
+            )
+        )
+
+    def one(n: int) -> None:
+        rel = f"bench-floor/{n}.html"
+        _, etag = site._ranged_get(rel, documents.CONTENT_MARK_WITHIN, client=client)
+        client.put_object(Bucket=site.bucket, Key=site.key(rel), Body=body, IfMatch=etag)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+        list(pool.map(one, range(len(slugs))))
+    taken = time.perf_counter() - started
+    site.delete_tree("bench-floor")
+    return taken
+
+
 def rerender_report(size: int, workdir: Path) -> list[str]:
     from django.conf import settings
 
@@ -262,6 +301,13 @@ def rerender_report(size: int, workdir: Path) -> list[str]:
         f"  re-render in a new look      {again:8.1f} s  {size / again:8.0f} pages/s"
         f"  ({written:,} written)",
     ]
+    if str(settings.SITE_ROOT).startswith("s3://"):
+        progress("rerender: the bucket's floor")
+        floor = bucket_floor(size)
+        lines.append(
+            f"  the bucket alone, same requests {floor:6.1f} s  {size / floor:8.0f} pages/s"
+            f"  (re-render / it: {again / floor:.2f}×)"
+        )
     if shutil.which("hugo") is None:
         return [*lines, "  hugo: not installed (scripts/install-tools.sh)"]
     progress(f"rerender: re-render {again:.1f} s; Hugo's full build")

@@ -8,12 +8,14 @@ staged and made live under one guard):
 
 - rendered and staged outside any lock (on disk a synced temporary file, the batch
   path's `stage_many`), then, under ONE page guard for the chunk's slugs and articles
-  (the guard every attempt writes its page under), the chunk's rows and the pages'
-  first bytes read again, and a page made live only when it still shows the live
-  version the re-render rendered (its content mark), in another look (its look mark),
-  or is missing. An attempt that wrote newer content first keeps its page; one that
-  writes after takes the guard after the re-render's chunk. A concurrent publish or
-  edit always wins.
+  (the guard every attempt writes its page under), the chunk's rows and, on disk, the
+  pages' first bytes read again, and a page made live only when it still shows the
+  live version the re-render rendered (its content mark), in another look (its look
+  mark), or is missing. In a bucket the pages are not read twice: each PUT is
+  conditional on the ETag of the read made before rendering, so a page written since
+  is not written over (`SiteStorage.reads_fence_writes`). An attempt that wrote newer
+  content first keeps its page; one that writes after takes the guard after the
+  re-render's chunk. A concurrent publish or edit always wins.
 - each page replaced atomically (a rename on disk, one PUT in a bucket): a reader sees
   the old page or the new one, never none, never half of one.
 - the progress (the last key done, counts, time spent) is the checkpoint
@@ -367,6 +369,8 @@ class _Chunk:
     # before writing it (closing `pages` would not: a generator never started runs no
     # `finally`).
     futures: list[Future]
+    # Each page's write condition from the read before rendering (a bucket's ETag).
+    expects: dict[str, str | None]
 
     def cancel(self) -> None:
         for future in self.futures:
@@ -375,22 +379,25 @@ class _Chunk:
 
 def _prepare(site: SiteStorage, chunk: list[LiveVersion]) -> _Chunk:
     # Read first, outside the guard: a page already in this look (a publish since the
-    # look changed, a chunk a killed runner wrote) costs no rendering. Read again
-    # under the guard before any write.
-    heads = site.read_heads(
+    # look changed, a chunk a killed runner wrote) costs no rendering. On disk read
+    # again under the guard before any write; in a bucket each page's PUT is
+    # conditional on the ETag this read answered with (`reads_fence_writes`), and only
+    # a page written since is read again (`_write_chunk`).
+    observed = site.read_observed(
         [paths.page_file(live.slug) for live in chunk], documents.CONTENT_MARK_WITHIN
     )
     due = [
         live
         for live in chunk
-        if _needs_writing(heads[paths.page_file(live.slug)], live.published_hash)
+        if _needs_writing(observed[paths.page_file(live.slug)][0], live.published_hash)
     ]
     # Their previous and next articles in a few queries for the chunk, not two a page.
     around = selectors.neighbours_many([(live.publish_at, live.id) for live in due])
     # The related articles of the chunk's pages: one query (selectors.related_many).
     related = selectors.related_many({live.id: live.tags for live in due})
     pages, futures = _renders(due, around, related)
-    return _Chunk(chunk, due, around, pages, futures)
+    expects = {rel: expect for rel, (_, expect) in observed.items()}
+    return _Chunk(chunk, due, around, pages, futures, expects)
 
 
 def _rerender_chunk(
@@ -401,7 +408,7 @@ def _rerender_chunk(
     cleaner: ThreadPoolExecutor,
     started: float,
 ) -> None:
-    chunk, due, around = prepared.lives, prepared.due, prepared.around
+    chunk, due = prepared.lives, prepared.due
     rendered: list[LiveVersion] = []
 
     def pages() -> Iterator[tuple[str, str]]:
@@ -422,7 +429,7 @@ def _rerender_chunk(
     # Saved with the chunk's progress: the next walk comes for them (`Progress.failed`).
     progress.failed += len(due) - len(rendered) + sum(isinstance(i, Exception) for _, i in ready)
     try:
-        written = _write_chunk(site, ready, chunk, progress, fence, started, around)
+        written = _write_chunk(site, ready, prepared, progress, fence, started)
     finally:
         # The pages the exchange replaced (and what was not made live) removed while
         # the next chunk renders: nothing reads them, and a crash leaves them to the
@@ -441,11 +448,10 @@ def _discard(site: SiteStorage, staged: list[Staged]) -> None:
 def _write_chunk(
     site: SiteStorage,
     ready: list[tuple[LiveVersion, Staged | Exception]],
-    chunk: list[LiveVersion],
+    prepared: _Chunk,
     progress: Progress,
     fence: Fence | None,
     started: float,
-    around: dict[int, selectors.Neighbours],
 ) -> int:
     """Under the chunk's page guard: the lease held, the pages still showing this live
     version (or missing) and in another look, and still with the neighbours they were
@@ -454,6 +460,7 @@ def _write_chunk(
     checks its links, and may have done so already (an older process writing it in
     its look during a rolling deploy); it counts as failed, so the next walk comes
     for it."""
+    chunk, around = prepared.lives, prepared.around
     with page_guard(slugs=[live.slug for live in chunk], article_ids=[live.id for live in chunk]):
         if fence is not None:
             fence.hold(f"re-rendering the pages after article {progress.after}")
@@ -476,16 +483,34 @@ def _write_chunk(
             )
             progress.failed += len(moved)
             staged = [(live, item) for live, item in staged if live.id not in moved]
-        # Each page's first bytes, and what its write is conditional on (a bucket's
-        # ETag), from one read of it.
-        heads = site.observe_heads([item for _, item in staged], documents.CONTENT_MARK_WITHIN)
-        chosen = [
-            item
+        staged = [
+            (live, item)
             for live, item in staged
             if live_now.get(live.id) == (live.published_hash, live.slug)
-            and _needs_writing(heads[item.rel], live.published_hash)
         ]
-        site.commit_many(chosen)
+        if site.reads_fence_writes:
+            # A bucket: each PUT only over the page the read before rendering saw (its
+            # ETag), which showed this live version in another look, or none.
+            for _, item in staged:
+                item.expect = prepared.expects[item.rel]
+                assert item.expect is not None, "a fenced write needs its condition"
+            chosen = [item for _, item in staged]
+            changed = {id(item) for item in site.commit_each(chosen)}
+            if changed:
+                # Written since (an attempt, the refresher's repair, an older process):
+                # judged again as on disk, by a read under the guard.
+                again = [(live, item) for live, item in staged if id(item) in changed]
+                chosen = [item for item in chosen if id(item) not in changed]
+                chosen += _observed_and_written(site, again, progress)
+        else:
+            # Each page's first bytes again, under the guard.
+            heads = site.observe_heads([item for _, item in staged], documents.CONTENT_MARK_WITHIN)
+            chosen = [
+                item
+                for live, item in staged
+                if _needs_writing(heads[item.rel], live.published_hash)
+            ]
+            site.commit_many(chosen)
         progress.after = chunk[-1].id
         progress.done += len(chunk)
         progress.written += len(chosen)
@@ -493,6 +518,22 @@ def _write_chunk(
         progress.updated_at = datetime.now(UTC).isoformat()
         checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
     return len(chosen)
+
+
+def _observed_and_written(
+    site: SiteStorage, staged: list[tuple[LiveVersion, Staged]], progress: Progress
+) -> list[Staged]:
+    """Under the guard: pages whose PUT found them written since the read before
+    rendering, read again and written where they still need it (an older look, the
+    same live version), each PUT conditional on this read. The pages written: one
+    written over again since is left for the next walk (`Progress.failed`)."""
+    heads = site.observe_heads([item for _, item in staged], documents.CONTENT_MARK_WITHIN)
+    due = [item for live, item in staged if _needs_writing(heads[item.rel], live.published_hash)]
+    changed = {id(item) for item in site.commit_each(due)}
+    if changed:
+        logger.info("re-render: %d page(s) written meanwhile, twice: the next walk's", len(changed))
+        progress.failed += len(changed)
+    return [item for item in due if id(item) not in changed]
 
 
 def _links_mark(around: selectors.Neighbours | None) -> str | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from blogpublish.exceptions import StorageError
+from blogpublish.exceptions import PageChanged, StorageError
 from blogpublish.site import paths
 
 HTML_TYPE = "text/html; charset=utf-8"
@@ -69,6 +69,12 @@ class SiteStorage(abc.ABC):
     #: True when every host writing the site sees the same documents without a shared
     #: file system (config: SQLite with it is one host only; blogpublish.checks).
     shared_by_hosts = False
+
+    #: True when `commit` writes over nothing but the very document a read saw (a
+    #: bucket: each PUT is conditional on the ETag its read answered with). A read
+    #: made before the page guard then fences the write as well as one under it, so
+    #: the re-render reads each page once, not twice (blogpublish.site.rerender).
+    reads_fence_writes = False
 
     @abc.abstractmethod
     def write(
@@ -158,6 +164,13 @@ class SiteStorage(abc.ABC):
             self.observe(item)
         return heads
 
+    def read_observed(
+        self, rels: builtins.list[str], size: int
+    ) -> dict[str, tuple[bytes | None, str | None]]:
+        """`read_heads`, each with what a `commit` over it is then conditional on
+        (`Staged.expect`: a bucket's ETag of the bytes read; None where no condition)."""
+        return {rel: (head, None) for rel, head in self.read_heads(rels, size).items()}
+
     def commit(self, staged: Staged) -> None:
         """Under the page guard, after the currency check: the page goes live. Raises
         PageChanged when the page is no longer what `observe` saw."""
@@ -190,6 +203,17 @@ class SiteStorage(abc.ABC):
         failure raises (the caller then publishes them one by one)."""
         for item in staged:
             self.commit(item)
+
+    def commit_each(self, staged: builtins.list[Staged]) -> builtins.list[Staged]:
+        """`commit_many`, except that a page that is no longer what was read is not an
+        error: those pages are returned, not written. Any other failure raises."""
+        changed = []
+        for item in staged:
+            try:
+                self.commit(item)
+            except PageChanged:
+                changed.append(item)
+        return changed
 
     def discard(self, staged: Staged) -> None:  # noqa: B027  (nothing to do by default)
         """After `commit`, or instead of it: whatever `stage` left is gone."""

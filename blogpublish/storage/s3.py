@@ -71,6 +71,8 @@ def backend(bucket: str) -> S3Storage:
 
 class S3SiteStorage(SiteStorage):
     shared_by_hosts = True
+    # Every PUT over a page is conditional on the ETag its read answered with.
+    reads_fence_writes = True
 
     def __init__(self, *, bucket: str, prefix: str = ""):
         self.bucket = bucket
@@ -142,30 +144,45 @@ class S3SiteStorage(SiteStorage):
     def commit(self, staged: Staged) -> None:
         self._put(staged.rel, staged.data, expect=staged.expect)
 
-    def observe_heads(self, staged: list[Staged], size: int) -> dict[str, bytes | None]:
+    def read_observed(
+        self, rels: list[str], size: int
+    ) -> dict[str, tuple[bytes | None, str | None]]:
         """One ranged GET a page, READ_THREADS at a time: its first bytes, and its ETag
-        (a ranged GET answers with the whole object's) as the condition of its PUT.
+        (a ranged GET answers with the whole object's), the condition of a PUT over it.
         So the condition is the very object whose bytes were checked, with no HEAD: an
         empty object, which a range cannot read, is read again whole, bytes and ETag in
         one answer (a HEAD's ETag could be of a page written after the empty read)."""
 
-        def one(item: Staged, client) -> bytes | None:
-            head, etag = self._ranged_get(item.rel, size, client=client)
+        def one(rel: str, client) -> tuple[bytes | None, str | None]:
+            head, etag = self._ranged_get(rel, size, client=client)
             if etag is None:
-                head, etag = self._ranged_get(item.rel, size, client=client, whole=True)
-            item.expect = etag
-            return head
+                head, etag = self._ranged_get(rel, size, client=client, whole=True)
+            return head, etag
 
-        return dict(zip([item.rel for item in staged], self._each(one, staged), strict=True))
+        return dict(zip(rels, self._each(one, rels), strict=True))
+
+    def observe_heads(self, staged: list[Staged], size: int) -> dict[str, bytes | None]:
+        """Under the page guard: `read_observed`, each page's ETag its PUT's condition."""
+        observed = self.read_observed([item.rel for item in staged], size)
+        for item in staged:
+            item.expect = observed[item.rel][1]
+        return {rel: head for rel, (head, _) in observed.items()}
 
     def commit_many(self, staged: list[Staged]) -> None:
         """The conditional PUTs READ_THREADS at a time (each is latency, not work), all
         of them tried; then the first failure, in their order, raises."""
-        failures = [
-            exc for exc in self._each(self._try_commit, staged) if isinstance(exc, Exception)
-        ]
+        failures = [exc for exc in self._each(self._try_commit, staged) if exc is not None]
         if failures:
             raise failures[0]
+
+    def commit_each(self, staged: list[Staged]) -> list[Staged]:
+        """The conditional PUTs as `commit_many` makes them; the pages changed since
+        their read (a 412) returned, any other failure raised once all were tried."""
+        outcomes = self._each(self._try_commit, staged)
+        errors = [exc for exc in outcomes if exc is not None and not isinstance(exc, PageChanged)]
+        if errors:
+            raise errors[0]
+        return [item for item, exc in zip(staged, outcomes, strict=True) if exc is not None]
 
     def _try_commit(self, staged: Staged, client) -> Exception | None:
         try:

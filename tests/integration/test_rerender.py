@@ -317,6 +317,49 @@ def test_a_site_in_a_bucket_is_rerendered_too(site, settings, s3_server):  # noq
     assert all("A new look" in page(a.slug) for a in articles)
 
 
+def test_in_a_bucket_a_page_written_after_the_read_is_judged_again_not_written_over(
+    site,  # noqa: F811
+    settings,
+    s3_server,
+    monkeypatch,
+):
+    """In a bucket each page is read once, before rendering, and its PUT is conditional
+    on that read's ETag. Between the read and the chunk's guard an edit's attempt writes
+    its article's page, and an older process writes the other's again in the old look:
+    both PUTs are refused (412), both pages read again under the guard; the edit's newer
+    page is kept, the other written in the new look, and the run needs no second walk."""
+    for name, value in s3_server.settings_for(f"s3://{s3_server.new_bucket()}/site").items():
+        setattr(settings, name, value)
+    article, other = site.add(2)
+    run_to_the_end()
+    new = new_look(settings)
+    write_chunk, calls = rerender._write_chunk, []
+
+    def written_meanwhile(*args):  # the chunk read and rendered, its guard not taken yet
+        if not calls:
+            article.body = "The edited body."
+            article.full_clean()
+            article.save()
+            article.refresh_from_db()
+            site.publisher.publish(article)  # the edit's attempt writes its page
+            rel = paths.page_file(other.slug)
+            storage = site_storage()
+            storage.write(rel, storage.read(rel) + b"\n")  # in the old look, a new ETag
+        calls.append(1)
+        return write_chunk(*args)
+
+    monkeypatch.setattr(rerender, "_write_chunk", written_meanwhile)
+    run_to_the_end()
+
+    assert "The edited body." in page(article.slug)  # not the old live version over it
+    assert look.page_look(head(other.slug)) == new
+    run = rerender_status()["StaticSitePublisher"]["run"]
+    assert (run["walk"], run["failed"], run["written"]) == (1, 0, 1), run
+    site.attempt(article)  # the edit completes
+    assert "The edited body." in page(article.slug)
+    assert look.page_look(head(article.slug)) == new
+
+
 def test_a_new_shared_look_rebuilds_the_archive_and_tag_pages_not_taken_back_by_an_older_process(
     site,  # noqa: F811
     settings,

@@ -276,3 +276,39 @@ def test_observe_heads__an_empty_page_replaced_after_its_read_is_not_written_ove
         with pytest.raises(PageChanged):
             storage.commit_many(staged)
         assert storage.read("empty/index.html") == b"<p>newer</p>"
+
+
+def test_commit_each__returns_the_pages_changed_since_their_read_and_writes_the_rest(
+    storage, s3_server, bucket
+):
+    """The re-render's writes in a bucket (`read_observed` before rendering, then
+    `commit_each` under the guard): a page changed since its read, one deleted since and
+    one created since are each refused and returned, never written over; the others are
+    written; the conditions are the ETags of the bytes read."""
+    rels = [f"p{n}/index.html" for n in range(4)]
+    for rel in rels[:3]:
+        storage.write(rel, f"<p>old {rel}</p>")
+    observed = storage.read_observed([*rels, "p4/index.html"], 16)
+    assert observed["p3/index.html"] == (None, "")  # missing: only if still missing
+    client = s3_server.client()
+    assert observed["p0/index.html"] == (
+        b"<p>old p0/index.",
+        client.head_object(Bucket=bucket, Key="site/p0/index.html")["ETag"],
+    )
+    client.put_object(Bucket=bucket, Key="site/p1/index.html", Body=b"<p>newer</p>")
+    client.delete_object(Bucket=bucket, Key="site/p2/index.html")
+    client.put_object(Bucket=bucket, Key="site/p3/index.html", Body=b"<p>created</p>")
+    staged = []
+    for rel in [*rels, "p4/index.html"]:
+        item = storage.stage(rel, f"<p>new {rel}</p>")
+        item.expect = observed[rel][1]
+        staged.append(item)
+
+    refused = storage.commit_each(staged)
+
+    assert [item.rel for item in refused] == rels[1:]
+    assert storage.read("p0/index.html") == b"<p>new p0/index.html</p>"
+    assert storage.read("p1/index.html") == b"<p>newer</p>"
+    assert storage.read("p2/index.html") is None
+    assert storage.read("p3/index.html") == b"<p>created</p>"
+    assert storage.read("p4/index.html") == b"<p>new p4/index.html</p>"

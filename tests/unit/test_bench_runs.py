@@ -92,7 +92,7 @@ def test_operator_benchmark_runs_at_tiny_sizes():
 def test_rerender_benchmark_runs_on_a_tiny_site():
     """bench/rerender.py (issue 20, item 5) at 30 articles on disk and 20 in a bucket of
     moto's server: its own PostgreSQL database, the first run, the re-render in a new
-    look, Hugo's build of the same Markdown."""
+    look, the bucket alone (the same requests), Hugo's build of the same Markdown."""
     # No workers (--rerender-saves 0): their part runs in `make bench`.
     args = ["rerender", "--rerender-articles", "30", "--rerender-bucket-articles", "20"]
     args += ["--rerender-saves", "0"]
@@ -109,3 +109,5 @@ def test_rerender_benchmark_runs_on_a_tiny_site():
     for written in ("(30 written)", "(20 written)"):  # every page, in the new look
         assert written in result.stdout, result.stdout
     assert "hugo, full build" in result.stdout, result.stdout
+    # The bucket's own floor, beside its re-render (once: the disk has none).
+    assert result.stdout.count("the bucket alone, same requests") == 1, result.stdout
