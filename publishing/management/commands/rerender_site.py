@@ -11,17 +11,18 @@ rerender), under the same lease, so running it beside them, or twice, writes no 
 twice at once; it waits while another runner holds the lease, and a run killed at any
 moment resumes where it stopped. A deploy that changes the look starts the re-render
 by itself (the catch-up); this is for an operator who will not wait for it, and it
-renders the pages in as many processes as this one may use CPUs (`--processes`), where
+renders the pages in as many processes as this one may use CPUs (`--processes`; a
+container's CPU quota counted, as loky counts them), where
 a worker's pass renders in its own (publishing.renderers).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from loky import cpu_count
 
 from publishing.renderers import render_processes
 from publishing.services.rerender import RerenderOutcome, rerender_status, site_rerender
@@ -47,16 +48,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--processes",
             type=int,
-            default=len(os.sched_getaffinity(0)),
-            help="processes rendering the pages (default: the CPUs this process may use; "
-            "1: render in this process)",
+            default=cpu_count(),
+            help="processes rendering the pages (default: the CPUs this process may use, "
+            "a container's CPU quota counted; 1: render in this process)",
         )
 
     def handle(self, *args, status: bool, again: bool, processes: int, **options) -> None:
         if status:
             self._status()
             return
-        most = MAX_PROCESSES_PER_CPU * len(os.sched_getaffinity(0))
+        most = MAX_PROCESSES_PER_CPU * cpu_count()
         if not 1 <= processes <= most:
             raise CommandError(
                 f"rerender_site: --processes must be from 1 to {most} "
