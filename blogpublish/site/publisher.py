@@ -519,16 +519,18 @@ class StaticSitePublisher(BasePublisher):
                 heads = site.observe_heads(
                     [item for _, item in ready], documents.CONTENT_MARK_WITHIN
                 )
-                due = [
-                    item
-                    for live, item in ready
-                    if (page := now.get(live.id)) is not None
-                    and (page.slug, page.published_hash) == (live.slug, live.published_hash)
-                    and page.neighbours == seen[live.id].neighbours
-                    and _is_wrong(page, heads[item.rel], mend_look)
-                ]
-                for item in due:
-                    logger.warning("writing the page %s again", item.rel)
+                due = []
+                for live, item in ready:
+                    if (
+                        (page := now.get(live.id)) is not None
+                        and (page.slug, page.published_hash) == (live.slug, live.published_hash)
+                        and page.neighbours == seen[live.id].neighbours
+                        and (why := _why_wrong(page, heads[item.rel], mend_look))
+                    ):
+                        due.append(item)
+                        # New links or a new look are routine; a page missing or stale is a repair.
+                        level = logging.INFO if why in ROUTINE else logging.WARNING
+                        logger.log(level, "writing the page %s again: %s", item.rel, why)
                 site.commit_many(due)
         finally:
             for _, item in ready:
@@ -571,22 +573,36 @@ class StaticSitePublisher(BasePublisher):
                 build.remove_unneeded(self.site, slugs, besides=article_id)
 
 
+# Why a page is written again that no one did wrong: a publish or a withdraw gave it new
+# neighbours, or the site has a new look.
+NEW_LINKS = "its previous or next article changed"
+OTHER_LOOK = "it is in another look"
+ROUTINE = frozenset({NEW_LINKS, OTHER_LOOK})
+
+
 def _is_wrong(page: ListedPage, head: bytes | None, mend_look: str | None = None) -> bool:
-    """Missing (no first bytes), or marked with content the article does not show now,
-    or showing its live version with previous and next links to other neighbours than
-    its own now, or (`mend_look`: rerender.look_to_mend) in another look than the
-    site's; a page without a mark is not judged. A page showing an attempt's content is
-    left to that attempt, whose outcome settles it and checks it again."""
+    return _why_wrong(page, head, mend_look) is not None
+
+
+def _why_wrong(page: ListedPage, head: bytes | None, mend_look: str | None = None) -> str | None:
+    """Why the page needs writing again, or None: missing (no first bytes), or marked
+    with content the article does not show now, or showing its live version with
+    previous and next links to other neighbours than its own now, or (`mend_look`:
+    rerender.look_to_mend) in another look than the site's; a page without a mark is
+    not judged. A page showing an attempt's content is left to that attempt, whose
+    outcome settles it and checks it again."""
     if head is None:
-        return True
+        return "it is missing"
     shown = documents.page_content_hash(head)
     if shown is None:
-        return False
+        return None
     if not page.shows_right(shown):
-        return True
+        return "it shows content the article does not"
     if shown != page.published_hash:
-        return False
+        return None
     links = documents.page_neighbours_mark(head)
     if links is not None and links != documents.neighbours_mark(page.neighbours):
-        return True
-    return mend_look is not None and page_look(head) != mend_look
+        return NEW_LINKS
+    if mend_look is not None and page_look(head) != mend_look:
+        return OTHER_LOOK
+    return None

@@ -7,6 +7,7 @@ mends a neighbour's page a pass missed. The real pipeline services, in-process."
 from __future__ import annotations
 
 import json
+import logging
 import re
 from datetime import timedelta
 
@@ -54,6 +55,33 @@ def test_each_publish_links_its_older_neighbour_to_it(site):  # noqa: F811
 
     assert links(site, second.slug) == {"prev": "/article-1/", "next": "/article-3/"}
     assert_links_follow_the_listing(site)
+
+
+def test_new_links_are_logged_as_routine_and_a_missing_page_as_a_repair(site, caplog):  # noqa: F811
+    """A publish gives its older neighbour a next link: its page written again is the
+    pipeline's routine (INFO, with why); a page found missing is a repair (WARNING)."""
+    first, _second = site.add(2)
+    caplog.set_level(logging.INFO, logger="blogpublish.site.publisher")
+
+    def rewrites() -> list[tuple[str, str]]:
+        return [
+            (record.levelname, record.getMessage())
+            for record in caplog.records
+            if record.getMessage().startswith("writing the page")
+        ]
+
+    caplog.clear()
+    site.add(1)
+    assert rewrites() == [
+        (
+            "INFO",
+            "writing the page article-2/index.html again: its previous or next article changed",
+        )
+    ]
+    caplog.clear()
+    (site.root / paths.page_file(first.slug)).unlink()
+    site.publisher.reconcile()
+    assert rewrites() == [("WARNING", "writing the page article-1/index.html again: it is missing")]
 
 
 def test_delete_new_date_title_and_slug_edits_reach_the_neighbours(site):  # noqa: F811
