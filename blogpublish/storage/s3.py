@@ -35,6 +35,7 @@ from blogpublish.storage.base import (
 )
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
+_CHANGED = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409", *_MISSING}
 # Requests in flight at once when the full check reads the pages' first bytes.
 READ_THREADS = 16
 
@@ -128,8 +129,10 @@ class S3SiteStorage(SiteStorage):
                 )
             except ClientError as exc:
                 # 412: not the object seen at the check; If-Match on a key deleted since
-                # answers 404. Either way another writer came first.
-                if condition and _code(exc) in {"PreconditionFailed", "412", *_MISSING}:
+                # answers 404; 409 (AWS): another conditional write of the key was in
+                # flight. Either way another writer came first, or is coming: judged
+                # again, as the caller judges a page that changed.
+                if condition and _code(exc) in _CHANGED:
                     raise PageChanged(f"{rel!r} in {self} changed since the check") from exc
                 raise
 
