@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 
 from celery.beat import PersistentScheduler
 from django.conf import settings
@@ -19,8 +20,23 @@ from django.db import close_old_connections
 logger = logging.getLogger(__name__)
 
 
+# The catch-up's entry in CELERY_BEAT_SCHEDULE (config/settings.py).
+CATCH_UP_ENTRY = "publish-catch-up"
+
+
 class Scheduler(PersistentScheduler):
     _next_stuck_check = 0.0
+
+    def setup_schedule(self) -> None:
+        """The catch-up is sent when Beat starts, then every PUBLISH_CATCHUP_INTERVAL:
+        after a stop of the whole system, the work it left pending is sent again at
+        once, not an interval later (and a fresh install's dashboard does not ask
+        whether Beat runs before Beat had a chance to)."""
+        super().setup_schedule()
+        entry = self.schedule.get(CATCH_UP_ENTRY)
+        if entry is not None:  # due now: its last run one interval ago
+            interval = timedelta(seconds=settings.PUBLISH_CATCHUP_INTERVAL)
+            entry.last_run_at = self.app.now() - interval
 
     def tick(self, *args, **kwargs) -> float:
         wait = super().tick(*args, **kwargs)
