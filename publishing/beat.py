@@ -5,6 +5,14 @@ task that a worker would have to run. Beat is the alarm clock anyway: between tw
 schedule ticks it asks the database whether due work has waited too long
 (`stuck_check`, at most once per PUBLISH_CATCHUP_INTERVAL). Two Beats are harmless:
 the alarm is claimed with a conditional UPDATE.
+
+Beat sends the catch-up when it starts, then every PUBLISH_CATCHUP_INTERVAL. Celery
+opens Beat's connection to the broker at its first send, inside `tick`, retrying for
+as long as the broker is down (`broker_connection_max_retries` is None here), so a
+Beat started during an outage would never reach its stuck check: until the broker
+first answers, each tick tries it once instead, sends nothing (every entry stays due)
+and checks for stuck work. Once connected, a send that fails is Celery's to log, and
+the ticks go on.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from datetime import timedelta
 from celery.beat import PersistentScheduler
 from django.conf import settings
 from django.db import close_old_connections
+from kombu.exceptions import OperationalError
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +33,13 @@ logger = logging.getLogger(__name__)
 CATCH_UP_ENTRY = "publish-catch-up"
 
 
+# Seconds between a Beat's tries of a broker that has not answered yet.
+BROKER_RETRY_SECONDS = 2.0
+
+
 class Scheduler(PersistentScheduler):
     _next_stuck_check = 0.0
+    _connected = False
 
     def setup_schedule(self) -> None:
         """The catch-up is sent when Beat starts, then every PUBLISH_CATCHUP_INTERVAL:
@@ -39,12 +53,33 @@ class Scheduler(PersistentScheduler):
             entry.last_run_at = self.app.now() - interval
 
     def tick(self, *args, **kwargs) -> float:
-        wait = super().tick(*args, **kwargs)
+        wait = super().tick(*args, **kwargs) if self._broker_answered() else BROKER_RETRY_SECONDS
         now = time.monotonic()
         if now >= self._next_stuck_check:
             self._next_stuck_check = now + settings.PUBLISH_CATCHUP_INTERVAL
             self._check_stuck()
         return min(wait, max(0.0, self._next_stuck_check - time.monotonic()))
+
+    def _broker_answered(self) -> bool:
+        """Has the broker answered once (Celery's connection for the sends is made)? If
+        not, one try now: no entry is taken off the schedule before it answers."""
+        if self._connected:
+            return True
+        errors: tuple[type[BaseException], ...] = (
+            OperationalError,
+            *self.connection.connection_errors,
+        )
+        try:
+            self.connection.ensure_connection(max_retries=1, interval_start=0)
+        except errors as exc:
+            logger.error(
+                "beat: the broker does not answer (%s); nothing sent, tried again in %s s",
+                exc,
+                BROKER_RETRY_SECONDS,
+            )
+            return False
+        self._connected = True
+        return True
 
     def _check_stuck(self) -> None:
         from publishing.services import stuck_check

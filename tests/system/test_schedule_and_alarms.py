@@ -81,6 +81,31 @@ def test_beat_sends_the_catch_up_when_it_starts_not_an_interval_later(pipeline):
     assert_published_once(articles)
 
 
+def test_beat_started_while_the_broker_is_down_checks_for_stuck_work_and_sends_when_it_is_back(
+    pipeline,
+):
+    """Celery opens Beat's connection at its first send, retrying for as long as the
+    broker is down; a Beat started during an outage must still run its stuck check every
+    interval (the alarm is for exactly such times), and send the catch-up, due since its
+    start, once the broker answers."""
+    pipeline.redis.stop()
+    try:
+        beat = pipeline.beat()
+        wait_for(
+            lambda: log_count(beat, "stuck check done") >= 3,
+            timeout=60,
+            what="three stuck checks with the broker down",
+        )
+        assert log_count(beat, "Sending due task publish-catch-up") == 0
+    finally:
+        pipeline.redis.start()
+    wait_for(
+        lambda: log_count(beat, "Sending due task publish-catch-up") >= 1,
+        timeout=60,
+        what="the catch-up sent once the broker answers",
+    )
+
+
 def test_scheduled_article_is_published_at_its_time_not_before(pipeline):
     pipeline.worker()  # no beat: the save itself arms the message with an ETA
     [article] = save_articles("scheduled", 1, publish_at=timezone.now() + timedelta(seconds=4))
