@@ -32,4 +32,5 @@ class StorageError(BlogpublishError):
 
 class PageChanged(StorageError):
     """The page changed between the writer's token check and its write: another writer
-    came first. The write was not made (a bucket's conditional PUT refused it)."""
+    came first (or, AWS's 409, is writing it now). The write was not made (a bucket's
+    conditional PUT refused it); the caller judges the page again."""

@@ -180,7 +180,8 @@ class S3SiteStorage(SiteStorage):
 
     def commit_each(self, staged: list[Staged]) -> list[Staged]:
         """The conditional PUTs as `commit_many` makes them; the pages changed since
-        their read (a 412) returned, any other failure raised once all were tried."""
+        their read (a 412, 404 or 409: `_CHANGED`) returned, any other failure raised
+        once all were tried."""
         outcomes = self._each(self._try_commit, staged)
         errors = [exc for exc in outcomes if exc is not None and not isinstance(exc, PageChanged)]
         if errors:
