@@ -256,15 +256,19 @@ _watch_due = 0.0
 
 
 def _watch_claim(token: int, seconds: float) -> None:
-    """The watchdog of a claim, unless this process sent one that is still on its way:
-    that one finds this lease held when it comes and follows it to its end. So a burst
-    of passes costs a watchdog per lease, not one per pass."""
+    """The watchdog of a claim, unless this process sent one that is still on its way
+    and comes by this lease's end: that one finds this lease held when it comes and
+    follows it to its end, or finds it run out and runs a pass. So a burst of passes
+    costs a watchdog per lease, not one per pass. One that comes later (a full check's
+    long lease) does not cover it: a pass killed meanwhile would wait for it."""
     global _watch_due
     now = time.monotonic()
-    if now + WATCH_MARGIN < _watch_due:  # it comes after this claim, whatever the clocks
+    ends = now + seconds + WATCH_MARGIN
+    # After this claim whatever the clocks, and no later than its own watchdog would.
+    if now + WATCH_MARGIN < _watch_due <= ends:
         return
     _watch(token, seconds)
-    _watch_due = now + seconds + WATCH_MARGIN
+    _watch_due = ends
 
 
 def _defer(interval: float | None = None) -> None:
