@@ -494,22 +494,20 @@ def _write_chunk(
             for _, item in staged:
                 item.expect = prepared.expects[item.rel]
                 assert item.expect is not None, "a fenced write needs its condition"
-            chosen = [item for _, item in staged]
-            changed = {id(item) for item in site.commit_each(chosen)}
-            if changed:
+            tried = [item for _, item in staged]
+            refused = _refused(site, tried)
+            if refused:
                 # Written since (an attempt, the refresher's repair, an older process):
                 # judged again as on disk, by a read under the guard.
-                again = [(live, item) for live, item in staged if id(item) in changed]
-                chosen = [item for item in chosen if id(item) not in changed]
-                chosen += _observed_and_written(site, again, progress)
+                again = _still_due(site, [(live, i) for live, i in staged if id(i) in refused])
+                tried = [i for i in tried if id(i) not in refused] + again
+                refused = _refused(site, again)
+                if refused:
+                    logger.info("re-render: %d page(s) written meanwhile, twice", len(refused))
+                    progress.failed += len(refused)  # the next walk's
+            chosen = [item for item in tried if id(item) not in refused]
         else:
-            # Each page's first bytes again, under the guard.
-            heads = site.observe_heads([item for _, item in staged], documents.CONTENT_MARK_WITHIN)
-            chosen = [
-                item
-                for live, item in staged
-                if _needs_writing(heads[item.rel], live.published_hash)
-            ]
+            chosen = _still_due(site, staged)
             site.commit_many(chosen)
         progress.after = chunk[-1].id
         progress.done += len(chunk)
@@ -520,20 +518,17 @@ def _write_chunk(
     return len(chosen)
 
 
-def _observed_and_written(
-    site: SiteStorage, staged: list[tuple[LiveVersion, Staged]], progress: Progress
-) -> list[Staged]:
-    """Under the guard: pages whose PUT found them written since the read before
-    rendering, read again and written where they still need it (an older look, the
-    same live version), each PUT conditional on this read. The pages written: one
-    written over again since is left for the next walk (`Progress.failed`)."""
+def _still_due(site: SiteStorage, staged: list[tuple[LiveVersion, Staged]]) -> list[Staged]:
+    """Under the guard: each page's first bytes read again (and with them what its write
+    is conditional on), and those still to write (`_needs_writing`)."""
     heads = site.observe_heads([item for _, item in staged], documents.CONTENT_MARK_WITHIN)
-    due = [item for live, item in staged if _needs_writing(heads[item.rel], live.published_hash)]
-    changed = {id(item) for item in site.commit_each(due)}
-    if changed:
-        logger.info("re-render: %d page(s) written meanwhile, twice: the next walk's", len(changed))
-        progress.failed += len(changed)
-    return [item for item in due if id(item) not in changed]
+    return [item for live, item in staged if _needs_writing(heads[item.rel], live.published_hash)]
+
+
+def _refused(site: SiteStorage, staged: list[Staged]) -> set[int]:
+    """The pages made live with conditional writes; the ids of those refused (written
+    since their read)."""
+    return {id(item) for item in site.commit_each(staged)}
 
 
 def _links_mark(around: selectors.Neighbours | None) -> str | None:
