@@ -553,6 +553,10 @@ def test_rerender_site_renders_in_processes_the_pages_one_process_renders(
     def noted(live, **kwargs):
         with pids.open("a") as out:
             out.write(f"{os.getpid()}\n")
+        # Until the other renderer has begun too: a renderer that finished its chunk
+        # before the next was queued could take every chunk (the pool's scheduling),
+        # and the test is of the pages being rendered in the processes, by both.
+        wait_for(lambda: len(set(pids.read_text().split())) >= 2, what="both renderers")
         return render(live, **kwargs)
 
     monkeypatch.setattr(documents, "article_page", noted)
