@@ -511,8 +511,8 @@ CELERY_TASK_ROUTES, CELERY_TASK_QUEUES = celery_queues(CELERY_TASK_DEFAULT_QUEUE
 # Quorum queues: the queue type of queues Celery makes itself, and of the delayed-delivery
 # queues behind native delayed delivery (Celery ≥ 5.5).
 CELERY_TASK_DEFAULT_QUEUE_TYPE = BROKER_QUEUE_TYPE
-# Celery Beat is the alarm clock, not the main path: when it starts and then every
-# PUBLISH_CATCHUP_INTERVAL it sends the catch-up (publishing/beat.py). `expires` makes a
+# Celery Beat is the alarm clock, not the main path: every PUBLISH_CATCHUP_INTERVAL it
+# sends the catch-up (publishing/beat.py). `expires` makes a
 # worker drop a run that waited past the next one (Redis has no message TTL, so they are
 # not deleted, just never run twice).
 CELERY_BEAT_SCHEDULE = {

@@ -6,8 +6,7 @@ schedule ticks it asks the database whether due work has waited too long
 (`stuck_check`, at most once per PUBLISH_CATCHUP_INTERVAL). Two Beats are harmless:
 the alarm is claimed with a conditional UPDATE.
 
-Beat sends the catch-up when it starts, then every PUBLISH_CATCHUP_INTERVAL. Celery
-opens Beat's connection to the broker at its first send, inside `tick`, retrying for
+Celery opens Beat's connection to the broker at its first send, inside `tick`, retrying for
 as long as the broker is down (`broker_connection_max_retries` is None here), so a
 Beat started during an outage would never reach its stuck check: until the broker
 first answers, each tick tries it once instead, sends nothing (every entry stays due)
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
 
 from celery.beat import PersistentScheduler
 from django.conf import settings
@@ -29,10 +27,6 @@ from kombu.exceptions import OperationalError
 logger = logging.getLogger(__name__)
 
 
-# The catch-up's entry in CELERY_BEAT_SCHEDULE (config/settings.py).
-CATCH_UP_ENTRY = "publish-catch-up"
-
-
 # Seconds between a Beat's tries of a broker that has not answered yet.
 BROKER_RETRY_SECONDS = 2.0
 
@@ -40,17 +34,6 @@ BROKER_RETRY_SECONDS = 2.0
 class Scheduler(PersistentScheduler):
     _next_stuck_check = 0.0
     _connected = False
-
-    def setup_schedule(self) -> None:
-        """The catch-up is sent when Beat starts, then every PUBLISH_CATCHUP_INTERVAL:
-        after a stop of the whole system, the work it left pending is sent again at
-        once, not an interval later (and a fresh install's dashboard does not ask
-        whether Beat runs before Beat had a chance to)."""
-        super().setup_schedule()
-        entry = self.schedule.get(CATCH_UP_ENTRY)
-        if entry is not None:  # due now: its last run one interval ago
-            interval = timedelta(seconds=settings.PUBLISH_CATCHUP_INTERVAL)
-            entry.last_run_at = self.app.now() - interval
 
     def tick(self, *args, **kwargs) -> float:
         wait = super().tick(*args, **kwargs) if self._broker_answered() else BROKER_RETRY_SECONDS

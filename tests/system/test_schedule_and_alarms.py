@@ -56,31 +56,6 @@ def test_two_beats_for_several_intervals_publish_nothing_twice(pipeline):
     assert_published_once(articles + scheduled)
 
 
-def test_beat_sends_the_catch_up_when_it_starts_not_an_interval_later(pipeline):
-    """A stop of the whole system lost the messages of rows still pending: Beat's start
-    sends the catch-up at once, not PUBLISH_CATCHUP_INTERVAL (here 600 s) later."""
-    from publishing.selectors import articles_due_for_catch_up
-
-    articles = save_articles("beat-start", 3)  # no worker yet; then their messages are lost
-    with app.connection_for_write() as conn:
-        conn.default_channel.client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
-    wait_for(
-        lambda: (
-            len(articles_due_for_catch_up(stale_after=settings.PUBLISH_STALE_AFTER, limit=10)) == 3
-        ),
-        timeout=30,
-        what="the rows stale (their messages' grace over)",
-    )
-    # (The stuck alarm's bound must exceed the catch-up's: start-up refuses it otherwise.)
-    pipeline.env.update(PUBLISH_CATCHUP_INTERVAL="600", PUBLISH_STUCK_AFTER="900")
-    pipeline.worker()
-    beat = pipeline.beat()
-
-    wait_all_published(articles, timeout=60)
-    assert log_count(beat, "Sending due task publish-catch-up") == 1
-    assert_published_once(articles)
-
-
 def test_beat_started_while_the_broker_is_down_checks_for_stuck_work_and_sends_when_it_is_back(
     pipeline,
 ):
