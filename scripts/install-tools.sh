@@ -71,9 +71,26 @@ if [[ "$(id -u)" -ne 0 ]]; then
         exit 1
     fi
 fi
+apt_get() {
+    # apt-get, waiting while another apt-get (a second `make install`, the system's own
+    # updates) holds apt's lock: apt-get update does not wait for it by itself.
+    local tries=0 err
+    err="$(mktemp)"
+    until $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 "$@" 2>"$err"; do
+        if ! grep -q "Could not get lock" "$err" || ((++tries >= 120)); then
+            cat "$err" >&2
+            rm -f "$err"
+            return 1
+        fi
+        ((tries > 1)) || echo "Waiting for apt's lock (another apt-get is running)"
+        sleep 5
+    done
+    cat "$err" >&2
+    rm -f "$err"
+}
 echo "Installing Debian packages: ${missing[*]}"
-$sudo apt-get update -qq
+apt_get update -qq
 # The prometheus package starts a Prometheus server on install where a service manager
 # runs; the tests need only its promtool.
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt_get install -y -qq --no-install-recommends "${missing[@]}"
 checkers
