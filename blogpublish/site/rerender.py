@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.db import Error as DatabaseFailure
 from django.db import close_old_connections, transaction
 
 from blogpublish.models import SITE_STATE_ID
@@ -428,8 +429,12 @@ def _rerender_chunk(
             logger.error("re-render: the page of article %s was not staged: %s", live.id, item)
     # Saved with the chunk's progress: the next walk comes for them (`Progress.failed`).
     progress.failed += len(due) - len(rendered) + sum(isinstance(i, Exception) for _, i in ready)
+    made_live: list[tuple[LiveVersion, Staged]] = []
     try:
-        written = _write_chunk(site, ready, prepared, progress, fence, started)
+        written = _write_chunk(site, ready, prepared, progress, fence, started, made_live)
+    except DatabaseFailure as exc:  # the guard failed: did it hold until the writes?
+        _take_back(site, made_live, exc)
+        raise
     finally:
         # The pages the exchange replaced (and what was not made live) removed while
         # the next chunk renders: nothing reads them, and a crash leaves them to the
@@ -452,14 +457,15 @@ def _write_chunk(
     progress: Progress,
     fence: Fence | None,
     started: float,
+    made_live: list[tuple[LiveVersion, Staged]],
 ) -> int:
     """Under the chunk's page guard: the lease held, the pages still showing this live
     version (or missing) and in another look, and still with the neighbours they were
-    rendered with (`around`), made live; the progress saved. A page whose neighbours
-    changed since it was rendered is not written: the pass that settles the change
-    checks its links, and may have done so already (an older process writing it in
-    its look during a rolling deploy); it counts as failed, so the next walk comes
-    for it."""
+    rendered with (`around`), made live (each added to `made_live` as it goes, for
+    `_take_back`); the progress saved. A page whose neighbours changed since it was
+    rendered is not written: the pass that settles the change checks its links, and
+    may have done so already (an older process writing it in its look during a rolling
+    deploy); it counts as failed, so the next walk comes for it."""
     chunk, around = prepared.lives, prepared.around
     with page_guard(slugs=[live.slug for live in chunk], article_ids=[live.id for live in chunk]):
         if fence is not None:
@@ -496,12 +502,15 @@ def _write_chunk(
                 assert item.expect is not None, "a fenced write needs its condition"
             tried = [item for _, item in staged]
             refused = _refused(site, tried)
+            made_live += [(live, i) for live, i in staged if id(i) not in refused]
             if refused:
                 # Written since (an attempt, the refresher's repair, an older process):
                 # judged again as on disk, by a read under the guard.
                 again = _still_due(site, [(live, i) for live, i in staged if id(i) in refused])
                 tried = [i for i in tried if id(i) not in refused] + again
                 refused = _refused(site, again)
+                retried = {id(i) for i in again} - refused
+                made_live += [(live, i) for live, i in staged if id(i) in retried]
                 if refused:
                     logger.info("re-render: %d page(s) written meanwhile, twice", len(refused))
                     progress.failed += len(refused)  # the next walk's
@@ -509,6 +518,8 @@ def _write_chunk(
         else:
             chosen = _still_due(site, staged)
             site.commit_many(chosen)
+            placed = {id(item) for item in chosen}
+            made_live += [(live, item) for live, item in staged if id(item) in placed]
         progress.after = chunk[-1].id
         progress.done += len(chunk)
         progress.written += len(chosen)
@@ -516,6 +527,47 @@ def _write_chunk(
         progress.updated_at = datetime.now(UTC).isoformat()
         checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
     return len(chosen)
+
+
+def _take_back(
+    site: SiteStorage, made_live: list[tuple[LiveVersion, Staged]], exc: DatabaseFailure
+) -> None:
+    """The chunk's guard failed after some of its pages were written: nothing vouches
+    that its locks held until then (a runner paused past the guard's idle timeout has
+    its session, and its locks, ended by the server; a delete or a slug change may have
+    gone through meanwhile). Under a new guard, the pages of the articles no longer
+    live at the version rendered are taken back (the page each replaced put back, or
+    the page removed where there was none, if the page there is still the one
+    written: `SiteStorage.take_back`), as the publisher does after a broken guard. The
+    others show their live version in the new look: kept, and rewritten by the next
+    run (the checkpoint did not move) only if it finds them in another look."""
+    if not made_live:
+        return
+    try:
+        with page_guard(
+            slugs=[live.slug for live, _ in made_live],
+            article_ids=[live.id for live, _ in made_live],
+        ):
+            live_now = {
+                row["id"]: (row["published_hash"], row["published_slug"])
+                for row in selectors.listed()
+                .filter(pk__in=[live.id for live, _ in made_live])
+                .values("id", "published_hash", "published_slug")
+            }
+            for live, item in made_live:
+                gone = live_now.get(live.id) != (live.published_hash, live.slug)
+                if gone and site.take_back(item):
+                    logger.warning(
+                        "re-render: took back the page %s (its guard failed: %s)", item.rel, exc
+                    )
+    except DatabaseFailure as again:  # left to the full check, which removes it
+        logger.error(
+            "re-render: the chunk's guard failed (%s), and so did checking its %d page(s) "
+            "after (%s)",
+            exc,
+            len(made_live),
+            again,
+        )
 
 
 def _still_due(site: SiteStorage, staged: list[tuple[LiveVersion, Staged]]) -> list[Staged]:

@@ -58,7 +58,8 @@ class Staged:
     # What the page was at the token check (`SiteStorage.observe`): in a bucket its
     # ETag ("" when missing), the condition of the PUT; None when not observed.
     expect: str | None = None
-    # What `commit` put in place, for `take_back` (the local folder's swap.Placed).
+    # What `commit` put in place, for `take_back` (the local folder's swap.Placed; a
+    # bucket's ETag of a page its PUT made where there was none).
     placed: object | None = None
 
 
@@ -181,7 +182,8 @@ class SiteStorage(abc.ABC):
         transaction failed: its locks may have gone before the write), under a new
         guard: the page it replaced put back, if the page there is still the one it
         wrote. True when taken back; False when there is nothing to take back (a
-        bucket's PUT was conditional) or a newer write is there."""
+        bucket's PUT over a page was conditional on that very page) or a newer write
+        is there."""
         return False
 
     def stage_many(

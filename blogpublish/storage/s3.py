@@ -110,15 +110,15 @@ class S3SiteStorage(SiteStorage):
 
     def _put(
         self, rel: str, body: bytes, *, expect: str | None = None, client=None, **types
-    ) -> None:
+    ) -> str:
         """One PUT (through `client`, else this thread's); with `expect` (observe), only
-        over that ETag ("": only if missing)."""
+        over that ETag ("": only if missing). Returns the ETag of what it wrote."""
         condition = {}
         if expect is not None:
             condition = {"IfMatch": expect} if expect else {"IfNoneMatch": "*"}
         with self._errors("writing", rel):
             try:
-                (client or self.client).put_object(
+                response = (client or self.client).put_object(
                     Bucket=self.bucket,
                     Key=self.key(rel),
                     Body=body,
@@ -135,6 +135,7 @@ class S3SiteStorage(SiteStorage):
                 if condition and _code(exc) in _CHANGED:
                     raise PageChanged(f"{rel!r} in {self} changed since the check") from exc
                 raise
+            return response.get("ETag", "")
 
     # A page goes live with a conditional PUT (issue 17): the ETag seen under the page
     # guard at the token check is the condition, so a writer that was paused between
@@ -145,7 +146,24 @@ class S3SiteStorage(SiteStorage):
         staged.expect = head["ETag"] if head else ""
 
     def commit(self, staged: Staged) -> None:
-        self._put(staged.rel, staged.data, expect=staged.expect)
+        self._made(staged, self._put(staged.rel, staged.data, expect=staged.expect))
+
+    @staticmethod
+    def _made(staged: Staged, etag: str) -> None:
+        # A PUT over a page is conditional on the very page seen, so it has nothing to
+        # take back; one where there was none made the page: `take_back` removes it.
+        staged.placed = etag if staged.expect == "" and etag else None
+
+    def take_back(self, staged: Staged) -> bool:
+        """The page a conditional PUT made where there was none removed, if it is still
+        the one written (its ETag): under the new guard no other writer is at it."""
+        if not isinstance(staged.placed, str):
+            return False
+        head = self.head(staged.rel)
+        if head is None or head["ETag"] != staged.placed:
+            return False
+        self.delete(staged.rel)
+        return True
 
     def read_observed(
         self, rels: list[str], size: int
@@ -190,7 +208,8 @@ class S3SiteStorage(SiteStorage):
 
     def _try_commit(self, staged: Staged, client) -> Exception | None:
         try:
-            self._put(staged.rel, staged.data, expect=staged.expect, client=client)
+            etag = self._put(staged.rel, staged.data, expect=staged.expect, client=client)
+            self._made(staged, etag)
         except (PageChanged, StorageError) as exc:
             return exc
         return None

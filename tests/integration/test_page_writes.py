@@ -164,6 +164,29 @@ def test_writer_whose_guard_broke_but_still_current_has_its_page_written_again(
 
 
 @on_postgresql
+def test_writer_paused_at_a_new_articles_first_page_leaves_none_when_it_is_deleted_meanwhile(
+    site,  # noqa: F811
+    where,
+    monkeypatch,
+):
+    """A's first write of a new article's page (nothing there at its check: in a bucket
+    an If-None-Match PUT, which nothing since can refuse); the article is deleted while
+    A is paused. A's write lands, its guard is found broken, and the page it made is
+    taken back: a deleted article's page is not left until the full check (a review's
+    finding: in a bucket it was)."""
+    article = site.save()  # saved, its attempt not run: no page yet
+    claim = article_claim(article_id=article.pk)
+    writer = PausedWriter(site, claim.article, monkeypatch)
+    writer.drop_session()
+    site.delete(Article.objects.get(pk=article.pk))
+    assert page_bytes(article.slug) is None
+
+    writer.go()  # its write lands, its guard found broken: overtaken (by the delete)
+
+    assert page_bytes(article.slug) is None
+
+
+@on_postgresql
 def test_batch_paused_after_its_check__the_overtaken_page_stays_the_others_are_written(
     site,  # noqa: F811
     where,
@@ -356,6 +379,34 @@ def test_bucket__a_put_over_a_page_that_changed_since_the_check_is_refused(s3_se
     with pytest.raises(PageChanged):
         storage.commit(new)
     assert storage.read("new/index.html") == b"<p>B</p>"
+
+
+def test_bucket__a_page_a_put_made_is_taken_back_and_nothing_else_is(s3_server, settings):
+    """In a bucket a conditional PUT over a page replaced the very page its check saw:
+    nothing to take back. One where there was none made the page: taken back (removed)
+    while it is still the one written, and never once a newer write replaced it."""
+    for name, value in s3_server.settings_for(f"s3://{s3_server.new_bucket()}/site").items():
+        setattr(settings, name, value)
+    storage = site_storage()
+    storage.write("over/index.html", "<p>B</p>")
+    over = storage.stage("over/index.html", "<p>A</p>")
+    storage.observe(over)
+    storage.commit(over)
+    assert not storage.take_back(over)
+    assert storage.read("over/index.html") == b"<p>A</p>"
+
+    made = storage.stage("made/index.html", "<p>A</p>")
+    storage.observe(made)
+    storage.commit(made)
+    assert storage.take_back(made)
+    assert storage.read("made/index.html") is None
+
+    newer = storage.stage("newer/index.html", "<p>A</p>")
+    storage.observe(newer)
+    storage.commit(newer)
+    storage.write("newer/index.html", "<p>C, newer</p>")
+    assert not storage.take_back(newer)
+    assert storage.read("newer/index.html") == b"<p>C, newer</p>"
 
 
 def test_folder__a_write_taken_back_restores_the_very_page_it_replaced(tmp_path: Path):

@@ -9,18 +9,21 @@ import contextlib
 import multiprocessing
 import os
 import re
+import threading
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.template.loader import get_template
 
 from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import documents, look, paths, rerender
 from blogpublish.site.rerender import RERENDER_CHECKPOINT, progress_read
 from blogpublish.storage import site_storage
+from blogpublish.storage.local import LocalStorage
+from blogpublish.storage.s3 import S3SiteStorage
 from publishing import renderers
 from publishing.models import Article, PublishAttempt
 from publishing.services import shared_views_pass
@@ -399,6 +402,73 @@ def test_a_new_shared_look_rebuilds_the_archive_and_tag_pages_not_taken_back_by_
     assert shared_views_pass()
     assert mark in (site.root / "page" / "1" / "index.html").read_text()
     assert SiteStateRow.objects.get().look == adopted.look
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL ends the session")
+@pytest.mark.parametrize("where", ["disk", "bucket"])
+def test_a_runner_paused_past_its_guard_takes_back_the_page_of_an_article_deleted_meanwhile(
+    site,  # noqa: F811
+    settings,
+    s3_server,
+    monkeypatch,
+    where,
+):
+    """A runner stops (SIGSTOP, a stalled VM) under its chunk's guard, before its
+    writes, for longer than the guard's idle timeout: the server ends its session and
+    the locks go with it; an article of the chunk is deleted and its page removed
+    meanwhile. On resume the runner writes (in a bucket its PUT finds the page gone,
+    reads it again as missing and makes it), then finds its guard broken at the
+    checkpoint's save: the deleted article's page is taken back, not left until the
+    full check, and the next run finishes with it gone (a review's reproduction)."""
+    if where == "bucket":
+        for name, value in s3_server.settings_for(f"s3://{s3_server.new_bucket()}/site").items():
+            setattr(settings, name, value)
+    article, other = site.add(2)
+    run_to_the_end()
+    new = new_look(settings)
+    settings.PUBLISH_LEASE_SECONDS = 2  # the guard's idle timeout
+    rel = paths.page_file(article.slug)
+    storage_class, method = (
+        (S3SiteStorage, "commit_each") if where == "bucket" else (LocalStorage, "commit_many")
+    )
+    commit, deleted = getattr(storage_class, method), threading.Event()
+    guarded, runner = rerender._write_chunk, []
+
+    def chunk(*args):  # only the re-render's writes pause (not the delete's own)
+        runner.append(threading.get_ident())
+        try:
+            return guarded(*args)
+        finally:
+            runner.pop()
+
+    def delete() -> None:  # another host: waits for the guard's locks, then deletes
+        try:
+            site.delete(Article.objects.get(pk=article.pk))
+            deleted.set()
+        finally:
+            connection.close()
+
+    def paused(self, staged):
+        if threading.get_ident() in runner and not deleted.is_set():  # checked, not written
+            thread = threading.Thread(target=delete)
+            thread.start()
+            # Idle in its transaction until the server ends the session: the deleter
+            # gets the locks then.
+            wait_for(deleted.is_set, timeout=60, what="the delete, once the guard's session ends")
+            thread.join()
+            assert site_storage().read(rel) is None, "the delete removed the page"
+        return commit(self, staged)
+
+    monkeypatch.setattr(storage_class, method, paused)
+    monkeypatch.setattr(rerender, "_write_chunk", chunk)
+    with pytest.raises(DatabaseError):
+        run_to_the_end()
+    connection.close()
+
+    assert site_storage().read(rel) is None, "the deleted article's page is back"
+    run_to_the_end()
+    assert site_storage().read(rel) is None
+    assert looks([other]) == [new]
 
 
 @pytest.mark.parametrize("fails", [1, 99], ids=["fails once", "fails every time"])
