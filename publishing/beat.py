@@ -53,7 +53,7 @@ class Scheduler(PersistentScheduler):
             *self.connection.connection_errors,
         )
         try:
-            self.connection.ensure_connection(max_retries=1, interval_start=0)
+            self.connection.ensure_connection(max_retries=0)
         except errors as exc:
             logger.error(
                 "beat: the broker does not answer (%s); nothing sent, tried again in %s s",
