@@ -7,6 +7,8 @@ bare Celery (bench/bare.py)
   round trip: sends one at a time to an idle worker; send → the task starts running.
 blogpublish
   idle: saves one at a time, each waiting for its own publish; save start → published_at.
+        Each body is a real post of 8 KB (bench.pathological.real_post: the Hugo corpus's
+        posts end to end), as issue 18's target names.
   burst: N articles saved while the worker is stopped (the broker up, so their messages
          wait in the queue), then the worker started; articles per second from the first
          to the last published_at. Meanwhile the front page and the feed are polled every
@@ -129,14 +131,14 @@ def measure_blogpublish(workdir: Path, env: dict, params: dict) -> dict:
     return {"idle": idle, "burst": burst, "rss": rss}
 
 
-def save(prefix: str, n: int):
+def save(prefix: str, n: int, body: str = ""):
     from publishing.models import Article
 
     title = f"{prefix.capitalize()} article {n}"
     article = Article(
         title=title,
         slug=f"{prefix}-{n}",
-        body=f"# {title}\n\n" + "Some *Markdown* text. " * 50,
+        body=f"# {title}\n\n" + (body or "Some *Markdown* text. " * 50),
     )
     started = time.time()
     article.save()
@@ -168,9 +170,12 @@ def wait_published(article_id: int, *, timeout: float) -> float:
 
 
 def idle_saves(count: int) -> dict:
+    from bench.pathological import real_post
+
+    post = real_post()
     latencies, save_times = [], []
     for n in range(count):
-        article, started = save("idle", n)
+        article, started = save("idle", n, post)
         save_times.append(time.time() - started)
         latencies.append(wait_published(article.pk, timeout=60) - started)
     return {**summary_ms(latencies), "save_p50_ms": statistics.median(save_times) * 1000}
