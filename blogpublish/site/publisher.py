@@ -531,7 +531,12 @@ class StaticSitePublisher(BasePublisher):
                         # New links or a new look are routine; a page missing or stale is a repair.
                         level = logging.INFO if why in ROUTINE else logging.WARNING
                         logger.log(level, "writing the page %s again: %s", item.rel, why)
-                site.commit_many(due)
+                # A page changed since its read (in a bucket: a writer whose guard did
+                # not hold, a conditional write in flight) is that writer's; the next
+                # check judges it. The others are written, and the check goes on.
+                for item in site.commit_each(due):
+                    logger.info("the page %s changed since it was read; left as it is", item.rel)
+                    due.remove(item)
         finally:
             for _, item in ready:
                 with contextlib.suppress(OSError, SymlinkRefused, StorageError):

@@ -114,6 +114,11 @@ class LocalStorage(SiteStorage):
         ):
             item.placed = placed
 
+    def commit_each(self, staged: builtins.list[Staged]) -> builtins.list[Staged]:
+        """`commit_many`: a rename is not conditional, so no page is returned."""
+        self.commit_many(staged)
+        return []
+
     def take_back(self, staged: Staged) -> bool:
         if not isinstance(staged.placed, swap.Placed):  # None: nothing was put in place
             return False

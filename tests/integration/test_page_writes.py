@@ -12,7 +12,6 @@ lets B through the guard.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 from django.db import connection, connections
 
 from blogpublish.site import documents, paths, selectors
+from blogpublish.site.full_check import FULL_CHECK_CHECKPOINT
 from blogpublish.site.lock import page_guard
 from blogpublish.storage import site_storage
 from blogpublish.storage.local import LocalStorage
@@ -28,6 +28,7 @@ from publishing.models import Article
 from publishing.services import Outcome, article_claim, article_complete
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
 from tests.support.waiting import wait_for
+from work.checkpoints import checkpoint_read
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -312,13 +313,14 @@ def test_full_check__in_a_bucket_the_condition_is_the_etag_of_the_bytes_it_judge
                 other.put_object(Bucket=bucket, Key=f"site/{rel}", Body=b"<p>newer</p>")
 
     site_storage().client.meta.events.register("before-send.s3.*", newer_after_the_guarded_read)
-    from blogpublish.exceptions import PageChanged
 
-    with contextlib.suppress(PageChanged):  # refused: the page changed since it was read
-        site.publisher.reconcile()
+    site.publisher.reconcile()  # its PUT refused: the page changed since it was read
 
     assert seen[0] == "GET" and len(seen) >= 2  # the read under the guard, then a write
     assert page_bytes(article.slug) == b"<p>newer</p>"
+    # The refusal is that page's alone: the check went on to its end (it failed there,
+    # and saved nothing, before).
+    assert checkpoint_read(FULL_CHECK_CHECKPOINT) is not None
 
 
 def test_full_check__leaves_the_page_of_an_attempt_under_way(site, where):  # noqa: F811
