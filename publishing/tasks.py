@@ -204,6 +204,7 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         retry_in=self.backoff,
         worker=self.request.hostname or "",
         task_id=self.request.id or "",
+        send=True,
     )
     redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
     follow_up(report, redelivered=redelivered, own=article_id, task_id=self.request.id or "")
@@ -251,12 +252,9 @@ def follow_up(
 def _follow_up(
     report: GroupReport, *, redelivered: bool, own: int | None = None, task_id: str = ""
 ) -> None:
-    """The messages a group leaves for the rows it claimed besides `own` (whose message
-    is the task's own business): their messages have ended, seeing the rows held.
-    - rows that failed and back off: one message for each, for when it is due, as the
-      task's own retry would be;
-    - rows changed meanwhile or let go (the group ran short of time): a message each,
-      now (the first one's group usually takes the others, whose messages then end);
+    """The messages a group leaves besides those of its rows' outcomes (sent as each
+    commits, services.publish `send_next`: a row that failed and backs off, one changed
+    meanwhile or let go):
     - a redelivered message whose own row is done, while rows its dead predecessor
       (the same task id) left unfinished are still leased: one message for the one
       whose lease runs out last, for then;
@@ -266,19 +264,6 @@ def _follow_up(
       sent for since, claimed alone, so that a row that kills its claimer takes no
       other row down with it.
     """
-    for result in report.results:
-        if result.article_id == own or result.outcome is not Outcome.RETRY:
-            continue
-        if result.retry_in is not None and result.retry_in <= eta_horizon():
-            eta = timezone.now() + timedelta(seconds=result.retry_in)
-            dispatch_publish(result.article_id, eta=eta)
-    again = [
-        r.article_id
-        for r in report.results
-        if r.article_id != own and r.outcome in (Outcome.CHANGED, Outcome.RELEASED)
-    ]
-    if again:
-        dispatch_many([(article_id, None) for article_id in again])
     mine = report.of(own) if own is not None else None
     if redelivered and (mine is None or mine.lease_left is None):
         # (A message whose own row is still leased comes back for it itself.)
@@ -320,6 +305,7 @@ def publish_batch(self: Task) -> dict:
         retry_in=publish_article.backoff,
         worker=self.request.hostname or "",
         task_id=self.request.id or "",
+        send=True,
     )
     if report.full:
         dispatch_batches(1)

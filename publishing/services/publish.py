@@ -68,7 +68,7 @@ from django.db.models.functions import Now, StrIndex, Substr
 from django.utils import timezone
 
 from publishing import rollup
-from publishing.dispatch import discard_messages
+from publishing.dispatch import discard_messages, dispatch_many, eta_horizon
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError
 from publishing.logcontext import log_context
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
@@ -727,9 +727,17 @@ def release(*, claims: list[Claim]) -> list[AttemptResult]:
 class _Group:
     """One group's run: which claims have an outcome, which one a publisher is on."""
 
-    def __init__(self, claims: list[Claim], retry_in: Callable[[int], float]):
+    def __init__(
+        self,
+        claims: list[Claim],
+        retry_in: Callable[[int], float],
+        own: int | None = None,
+        send: bool = False,
+    ):
         self.claims = claims
         self.retry_in = retry_in
+        self.own = own  # the message's own row: its next message is the task's business
+        self.send = send  # the rows' next messages (`_send_next`)
         self.report = GroupReport(claimed=len(claims))
         self.done: set[int] = set()  # claims with an outcome (or let go)
         # Rows that went dead: alerted once the group is over, never inside its lease
@@ -746,6 +754,11 @@ class _Group:
         for result in results:
             self.report.add(result)
             self.done.add(result.article_id)
+        self._send_next(results)
+
+    def _send_next(self, results: list[AttemptResult]) -> None:
+        if self.send:
+            send_next(results, own=self.own)
 
     def fail(self, claim: Claim, exc: BaseException) -> None:
         """The outcome of a claim whose publisher raised `exc`: permanent → dead now;
@@ -879,6 +892,42 @@ class _Group:
                     )
 
 
+def send_next(results: list[AttemptResult], *, own: int | None) -> None:
+    """The next message of each row besides `own` that these outcomes leave due: a row
+    that failed and backs off, for when it is due (as a task's own retry would be); one
+    changed meanwhile or let go, now. Their own messages have ended (they found the row
+    held), so these are their only ones: a group run by a task (`publish_group(send=
+    True)`) sends them as each outcome commits (at once, outside a caller's
+    transaction), not when the group ends, so a worker that dies later in the group (a
+    kill, its hard time limit, an alert that hangs) leaves no row without a message (a
+    review's finding: such a row waited for the catch-up). A message sent twice ends
+    after one claim. A soft time limit that comes during the send is let through to the
+    group once the messages are sent (the limit comes once: the hard one is later)."""
+    now, horizon = timezone.now(), eta_horizon()
+    batch = [
+        (r.article_id, now + timedelta(seconds=r.retry_in) if r.retry_in else None)
+        for r in results
+        if r.article_id != own
+        and (
+            r.outcome in (Outcome.CHANGED, Outcome.RELEASED)
+            or (r.outcome is Outcome.RETRY and r.retry_in is not None and r.retry_in <= horizon)
+        )
+    ]
+    if not batch:
+        return
+
+    def send() -> None:
+        try:
+            dispatch_many(batch)
+        except TIME_LIMITS:
+            dispatch_many(batch)
+            raise
+
+    # Not `robust`: a time limit must reach the group (the broker's own errors are
+    # dispatch_many's to handle and log).
+    transaction.on_commit(send)
+
+
 def publish_group(
     *,
     retry_in: Callable[[int], float],
@@ -887,6 +936,7 @@ def publish_group(
     task_id: str = "",
     time_limit: Callable[[], AbstractContextManager] = nullcontext,
     limit: int | None = None,
+    send: bool = False,
 ) -> GroupReport:
     """Claim a group (`claim_group`: `first` first), publish it COMPLETE_EVERY rows at a
     time, complete or fail each row, let go what it could not try, and ask for one
@@ -895,7 +945,10 @@ def publish_group(
     `retry_in(attempt)` gives the backoff after a transient failure of that attempt (the
     Celery task's retry_backoff policy). `time_limit()` bounds the publishers: the
     backup executor passes its own (publishing.time_limits); a Celery worker enforces
-    the task's limits itself. `limit`: PUBLISH_BATCH_SIZE by default."""
+    the task's limits itself. `limit`: PUBLISH_BATCH_SIZE by default. `send`: the
+    messages of the rows its outcomes leave due, besides `first` (`send_next`), as the
+    tasks ask; the backup executor, which runs without a broker, claims them again
+    itself."""
     limit = limit or settings.PUBLISH_BATCH_SIZE
     with log_context(article_id=first, task_id=task_id):
         claims, seen = _claim_group(limit=limit, first=first, worker=worker, task_id=task_id)
@@ -906,7 +959,7 @@ def publish_group(
             else:
                 shared_views_backlog_drained()
             return report
-        group = _Group(claims, retry_in)
+        group = _Group(claims, retry_in, own=first, send=send)
         group.report.limit = limit
         group.report.took_over = any(claim.taken_over for claim in claims)
         try:

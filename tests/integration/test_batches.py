@@ -14,10 +14,9 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from publishing import tasks
 from publishing.dispatch import dispatch_batches
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
-from publishing.services import GroupReport, catch_up, claim_group, publish, publish_group
+from publishing.services import catch_up, claim_group, publish, publish_group
 from publishing.tasks import publish_article
 from tests.integration.test_failures import alert_mails, outcomes
 from tests.support.chaos import journal_entries
@@ -210,9 +209,10 @@ def test_a_groups_dead_row_is_alerted_after_every_row_has_its_outcome(
 
 
 def test_the_soft_time_limit_in_the_middle_of_a_groups_messages_loses_none(monkeypatch, sent_tasks):
-    """A group that used its time may meet the soft limit while it sends the messages
-    of the rows it let go: they are still sent (to the broker), before the hard limit."""
-    real = tasks.dispatch_many
+    """A group may meet the soft limit while it sends the messages of the rows it let go
+    (`send_next`): they are still sent (to the broker), before the hard limit, and the
+    limit still reaches the group (which then completes and lets go what it must)."""
+    real = publish.dispatch_many
     calls = []
 
     def limit_once(batch, **kwargs):
@@ -221,12 +221,11 @@ def test_the_soft_time_limit_in_the_middle_of_a_groups_messages_loses_none(monke
             raise SoftTimeLimitExceeded()
         return real(batch, **kwargs)
 
-    monkeypatch.setattr(tasks, "dispatch_many", limit_once)
+    monkeypatch.setattr(publish, "dispatch_many", limit_once)
     let_go = [10**9 + 1, 10**9 + 2]  # no such rows: their messages end after one read
-    report = GroupReport(claimed=3, limit=3)
-    for article_id in [10**9, *let_go]:
-        report.add(publish.AttemptResult(publish.Outcome.RELEASED, article_id))
+    results = [publish.AttemptResult(publish.Outcome.RELEASED, i) for i in [10**9, *let_go]]
 
-    tasks.follow_up(report, redelivered=False, own=10**9)
+    with pytest.raises(SoftTimeLimitExceeded):
+        publish.send_next(results, own=10**9)
 
     assert sent_tasks == let_go

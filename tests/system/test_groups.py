@@ -19,9 +19,10 @@ from functools import partial
 
 import pytest
 from django.conf import settings
+from django.db import transaction
 
 from publishing.models import Article, AttemptOutcome, PublishAttempt
-from tests.support.chaos import journal_entries
+from tests.support.chaos import journal_entries, release
 from tests.support.site import assert_lists_exactly
 from tests.support.waiting import wait_for
 from tests.system.conftest import record_timing, since
@@ -176,3 +177,53 @@ def test_a_groups_other_messages_are_dropped_unrun_and_a_later_edit_still_publis
     )
     assert edited.message_id not in dropped_by(worker.log)
     assert "edited" in (own_site / edited.slug / "index.html").read_text(encoding="utf-8")
+
+
+def saved_together(*slugs: str) -> list[Article]:
+    """Articles saved in one transaction: their messages go out together at its commit."""
+    articles = [Article(title=slug, slug=slug, body=f"Body of {slug}.") for slug in slugs]
+    with transaction.atomic():
+        for article in articles:
+            article.full_clean()
+            article.save()
+    return articles
+
+
+def test_a_row_that_failed_in_a_group_keeps_its_message_when_the_groups_worker_dies_later(
+    pipeline, chaos, settings
+):
+    """Y's group claims Z and S beside Y; Z's and S's own messages end, seeing their rows
+    held. Z fails (it backs off 0–2 s), then S kills the group's pool child. Z's next
+    message must not wait for the end of the group: sent once Z's outcome commits, it
+    publishes Z after its backoff, with no catch-up running. (Sent at the group's end,
+    it died with the child: Z stayed pending with no lease and no message; a review's
+    reproduction.)"""
+    lease = 20
+    settings.PUBLISH_LEASE_SECONDS = lease
+    tag = uuid.uuid4().hex[:6]
+    b, y, z, s = (f"{name}-{tag}" for name in ("blocker", "lead", "failer", "crasher"))
+    chaos(b, hold=60)
+    chaos(z, hold=60, hold_until_attempt=2, fail="transient", until_attempt=2)
+    chaos(s, fail="crash", until_attempt=2)
+    worker = pipeline.worker(concurrency=2, env={"PUBLISH_LEASE_SECONDS": str(lease)})
+    pids = settings.RUN_DIR / "pids"
+    [blocker] = saved_together(b)
+    wait_for(lambda: (pids / f"{b}.1").exists(), timeout=30, what="B held in one child")
+    lead, failer, crasher = saved_together(y, z, s)  # one commit: their messages after it
+    wait_for(lambda: (pids / f"{z}.1").exists(), timeout=30, what="Z held in Y's group")
+    assert PublishAttempt.objects.get(article=failer).task_id == lead.message_id
+    release(b)  # the other child frees up: Z's and S's messages run and end
+    log = partial(worker.log.read_text, errors="replace")
+    wait_for(
+        lambda: (
+            f"article {failer.pk} not claimed" in log()
+            and f"article {crasher.pk} not claimed" in log()
+        ),
+        timeout=30,
+        what="Z's and S's own messages to end, seeing their rows held",
+    )
+    release(z)  # Z fails; then S kills the pool child, the group unfinished
+    wait_for(lambda: published_as_saved(lead), timeout=lease + 30, what="Y published")
+    wait_for(lambda: published_as_saved(crasher), timeout=30, what="S published")
+    wait_for(lambda: published_as_saved(failer), timeout=20, what="Z published after its backoff")
+    assert_published_once([blocker, lead, failer, crasher])
