@@ -18,6 +18,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.text_limits import validate_display_chars, validate_xml_chars
+from publishing.validators import SLUG_MAX_BYTES
 
 DESCRIPTION_MAX_LENGTH = 1000
 BYLINE_MAX_LENGTH = 200
@@ -86,13 +87,19 @@ def tag_key(name: str) -> str:
 def tag_slug(name: str) -> str:
     """The folder of a tag's page (tag/<slug>/): its key made a slug, unicode letters
     kept; when that loses something ("c++", "c#" are both "c"), a short hash of the key
-    follows, so two tags never share a folder. Pure: a page links to a tag without a
+    follows, so two tags never share a folder. A slug longer than an article's may be
+    (SLUG_MAX_BYTES of UTF-8: a folder's name, and the name it takes when it is moved
+    aside to be removed, must fit in a file name's 255 bytes; 100 Chinese characters
+    are 300) is cut, and the hash follows. Pure: a page links to a tag without a
     query."""
     key = tag_key(name)
     slug = slugify(key, allow_unicode=True)
-    if slug == "-".join(key.split()):
+    fits = len(slug.encode("utf-8")) <= SLUG_MAX_BYTES
+    if fits and slug == "-".join(key.split()):
         return slug
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    if not fits:  # cut at a character, the hash and its "-" within the limit
+        slug = slug.encode("utf-8")[: SLUG_MAX_BYTES - 9].decode("utf-8", "ignore").rstrip("-")
     return f"{slug}-{digest}" if slug else digest
 
 

@@ -106,3 +106,24 @@ def test_author_pages_follow_bylines(site, make_article):
     assert tagged("Ann Writer", "author") == ["by-ann-too"]
     assert tagged("王小明", "author") == ["by-ann"]
     assert tagged("Ann Writer") is None  # a byline is not a tag
+
+
+def test_the_longest_chinese_tag_and_byline_have_pages_and_lose_them_with_their_article(
+    site, make_article
+):
+    """A tag of 100 Chinese characters is 300 bytes of UTF-8, a byline of 200 is 600: as
+    folder names (255 bytes at most, and more once moved aside to be removed) every
+    refresh failed on them, and no other tag's page was written again (a review's
+    reproduction). Their folders are cut to an article slug's bytes, with the hash."""
+    tag, byline = "数" * 100, "王" * 200
+    article = live(make_article(slug="long-names", tags=[tag], byline=byline))
+    wait_settled()
+
+    assert tagged(tag) == ["long-names"]
+    assert tagged(byline, "author") == ["long-names"]
+    article.delete()
+    live(make_article(slug="after-long", tags=["after"]))
+    wait_settled()
+
+    assert not tag_folder(tag).exists() and not tag_folder(byline, "author").exists()
+    assert tagged("after") == ["after-long"]

@@ -15,6 +15,7 @@ from publishing.reader_fields import (
     validate_language,
     validate_tags,
 )
+from publishing.validators import SLUG_MAX_BYTES
 
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 BASE = {"title": "T", "slug": "t", "body": "B", "publish_at": MOMENT}
@@ -127,6 +128,11 @@ def test_tag_slug__readable_when_it_can_be_and_never_shared():
     assert tag_slug("c++").startswith("c-")
     for hostile in ("../etc", "a/b", ".", "?x#y"):
         assert all(ch not in tag_slug(hostile) for ch in "/.?#\\")
+    # A folder's name: at most an article slug's bytes however long the name's UTF-8.
+    long = [tag_slug("数" * 100), tag_slug("数" * 99 + "据"), tag_slug("王" * 200)]
+    assert all(len(slug.encode()) <= SLUG_MAX_BYTES for slug in long)
+    assert len(set(long)) == 3 and long[0].startswith("数" * 60)
+    assert tag_slug("数" * 66) == "数" * 66  # 198 bytes: fits, kept whole
 
 
 @pytest.mark.parametrize("slug", ["TAG", "author"])
