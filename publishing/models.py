@@ -64,7 +64,12 @@ from work.db import address_lock, advisory_key, advisory_locks, insert_rows
 TITLE_MAX_LENGTH = 200
 # The content's validators, shared by the article and its story's draft.
 TITLE_VALIDATORS = [validate_single_line, validate_xml_chars, validate_display_chars]
-SLUG_VALIDATORS = [validate_slug_bytes, validate_not_reserved, validate_display_chars]
+SLUG_VALIDATORS = [
+    validate_slug_bytes,
+    validate_not_reserved,
+    validate_xml_chars,  # a lone surrogate (a 500 from the database, before)
+    validate_display_chars,
+]
 BODY_VALIDATORS = [validate_body_size, validate_xml_chars]
 BODY_HELP = _("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20}
 DESCRIPTION_VALIDATORS = [validate_description, validate_xml_chars, validate_display_chars]
@@ -642,8 +647,8 @@ class Article(models.Model):
         key = key_of(self.slug, self.slug_key or "")
         if "#" in key:  # kept from before keys: see key_of()
             return
-        if "\x00" in key:  # the slug's validator names it; PostgreSQL refuses NUL in a query
-            return
+        if "\x00" in key or any("\ud800" <= ch <= "\udfff" for ch in key):
+            return  # the slug's validators name it; PostgreSQL takes neither in a query
         others = Article.objects.exclude(pk=self.pk).filter(
             Q(slug_key=key) | Q(published_slug_key=key)
         )

@@ -229,6 +229,22 @@ def test_post_a_slug_taken_in_another_case_is_400(api):
     assert Article.objects.count() == 1
 
 
+@pytest.mark.parametrize("slug", ["\ud800", "a\udfffb"])
+def test_a_slug_with_a_lone_surrogate_is_400_on_post_and_patch(api, slug):
+    """JSON can carry a lone surrogate (\\ud800); the slug's validators name it, where
+    the database's encoder failed with a 500 (a review's finding)."""
+    response = post(api, {"title": "A title", "body": "Text.", "slug": slug})
+    assert response.status_code == 400
+    assert "slug" in response.json()["errors"]
+    article = stored(title="Kept", slug="kept")
+
+    response = patch(api, article.pk, {"slug": slug})
+
+    assert response.status_code == 400
+    assert "slug" in response.json()["errors"]
+    assert Article.objects.get(pk=article.pk).slug == "kept"
+
+
 def test_post_names_every_bad_field_at_once(api):
     response = post(api, {"title": "", "body": "", "slug": "feed", "publish_at": "tomorrow"})
 
