@@ -215,6 +215,48 @@ def site_root_problems(site_root: str) -> list[str]:
 # --- What readers see --------------------------------------------------------------------
 
 
+def url_problems(*, name: str, url: str, webhook: bool = False) -> list[str]:
+    """`url` must be an absolute http(s) address with a host and no spaces. SITE_URL is
+    the start of every link in the feeds, the sitemap and robots.txt, and of each
+    page's canonical address (`blog.example.com` alone made them relative,
+    `://blog.example.com/sitemap.xml`), so it has no query or fragment either. A
+    webhook's (`webhook`) is where its deliveries go, and may be empty (none)."""
+    from urllib.parse import urlsplit
+
+    if webhook and not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        good = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an invalid IPv6 literal, a port out of range
+        good = False
+    good = good and not any(ch.isspace() for ch in url)
+    if good and (webhook or not (parts.query or parts.fragment)):
+        return []
+    shape = "with a host and no spaces" if webhook else "with a host, no spaces, query or fragment"
+    return [
+        f"{name}={url!r} is not an absolute http(s) address {shape} (e.g. https://blog.example.com)."
+    ]
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:  # an invalid IPv6 literal, a port out of range
+        host, parts = None, None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not host
+        or any(ch.isspace() for ch in url)
+        or parts.query
+        or parts.fragment
+    ):
+        return [
+            f"{name}={url!r} is not an absolute http(s) address with a host, without "
+            "spaces, query or fragment (e.g. https://blog.example.com)."
+        ]
+    return []
+
+
 def site_language_problems(language: str) -> list[str]:
     """SITE_LANGUAGE must be a language tag: it is every page's `lang` and the feeds'."""
     from publishing.reader_fields import LANGUAGE_RE

@@ -23,6 +23,7 @@ from config.checks import (
     secret_key_problems,
     site_language_problems,
     site_root_problems,
+    url_problems,
     webhook_delivery_problems,
     webhook_secret_problems,
 )
@@ -626,6 +627,13 @@ _problems += webhook_secret_problems(
 )
 _problems += mail_address_problems(name="DIGEST_RECIPIENTS", addresses=DIGEST_RECIPIENTS)
 _problems += site_language_problems(SITE_LANGUAGE)
+_problems += url_problems(name="SITE_URL", url=SITE_URL)
+for _name, _url in (
+    ("PUBLISH_WEBHOOK_URL", PUBLISH_WEBHOOK_URL),
+    ("ALERT_WEBHOOK_URL", ALERT_WEBHOOK_URL),
+    ("DIGEST_WEBHOOK_URL", DIGEST_WEBHOOK_URL),
+):
+    _problems += url_problems(name=_name, url=_url, webhook=True)
 _problems += webhook_secret_problems(
     url_name="ALERT_WEBHOOK_URL",
     url=ALERT_WEBHOOK_URL,

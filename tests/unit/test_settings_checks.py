@@ -15,6 +15,7 @@ from config.checks import (
     publishing_settings_problems,
     secret_key_problems,
     site_language_problems,
+    url_problems,
     webhook_delivery_problems,
     webhook_secret_problems,
 )
@@ -286,3 +287,36 @@ def test_site_language__a_tag_is_accepted(language):
 def test_site_language__other_text_stops_start_up(language):
     [problem] = site_language_problems(language)
     assert "SITE_LANGUAGE must be a language tag" in problem
+
+
+@pytest.mark.parametrize(
+    "url", ["https://blog.example.com", "http://127.0.0.1:8000", "https://example.com/blog"]
+)
+def test_site_url__an_absolute_address_is_accepted(url):
+    assert url_problems(name="SITE_URL", url=url) == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "blog.example.com",  # relative links, "://blog.example.com/sitemap.xml" (a review's)
+        "https://exa mple.com",
+        "ftp://blog.example.com",
+        "https://",
+        "https://blog.example.com/?utm=1",
+        "https://blog.example.com/#top",
+        "http://[::1",
+        "",
+    ],
+)
+def test_site_url__anything_else_stops_start_up(url):
+    [problem] = url_problems(name="SITE_URL", url=url)
+    assert problem.startswith("SITE_URL=") and "absolute http(s) address" in problem
+
+
+def test_webhook_url__may_be_empty_or_carry_a_query_never_lack_a_host():
+    assert url_problems(name="PUBLISH_WEBHOOK_URL", url="", webhook=True) == []
+    ok = "https://hooks.example.com/in?token=abc"
+    assert url_problems(name="PUBLISH_WEBHOOK_URL", url=ok, webhook=True) == []
+    [problem] = url_problems(name="PUBLISH_WEBHOOK_URL", url="hooks.example.com/in", webhook=True)
+    assert problem.startswith("PUBLISH_WEBHOOK_URL=")
