@@ -29,6 +29,13 @@ from publishing.models import (
     normalize_slug,
     slug_from_title,
 )
+from publishing.reader_fields import (
+    BYLINE_MAX_LENGTH,
+    LANGUAGE_RE,
+    normalize_language,
+    normalize_tags,
+    validate_tags,
+)
 from publishing.text_limits import validate_xml_chars
 from publishing.validators import BODY_MAX_BYTES, validate_body_size
 
@@ -74,9 +81,29 @@ def preview_of(data) -> Preview:
     problems += body_problems(body)
     if len(body.encode("utf-8", "surrogatepass")) > BODY_MAX_BYTES:
         return Preview(html="", problems=problems)  # over 1 MiB: not worth rendering
-    article = Article(title=title, slug=slug, body=body, publish_at=publish_at)
+    article = Article(title=title, slug=slug, body=body, publish_at=publish_at, **_shown(data))
     page = documents.article_page(article)  # under the size limit, any Markdown renders
     return Preview(html=with_policy_meta(page), problems=problems)
+
+
+def _shown(data) -> dict:
+    """The reader fields as the form has them (a description, the language, a byline,
+    tags), so the preview shows them as readers will; a value the article's own
+    validation would refuse is left out here (the form says why on save)."""
+    fields: dict = {
+        "description": " ".join((data.get("description") or "").split())[:1000],
+        "byline": " ".join((data.get("byline") or "").split())[:BYLINE_MAX_LENGTH],
+    }
+    language = normalize_language(data.get("language") or "")
+    if language and LANGUAGE_RE.fullmatch(language):
+        fields["language"] = language
+    tags = normalize_tags(data.get("tags") or "")
+    try:
+        validate_tags(tags)
+        fields["tags"] = tags
+    except ValidationError:
+        pass
+    return fields
 
 
 def guarded_preview_of(request: HttpRequest) -> Preview:
@@ -109,6 +136,10 @@ def shared_page(story) -> str:
         slug=story.slug,
         body=story.body,
         publish_at=story.publish_at or timezone.now(),
+        description=story.description,
+        language=story.language,
+        byline=story.byline,
+        tags=story.tags,
     )
     page = documents.article_page(article)
     return page.replace("<head>", '<head>\n<meta name="robots" content="noindex, nofollow">', 1)

@@ -97,6 +97,33 @@ def test_preview__is_the_page_the_site_writes(admin_client):
 
 
 @pytest.mark.django_db
+def test_preview__shows_the_reader_fields_as_the_page_will(admin_client):
+    """The byline, tags, description and language are on the page readers get, so on
+    the preview too (they were left out: a review's finding)."""
+    when = timezone.now().replace(microsecond=0)
+    fields = {"byline": "王小明", "tags": "Python, 数据库", "description": "Short."}
+    fields["language"] = "zh-Hans"
+    form = article_form(title="Same page", slug="same-page", body="Text.", when=when) | fields
+
+    html = admin_client.post(PREVIEW, form).json()["html"]
+
+    page = documents.article_page(
+        Article(
+            title="Same page",
+            slug="same-page",
+            body="Text.",
+            publish_at=when,
+            byline="王小明",
+            tags=["Python", "数据库"],
+            description="Short.",
+            language="zh-Hans",
+        )
+    )
+    assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", html) == page
+    assert '<html lang="zh-Hans">' in html and "王小明" in html and "数据库" in html
+
+
+@pytest.mark.django_db
 def test_preview__says_what_publishing_would_refuse(admin_client):
     answer = admin_client.post(PREVIEW, {"title": "x", "body": "[" * (2**20 + 1)}).json()
 
