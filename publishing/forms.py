@@ -14,7 +14,10 @@ class TagsField(forms.CharField):
         kwargs.pop("encoder", None)  # what a JSONField's formfield() passes
         kwargs.pop("decoder", None)
         kwargs.setdefault("required", False)
-        kwargs.setdefault("help_text", "Separated by commas.")
+        kwargs.setdefault(
+            "help_text",
+            'Separated by commas; a tag with a comma in it in double quotes: "Hello, World".',
+        )
         super().__init__(**kwargs)
 
     def prepare_value(self, value):

@@ -8,6 +8,7 @@ republishes the article as an edit of its body does (publishing.models).
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import re
 import unicodedata
@@ -110,7 +111,7 @@ def normalize_tags(value: object) -> list[str]:
     if value is None or value == "":
         return []
     if isinstance(value, str):
-        value = value.split(",")
+        value = _split_tags(value)
     if not isinstance(value, list | tuple):
         return value  # type: ignore[return-value]
     seen: set[str] = set()
@@ -147,6 +148,17 @@ def validate_tags(value: object) -> None:
         validate_display_chars(tag)
 
 
+def _split_tags(text: str) -> list[str]:
+    """A comma-separated list of tags, a tag with a comma in it in double quotes, as
+    `tags_text` writes it (CSV's quoting: "Hello, World", python)."""
+    return next(csv.reader([" ".join(text.splitlines())], skipinitialspace=True), [])
+
+
 def tags_text(tags: Iterable[str]) -> str:
-    """Tags as a form field shows them: "python, 数据库, web"."""
-    return ", ".join(tags)
+    """Tags as a form field shows them: "python, 数据库, web"; a tag with a comma in it
+    (or that starts with a double quote) quoted, so saving the form unchanged keeps
+    it whole ("Hello, World" came back as two tags: a review's finding)."""
+    return ", ".join(
+        '"' + tag.replace('"', '""') + '"' if "," in tag or tag.startswith('"') else tag
+        for tag in tags
+    )

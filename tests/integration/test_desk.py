@@ -6,6 +6,7 @@ Redis and database."""
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import re
 from datetime import timedelta
@@ -121,6 +122,30 @@ def test_preview__shows_the_reader_fields_as_the_page_will(admin_client):
     )
     assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", html) == page
     assert '<html lang="zh-Hans">' in html and "王小明" in html and "数据库" in html
+
+
+@pytest.mark.django_db
+def test_admin__saving_an_article_keeps_a_tag_with_a_comma_whole(admin_client):
+    """The API and the import take a tag with a comma in it; the admin's form shows the
+    tags as one line and reads them back: quoted, "Hello, World" stays one tag (it came
+    back as two: a review's finding)."""
+    tags = ["Hello, World", "C, the language", "plain"]
+    article = Article(title="Tagged", slug="tagged", body="Body.", tags=tags)
+    article.full_clean()
+    article.save()
+    page = admin_client.get(f"/admin/publishing/article/{article.pk}/change/").content.decode()
+    shown = html.unescape(re.search(r'name="tags"[^>]*value="([^"]*)"', page).group(1))
+
+    when = article.publish_at
+    form = article_form(title="Tagged", slug="tagged", body="Body, edited.", when=when)
+    response = admin_client.post(
+        f"/admin/publishing/article/{article.pk}/change/",
+        form | {"tags": shown, "description": "", "byline": "", "language": ""},
+    )
+
+    assert response.status_code == 302, response.content[:2000]
+    article.refresh_from_db()
+    assert (article.body, article.tags) == ("Body, edited.", tags)
 
 
 @pytest.mark.django_db

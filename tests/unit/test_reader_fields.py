@@ -140,3 +140,24 @@ def test_tag_and_author_are_reserved_slugs_now(slug):
     """tag/ and author/ hold the tag and byline pages: no article may take them."""
     with pytest.raises(ValidationError, match="used by the site itself"):
         Article(title="T", slug=slug, body="b").clean_fields()
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        ["python", "数据库", "web"],
+        ["Hello, World", "C, the language", 'say "hi"', '"quoted" first'],
+        ['a "q", b', "plain"],
+    ],
+)
+def test_tags_text__a_form_shows_tags_it_reads_back_whole(tags):
+    from publishing.reader_fields import normalize_tags, tags_text
+
+    assert normalize_tags(tags_text(tags)) == tags
+
+
+def test_normalize_tags__text_is_split_at_commas_outside_quotes():
+    from publishing.reader_fields import normalize_tags
+
+    assert normalize_tags("a, b ,,c") == ["a", "b", "c"]
+    assert normalize_tags('"Hello, World", python') == ["Hello, World", "python"]
