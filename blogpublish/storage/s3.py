@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, cast
@@ -109,22 +110,33 @@ class S3SiteStorage(SiteStorage):
         self._put(rel, payload(data), content_type=content_type, cache_control=cache_control)
 
     def _put(
-        self, rel: str, body: bytes, *, expect: str | None = None, client=None, **types
-    ) -> str:
+        self,
+        rel: str,
+        body: bytes,
+        *,
+        expect: str | None = None,
+        client=None,
+        write_id: str = "",
+        **types,
+    ) -> None:
         """One PUT (through `client`, else this thread's); with `expect` (observe), only
-        over that ETag ("": only if missing). Returns the ETag of what it wrote."""
+        over that ETag ("": only if missing). `write_id`: kept in the object's metadata,
+        so that `take_back` knows this very write from another of the same bytes."""
         condition = {}
         if expect is not None:
             condition = {"IfMatch": expect} if expect else {"IfNoneMatch": "*"}
         with self._errors("writing", rel):
             try:
-                response = (client or self.client).put_object(
+                (client or self.client).put_object(
                     Bucket=self.bucket,
                     Key=self.key(rel),
                     Body=body,
                     ContentType=types.get("content_type") or content_type_of(rel),
                     CacheControl=types.get("cache_control") or cache_control_of(rel),
-                    Metadata={"sha256": hashlib.sha256(body).hexdigest()},
+                    Metadata={
+                        "sha256": hashlib.sha256(body).hexdigest(),
+                        **({"write": write_id} if write_id else {}),
+                    },
                     **condition,
                 )
             except ClientError as exc:
@@ -135,7 +147,6 @@ class S3SiteStorage(SiteStorage):
                 if condition and _code(exc) in _CHANGED:
                     raise PageChanged(f"{rel!r} in {self} changed since the check") from exc
                 raise
-            return response.get("ETag", "")
 
     # A page goes live with a conditional PUT (issue 17): the ETag seen under the page
     # guard at the token check is the condition, so a writer that was paused between
@@ -146,21 +157,24 @@ class S3SiteStorage(SiteStorage):
         staged.expect = head["ETag"] if head else ""
 
     def commit(self, staged: Staged) -> None:
-        self._made(staged, self._put(staged.rel, staged.data, expect=staged.expect))
+        self._commit(staged)
 
-    @staticmethod
-    def _made(staged: Staged, etag: str) -> None:
+    def _commit(self, staged: Staged, client=None) -> None:
         # A PUT over a page is conditional on the very page seen, so it has nothing to
-        # take back; one where there was none made the page: `take_back` removes it.
-        staged.placed = etag if staged.expect == "" and etag else None
+        # take back; one where there was none makes the page, with an id of its own
+        # (not its ETag: another attempt's page of the same bytes has the same one),
+        # which `take_back` looks for before it removes the page.
+        write_id = uuid.uuid4().hex if staged.expect == "" else ""
+        self._put(staged.rel, staged.data, expect=staged.expect, client=client, write_id=write_id)
+        staged.placed = write_id or None
 
     def take_back(self, staged: Staged) -> bool:
         """The page a conditional PUT made where there was none removed, if it is still
-        the one written (its ETag): under the new guard no other writer is at it."""
+        that very write (its id): under the new guard no other writer is at it."""
         if not isinstance(staged.placed, str):
             return False
         head = self.head(staged.rel)
-        if head is None or head["ETag"] != staged.placed:
+        if head is None or head.get("Metadata", {}).get("write") != staged.placed:
             return False
         self.delete(staged.rel)
         return True
@@ -208,8 +222,7 @@ class S3SiteStorage(SiteStorage):
 
     def _try_commit(self, staged: Staged, client) -> Exception | None:
         try:
-            etag = self._put(staged.rel, staged.data, expect=staged.expect, client=client)
-            self._made(staged, etag)
+            self._commit(staged, client)
         except (PageChanged, StorageError) as exc:
             return exc
         return None

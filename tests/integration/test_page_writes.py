@@ -410,6 +410,16 @@ def test_bucket__a_page_a_put_made_is_taken_back_and_nothing_else_is(s3_server, 
     assert not storage.take_back(newer)
     assert storage.read("newer/index.html") == b"<p>C, newer</p>"
 
+    # Another attempt's page of the very same bytes (the same ETag) is not this write.
+    same = storage.stage("same/index.html", "<p>A</p>")
+    storage.observe(same)
+    storage.commit(same)
+    other = storage.stage("same/index.html", "<p>A</p>")
+    storage.observe(other)
+    storage.commit(other)
+    assert not storage.take_back(same)
+    assert storage.read("same/index.html") == b"<p>A</p>"
+
 
 def test_folder__a_write_taken_back_restores_the_very_page_it_replaced(tmp_path: Path):
     storage = LocalStorage(tmp_path)
