@@ -40,6 +40,7 @@ from kombu.pools import ProducerPool
 
 from publishing import logcontext
 from publishing.breaker import Breaker
+from publishing.exceptions import TIME_LIMITS
 from work.brokers import broker_kind, dispatch_transport_options
 from work.celery_app import celery_app
 
@@ -166,7 +167,8 @@ def send_batch(
     the breaker is open (`past_breaker`: try anyway, and close or re-open it). Returns
     how many were sent: all, or those before the first failure (the broker is then down
     for the rest too), which is logged and opens the breaker. Never raises: what was
-    not sent stays pending for the catch-up. `task_ids`: the first messages' task ids
+    not sent stays pending for the catch-up (a time limit that comes meanwhile is let
+    through). `task_ids`: the first messages' task ids
     (the others get new ones, as Celery makes them; so does an empty one)."""
     if not messages:
         return 0
@@ -189,6 +191,10 @@ def send_batch(
                     argsrepr=_argsrepr(name, args),
                 )
                 sent += 1
+    except TIME_LIMITS:
+        # The task's own time running out, not the broker's failure: the caller's to
+        # handle (services.publish.send_next sends again in the time left).
+        raise
     except Exception as exc:
         unsent = messages[sent:] or messages[-1:]  # or it failed after the last send
         if not isinstance(exc, dispatcher.broker_errors):

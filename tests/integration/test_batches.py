@@ -21,6 +21,7 @@ from publishing.tasks import publish_article
 from tests.integration.test_failures import alert_mails, outcomes
 from tests.support.chaos import journal_entries
 from tests.support.waiting import wait_for, wait_status
+from work.celery_app import celery_app
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -211,17 +212,18 @@ def test_a_groups_dead_row_is_alerted_after_every_row_has_its_outcome(
 def test_the_soft_time_limit_in_the_middle_of_a_groups_messages_loses_none(monkeypatch, sent_tasks):
     """A group may meet the soft limit while it sends the messages of the rows it let go
     (`send_next`): they are still sent (to the broker), before the hard limit, and the
-    limit still reaches the group (which then completes and lets go what it must)."""
-    real = publish.dispatch_many
-    calls = []
+    limit still reaches the group (which then completes and lets go what it must); the
+    dispatch's own error handling must not swallow it (a review's finding)."""
+    app = celery_app()
+    real, calls = app.send_task, []
 
-    def limit_once(batch, **kwargs):
-        calls.append(batch)
+    def limit_once(*args, **kwargs):
+        calls.append(args)
         if len(calls) == 1:
             raise SoftTimeLimitExceeded()
-        return real(batch, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(publish, "dispatch_many", limit_once)
+    monkeypatch.setattr(app, "send_task", limit_once)
     let_go = [10**9 + 1, 10**9 + 2]  # no such rows: their messages end after one read
     results = [publish.AttemptResult(publish.Outcome.RELEASED, i) for i in [10**9, *let_go]]
 
