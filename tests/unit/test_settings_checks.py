@@ -306,6 +306,7 @@ def test_site_url__an_absolute_address_is_accepted(url):
         "https://blog.example.com/?utm=1",
         "https://blog.example.com/#top",
         "http://[::1",
+        "http://blog.example.com:99999",
         "",
     ],
 )
