@@ -23,18 +23,13 @@ from blogpublish.csp import meta_policy
 from blogpublish.desk import limits
 from blogpublish.site import documents
 from publishing.models import (
+    READER_FIELDS,
     TITLE_MAX_LENGTH,
     Article,
     normalize_body,
+    normalize_reader_fields,
     normalize_slug,
     slug_from_title,
-)
-from publishing.reader_fields import (
-    BYLINE_MAX_LENGTH,
-    LANGUAGE_RE,
-    normalize_language,
-    normalize_tags,
-    validate_tags,
 )
 from publishing.text_limits import validate_xml_chars
 from publishing.validators import BODY_MAX_BYTES, validate_body_size
@@ -88,22 +83,18 @@ def preview_of(data) -> Preview:
 
 def _shown(data) -> dict:
     """The reader fields as the form has them (a description, the language, a byline,
-    tags), so the preview shows them as readers will; a value the article's own
-    validation would refuse is left out here (the form says why on save)."""
-    fields: dict = {
-        "description": " ".join((data.get("description") or "").split())[:1000],
-        "byline": " ".join((data.get("byline") or "").split())[:BYLINE_MAX_LENGTH],
-    }
-    language = normalize_language(data.get("language") or "")
-    if language and LANGUAGE_RE.fullmatch(language):
-        fields["language"] = language
-    tags = normalize_tags(data.get("tags") or "")
+    tags), normalised as a save normalises them, so the preview shows them as readers
+    will; a value the article's own validators refuse is left out here (the form says
+    why on save)."""
+    article = Article(**{name: data.get(name) or "" for name in READER_FIELDS})
+    normalize_reader_fields(article)
+    others = [f.name for f in Article._meta.fields if f.name not in READER_FIELDS]
     try:
-        validate_tags(tags)
-        fields["tags"] = tags
-    except ValidationError:
-        pass
-    return fields
+        article.clean_fields(exclude=others)
+        refused = set()
+    except ValidationError as exc:
+        refused = set(exc.message_dict)
+    return {name: getattr(article, name) for name in READER_FIELDS if name not in refused}
 
 
 def guarded_preview_of(request: HttpRequest) -> Preview:

@@ -737,7 +737,7 @@ class _Group:
         self.claims = claims
         self.retry_in = retry_in
         self.own = own  # the message's own row: its next message is the task's business
-        self.send = send  # the rows' next messages (`_send_next`)
+        self.send = send  # the rows' next messages (`send_next`)
         self.report = GroupReport(claimed=len(claims))
         self.done: set[int] = set()  # claims with an outcome (or let go)
         # Rows that went dead: alerted once the group is over, never inside its lease
@@ -754,9 +754,6 @@ class _Group:
         for result in results:
             self.report.add(result)
             self.done.add(result.article_id)
-        self._send_next(results)
-
-    def _send_next(self, results: list[AttemptResult]) -> None:
         if self.send:
             send_next(results, own=self.own)
 
