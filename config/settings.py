@@ -144,6 +144,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "publishing.middleware.AdminQueryNulMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
