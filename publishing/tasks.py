@@ -9,6 +9,7 @@ from typing import Any
 
 from celery import Celery, Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.utils import uuid
 from celery.utils.time import get_exponential_backoff_interval
 from celery.worker import state as worker_state
 from celery.worker.control import control_command
@@ -124,6 +125,13 @@ class PublishTask(LeaseLimits):
     failed attempt has already recorded `next_attempt_at` from `backoff()` (the same
     Celery policy, drawn once). A message that came earlier would find the row still
     backing off, so the countdown is the recorded one.
+
+    A retry goes out under a new task id; Celery's keeps the message's own. A save's
+    message id may be in the workers' revoked set (a group that published the row
+    besides its own named it: `publish_discard`), and a message that ran before that
+    broadcast reached its worker, then claimed its row again (edited since), would see
+    its retry dropped as revoked, and the row wait for the catch-up. Only a save's own
+    id is ever named, so a new one is never dropped.
     """
 
     # Class attributes of each task made with DURABLE's options (Celery sets them from
@@ -153,6 +161,7 @@ class PublishTask(LeaseLimits):
     ):
         if isinstance(exc, TransientPublishError) and exc.retry_in is not None:
             countdown, eta = exc.retry_in, None
+        options.setdefault("task_id", uuid())
         return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
 
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from publishing.dispatch import discard_messages
 from publishing.models import Article, AttemptOutcome, PublishAttempt
 from tests.support.chaos import release
 from tests.support.waiting import wait_for
@@ -170,4 +171,36 @@ def test_hostile_publish_discard_arguments_leave_the_consumer_running(pipeline):
     article.full_clean()
     article.save()
     wait_for(lambda: published_as_saved(article), timeout=30, what="a save after them")
+    assert worker.alive()
+
+
+def test_a_retry_of_a_message_dropped_meanwhile_still_comes(pipeline, chaos):
+    """A save's message runs and fails once; while it runs, the workers are told to drop
+    its id (as a group that published the row besides its own tells them, and as a
+    message that ran on a worker the broadcast had not reached yet then finds). Its
+    retry must still come: Celery's retry keeps the message's id, which the worker
+    would drop as revoked, and the row would wait for the catch-up (none here)."""
+    from config.celery import app
+
+    worker = pipeline.worker(concurrency=1)
+    slug = f"retried-{uuid.uuid4().hex[:6]}"
+    chaos(slug, hold=60, hold_until_attempt=2, fail="transient", until_attempt=2)
+    (article,) = save_together(slug)
+    wait_for(
+        lambda: (settings.RUN_DIR / "pids" / f"{slug}.1").exists(),
+        timeout=30,
+        what="the first attempt to be held",
+    )
+    assert discard_messages([article.message_id])
+
+    def dropped_there() -> bool:
+        replies = app.control.inspect(destination=[worker.hostname], timeout=2).revoked()
+        return article.message_id in (replies or {}).get(worker.hostname, [])
+
+    wait_for(dropped_there, timeout=20, what="the worker to hold the id as dropped")
+    release(slug)
+    wait_for(lambda: published_as_saved(article), timeout=30, what="the retry to publish")
+    attempts = list(PublishAttempt.objects.filter(article=article).order_by("number"))
+    assert [a.outcome for a in attempts] == [AttemptOutcome.RETRY, AttemptOutcome.OK]
+    assert attempts[0].task_id == article.message_id != attempts[1].task_id
     assert worker.alive()
