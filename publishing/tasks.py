@@ -232,12 +232,16 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         # This message came before the row was due (an ETA from a host whose clock runs
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
-    elif result.lease_left is not None and (redelivered or self.request.retries):
+    elif result.lease_left is not None and (
+        redelivered or self.request.retries or self.request.eta
+    ):
         # Redelivered because the worker running it died (reject_on_worker_lost) or was
         # killed at the hard time limit (acks_on_timeout): the dead attempt's lease still
         # holds the row. Come back when it runs out rather than wait for the catch-up;
-        # that message claims the dead attempt's group again. Only redeliveries re-arm,
-        # so copies never multiply.
+        # that message claims the dead attempt's group again. So does a message sent
+        # for a time (an ETA: this very message, sent for a lease's end, that came early
+        # on a host whose clock runs ahead of the sender's by more than the second of
+        # margin). Only these re-arm, each with one message, so copies never multiply.
         # (A second of margin: a worker whose clock runs ahead must not come too early.)
         left = result.lease_left + 1.0
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=left))

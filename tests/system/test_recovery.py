@@ -12,12 +12,17 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
 from config.celery import app
+from publishing.dispatch import dispatch_publish
 from publishing.models import Article, ArticleStatus, AttemptOutcome
+from publishing.services.publish import article_claim
 from tests.support.processes import ROOT
 from tests.support.waiting import wait_for
 from tests.system.conftest import record_timing, since
@@ -200,3 +205,35 @@ def test_publish_pending_beside_a_worker_publishes_each_article_once(pipeline):
     assert backup.returncode == 0, backup.stderr
     wait_all_published(articles)
     assert_published_once(articles)
+
+
+def test_a_message_sent_for_a_leases_end_that_comes_early_comes_back(pipeline):
+    """The message a redelivered attempt sends for the end of the lease its dead
+    predecessor left (an ETA, one second of margin) can come early: on a host whose
+    clock runs more than that second ahead of the sender's. It finds the row still
+    held, and must come back for the lease's end rather than end and leave the row to
+    the catch-up (none here). The dead claimer is this process, which claims the row
+    in the save's transaction and never finishes; the save's own message finds it held
+    and ends, as a message whose row another task holds does."""
+    worker = pipeline.worker(concurrency=1)
+    with transaction.atomic():
+        [article] = save_articles("early-eta", 1)
+        claim = article_claim(article_id=article.pk, worker="gone", task_id="gone")
+        assert claim is not None
+    wait_for(
+        lambda: f"article {article.pk} not claimed" in worker.log.read_text(errors="replace"),
+        timeout=30,
+        what="the save's message to find the row held",
+    )
+    row = Article.objects.get(pk=article.pk)
+    assert row.status == ArticleStatus.PENDING and row.lease_expires_at is not None
+    # Sent for a second from now: long before the lease (PUBLISH_LEASE_SECONDS) ends.
+    assert dispatch_publish(article.pk, eta=timezone.now() + timedelta(seconds=1))
+    wait_for(
+        lambda: Article.objects.get(pk=article.pk).status == ArticleStatus.PUBLISHED,
+        timeout=settings.PUBLISH_LEASE_SECONDS + 30,
+        what="the early message to come back at the lease's end and publish",
+    )
+    assert_published_once([article])
+    outcomes = list(article.publish_attempts.order_by("number").values_list("outcome", flat=True))
+    assert outcomes == [AttemptOutcome.RETRY, AttemptOutcome.OK]
