@@ -187,6 +187,15 @@ class DeskArticleAdmin(ArticleAdmin):
             )
         except images.ImageRefused as exc:
             return JsonResponse({"error": str(exc)}, status=400)
+        except Exception:  # a decoder or encoder failing on a file it accepted: a bug
+            logger.exception("the image %r could not be stored", upload.name)
+            return JsonResponse(
+                {
+                    "error": f"“{upload.name}” could not be added: the server failed while "
+                    "cleaning it or making its copies (in its log). Nothing was stored."
+                },
+                status=500,
+            )
         return JsonResponse(
             {"markdown": stored.markdown, "href": stored.href, "path": stored.path}, status=201
         )

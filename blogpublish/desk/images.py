@@ -108,6 +108,14 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
                 raise ImageRefused(
                     f"“{name}” is {width}×{height} pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
                 )
+            # An animation's frames are all decoded and kept while it is cleaned: the
+            # bound is on all of them (the frames are counted from their headers).
+            frames = getattr(image, "n_frames", 1)
+            if frames * width * height > IMAGE_MAX_PIXELS:
+                raise ImageRefused(
+                    f"“{name}” is an animation of {frames:,} frames of {width}×{height} "
+                    f"pixels; at most {IMAGE_MAX_PIXELS:,} pixels in all its frames."
+                )
             image.verify()  # reads the whole file: a truncated or corrupt one fails here
             image = PIL.Image.open(io.BytesIO(data), formats=list(FORMATS))  # verify() used it up
     except ImageRefused:

@@ -33,6 +33,11 @@ JPEG_QUALITY = 85
 # WebP): GIF copies would lose colours to a palette, and WebP is already WebP.
 SAME_FORMAT = {"JPEG": ("JPEG", "jpg"), "MPO": ("JPEG", "jpg"), "PNG": ("PNG", "png")}
 MIME = {"webp": "image/webp", "jpg": "image/jpeg", "png": "image/png", "gif": "image/gif"}
+# The widest or tallest image WebP can hold (libwebp's limit): a long screenshot's copies
+# taller than this are made in the original's format only (none for a GIF).
+WEBP_MAX_SIDE = 16383
+# Greyscale of 16 bits a sample (a PNG's), as Pillow opens it.
+SIXTEEN_BIT_GREY = ("I;16", "I;16B", "I;16L", "I;16N", "I")
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,8 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
             source = source.resize(size, PIL.Image.Resampling.LANCZOS, reducing_gap=3.0)
         resized = source
         # At full width, the original itself is the copy in its own format.
-        encodings = [] if target == width and image.format == "WEBP" else [("WEBP", "webp")]
+        own_webp = target == width and image.format == "WEBP"
+        encodings = [] if own_webp or max(size) > WEBP_MAX_SIDE else [("WEBP", "webp")]
         if same and target < width:
             encodings.append(same)
         for fmt, ext in encodings:
@@ -103,6 +109,9 @@ def _pixels(image: PIL.Image.Image) -> PIL.Image.Image:
     """RGB or RGBA (L for grey), so that resizing filters instead of picking pixels."""
     if image.mode in ("RGB", "RGBA", "L"):
         return image
+    if image.mode in SIXTEEN_BIT_GREY:
+        # 0–65535 to 0–255: Pillow's own conversion clamps, and every grey came out white.
+        return image.convert("I").point(lambda value: value / 256).convert("L")
     has_alpha = image.mode in ("LA", "PA") or "transparency" in image.info
     return image.convert("RGBA" if has_alpha else "RGB")
 

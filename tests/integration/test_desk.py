@@ -232,6 +232,33 @@ def test_image__refused_with_its_reason_and_nothing_stored(
 
 
 @pytest.mark.django_db
+def test_image__a_long_screenshot_is_stored_with_the_copies_webp_can_hold(admin_client):
+    """800×17,000: taller than WebP allows (16,383), and its encoder's ValueError was a
+    500 the desk showed as "Unexpected token"."""
+    response = upload(admin_client, image_bytes("JPEG", size=(800, 17_000)), "long.jpg")
+    assert response.status_code == 201, response.content
+    stored = Image.objects.get()
+    types = {(c["width"], c["type"]) for c in stored.renditions["copies"]}
+    assert types == {(400, "image/webp"), (400, "image/jpeg")}
+
+
+@pytest.mark.django_db
+def test_image__a_failure_while_storing_is_a_message_and_stores_nothing(admin_client, monkeypatch):
+    """Whatever fails inside (here: making the copies), the desk gets a message it can
+    show, not an HTML error page, and nothing is stored."""
+    from blogpublish.desk import renditions
+
+    def broken(data, *, path):
+        raise RuntimeError("an encoder's bug")
+
+    monkeypatch.setattr(renditions, "make", broken)
+    response = upload(admin_client, image_bytes(), "photo.png")
+    assert response.status_code == 500
+    assert "could not be added" in response.json()["error"]
+    assert Image.objects.count() == 0
+
+
+@pytest.mark.django_db
 def test_image__location_data_stripped_pixels_and_orientation_kept(admin_client):
 
     jpeg = image_bytes("JPEG", gps=True)

@@ -165,3 +165,28 @@ def test_a_writers_own_size_is_kept():
     lookup, _ = lookup_of({f"media/{SHA}.jpg": JPEG})
     out = figures.fit(f'<img src="/media/{SHA}.jpg" alt="" width="300">', lookup)
     assert 'width="300"' in out and 'height="' not in out and "srcset" in out
+
+
+def test_a_copy_taller_than_webp_allows_is_made_in_the_originals_format_only():
+    """A long screenshot (800×17,000): WebP holds at most 16,383 a side, and its encoder
+    raised ValueError (a 500 at upload). The copies WebP can hold are still made."""
+    record, files = made("JPEG", (800, 17_000))
+    kinds = [(copy.width, copy.height, copy.type) for copy in record.copies]
+    assert kinds == [(400, 8500, "image/webp"), (400, 8500, "image/jpeg")]
+    for path, data in files.items():
+        assert PIL.Image.open(io.BytesIO(data)).format == (
+            "WEBP" if path.endswith("webp") else "JPEG"
+        )
+
+
+def test_a_16_bit_grey_pngs_copies_keep_their_greys():
+    """Pillow's own conversion of 16-bit grey clamps to 255: every copy came out white."""
+    image = PIL.Image.new("I;16", (900, 300), 30_000)  # 30000 / 65535: a mid grey
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    cleaned, ext, _w, _h = check(out.getvalue(), name="grey.png")
+    _record, files = renditions.make(cleaned, path=f"media/{SHA}.{ext}")
+    assert files
+    for data in dict(files).values():
+        copy = PIL.Image.open(io.BytesIO(data)).convert("L")
+        assert copy.getpixel((10, 10)) in range(114, 121)  # 30000 / 256 = 117
