@@ -21,7 +21,7 @@ from cmarkgfm.cmark import Options
 
 from blogpublish.nesting import bounded_nesting
 from publishing.exceptions import PermanentPublishError
-from publishing.text_limits import table_cells_problem
+from publishing.text_limits import amplification_problem
 from publishing.validators import BODY_MAX_BYTES
 
 # UNSAFE: raw HTML reaches nh3, which removes what can run (as it always has); cmark
@@ -72,15 +72,16 @@ class MarkdownTooLargeError(PermanentPublishError):
 
 
 def check_size(text: str) -> None:
-    """Refuse a body over the size limit, or whose tables would make too many cells
-    (validation refuses both first; this is for rows written past validation). Any
-    other shape of Markdown under the limit renders in time linear in its size."""
+    """Refuse a body over the size limit, or whose tables or footnotes would make HTML
+    many times its size (validation refuses them first; this is for rows written past
+    validation). Any other shape of Markdown under the limit renders in time and size
+    linear in its size."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > BODY_MAX_BYTES:
         raise MarkdownTooLargeError(
             f"Not rendered: the text is {size:,} bytes; at most {BODY_MAX_BYTES:,} are allowed."
         )
-    problem = table_cells_problem(text)
+    problem = amplification_problem(text)
     if problem:
         raise MarkdownTooLargeError(f"Not rendered: {problem}.")
 

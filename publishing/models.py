@@ -42,7 +42,7 @@ from publishing.reader_fields import (
     validate_tags,
 )
 from publishing.text_limits import (
-    table_cells_problem,
+    amplification_problem,
     validate_display_chars,
     validate_xml_chars,
 )
@@ -613,7 +613,7 @@ class Article(models.Model):
                 self.slug = self._unique_slug(slug_from_title(self.title))
         else:
             self._check_slug_free()
-        if self.body and (problem := table_cells_problem(self.body)):
+        if self.body and (problem := amplification_problem(self.body)):
             raise ValidationError({"body": f"The Markdown is too large to render: {problem}."})
 
     def validate_unique(self, exclude=None) -> None:
@@ -1086,7 +1086,7 @@ class Story(models.Model):
         normalize_reader_fields(self)
         if self.publish_at:
             self.publish_at = self.publish_at.replace(microsecond=0)
-        if self.body and (problem := table_cells_problem(self.body)):
+        if self.body and (problem := amplification_problem(self.body)):
             raise ValidationError({"body": f"The Markdown is too large to render: {problem}."})
 
     @property

@@ -124,6 +124,31 @@ def table_cells_problem(text: str) -> str | None:
     )
 
 
+# GitHub's footnotes: each reference becomes a link, and the footnote a way back to it
+# (each with its own id and label): a reference of five characters ("[^1] ") renders as
+# about 180 bytes, 36 times its size (a review: 1 MiB of them made a 58 MB page and
+# 70 MB feeds, and every later feed pass rendered it again). Counted as every "[^" in
+# the text: a bound (a regular expression's "[^a-z]" counts too); an article has tens.
+MAX_FOOTNOTE_REFERENCES = 5_000
+
+
+def footnotes_problem(text: str) -> str | None:
+    """Why the text has too many footnote references to render, or None."""
+    references = text.count("[^")
+    if references <= MAX_FOOTNOTE_REFERENCES:
+        return None
+    return (
+        f"it has {references:,} footnote references (“[^”), each of which renders as a "
+        f"link and a link back; at most {MAX_FOOTNOTE_REFERENCES:,}"
+    )
+
+
+def amplification_problem(text: str) -> str | None:
+    """Why the text would render many times its size (its tables, its footnotes), or
+    None: the shapes whose HTML grows faster than the text."""
+    return table_cells_problem(text) or footnotes_problem(text)
+
+
 def validate_markdown_limits(value: str) -> None:
     """Accepts every text. Kept for migration 0009, which names it: the shape limits it
     held went with python-markdown (issue 20); the body's one limit is its size."""
