@@ -999,7 +999,15 @@ def _drop_their_messages(claims: list[Claim], first: int | None, report: GroupRe
     ids = [
         c.article.message_id
         for c in claims
-        if c.article.pk != first and c.article.pk in published and c.article.message_id
+        if c.article.pk != first
+        and c.article.pk in published
+        and c.article.message_id
+        # Only at a content's first attempt: a row tried before may have been its own
+        # message's row, and that message's group may still be running other rows (a
+        # row that failed there is claimed again here); its redelivery, if its worker
+        # dies, must still come back for them (a review's finding).
+        and c.attempt == 1
+        and not c.taken_over
     ]
     if ids:  # (after the completion commits: at once, unless a caller's transaction holds it)
         transaction.on_commit(partial(discard_messages, ids), robust=True)

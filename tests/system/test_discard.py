@@ -8,6 +8,7 @@ tests see is the messages' own doing.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 import uuid
@@ -204,3 +205,59 @@ def test_a_retry_of_a_message_dropped_meanwhile_still_comes(pipeline, chaos):
     assert [a.outcome for a in attempts] == [AttemptOutcome.RETRY, AttemptOutcome.OK]
     assert attempts[0].task_id == article.message_id != attempts[1].task_id
     assert worker.alive()
+
+
+def test_a_row_published_by_another_group_after_failing_in_its_own_keeps_that_groups_message(
+    pipeline, chaos, settings
+):
+    """B's message claims B and X (its group); B fails once, X hangs. Once B is due
+    again, C's group on another worker publishes B. It must not name B's message to be
+    dropped: that message is B's group, still running X. When its pool child dies, its
+    redelivery comes back for X at the lease's end (a review: it was dropped as revoked,
+    and X waited for the catch-up; there is none here)."""
+    from config.celery import app
+
+    lease = 20  # room for B's failure and C's group inside X's hard time limit
+    settings.PUBLISH_LEASE_SECONDS = lease
+    pipeline.env["PUBLISH_LEASE_SECONDS"] = str(lease)
+    tag = uuid.uuid4().hex[:6]
+    b, x, c = f"own-{tag}", f"held-{tag}", f"third-{tag}"
+    chaos(b, fail="transient", until_attempt=2)
+    chaos(x, hold=300, stuck=True, hold_until_attempt=2)  # never released: killed
+    rerender = [q.name for q in settings.CELERY_TASK_QUEUES if q.name.endswith(".rerender")]
+    w2 = pipeline.worker(name="w2", concurrency=1, queues=rerender)  # publishes later
+    w1 = pipeline.worker(name="w1", concurrency=1)
+    own, held = save_together(b, x)
+    pid_file = settings.RUN_DIR / "pids" / f"{x}.1"
+    wait_for(pid_file.exists, timeout=30, what="X's attempt held")
+    assert PublishAttempt.objects.get(article=held).task_id == own.message_id, "X in B's group"
+    wait_for(lambda: failed_once(own), timeout=15, what="B's first attempt to fail")
+    wait_for(
+        lambda: Article.objects.get(pk=own.pk).next_attempt_at <= timezone.now(),
+        timeout=10,
+        interval=0.05,
+        what="B due again",
+    )
+    app.control.add_consumer(
+        settings.CELERY_TASK_DEFAULT_QUEUE, destination=[w2.hostname], reply=True, timeout=5
+    )
+    [third] = save_together(c)
+    wait_for(lambda: published_as_saved(own), timeout=20, what="B published by C's group")
+    assert PublishAttempt.objects.filter(article=own, outcome=AttemptOutcome.OK).get().task_id == (
+        third.message_id
+    )
+    wait_for(
+        lambda: f"[{third.message_id}] succeeded" in w2.log.read_text(errors="replace"),
+        timeout=20,
+        what="C's group to end (a drop it names is sent before)",
+    )
+    # A control message after any drop: answered, so W1 has taken the drop in.
+    assert app.control.ping(destination=[w1.hostname], timeout=5)
+
+    os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+    wait_for(
+        lambda: published_as_saved(held),
+        timeout=lease + 25,
+        what="X published by B's group's redelivered message, after the lease",
+    )
+    assert "Discarding revoked task" not in w1.log.read_text(errors="replace")
