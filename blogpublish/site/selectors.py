@@ -477,18 +477,28 @@ WINDOW_PER_KEY = 20
 def neighbours_many(
     keys: Iterable[tuple[datetime, int]], *, extra: Iterable[Entry] = ()
 ) -> dict[int, Neighbours]:
-    """`neighbours` of many keys (publish_at, id), by article id: the listed rows
-    between the first and last key read at once (with one more at each end), so a
-    batch or a pass's articles cost a few queries, not two each. `extra`: entries to
-    count as listed where they say (a batch's articles, listed once it completes),
-    in place of where the listing has them."""
+    """`neighbours_at` by article id, for keys of one article each (a batch's, a
+    pass's pages where they are listed now). An article given at two keys keeps only
+    one of them here: where it was and where it is, ask `neighbours_at`."""
+    return {key[1]: around for key, around in neighbours_at(keys, extra=extra).items()}
+
+
+def neighbours_at(
+    keys: Iterable[tuple[datetime, int]], *, extra: Iterable[Entry] = ()
+) -> dict[tuple[datetime, int], Neighbours]:
+    """`neighbours` of many keys (publish_at, id), by key: the listed rows between
+    the first and last key read at once (with one more at each end), so a batch or a
+    pass's articles cost a few queries, not two each. `extra`: entries to count as
+    listed where they say (a batch's articles, listed once it completes), in place of
+    where the listing has them. By key, not by id: a moved article's old key and its
+    new one each have their own neighbours (`neighbour_ids`)."""
     keys = sorted(set(keys))
     if not keys:
         return {}
     extras = {entry.id: entry for entry in extra}
     window = _window(keys[0], keys[-1], limit=WINDOW_PER_KEY * len(keys))
     if window is None:  # too wide: one by one (the listing only)
-        return {i: neighbours(p, i) for p, i in keys}
+        return {(p, i): neighbours(p, i) for p, i in keys}
     universe = sorted(
         {**{e.id: e for e in window}, **extras}.values(), key=lambda e: (e.publish_at, e.id)
     )
@@ -499,7 +509,7 @@ def neighbours_many(
         # Never itself, wherever the listing or `extras` has it (a moved article's old key).
         older = next((e for e in reversed(universe[:at]) if e.id != key[1]), None)
         newer = next((e for e in universe[at:] if e.id != key[1]), None)
-        found[key[1]] = Neighbours(older, newer)
+        found[key] = Neighbours(older, newer)
     return found
 
 
@@ -534,9 +544,11 @@ def _window(low: tuple[datetime, int], high: tuple[datetime, int], *, limit: int
 
 
 def neighbour_ids(keys: Iterable[tuple[datetime, int]]) -> set[int]:
-    """The ids of the listed neighbours of each key (publish_at, id)."""
+    """The ids of the listed neighbours of each key (publish_at, id): of every key, an
+    article's where it was listed as well as where it is (a new date, a delete and a
+    publish again), not only the last of an article's keys."""
     found: set[int] = set()
-    for around in neighbours_many(keys).values():
+    for around in neighbours_at(keys).values():
         found.update(entry.id for entry in (around.older, around.newer) if entry)
     return found
 

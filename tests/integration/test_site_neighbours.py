@@ -16,6 +16,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from blogpublish.models import PageNote
 from blogpublish.site import paths, selectors
 from blogpublish.site.check import installation_check
 from blogpublish.storage import site_storage
@@ -97,6 +98,54 @@ def test_delete_new_date_title_and_slug_edits_reach_the_neighbours(site):  # noq
     assert "Renamed 你好" in (site.root / "article-5" / "index.html").read_text()
     site.edit(articles[4], slug="moved-5")
     assert links(site, "article-4")["next"] == "/moved-5/"
+    assert_links_follow_the_listing(site)
+
+
+def test_a_new_date_links_the_old_neighbours_to_each_other(site):  # noqa: F811
+    """The middle of five moved to newest: the pass after its publish checks its
+    neighbours where it was (the note's listed date) and where it is. Read by article
+    id, its new place's neighbours stood in for its old place's, and 2 and 4 kept
+    their links to 3 until the full check (review 21)."""
+    articles = site.add(5)
+
+    site.edit(articles[2], publish_at=site.base + timedelta(days=1))
+
+    assert links(site, "article-2") == {"prev": "/article-1/", "next": "/article-4/"}
+    assert links(site, "article-4") == {"prev": "/article-2/", "next": "/article-5/"}
+    assert links(site, "article-5") == {"prev": "/article-4/", "next": "/article-3/"}
+    assert_links_follow_the_listing(site)
+
+
+def test_a_delete_and_a_publish_again_of_its_id_at_a_new_date_settled_in_one_pass(
+    site,  # noqa: F811
+    monkeypatch,
+):
+    """A story withdrawn (its article deleted) and published again has an article of
+    the same id. When one pass settles both (the delete's note keeps where it was
+    listed), the pages of its neighbours where it was and where it is now are checked."""
+    articles = site.add(5)
+    middle = articles[2]
+    middle_id = middle.pk  # the delete sets the instance's to None
+    publisher = type(site.publisher)
+    with monkeypatch.context() as no_pass:  # no refresh between the two
+        no_pass.setattr(publisher, "refresh", lambda self, **kwargs: True)
+        site.delete(middle)
+        again = Article(
+            pk=middle_id,
+            title=middle.title,
+            slug=middle.slug,
+            body=middle.body,
+            publish_at=site.base + timedelta(days=1),
+        )
+        again.full_clean()
+        again.save()
+        site.attempt(again)
+    assert PageNote.objects.filter(article_id=middle_id, was_listed=True).exists()
+
+    site.publisher.refresh()
+
+    assert links(site, "article-2")["next"] == "/article-4/"
+    assert links(site, "article-4")["prev"] == "/article-2/"
     assert_links_follow_the_listing(site)
 
 
