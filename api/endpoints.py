@@ -441,13 +441,19 @@ def patch_article(
     if_match: int = Header(None, alias="If-Match", ge=0, description="A draft's version."),
 ):
     _known_query(request)
-    article = Article.objects.filter(pk=id).first()
+    # Read under the row's lock, so that concurrent PATCHes of one article each change
+    # only their own fields: a save writes every content field from the copy it holds,
+    # and two PATCHes that read before either wrote lost one's change (a review's
+    # finding). A delete or withdraw meanwhile: the draft's path, or 404, not a 500.
+    with transaction.atomic():
+        article = Article.objects.select_for_update().filter(pk=id).first()
+        if article is not None:
+            fields = _content(payload, article=article)
+            if fields:
+                article_update(article=article, **fields)
+                article.refresh_from_db()
     if article is None:
         return draft_out(_patch_draft(request, payload, _draft(id), if_match))
-    fields = _content(payload, article=article)
-    if fields:
-        article_update(article=article, **fields)
-        article.refresh_from_db()
     return article_out(article)
 
 
