@@ -575,7 +575,14 @@ class Article(models.Model):
         or trash racing it never deadlocks."""
         with transaction.atomic():
             lock_stories([self.pk])
-            list(Article.objects.filter(pk=self.pk).select_for_update().values_list("pk"))
+            # The row as it is now, locked: the delete's signal tells the site where
+            # the article is live and listed from this copy, and a copy read before its
+            # publish completed (the API's, a form's) would say "nowhere", leaving its
+            # neighbours' links and the archive to the full check (a review's finding).
+            try:
+                self.refresh_from_db(from_queryset=Article.objects.select_for_update())
+            except Article.DoesNotExist:  # deleted meanwhile: nothing left to delete
+                return 0, {}
             refresh_tags_of([self.pk])
             return super().delete(*args, **kwargs)
 
