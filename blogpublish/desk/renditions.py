@@ -18,10 +18,12 @@ original's content: `media/<sha256>-<width>w.<ext>`.
 
 from __future__ import annotations
 
+import contextlib
 import io
 from dataclasses import asdict, dataclass
 
 import PIL.Image
+import PIL.ImageCms
 import PIL.ImageOps
 
 # Widths of the copies, in pixels: the text column is 632 CSS pixels wide (base.html:
@@ -82,6 +84,11 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
     targets = [w for w in WIDTHS if w < width] + ([width] if width <= WIDTHS[-1] else [])
     same = SAME_FORMAT.get(image.format or "")
     profile = image.info.get("icc_profile")
+    if upright.mode == "CMYK":
+        # The copies are RGB: converted through the file's own profile when it has one
+        # that works, and tagged with none (a CMYK profile on RGB pixels misnames every
+        # colour: a review's finding).
+        upright, profile = _cmyk_to_rgb(upright, profile), None
     pixels = _pixels(upright)
     copies, files = [], []
     source = pixels
@@ -103,6 +110,19 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
             copies.append(Copy(rel, size[0], size[1], MIME[ext]))
     copies.sort(key=lambda copy: copy.width)
     return Renditions(width, height, tuple(copies)), files
+
+
+def _cmyk_to_rgb(image: PIL.Image.Image, profile: bytes | None) -> PIL.Image.Image:
+    """A CMYK image in sRGB: through its colour profile (LittleCMS, in Pillow), else
+    Pillow's plain conversion."""
+    if profile:
+        with contextlib.suppress(PIL.ImageCms.PyCMSError, OSError, ValueError):
+            converted = PIL.ImageCms.profileToProfile(
+                image, io.BytesIO(profile), PIL.ImageCms.createProfile("sRGB"), outputMode="RGB"
+            )
+            if converted is not None:
+                return converted
+    return image.convert("RGB")
 
 
 def _pixels(image: PIL.Image.Image) -> PIL.Image.Image:

@@ -190,3 +190,27 @@ def test_a_16_bit_grey_pngs_copies_keep_their_greys():
     for data in dict(files).values():
         copy = PIL.Image.open(io.BytesIO(data)).convert("L")
         assert copy.getpixel((10, 10)) in range(114, 121)  # 30000 / 256 = 117
+
+
+@pytest.mark.parametrize("with_profile", [False, True])
+def test_a_cmyk_jpegs_copies_are_rgb_and_carry_no_cmyk_profile(with_profile):
+    """Copies are RGB; the original's CMYK profile on them named their colours wrongly
+    (a review). Red in CMYK stays red; a profile that cannot be used (this one is only
+    a header) falls back to Pillow's own conversion."""
+    options = {}
+    if with_profile:
+        icc = bytearray(132)
+        icc[0:4] = (132).to_bytes(4, "big")
+        icc[12:16], icc[16:20], icc[20:24], icc[36:40] = b"prtr", b"CMYK", b"Lab ", b"acsp"
+        options["icc_profile"] = bytes(icc)
+    out = io.BytesIO()
+    PIL.Image.new("CMYK", (900, 300), (0, 255, 255, 0)).save(out, "JPEG", **options)
+    cleaned, ext, _w, _h = check(out.getvalue(), name="print.jpg")
+    _record, files = renditions.make(cleaned, path=f"media/{SHA}.{ext}")
+    assert files
+    for data in dict(files).values():
+        copy = PIL.Image.open(io.BytesIO(data))
+        assert copy.mode in ("RGB", "RGBA")
+        assert copy.info.get("icc_profile") is None
+        red, green, blue = copy.convert("RGB").getpixel((10, 10))
+        assert red > 200 and green < 60 and blue < 60
