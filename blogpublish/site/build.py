@@ -71,13 +71,15 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
     longer need (the old slug after a slug edit, the page of an article that was
     deleted, or that died without ever being listed) are queued in `state.removals`,
     removed after the pass commits. An attempt still pending keeps its note until the
-    refresh after its own outcome.
+    refresh after its own outcome; a pending row no attempt may be writing (scheduled
+    for later, its lease free: selectors.may_be_written) is settled as its live version
+    says, and a page an earlier date's attempt wrote goes.
     """
     rows = selectors.article_states(state.written)
     changed, inserted = [], []
     for article_id, written in list(state.written.items()):
         row = rows.get(article_id)
-        if row is not None and row["status"] == ArticleStatus.PENDING:
+        if row is not None and row["status"] == ArticleStatus.PENDING and row["writing"]:
             if row["published_hash"] and not written.was_listed:
                 # Published, then edited before any pass settled it: listed, so counted
                 # now; its note stays for the refresh after the edit's outcome.

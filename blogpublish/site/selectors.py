@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, connections
-from django.db.models import Count, Q, QuerySet
-from django.db.models.functions import Substr
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
+from django.db.models.functions import Now, Substr
 
 from blogpublish.desk.renditions import Renditions
 from blogpublish.models import Image
@@ -740,16 +740,38 @@ def listed_date(moment: datetime | None) -> str:
     return moment.isoformat() if moment else ""
 
 
+def may_be_written() -> Q:
+    """A pending row whose page an attempt may be writing (or will soon write): it is
+    due, or an attempt holds its lease, by the database's clock. Not one scheduled for
+    later with no attempt on it: an attempt of an earlier date that was written as
+    the date moved back to the future (a review's finding: the page was public until
+    then) is nobody's page."""
+    return Q(status=ArticleStatus.PENDING) & (
+        Q(publish_at__lte=Now()) | Q(lease_expires_at__gt=Now())
+    )
+
+
 def article_states(ids: Iterable[int]) -> dict[int, Mapping[str, Any]]:
-    rows = Article.objects.filter(pk__in=list(ids)).values(
-        "id", "status", "published_hash", "published_slug", "published_publish_at"
+    """Of each row: its status, its live version, and whether an attempt may be writing
+    its page (`writing`, may_be_written)."""
+    rows = (
+        Article.objects.filter(pk__in=list(ids))
+        .annotate(writing=ExpressionWrapper(may_be_written(), output_field=BooleanField()))
+        .values(
+            "id",
+            "status",
+            "published_hash",
+            "published_slug",
+            "published_publish_at",
+            "writing",
+        )
     )
     return {row["id"]: row for row in rows}
 
 
 def _owner_q(slug: str) -> Q:
     # The live page of an article, or the page an attempt in flight may be writing.
-    return Q(published_slug=slug) | Q(slug=slug, status=ArticleStatus.PENDING)
+    return Q(published_slug=slug) | (Q(slug=slug) & may_be_written())
 
 
 def slug_owned(slug: str, *, besides: int | None = None) -> bool:
@@ -766,16 +788,18 @@ def owned_slugs() -> set[str]:
     One statement, so one snapshot: read as two queries, an article completing between
     them would be in neither (no longer pending, not yet live), and its fresh page
     would look like an orphan."""
+    writing = may_be_written()
     rows = (
-        Article.objects.filter(~Q(published_slug="") | Q(status=ArticleStatus.PENDING))
-        .values_list("published_slug", "slug", "status")
+        Article.objects.filter(~Q(published_slug="") | writing)
+        .annotate(writing=ExpressionWrapper(writing, output_field=BooleanField()))
+        .values_list("published_slug", "slug", "writing")
         .iterator(chunk_size=2000)
     )
     needed: set[str] = set()
-    for published_slug, slug, status in rows:
+    for published_slug, slug, being_written in rows:
         if published_slug:
             needed.add(published_slug)
-        if status == ArticleStatus.PENDING:
+        if being_written:
             needed.add(slug)
     return needed
 
