@@ -1,7 +1,8 @@
 """Bringing a blog in: Markdown files → pending articles (`manage.py import_articles`).
 
 Each file is validated as the admin validates an article (the field validators, the
-slug's key and the reserved names, the live pages of other articles), then written in
+slug's key and the reserved names, the live pages of other articles, the addresses that
+drafts and withdrawn stories keep), then written in
 chunks: one transaction per chunk, new rows in one INSERT, edits in one UPDATE. Rows
 written this way send no message each (no `save()`, so no `post_save`): after each
 chunk's commit, a few batch tasks go out (`publishing.tasks.publish_batch`), which
@@ -46,6 +47,7 @@ from publishing.models import (
 )
 from publishing.services.stories import story_save
 from publishing.validators import BODY_MAX_BYTES
+from work.db import address_locks
 
 logger = logging.getLogger(__name__)
 
@@ -238,6 +240,20 @@ def _article(parsed: ParsedFile, *, now) -> Article:
     return article
 
 
+# A draft keeps its address (docs/writing.md, "Drafts"): the admin and the API refuse it
+# to any other article with this reason (Article._check_slug_free), and so does the import.
+KEPT_BY_A_STORY = (
+    "slug: a draft (a story never published, or withdrawn) keeps this address; choose another"
+)
+
+
+def _kept_by_stories(keys: Iterable[str]) -> dict[str, int]:
+    """{slug key: the id of the story that keeps it} among `keys`, in one query. A
+    story in the trash keeps none (its key is its trash key)."""
+    rows = Story.objects.filter(slug_key__in=list(keys)).values_list("slug_key", "id")
+    return dict(rows)
+
+
 @dataclass
 class _Planned:
     path: Path
@@ -249,8 +265,9 @@ def _plan_chunk(
     planned: list[_Planned], report: ImportReport, on_result: Callable[[FileResult], None]
 ) -> tuple[list[_Planned], list[_Planned]]:
     """(new, changed) of a chunk: each file matched by its slug's key against the
-    database; the unchanged and the conflicting reported here."""
+    database; the unchanged and the conflicting reported here. Two queries per chunk."""
     keys = [p.article.slug_key for p in planned]
+    kept = _kept_by_stories(keys)
     existing = {}
     live_pages = {}
     rows = Article.objects.filter(Q(slug_key__in=keys) | Q(published_slug_key__in=keys)).values(
@@ -278,6 +295,13 @@ def _plan_chunk(
                 ),
             )
             continue
+        story_id = kept.get(key)
+        if story_id is not None and (row is None or row["id"] != story_id):
+            # A story's own article (published from it) is this file's to update.
+            _report(
+                report, on_result, FileResult(p.path, Action.FAILED, KEPT_BY_A_STORY, article.slug)
+            )
+            continue
         if row is not None:
             article.pk = row["id"]
             article._state.adding = False
@@ -303,16 +327,22 @@ def _report(report: ImportReport, on_result, result: FileResult) -> None:
 
 def _create(new: list[_Planned]) -> list[tuple[_Planned, str]]:
     """INSERT the new rows in one statement; if a concurrent writer took one of the
-    slugs meanwhile, row by row, and the ones refused are returned with the reason."""
+    slugs meanwhile, row by row, and the ones refused are returned with the reason.
+    Under the addresses' locks (as an article's save and a draft's take theirs), a
+    draft saved at one of them since the plan is seen here, and one saved after waits
+    for this commit and then finds the article."""
     if not new:
         return []
+    address_locks(p.article.slug_key for p in new)
+    kept = _kept_by_stories(p.article.slug_key for p in new)
+    refused = [(p, KEPT_BY_A_STORY) for p in new if p.article.slug_key in kept]
+    new = [p for p in new if p.article.slug_key not in kept]
     try:
         with transaction.atomic():
             Article.objects.bulk_create([p.article for p in new])
-        return []
+        return refused
     except IntegrityError:
         pass
-    refused = []
     for p in new:
         p.article.pk = None
         try:
@@ -385,13 +415,15 @@ def _write_chunk(
 def _keep_draft(path: Path, parsed: ParsedFile, *, dry_run: bool) -> FileResult:
     """A `draft: true` file becomes a story's draft (issue 22), never published; by its
     slug, as articles are: the draft of that slug is updated (a new revision when the
-    text changed). A slug that an article has already is refused: a draft file must
-    not take back, or shadow, what is live."""
+    text changed). A slug that an article has already is refused, also when that
+    article is a story's, published: a draft file must not take back, or shadow, what
+    is on the blog, nor edit behind it a draft its writer may be working on."""
     slug = normalize_slug(parsed.slug)
-    story = Story.objects.filter(slug_key=key_of(slug), trashed_at__isnull=True).first()
-    if story is None and Article.objects.filter(slug_key=key_of(slug)).exists():
+    key = key_of(slug)
+    if Article.objects.filter(Q(slug_key=key) | Q(published_slug_key=key)).exists():
         reason = "draft: an article has this slug already; remove `draft: true` to update it"
         return FileResult(path, Action.FAILED, reason, slug)
+    story = Story.objects.filter(slug_key=key, trashed_at__isnull=True).first()
     fields: dict[str, Any] = {
         "title": parsed.title,
         "body": parsed.body,

@@ -31,6 +31,8 @@ from publishing.services import (
     story_untrash,
     story_withdraw,
 )
+from publishing.services.importing import articles_import
+from tests.support.import_files import post, write
 from tests.support.waiting import wait_for
 
 pytestmark = [
@@ -260,3 +262,22 @@ def test_a_draft_and_an_article_of_one_address_at_once_are_not_both_kept():
     assert Story.objects.filter(pk=story.pk).exists()
     assert isinstance(racer.error, ValidationError) and "slug" in racer.error.message_dict
     assert not Article.objects.filter(slug="shared-address").exists()
+
+
+def test_a_draft_saved_while_an_import_plans_its_address_keeps_it(tmp_path):
+    """An import plans a chunk (its address free), then a writer saves a draft there
+    before the chunk is written: the chunk takes the addresses' locks before it
+    writes, sees the draft and refuses that file (docs/import.md)."""
+    write(tmp_path, "a.md", post("Imported", "Text.", slug="raced-import"))
+    write(tmp_path, "b.md", post("Other", "Text.", slug="raced-import-other"))
+
+    story, racer = race_while_held(
+        lambda: story_save(title="Draft", body="Text.", slug="raced-import"),
+        lambda: articles_import([tmp_path]),
+    )
+
+    assert racer.error is None, repr(racer.error)
+    assert racer.result.summary == "created 1, updated 0, unchanged 0, skipped 0, failed 1"
+    assert "keeps this address" in racer.result.failures[0].reason
+    assert not Article.objects.filter(slug="raced-import").exists()
+    assert Story.objects.get(pk=story.pk).slug == "raced-import"

@@ -20,10 +20,11 @@ from publishing.services import (
     story_restore,
     story_save,
     story_trash,
+    story_withdraw,
 )
 from publishing.services.importing import articles_import
 from publishing.services.stories import diff_lines, revision_diff
-from tests.support.import_files import post, write
+from tests.support.import_files import post, run_import, write
 
 pytestmark = pytest.mark.django_db
 
@@ -220,6 +221,76 @@ def test_import_keeps_draft_files_as_drafts_by_slug(tmp_path):
     story = Story.objects.get(slug="later")
     assert (story.body, story.version, story.state) == ("Second words.", 2, "draft")
     assert not Article.objects.filter(slug="later").exists()
+
+
+KEPT = "slug: a draft (a story never published, or withdrawn) keeps this address"
+
+
+def test_import_refuses_the_addresses_that_drafts_and_withdrawn_stories_keep(tmp_path):
+    """The admin and the API refuse a draft's address to any other article, and a
+    withdrawn story's (it publishes there again): so does the import, by file, with
+    the reason; the stories can still be saved and published at their addresses."""
+    draft = story_save(title="Draft", body="Mine.", slug="draft-address")
+    gone = story_save(title="Gone", body="Mine.", slug="withdrawn-address")
+    story_publish(story_id=gone.pk)
+    story_withdraw(article_id=gone.pk)
+    binned = story_save(title="Binned", body="Mine.", slug="trashed-address")
+    story_trash(story_id=binned.pk)  # the trash frees an address
+    write(tmp_path, "a.md", post("Intruder", "Theirs.", slug="DRAFT-ADDRESS"))  # same key
+    write(tmp_path, "b.md", post("Intruder", "Theirs.", slug="withdrawn-address"))
+    write(tmp_path, "c.md", post("Taker", "Theirs.", slug="trashed-address"))
+    write(tmp_path, "d.md", post("Fresh", "Theirs.", slug="fresh-address"))
+
+    dry = articles_import([tmp_path], dry_run=True)
+    out, err, code = run_import(str(tmp_path))
+
+    summary = "created 2, updated 0, unchanged 0, skipped 0, failed 2"
+    assert dry.summary == summary and out.splitlines()[-1] == f"import_articles: {summary}"
+    assert code == 1
+    assert f"a.md: {KEPT}" in err and f"b.md: {KEPT}" in err
+    assert set(Article.objects.values_list("slug", flat=True)) == {
+        "trashed-address",
+        "fresh-address",
+    }
+    story_save(story_id=draft.pk, title="Draft", body="Mine, edited.", slug="draft-address")
+    assert story_publish(story_id=draft.pk).slug == "draft-address"
+    assert story_publish(story_id=gone.pk).slug == "withdrawn-address"
+
+
+def test_import_updates_the_article_a_story_published_at_its_address(tmp_path):
+    """A story's own article is an article as any other: a file of its slug updates it
+    (publishing the story later keeps that edit: docs/writing.md)."""
+    story = story_save(title="Published", body="Mine.", slug="published-address")
+    story_publish(story_id=story.pk)
+    write(tmp_path, "p.md", post("Published", "Edited by file.", slug="published-address"))
+
+    report = articles_import([tmp_path])
+
+    assert report.counts["updated"] == 1 and not report.failures
+    assert Article.objects.get(pk=story.pk).body == "Edited by file."
+
+
+def test_a_draft_file_updates_only_a_draft_on_no_page(tmp_path):
+    """A `draft: true` file of a published story's slug fails, as for any article on
+    the blog, and leaves the story's draft alone; of a withdrawn story's, it updates
+    that story's draft (docs/import.md)."""
+    live = story_save(title="Live", body="Mine.", slug="live-story")
+    story_publish(story_id=live.pk)
+    gone = story_save(title="Gone", body="Mine.", slug="gone-story")
+    story_publish(story_id=gone.pk)
+    story_withdraw(article_id=gone.pk)
+    write(tmp_path, "live.md", post("Live", "From a file.", slug="live-story", draft="true"))
+    write(tmp_path, "gone.md", post("Gone", "From a file.", slug="gone-story", draft="true"))
+
+    report = articles_import([tmp_path])
+
+    assert (report.counts["failed"], report.counts["updated"]) == (1, 1)
+    assert report.failures[0].path.name == "live.md"
+    assert "an article has this slug" in report.failures[0].reason
+    live_story = Story.objects.get(pk=live.pk)
+    assert (live_story.body, live_story.version) == ("Mine.", live.version)
+    assert not live_story.has_unpublished_changes
+    assert Story.objects.get(pk=gone.pk).body == "From a file."
 
 
 def test_a_diff_shows_a_change_of_the_reader_fields_alone():
