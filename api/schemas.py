@@ -109,7 +109,7 @@ class ArticleCreateIn(Schema):
         description=(
             "`pending` (the default): published as soon as a worker takes it. `draft`: "
             "kept unpublished until `POST /api/articles/<id>/publish`; the body may be "
-            "empty, the date left out means when published."
+            "empty, the date left out means when first published (and kept then)."
         ),
     )
     title: str = Field(..., json_schema_extra=NOT_EMPTY, description=TITLE_HELP)
@@ -176,7 +176,7 @@ class DraftSummaryOut(ReaderFieldsOut):
     slug: str
     title: str
     status: CreateStatus = Field(..., description="draft")
-    publish_at: datetime | None = Field(..., description="Empty: when published.")
+    publish_at: datetime | None = Field(..., description="Empty: when first published (kept then).")
     version: int = Field(..., description="Saves of the draft (for PATCH's If-Match).")
     url: str = Field(..., description="Where its page will be.")
     created_at: datetime

@@ -1050,15 +1050,22 @@ class Story(models.Model):
         validators=BODY_VALIDATORS,
         help_text=BODY_HELP,
     )
-    # Empty: published when the writer publishes.
+    # Empty: the date of the story's first publish (publishing.services.stories).
     publish_at = models.DateTimeField(
-        null=True, blank=True, validators=[validate_publish_at], help_text=_("Empty: now.")
+        null=True,
+        blank=True,
+        validators=[validate_publish_at],
+        help_text=_("Empty: when first published, and kept when published again."),
     )
     description = description_field()
     language = language_field()
     byline = byline_field()
     tags = tags_field()
     state = models.CharField(max_length=16, choices=StoryState.choices, default=StoryState.DRAFT)
+    # The date its first publish gave its article (the draft's, or then): an undated
+    # draft publishes again with it, after a withdraw or the trash too, so it keeps its
+    # place on the front page, the archive and the feeds. Empty: never published.
+    first_publish_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Saves of the draft: what a save names as the version it edited (If-Match), so
     # two tabs on one draft are told of each other instead of overwriting silently.
     version = models.PositiveIntegerField(default=0, editable=False)

@@ -213,6 +213,7 @@ def story_of_article(article: Article) -> Story:
         state=StoryState.PUBLISHED,
         version=1,
         published_version=1,
+        first_publish_at=article.publish_at,
         slug_key=key_of(article.slug),
         **{name: getattr(article, name) for name in DRAFT_FIELDS},
     )
@@ -233,7 +234,9 @@ def story_of_article(article: Article) -> Story:
 def story_publish(*, story_id: int) -> Article:
     """Make the draft the article's content: the Article of the same id is made, or
     updated, through the authoring services, so the pipeline publishes it as any save
-    (a dead article whose content is the draft's already is requeued). ValidationError
+    (a dead article whose content is the draft's already is requeued). An undated
+    draft keeps the date of its first publish (_date_of_undated). A publish of the
+    content that is live already writes nothing and sends nothing. ValidationError
     (nothing changed) when the content cannot be published."""
     with transaction.atomic():
         story = Story.objects.select_for_update().get(pk=story_id)
@@ -245,19 +248,35 @@ def story_publish(*, story_id: int) -> Article:
             _take_in(story, article, saved_by="", when="edited elsewhere")
         content = _content(story)
         if content["publish_at"] is None:
-            content["publish_at"] = timezone.now()
+            content["publish_at"] = _date_of_undated(story, article)
         if article is None:
             article = article_create(article_id=story.pk, **content)
         else:
-            article_update(article=article, **content)
+            if {name: getattr(article, name) for name in DRAFT_FIELDS} != content:
+                article_update(article=article, **content)
             # The same content, dead: "Publish" is the writer asking again.
             if article_requeue(article_id=article.pk):
                 article.refresh_from_db()
         Story.objects.filter(pk=story.pk).update(
-            state=StoryState.PUBLISHED, published_version=story.version, updated_at=timezone.now()
+            state=StoryState.PUBLISHED,
+            published_version=story.version,
+            first_publish_at=story.first_publish_at or article.publish_at,
+            updated_at=timezone.now(),
         )
     logger.info("story %s published (version %s)", story.pk, story.version)
     return article
+
+
+def _date_of_undated(story: Story, article: Article | None) -> datetime:
+    """The date an undated draft is published with: the one it has had since its first
+    publish (its article's, which an edit in the Article form may have changed; after
+    a withdraw or the trash, the one recorded then), so publishing it again (an edit, a
+    second click) never moves it to the top of the front page and the feeds, as Ghost
+    and WordPress keep a post's date. Now at its first publish, and while that date is
+    still ahead (scheduled, never out: "when published" is now)."""
+    now = timezone.now()
+    kept = article.publish_at if article is not None else story.first_publish_at
+    return kept if kept is not None and kept <= now else now
 
 
 def _take_in(story: Story, article: Article, *, saved_by: str, when: str) -> None:

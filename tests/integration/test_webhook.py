@@ -462,6 +462,25 @@ def test_withdraw_sends_one_signed_withdrawn_event_and_no_delete_event(receiver)
     assert withdrawn.headers["Idempotency-Key"] != published.headers["Idempotency-Key"]
 
 
+def test_publishing_an_unchanged_story_again_sends_no_second_event(receiver):
+    """ "Publish" pressed again with nothing changed (a double click), a second later: an
+    undated story keeps its first publish's date, so nothing is published again and
+    the webhook says `article.published` once."""
+    story = story_save(title="Said once", body="Once.", slug="published-once-hook")
+    article = wait_current(story_publish(story_id=story.pk), "published")
+    wait_delivery(published_key(article))
+    time.sleep(1.1)  # dates are whole seconds: "now" is another date from here on
+
+    again = story_publish(story_id=story.pk)
+    story_publish(story_id=story.pk)
+    wait_settled()
+
+    assert WebhookDelivery.objects.filter(article_id=article.pk).count() == 1
+    events = [r.json["event"] for r in receiver.requests_for("published-once-hook")]
+    assert events == ["article.published"]
+    assert again.publish_at == article.publish_at
+
+
 def test_attempt_of_content_edited_since_is_not_announced(receiver, make_article):
     article = wait_current(make_article(slug="edited-meanwhile", body="One."), "published")
     stale = Article.objects.get(pk=article.pk)  # what a stalled attempt of "One." holds

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from publishing.exceptions import StoryConflict
-from publishing.models import Article, Revision, Story
+from publishing.models import Article, ArticleStatus, Revision, Story
 from publishing.services import (
     article_create,
     article_update,
@@ -20,6 +20,7 @@ from publishing.services import (
     story_restore,
     story_save,
     story_trash,
+    story_untrash,
     story_withdraw,
 )
 from publishing.services.importing import articles_import
@@ -221,6 +222,81 @@ def test_import_keeps_draft_files_as_drafts_by_slug(tmp_path):
     story = Story.objects.get(slug="later")
     assert (story.body, story.version, story.state) == ("Second words.", 2, "draft")
     assert not Article.objects.filter(slug="later").exists()
+
+
+def clock_ahead(monkeypatch, **delta) -> None:
+    """The clock `delta` ahead of the real one (an hour later, a day later)."""
+    real = timezone.now
+    monkeypatch.setattr(timezone, "now", lambda: real() + timedelta(**delta))
+
+
+def settled(story_id: int) -> Article:
+    """The article as a worker leaves it published."""
+    Article.objects.filter(pk=story_id).update(status=ArticleStatus.PUBLISHED)
+    return Article.objects.get(pk=story_id)
+
+
+def test_an_undated_story_keeps_the_date_of_its_first_publish(monkeypatch):
+    """An empty date means "when published": the first publish. Publishing again (an
+    edit; after a withdraw, after the trash) keeps that date, as Ghost and WordPress
+    keep a post's, so the article never jumps to the top of the front page and the
+    feeds; a date the writer sets is the date."""
+    story = story_save(title="Undated", body="One.", slug="undated")
+    first = story_publish(story_id=story.pk).publish_at
+    assert abs(first - timezone.now()) < timedelta(seconds=5)
+    settled(story.pk)
+
+    clock_ahead(monkeypatch, hours=1)
+    story_save(story_id=story.pk, title="Undated", body="Two.", slug="undated")
+    assert story_publish(story_id=story.pk).publish_at == first
+    assert Article.objects.get(pk=story.pk).body == "Two."
+
+    story_withdraw(article_id=story.pk)
+    clock_ahead(monkeypatch, days=1)
+    assert story_publish(story_id=story.pk).publish_at == first
+    story_trash(story_id=story.pk)
+    story_untrash(story_id=story.pk)
+    assert story_publish(story_id=story.pk).publish_at == first
+
+    chosen = (timezone.now() - timedelta(days=30)).replace(microsecond=0)
+    story_save(story_id=story.pk, title="Undated", body="Two.", slug="undated", publish_at=chosen)
+    assert story_publish(story_id=story.pk).publish_at == chosen
+
+
+def test_publishing_an_unchanged_undated_story_again_changes_nothing(monkeypatch):
+    """A second "Publish" (a double click, or with no change since) writes nothing:
+    no new version, the article still published with its message, nothing sent."""
+    story = story_save(title="Said once", body="Once.", slug="said-once")
+    story_publish(story_id=story.pk)
+    before = settled(story.pk)
+    clock_ahead(monkeypatch, minutes=5)
+
+    again = story_publish(story_id=story.pk)
+
+    after = Article.objects.get(pk=story.pk)
+    assert again.publish_at == before.publish_at
+    assert (after.status, after.message_id, after.content_hash, after.updated_at) == (
+        ArticleStatus.PUBLISHED,
+        before.message_id,
+        before.content_hash,
+        before.updated_at,
+    )
+    assert Story.objects.get(pk=story.pk).version == story.version
+    assert Revision.objects.filter(story_id=story.pk).count() == 1
+
+
+def test_an_undated_draft_of_a_scheduled_article_publishes_now(monkeypatch):
+    """A date still ahead was never a publish: the draft's date set for next week, then
+    cleared ("when published"), publishes now."""
+    next_week = (timezone.now() + timedelta(days=7)).replace(microsecond=0)
+    story = story_save(title="Soon", body="Text.", slug="soon", publish_at=next_week)
+    assert story_publish(story_id=story.pk).publish_at == next_week
+
+    story_save(story_id=story.pk, title="Soon", body="Text.", slug="soon")
+    published = story_publish(story_id=story.pk)
+
+    assert abs(published.publish_at - timezone.now()) < timedelta(seconds=5)
+    assert not published.is_scheduled
 
 
 KEPT = "slug: a draft (a story never published, or withdrawn) keeps this address"
