@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 from functools import lru_cache
 from html import unescape
+from typing import Any
 
 import nh3
 from cmarkgfm import _cmark
@@ -152,16 +153,18 @@ def _bounded(text: str) -> str:
     return bounded_nesting(to_html(text))
 
 
-# The site's policy, built once (nh3.clean builds its sanitiser from its arguments at
-# every call: about 40 % of a short page's cleaning, measured).
-_CLEANER = nh3.Cleaner(
-    tags=ALLOWED_TAGS,
-    attributes=ALLOWED_ATTRIBUTES,
-    set_tag_attribute_values=SET_ATTRIBUTES,
-    url_schemes=URL_SCHEMES,
-    filter_style_properties={"text-align"},
-    link_rel="noopener noreferrer",
-)
+# The site's policy.
+_POLICY: dict[str, Any] = {
+    "tags": ALLOWED_TAGS,
+    "attributes": ALLOWED_ATTRIBUTES,
+    "set_tag_attribute_values": SET_ATTRIBUTES,
+    "url_schemes": URL_SCHEMES,
+    "filter_style_properties": {"text-align"},
+    "link_rel": "noopener noreferrer",
+}
+# Built once (nh3.clean builds its sanitiser from its arguments at every call: about
+# 40 % of a short page's cleaning, measured).
+_CLEANER = nh3.Cleaner(**_POLICY)
 
 
 def _clean(bounded: str) -> str:
@@ -170,6 +173,21 @@ def _clean(bounded: str) -> str:
 
 def render_markdown(text: str) -> str:
     return _clean(_bounded(text))
+
+
+def render_markdown_absolute(text: str, *, base_url: str) -> str:
+    """`render_markdown(text)` with every relative address of a link or an image (`href`,
+    `src`: `/blog/media/…`, `#fn-1`, `other/`) resolved against `base_url`, the page's
+    own absolute address, as a browser on that page resolves it; absolute addresses are
+    kept as they are. For the feeds, which are read away from the page: a feed reader or
+    an RSS-to-email service has no base to resolve them against (JSON Feed has none, and
+    the Atom feed sets no xml:base). The sanitiser does it (ammonia's "rewrite with
+    base", nh3 >= 0.3.6) in the one parse that sanitises, so nothing parses the HTML
+    again; the policy is the site's, built anew for each base (at a cache miss only:
+    blogpublish.site.documents keeps the result). The policy keeps no `srcset`, so
+    `href` and `src` are every address a reader follows."""
+    cleaner = nh3.Cleaner(**_POLICY, url_relative=("rewrite_with_base", base_url))
+    return cleaner.clean(_bounded(text))
 
 
 EXCERPT_CHARS = 240

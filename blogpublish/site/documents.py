@@ -35,7 +35,12 @@ from django.utils.feedgenerator import Atom1Feed
 from django.utils.safestring import SafeString
 
 from blogpublish.desk.images import IMAGE_REF_RE
-from blogpublish.rendering import plain_excerpt, render_markdown, render_markdown_and_excerpt
+from blogpublish.rendering import (
+    plain_excerpt,
+    render_markdown,
+    render_markdown_absolute,
+    render_markdown_and_excerpt,
+)
 from blogpublish.site import figures, look, paths, selectors
 from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry
 from publishing.models import content_hash_of
@@ -456,23 +461,26 @@ class FullAtom1Feed(Atom1Feed):
 # and a burst's tags' feeds hold each of its articles (and their older ones) once a tag
 # (docs/performance.md, "Tags in use").
 CONTENT_CACHE_CHARS = 16_000_000
-_contents: OrderedDict[tuple[str, str], str] = OrderedDict()
+_contents: OrderedDict[tuple[str, str, str], str] = OrderedDict()
 _contents_chars = 0
 _contents_lock = threading.Lock()  # a web process renders in threads
 
 
-def _content_html(published_hash: str, body: str) -> str:
-    """An entry's whole article as HTML: the page's sanitised rendering. Cached by the
-    content, `published_hash` first so two versions never share a line; the least
-    recently used go past CONTENT_CACHE_CHARS."""
+def _content_html(published_hash: str, url: str, body: str) -> str:
+    """An entry's whole article as HTML: the page's sanitised rendering, its relative
+    addresses made absolute against `url`, the page's own address (a footnote's `#fn-1`
+    is `<url>#fn-1`). Cached by the content and that address (which the slug and
+    SITE_URL make, so the same in the site's, a tag's and a byline's feed),
+    `published_hash` first so two versions never share a line; the least recently used
+    go past CONTENT_CACHE_CHARS."""
     global _contents_chars
-    key = (published_hash, body)
+    key = (published_hash, url, body)
     with _contents_lock:
         found = _contents.get(key)
         if found is not None:
             _contents.move_to_end(key)
             return found
-    html = strip_xml_illegal(render_markdown(body))
+    html = strip_xml_illegal(render_markdown_absolute(body, base_url=url))
     with _contents_lock:
         if key not in _contents:
             _contents[key] = html
@@ -509,12 +517,13 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
     description = clean(entry.description, "description")
     summary = description or strip_xml_illegal(plain_excerpt(body[:EXCERPT_SOURCE_CHARS]))
     full = settings.FEED_FULL_CONTENT and entry.body
+    url = paths.article_url(entry.slug)
     return FeedItem(
         entry=entry,
         title=title,
-        url=paths.article_url(entry.slug),
+        url=url,
         summary=summary,
-        content_html=_content_html(entry.published_hash, body) if full else None,
+        content_html=_content_html(entry.published_hash, url, body) if full else None,
         byline=clean(entry.byline, "byline"),
         tags=[clean(tag, "tags") for tag in entry.tags],
         language=entry.language if entry.language != settings.SITE_LANGUAGE else "",

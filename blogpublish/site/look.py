@@ -50,7 +50,9 @@ PAGE_FORMAT = 1
 PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # Bump when `documents` writes a shared view (listing, tag page, feed, sitemap, robots,
 # 404, favicon) differently with the same templates, renderer and settings.
-SHARED_FORMAT = 1
+# 2: the feeds' content with absolute addresses (a tag's feed is otherwise rewritten only
+# when one of its articles changes).
+SHARED_FORMAT = 2
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)
 SHARED_TEMPLATES = (
