@@ -12,6 +12,7 @@ front page and the feed all render through `to_html` below.
 from __future__ import annotations
 
 import ctypes
+import re
 from functools import lru_cache
 from html import unescape
 from typing import Any
@@ -195,6 +196,60 @@ EXCERPT_SKIPS = {
     *("script", "style", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "sup", "table"),
     "section",  # the footnotes
 }
+
+
+# A bracketed label that may be a reference (`[^1]`, `[text][label]`, `[label][]`,
+# `[label]`): any one not opening an inline link `[text](…)`. Labels: at most 999
+# characters, no unescaped bracket (CommonMark 4.7), on one line (here).
+_LABEL = r"(\^?)((?:\\.|[^\[\]\\\n]){1,999})"
+_REFERENCE = re.compile(rf"\[{_LABEL}\](?!\()")
+# A link reference definition or a footnote definition: its label, at a line's start.
+_DEFINITION = re.compile(rf"^ {{0,3}}\[{_LABEL}\]:", re.MULTILINE)
+
+
+def _label_key(match: re.Match) -> tuple[str, str]:
+    """(`^` or "", the label) as CommonMark matches labels: case-folded, its runs of
+    white space one space."""
+    return match[1], " ".join(match[2].split()).casefold()
+
+
+def may_refer_on(text: str, chars: int) -> bool:
+    """Whether a body that begins with `text` may define, past its first `chars`
+    characters, a reference they use: it is that long, and they have a label."""
+    return len(text) >= chars and _REFERENCE.search(text, 0, chars) is not None
+
+
+def excerpt_source(body: str, chars: int) -> str:
+    """What an excerpt of `body` is rendered from: its first `chars` characters, with
+    a definition for each label they use that the rest of the body defines. Reference
+    links and footnotes are mostly defined at the end: cut off from their definitions,
+    `[the guide][g]` and `edge cases.[^1]` showed as written. Each definition is a stub
+    (`[g]: #`, `[^1]: .`): an excerpt shows a link's text, never its address, and
+    neither a footnote's marker nor its text (EXCERPT_SKIPS), so the stubs make it the
+    text the page's own excerpt shows, and their size is bounded by the head's: at most
+    one per label in it. They go first (a definition cannot interrupt a paragraph, and
+    the head may end inside one or in an open code fence), each closed by a blank line,
+    then a comment, which ends a footnote's block before the head (an indented head
+    would continue it). Reading the rest is one pass of a regular expression over the
+    text, only when the head has a label and the body goes on; nothing more is rendered
+    than the head."""
+    head = body[:chars]
+    if len(body) <= chars:
+        return head
+    wanted = {key for match in _REFERENCE.finditer(head) if (key := _label_key(match))[1]}
+    if not wanted:
+        return head
+    stubs, rest = [], body.rfind("\n", 0, chars) + 1  # from the line the cut is in
+    for match in _DEFINITION.finditer(body, rest):
+        key = _label_key(match)
+        if key in wanted:
+            wanted.discard(key)
+            stubs.append(f"[^{match[2]}]: ." if key[0] else f"[{match[2]}]: #")
+            if not wanted:
+                break
+    if not stubs:
+        return head
+    return "\n\n".join(stubs) + "\n\n<!-- -->\n\n" + head
 
 
 @lru_cache(maxsize=1024)

@@ -42,7 +42,7 @@ from blogpublish.rendering import (
     render_markdown_and_excerpt,
 )
 from blogpublish.site import figures, look, paths, selectors
-from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry
+from blogpublish.site.selectors import Entry
 from publishing.models import content_hash_of
 from publishing.reader_fields import tag_slug
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
@@ -515,7 +515,9 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
     title = clean(entry.title, "title")
     body = clean(entry.body or entry.head, "body")
     description = clean(entry.description, "description")
-    summary = description or strip_xml_illegal(plain_excerpt(body[:EXCERPT_SOURCE_CHARS]))
+    summary = description or strip_xml_illegal(
+        plain_excerpt(selectors.excerpt_source(entry.published_hash, body))
+    )
     full = settings.FEED_FULL_CONTENT and entry.body
     url = paths.article_url(entry.slug)
     return FeedItem(

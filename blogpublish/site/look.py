@@ -51,8 +51,9 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # Bump when `documents` writes a shared view (listing, tag page, feed, sitemap, robots,
 # 404, favicon) differently with the same templates, renderer and settings.
 # 2: the feeds' content with absolute addresses (a tag's feed is otherwise rewritten only
-# when one of its articles changes).
-SHARED_FORMAT = 2
+# when one of its articles changes). 3: excerpts whose references are defined past the
+# head (the front page's, the feeds' summaries).
+SHARED_FORMAT = 3
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)
 SHARED_TEMPLATES = (

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,13 +26,15 @@ from django.db import connection, connections
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.db.models.functions import Now, Substr
 
+from blogpublish import rendering
 from blogpublish.desk.renditions import Renditions
 from blogpublish.models import Image
 from publishing.db import EpochMicroseconds, epoch_micros, utc_datetime
 from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagKind, TagRefresh
 from publishing.reader_fields import tag_key
 
-# Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters.
+# Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters
+# (with the definitions of the references it uses: rendering.excerpt_source).
 EXCERPT_SOURCE_CHARS = 2000
 # Counting the articles newer than one is cheap near the top; past this many, count the
 # older ones instead (both walk the index; neither reads a row).
@@ -121,14 +125,67 @@ def count_listed() -> int:
 
 def newest(limit: int, *, exclude: Iterable[int] = ()) -> list[Entry]:
     """The newest `limit` listed articles, newest first, with the head of their body and
-    their tags (the front page links them)."""
-    rows = (
+    their tags (the front page links them). A head that may use a reference defined
+    further on is made the excerpt's source (`excerpt_source`), from the whole body,
+    read for those articles whose source is not kept yet."""
+    rows = list(
         listed(exclude=exclude)
         .order_by("-published_publish_at", "-id")
         .annotate(head=Substr("published_body", 1, EXCERPT_SOURCE_CHARS))
-        .values(*ENTRY_FIELDS, "head", "published_tags")[:limit]
+        .values(*ENTRY_FIELDS, "head", "published_tags", "published_hash")[:limit]
     )
+    unknown = []
+    for row in rows:
+        version = row.pop("published_hash")  # the front page's entries carry no content
+        if rendering.may_refer_on(row["head"], EXCERPT_SOURCE_CHARS):
+            kept = _kept_source(version)
+            if kept is None:
+                unknown.append(row["id"])
+            row["head"] = kept or row["head"]
+    if unknown:
+        wholes = (
+            listed().filter(pk__in=unknown).values_list("id", "published_hash", "published_body")
+        )
+        sources = {pk: excerpt_source(version, body) for pk, version, body in wholes}
+        for row in rows:
+            row["head"] = sources.get(row["id"], row["head"])
     return [Entry.from_values(row) for row in rows]
+
+
+# The excerpts' sources of the live versions whose head may use a later definition, by
+# content hash: the front page and every feed that carries one (the site's, its tags')
+# make it at every pass, and finding the definitions reads the whole body (a pass of a
+# regular expression, but up to a third of a second for 1 MiB of definitions).
+SOURCES_KEPT = 2048
+_sources: OrderedDict[str, str] = OrderedDict()
+_sources_lock = threading.Lock()  # a web process renders in threads
+
+
+def _kept_source(published_hash: str) -> str | None:
+    with _sources_lock:
+        found = _sources.get(published_hash)
+        if found is not None:
+            _sources.move_to_end(published_hash)
+        return found
+
+
+def excerpt_source(published_hash: str, body: str) -> str:
+    """`rendering.excerpt_source` of a live version's body (whose content hash is
+    `published_hash`; "" for none: not kept), its first EXCERPT_SOURCE_CHARS with the
+    definitions of the references they use. Kept by the hash alone: the feeds pass the
+    body without what XML cannot carry, the front page the body as stored, and every
+    excerpt is stripped of those characters after (blogpublish.site.documents)."""
+    if not published_hash or not rendering.may_refer_on(body, EXCERPT_SOURCE_CHARS):
+        return rendering.excerpt_source(body, EXCERPT_SOURCE_CHARS)  # the head, at once
+    found = _kept_source(published_hash)
+    if found is not None:
+        return found
+    source = rendering.excerpt_source(body, EXCERPT_SOURCE_CHARS)
+    with _sources_lock:
+        _sources[published_hash] = source
+        while len(_sources) > SOURCES_KEPT:
+            _sources.popitem(last=False)
+    return source
 
 
 # The feeds' entries: the whole live version of each.

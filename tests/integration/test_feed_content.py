@@ -20,7 +20,8 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from blogpublish.desk import images
-from blogpublish.site import documents, look
+from blogpublish.rendering import plain_excerpt
+from blogpublish.site import documents, look, selectors
 from publishing.models import Article
 from publishing.reader_fields import tag_slug
 from publishing.services.catch_up import publish_pending
@@ -151,7 +152,7 @@ def test_feed_content__cached_per_page_address(site, settings):
     """The same live version seen under another SITE_URL (a process whose setting
     changed, or a test) is not served from the first address's cache line."""
     article = publish(title="Cached", slug="cached", body="A note.[^n]\n\n[^n]: Here.")
-    entries = documents.selectors.feed_entries(1)
+    entries = selectors.feed_entries(1)
     assert f"{SITE}/cached/#fn-n" in documents.json_feed(entries).decode()
 
     settings.SITE_URL = "https://example.org"
@@ -159,3 +160,36 @@ def test_feed_content__cached_per_page_address(site, settings):
 
     assert "https://example.org/cached/#fn-n" in moved and "example.com" not in moved
     assert article.published_hash == entries[0].published_hash
+
+
+def test_excerpts__references_defined_past_the_head_resolve_on_the_front_page_and_feeds(site):
+    """The front page and the feeds make an article's excerpt from the first 2,000
+    characters of its body (EXCERPT_SOURCE_CHARS); its footnote's and reference
+    link's definitions, at the end, reach it, so it reads as the page's own
+    description does (the excerpt of the whole body)."""
+    filler = ("Filler words, one sentence after another. " * 20 + "\n\n") * 6
+    publish(
+        title="Long",
+        slug="long",
+        body=(
+            f"We handle edge cases.[^1] Read [the guide][g].\n\n{filler}"
+            '[g]: https://example.com/guide "The guide"\n\n[^1]: How we handle them.\n'
+        ),
+    )
+    shown = "We handle edge cases. Read the guide. Filler words"
+
+    front = (site / "index.html").read_text(encoding="utf-8")
+    (excerpt,) = re.findall(r"<p>(We handle[^<]*)</p>", front)
+    page = (site / "long" / "index.html").read_text(encoding="utf-8")
+    (description,) = re.findall(r'<meta name="description" content="([^"]*)">', page)
+    (entry,) = feedparser.parse((site / "feed.xml").read_bytes()).entries
+    (item,) = json.loads((site / "feed.json").read_text(encoding="utf-8"))["items"]
+
+    for summary in (excerpt, description, entry.summary, item["summary"]):
+        assert summary.startswith(shown) and "[" not in summary, summary
+    assert excerpt == description == entry.summary == item["summary"]
+    # The front page's own read, with no source kept yet (the feeds, written first,
+    # kept it): the whole body read for it, the same excerpt.
+    selectors._sources.clear()
+    (head,) = [e.head for e in selectors.newest(1)]
+    assert plain_excerpt(head) == excerpt

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
 
 from blogpublish.nesting import MAX_DEPTH
 from blogpublish.rendering import (
     MarkdownTooLargeError,
+    excerpt_source,
     plain_excerpt,
     render_markdown,
     render_markdown_and_excerpt,
@@ -142,3 +144,89 @@ def test_plain_excerpt__short_text_is_whole():
 )
 def test_render_markdown_and_excerpt__the_same_as_each_alone(text):
     assert render_markdown_and_excerpt(text) == (render_markdown(text), plain_excerpt(text))
+
+
+HEAD = 2000
+# Past the head: prose enough that every definition below is cut off from it.
+FILLER = ("Filler words, one sentence after another. " * 20 + "\n\n") * 6
+
+
+def excerpt_of(body: str) -> str:
+    return plain_excerpt(excerpt_source(body, HEAD))
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "shown"),
+    [
+        # A footnote and a reference link, defined at the end: the marker goes, the
+        # link shows its text (as the page's own excerpt, of the whole body).
+        (
+            "Edge cases.[^1] Read [the guide][g].",
+            '[g]: https://example.com/guide "The guide"\n\n[^1]: A note.',
+            "Edge cases. Read the guide.",
+        ),
+        # Labels match ignoring case and runs of spaces; collapsed and shortcut forms.
+        (
+            "See [The  Guide][] and [Other].",
+            "[the guide]: /g\n[other]: /o",
+            "See The Guide and Other.",
+        ),
+        # Defined nowhere: as the page shows it.
+        (
+            "Edge cases.[^9] Read [the guide][nope].",
+            "[g]: /g",
+            "Edge cases.[^9] Read [the guide][nope].",
+        ),
+        # An indented head (a code block) and a head that ends in an open fence: the
+        # definitions still resolve.
+        ("    code()\n\nEdge cases.[^1]", "[^1]: A note.", "Edge cases."),
+    ],
+)
+def test_excerpt_source__definitions_past_the_head_resolve(start, end, shown):
+    body = f"{start}\n\n{FILLER}\n\n{end}\n"
+    assert len(body) > HEAD and end.splitlines()[0] not in body[:HEAD]
+
+    excerpt = excerpt_of(body)
+
+    assert excerpt.startswith(shown + " Filler"), excerpt
+    assert excerpt == render_markdown_and_excerpt(body)[1]  # the page's description
+
+
+def test_excerpt_source__a_head_ending_in_an_open_fence():
+    body = "Edge cases.[^1] Read [the guide][g].\n\n```\n" + "code\n" * 1000 + "```\n\n"
+    body += "[g]: /g\n\n[^1]: A note.\n"
+
+    assert excerpt_of(body) == "Edge cases. Read the guide."
+
+
+def test_excerpt_source__without_labels_or_past_nothing_is_the_head():
+    plain = "Prose [inline](/x) only. " * 200
+    assert excerpt_source(plain, HEAD) == plain[:HEAD]
+    short = "Edge cases.[^1]\n\n[^1]: A note."
+    assert excerpt_source(short, HEAD) == short
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # As many labels as a head holds, each defined (a stub each, no more).
+        "".join(f"[^{n}] " for n in range(400))
+        + "\n\n"
+        + "x" * 1_000_000
+        + "\n\n"
+        + "".join(f"[^{n}]: {'note ' * 500}\n\n" for n in range(400)),
+        # Lines of labels, and of long labels never closed, on 1 MiB.
+        "[a]\n" * 262_144,
+        ("[a" + "b" * 997 + "\n") * 1049,
+        # 1 MiB of definitions, none of them the head's.
+        "[x] " + "y " * 1000 + "\n\n" + "[z]: /z\n" * 131_000,
+    ],
+)
+def test_excerpt_source__bounded_by_the_head(body):
+    started = time.perf_counter()
+    source = excerpt_source(body, HEAD)
+    took = time.perf_counter() - started
+
+    assert len(source) < 4 * HEAD  # the head and a short stub per label in it
+    assert took < 2.0  # one pass of a regular expression (0.3 s at most, measured)
+    plain_excerpt(source)  # renders the bounded source only
