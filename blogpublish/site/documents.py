@@ -44,7 +44,7 @@ from blogpublish.rendering import (
 from blogpublish.site import figures, look, paths, selectors
 from blogpublish.site.selectors import Entry
 from publishing.models import content_hash_of
-from publishing.reader_fields import tag_slug
+from publishing.reader_fields import LANGUAGE_RE, tag_slug
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
 
 logger = logging.getLogger(__name__)
@@ -109,12 +109,19 @@ def site_context() -> dict:
     }
 
 
+def shown_language(value: str) -> str:
+    """A stored language tag as a page or a feed carries it: a value that is not one
+    (written past validation: a control character in it made feed.xml unreadable, a
+    review's finding) is none, and the site's language is said instead."""
+    return value if value and LANGUAGE_RE.fullmatch(value) else ""
+
+
 def reader_fields(article) -> dict:
     """An article's (or a live version's, or a draft's) description, language, byline
     and tags; empty for an object that has none."""
     return {
         "description": getattr(article, "description", "") or "",
-        "language": getattr(article, "language", "") or "",
+        "language": shown_language(getattr(article, "language", "") or ""),
         "byline": getattr(article, "byline", "") or "",
         "tags": [tag for tag in getattr(article, "tags", None) or () if isinstance(tag, str)],
     }
@@ -520,6 +527,7 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
     )
     full = settings.FEED_FULL_CONTENT and entry.body
     url = paths.article_url(entry.slug)
+    language = shown_language(entry.language)
     return FeedItem(
         entry=entry,
         title=title,
@@ -528,7 +536,7 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
         content_html=_content_html(entry.published_hash, url, body) if full else None,
         byline=clean(entry.byline, "byline"),
         tags=[clean(tag, "tags") for tag in entry.tags],
-        language=entry.language if entry.language != settings.SITE_LANGUAGE else "",
+        language=language if language != settings.SITE_LANGUAGE else "",
         image=first_image_url(body),
     )
 

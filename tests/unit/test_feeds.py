@@ -152,3 +152,15 @@ def test_every_page_announces_both_feeds():
 
     assert 'type="application/atom+xml"' in page
     assert '<link rel="alternate" type="application/feed+json"' in page
+
+
+def test_a_language_written_past_validation_is_left_out_and_the_feed_stays_readable(settings):
+    """A control character in a stored language (an `.update()` skips validation) made
+    feed.xml unreadable: a value that is not a language tag is none."""
+    broken = entry(9, language="en\x01")
+    raw = documents.atom_feed([broken, *ENTRIES])
+    feed = etree.fromstring(raw)  # parses: well-formed XML
+    assert "\x01" not in raw.decode()
+    assert atom_schema().validate(feed)
+    data = json.loads(documents.json_feed([broken]))
+    assert "language" not in data["items"][0]
