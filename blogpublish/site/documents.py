@@ -134,10 +134,26 @@ def json_ld(data: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def first_image_url(body: str) -> str:
-    """The absolute address of the first uploaded image the body names, or ''."""
-    match = IMAGE_REF_RE.search(body)
-    return paths.absolute(f"{paths.site_path()}/{match[0]}") if match else ""
+# An <img>'s address in rendered HTML (the sanitiser writes attributes in double quotes).
+IMG_SRC_RE = re.compile(r"<img\s[^>]*?\bsrc=\"([^\"]*)\"")
+
+
+def first_image_url(html: str | None, body: str = "") -> str:
+    """The absolute address of the first uploaded image the rendered `html` shows (an
+    <img> of this site's media/<sha256>.<ext>: not a code span's text nor a link's
+    address, nor another site's file of that name, which the Markdown's text also names:
+    a review's finding), or ''; without the HTML (a feed of summaries), the first the
+    Markdown `body` names."""
+    media = f"{paths.site_path()}/"
+    if html is None:
+        plain = IMAGE_REF_RE.search(body)
+        return paths.absolute(f"{media}{plain[0]}") if plain else ""
+    origin = paths.absolute("/").rstrip("/")
+    for match in IMG_SRC_RE.finditer(html):
+        src = match[1].removeprefix(origin)
+        if src.startswith(media) and IMAGE_REF_RE.fullmatch(src[len(media) :]):
+            return paths.absolute(src)
+    return ""
 
 
 def tag_links(tags: Iterable[str]) -> list[dict]:
@@ -331,7 +347,7 @@ def article_page(
     links = tag_links(tags)
     if related is None:
         related = selectors.related(reader["tags"], article_id)
-    image = first_image_url(body)
+    image = first_image_url(rendered)
     page = render_to_string(
         "blogpublish/article.html",
         {
@@ -528,16 +544,17 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
     full = settings.FEED_FULL_CONTENT and entry.body
     url = paths.article_url(entry.slug)
     language = shown_language(entry.language)
+    content_html = _content_html(entry.published_hash, url, body) if full else None
     return FeedItem(
         entry=entry,
         title=title,
         url=url,
         summary=summary,
-        content_html=_content_html(entry.published_hash, url, body) if full else None,
+        content_html=content_html,
         byline=clean(entry.byline, "byline"),
         tags=[clean(tag, "tags") for tag in entry.tags],
         language=language if language != settings.SITE_LANGUAGE else "",
-        image=first_image_url(body),
+        image=first_image_url(content_html, body),
     )
 
 

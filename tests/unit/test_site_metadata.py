@@ -84,6 +84,26 @@ def test_article_page__description_opengraph_twitter_and_canonical(settings):
 
 # An article's page reads its images' copies (and neighbours) from the database.
 @pytest.mark.django_db
+def test_article_page__the_shared_image_is_the_first_one_shown(settings):
+    """Not the first `media/<sha256>` the Markdown's text names: one in a code span, a
+    link's address, another site's file of that name (a review: og:image, JSON-LD and
+    the JSON Feed named a file the site does not have)."""
+    settings.SITE_URL = "https://blog.example.com/blog"
+    other = "media/" + "b" * 64 + ".jpg"
+    body = (
+        f"Uploads live at `/{other}`; see [this](/blog/{other}) and "
+        f"![elsewhere](https://cdn.example.net/{other}).\n\n![shown](/blog/{IMAGE})"
+    )
+
+    head = head_of(documents.article_page(article(body=body), around=ALONE))
+
+    assert head.meta["og:image"] == f"https://blog.example.com/blog/{IMAGE}"
+    plain = head_of(documents.article_page(article(body=f"`{IMAGE}` only"), around=ALONE))
+    assert "og:image" not in plain.meta
+
+
+# An article's page reads its images' copies (and neighbours) from the database.
+@pytest.mark.django_db
 def test_article_page__json_ld_is_a_blog_posting_no_title_can_break_out_of(settings):
     title = "</script><script>alert(1)</script> & more"
 
