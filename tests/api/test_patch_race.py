@@ -14,6 +14,7 @@ from django.test import Client
 
 from api import endpoints
 from publishing.models import Article
+from publishing.services.authoring import article_update
 from tests.support.waiting import wait_for
 
 pytestmark = [
@@ -74,3 +75,62 @@ def test_two_patches_of_other_fields_at_once_both_land(make_token, monkeypatch):
     assert answers == {"title": 200, "body": 200}
     row = Article.objects.get(pk=article.pk)
     assert (row.title, row.body) == ("New title", "new body")
+
+
+def test_a_patch_beside_an_admin_save_of_the_same_article_waits_instead_of_deadlocking(
+    make_token, monkeypatch
+):
+    """An admin save takes the address's lock, then the row's (Article.save, then
+    _save_edit); a PATCH that took the row's first, then the address's in its save,
+    deadlocked with it, and one of the two failed (a review's finding). Both land."""
+    _user, token = make_token()
+    article = Article.objects.create(title="Original", body="original body", slug="side-by-side")
+    real_content = endpoints._content
+    patch_read, go_on = threading.Event(), threading.Event()
+
+    def held_after_the_read(payload, *, article=None):
+        fields = real_content(payload, article=article)
+        patch_read.set()
+        go_on.wait(30)
+        return fields
+
+    monkeypatch.setattr(endpoints, "_content", held_after_the_read)
+    outcomes: dict[str, object] = {}
+
+    def patch() -> None:
+        try:
+            client = Client(headers={"Authorization": f"Bearer {token}"})
+            response = client.patch(
+                f"/api/articles/{article.pk}",
+                json.dumps({"title": "API title"}),
+                content_type="application/json",
+            )
+            outcomes["patch"] = response.status_code
+        finally:
+            connection.close()
+
+    def admin_save() -> None:
+        try:
+            article_update(article=Article.objects.get(pk=article.pk), body="admin body")
+            outcomes["admin"] = "saved"
+        except Exception as exc:  # what the test is about: a deadlock's error
+            outcomes["admin"] = repr(exc)
+        finally:
+            connection.close()
+
+    api_thread = threading.Thread(target=patch)
+    api_thread.start()
+    assert patch_read.wait(30)
+    admin_thread = threading.Thread(target=admin_save)
+    admin_thread.start()
+    wait_for(
+        lambda: not admin_thread.is_alive() or lock_waiters() > 0,
+        timeout=30,
+        what="the admin save to finish or to wait for a lock",
+    )
+    go_on.set()
+    api_thread.join(30)
+    admin_thread.join(30)
+
+    assert outcomes == {"patch": 200, "admin": "saved"}
+    assert Article.objects.get(pk=article.pk).body == "admin body"
