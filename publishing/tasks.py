@@ -233,19 +233,36 @@ def publish_article(self: PublishTask, article_id: int) -> dict:
         # ahead of the database's): send it again for when it is due.
         dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=result.due_in))
     elif result.lease_left is not None and (
-        redelivered or self.request.retries or self.request.eta
+        redelivered or self.request.retries or (self.request.id or "").startswith(LEASE_END)
     ):
         # Redelivered because the worker running it died (reject_on_worker_lost) or was
         # killed at the hard time limit (acks_on_timeout): the dead attempt's lease still
         # holds the row. Come back when it runs out rather than wait for the catch-up;
-        # that message claims the dead attempt's group again. So does a message sent
-        # for a time (an ETA: this very message, sent for a lease's end, that came early
-        # on a host whose clock runs ahead of the sender's by more than the second of
-        # margin). Only these re-arm, each with one message, so copies never multiply.
+        # that message claims the dead attempt's group again. So does this very message
+        # sent for a dead attempt's lease's end (LEASE_END) that came early, on a host
+        # whose clock runs ahead of the sender's by more than the second of margin. Any
+        # other message that finds its row held ends: the holder is alive and sends the
+        # row's next message itself (send_next). Only these re-arm, each with one
+        # message, so copies never multiply.
         # (A second of margin: a worker whose clock runs ahead must not come too early.)
         left = result.lease_left + 1.0
-        dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=left))
+        send_for_lease_end(article_id, left)
     return {"outcome": str(result.outcome), "attempt": result.attempt, "reason": result.reason}
+
+
+# The task id's start of a message sent for the end of a lease a dead attempt left: if it
+# comes early (its host's clock ahead of the sender's), it comes back for it again.
+LEASE_END = "lease-end-"
+
+
+def send_for_lease_end(article_id: int, seconds: float) -> None:
+    """A message for `article_id` in `seconds`, when the lease a dead attempt left on it
+    runs out (by the database's clock; the caller adds its margin)."""
+    dispatch_publish(
+        article_id,
+        eta=timezone.now() + timedelta(seconds=seconds),
+        task_id=f"{LEASE_END}{uuid()}",
+    )
 
 
 def follow_up(
@@ -283,7 +300,7 @@ def _follow_up(
         held = leased_by(task_id) if task_id else None
         if held is not None:
             article_id, left = held
-            dispatch_publish(article_id, eta=timezone.now() + timedelta(seconds=left + 1.0))
+            send_for_lease_end(article_id, left + 1.0)
     if report.took_over or redelivered:
         # Rows a dead claimer left are claimed alone, each by a message of its own (a
         # redelivered message may come after their lease ran out: then no group takes

@@ -12,17 +12,15 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from config.celery import app
-from publishing.dispatch import dispatch_publish
 from publishing.models import Article, ArticleStatus, AttemptOutcome
 from publishing.services.publish import article_claim
+from publishing.tasks import send_for_lease_end
 from tests.support.processes import ROOT
 from tests.support.waiting import wait_for
 from tests.system.conftest import record_timing, since
@@ -228,7 +226,7 @@ def test_a_message_sent_for_a_leases_end_that_comes_early_comes_back(pipeline):
     row = Article.objects.get(pk=article.pk)
     assert row.status == ArticleStatus.PENDING and row.lease_expires_at is not None
     # Sent for a second from now: long before the lease (PUBLISH_LEASE_SECONDS) ends.
-    assert dispatch_publish(article.pk, eta=timezone.now() + timedelta(seconds=1))
+    send_for_lease_end(article.pk, 1.0)
     wait_for(
         lambda: Article.objects.get(pk=article.pk).status == ArticleStatus.PUBLISHED,
         timeout=settings.PUBLISH_LEASE_SECONDS + 30,
