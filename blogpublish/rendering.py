@@ -11,6 +11,7 @@ front page and the feed all render through `to_html` below.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import re
 from functools import lru_cache
@@ -219,6 +220,36 @@ def may_refer_on(text: str, chars: int) -> bool:
     return len(text) >= chars and _REFERENCE.search(text, 0, chars) is not None
 
 
+# A fenced code block's opening or closing line (CommonMark: three or more backticks or
+# tildes, indented at most three spaces).
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+
+
+def _fenced_spans(text: str) -> list[tuple[int, int]]:
+    """Where the top-level fenced code blocks of `text` are, as (start, end) offsets: a
+    definition written inside one is code, not a definition (a review's finding). One
+    pass; a fence left open runs to the end, as CommonMark has it."""
+    spans, opened = [], None
+    for match in _FENCE.finditer(text):
+        fence = match[1]
+        if opened is None:
+            if fence[0] == "`" and "`" in match[2]:
+                continue  # an info string with a backtick: not a fence (CommonMark)
+            opened = (match.start(), fence[0], len(fence))
+        elif fence[0] == opened[1] and len(fence) >= opened[2] and not match[2].strip():
+            spans.append((opened[0], match.end()))
+            opened = None
+    if opened is not None:
+        spans.append((opened[0], len(text)))
+    return spans
+
+
+def _inside(spans: list[tuple[int, int]], at: int) -> bool:
+    """Is offset `at` inside one of `spans` (in order, not overlapping)?"""
+    i = bisect.bisect_right(spans, (at, float("inf"))) - 1
+    return i >= 0 and spans[i][0] <= at < spans[i][1]
+
+
 def excerpt_source(body: str, chars: int) -> str:
     """What an excerpt of `body` is rendered from: its first `chars` characters, with
     a definition for each label they use that the rest of the body defines. Reference
@@ -240,9 +271,10 @@ def excerpt_source(body: str, chars: int) -> str:
     if not wanted:
         return head
     stubs, rest = [], body.rfind("\n", 0, chars) + 1  # from the line the cut is in
+    fenced = _fenced_spans(body)
     for match in _DEFINITION.finditer(body, rest):
         key = _label_key(match)
-        if key in wanted:
+        if key in wanted and not _inside(fenced, match.start()):
             wanted.discard(key)
             stubs.append(f"[^{match[2]}]: ." if key[0] else f"[{match[2]}]: #")
             if not wanted:

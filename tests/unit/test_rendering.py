@@ -199,6 +199,22 @@ def test_excerpt_source__a_head_ending_in_an_open_fence():
     assert excerpt_of(body) == "Edge cases. Read the guide."
 
 
+@pytest.mark.parametrize(
+    ("opening", "closing"), [("```", "```"), ("~~~~", "~~~~"), ("```python", "```")]
+)
+def test_excerpt_source__a_definition_inside_a_code_block_is_code(opening, closing):
+    """A post that shows reference syntax in a code block past the head: the page's
+    own excerpt keeps the head's brackets as written, and so must the front page's (a
+    review: the stub made "[x]" a link and dropped "[^n]")."""
+    body = f"Intro text with [x] and [^n] in it.\n\n{FILLER}\n\n"
+    body += f"{opening}\n[x]: http://e.example\n[^n]: note\n{closing}\n"
+
+    excerpt = excerpt_of(body)
+
+    assert excerpt.startswith("Intro text with [x] and [^n] in it."), excerpt
+    assert excerpt == render_markdown_and_excerpt(body)[1]
+
+
 def test_excerpt_source__without_labels_or_past_nothing_is_the_head():
     plain = "Prose [inline](/x) only. " * 200
     assert excerpt_source(plain, HEAD) == plain[:HEAD]
