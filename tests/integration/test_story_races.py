@@ -281,3 +281,41 @@ def test_a_draft_saved_while_an_import_plans_its_address_keeps_it(tmp_path):
     assert "keeps this address" in racer.result.failures[0].reason
     assert not Article.objects.filter(slug="raced-import").exists()
     assert Story.objects.get(pk=story.pk).slug == "raced-import"
+
+
+def test_a_story_publish_beside_an_article_form_save_of_its_article_is_no_deadlock(monkeypatch):
+    """The Article form's save takes the address's lock, then the article's row; a
+    story's publish took the story's row, the article's, then the address's in the
+    article's save: one waited for the other's second lock, a deadlock (a review).
+    The publish now takes the address before the article's row, and both land."""
+    from publishing.services import stories
+    from publishing.services.authoring import article_update
+
+    story = published_story("side-by-side")
+    story_save(story_id=story.pk, title="Draft title", body="Text.", slug="side-by-side")
+    real_content = stories._content
+    content_read, go_on = threading.Event(), threading.Event()
+
+    def held_in_the_publish(story_row):
+        content = real_content(story_row)
+        if threading.current_thread().name == "publish":
+            content_read.set()
+            go_on.wait(30)
+        return content
+
+    monkeypatch.setattr(stories, "_content", held_in_the_publish)
+    publish = Racer(lambda: story_publish(story_id=story.pk))
+    publish.name = "publish"
+    publish.start()
+    assert content_read.wait(30)
+    form_save = Racer(
+        lambda: article_update(article=Article.objects.get(pk=story.pk), body="Form body.")
+    )
+    form_save.start()
+    wait_for(another_is_waiting_on_a_lock, timeout=20, what="the form's save to wait on a lock")
+    go_on.set()
+    publish.join(30)
+    form_save.join(30)
+
+    assert (publish.error, form_save.error) == (None, None)
+    assert Article.objects.get(pk=story.pk).body == "Form body."
