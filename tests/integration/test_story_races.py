@@ -319,3 +319,44 @@ def test_a_story_publish_beside_an_article_form_save_of_its_article_is_no_deadlo
 
     assert (publish.error, form_save.error) == (None, None)
     assert Article.objects.get(pk=story.pk).body == "Form body."
+
+
+def test_publish_now_beside_an_article_form_save_is_no_deadlock(monkeypatch):
+    """ "Publish now" of a scheduled article saves its new date: it took the row, then the
+    address in the save; an Article form's save takes the address, then the row. It
+    now takes the address first too, and both land."""
+    from types import SimpleNamespace
+
+    from publishing.services import operator
+    from publishing.services.authoring import article_update
+
+    article = article_create(
+        title="Tomorrow",
+        body="Text.",
+        slug="tomorrow",
+        publish_at=timezone.now() + timedelta(days=1),
+    )
+    row_locked, go_on = threading.Event(), threading.Event()
+
+    def now_held_in_publish_now():
+        if threading.current_thread().name == "publish-now":
+            row_locked.set()
+            go_on.wait(30)
+        return timezone.now()
+
+    monkeypatch.setattr(operator, "timezone", SimpleNamespace(now=now_held_in_publish_now))
+    publish_now = Racer(lambda: operator.article_publish_now(article_id=article.pk))
+    publish_now.name = "publish-now"
+    publish_now.start()
+    assert row_locked.wait(30)
+    form_save = Racer(
+        lambda: article_update(article=Article.objects.get(pk=article.pk), body="Form body.")
+    )
+    form_save.start()
+    wait_for(another_is_waiting_on_a_lock, timeout=20, what="the form's save to wait on a lock")
+    go_on.set()
+    publish_now.join(30)
+    form_save.join(30)
+
+    assert (publish_now.error, form_save.error) == (None, None)
+    assert Article.objects.get(pk=article.pk).body == "Form body."
