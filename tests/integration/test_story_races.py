@@ -31,6 +31,7 @@ from publishing.services import (
     story_untrash,
     story_withdraw,
 )
+from publishing.services.authoring import article_update
 from publishing.services.importing import articles_import
 from tests.support.import_files import post, write
 from tests.support.waiting import wait_for
@@ -283,13 +284,32 @@ def test_a_draft_saved_while_an_import_plans_its_address_keeps_it(tmp_path):
     assert Story.objects.get(pk=story.pk).slug == "raced-import"
 
 
+def race_a_form_save(
+    held: Racer, holding: threading.Event, go_on: threading.Event, *, article_id: int
+) -> Racer:
+    """Start `held` (a service that sets `holding` once it holds its first locks, then
+    waits for `go_on`), then an Article form's save of `article_id` (the address's lock,
+    then the row's); let `held` go on once the save waits for a lock. The form's save's
+    racer, both ended."""
+    held.start()
+    assert holding.wait(30)
+    form_save = Racer(
+        lambda: article_update(article=Article.objects.get(pk=article_id), body="Form body.")
+    )
+    form_save.start()
+    wait_for(another_is_waiting_on_a_lock, timeout=20, what="the form's save to wait on a lock")
+    go_on.set()
+    held.join(30)
+    form_save.join(30)
+    return form_save
+
+
 def test_a_story_publish_beside_an_article_form_save_of_its_article_is_no_deadlock(monkeypatch):
     """The Article form's save takes the address's lock, then the article's row; a
     story's publish took the story's row, the article's, then the address's in the
     article's save: one waited for the other's second lock, a deadlock (a review).
     The publish now takes the address before the article's row, and both land."""
     from publishing.services import stories
-    from publishing.services.authoring import article_update
 
     story = published_story("side-by-side")
     story_save(story_id=story.pk, title="Draft title", body="Text.", slug="side-by-side")
@@ -306,16 +326,7 @@ def test_a_story_publish_beside_an_article_form_save_of_its_article_is_no_deadlo
     monkeypatch.setattr(stories, "_content", held_in_the_publish)
     publish = Racer(lambda: story_publish(story_id=story.pk))
     publish.name = "publish"
-    publish.start()
-    assert content_read.wait(30)
-    form_save = Racer(
-        lambda: article_update(article=Article.objects.get(pk=story.pk), body="Form body.")
-    )
-    form_save.start()
-    wait_for(another_is_waiting_on_a_lock, timeout=20, what="the form's save to wait on a lock")
-    go_on.set()
-    publish.join(30)
-    form_save.join(30)
+    form_save = race_a_form_save(publish, content_read, go_on, article_id=story.pk)
 
     assert (publish.error, form_save.error) == (None, None)
     assert Article.objects.get(pk=story.pk).body == "Form body."
@@ -328,7 +339,6 @@ def test_publish_now_beside_an_article_form_save_is_no_deadlock(monkeypatch):
     from types import SimpleNamespace
 
     from publishing.services import operator
-    from publishing.services.authoring import article_update
 
     article = article_create(
         title="Tomorrow",
@@ -347,16 +357,7 @@ def test_publish_now_beside_an_article_form_save_is_no_deadlock(monkeypatch):
     monkeypatch.setattr(operator, "timezone", SimpleNamespace(now=now_held_in_publish_now))
     publish_now = Racer(lambda: operator.article_publish_now(article_id=article.pk))
     publish_now.name = "publish-now"
-    publish_now.start()
-    assert row_locked.wait(30)
-    form_save = Racer(
-        lambda: article_update(article=Article.objects.get(pk=article.pk), body="Form body.")
-    )
-    form_save.start()
-    wait_for(another_is_waiting_on_a_lock, timeout=20, what="the form's save to wait on a lock")
-    go_on.set()
-    publish_now.join(30)
-    form_save.join(30)
+    form_save = race_a_form_save(publish_now, row_locked, go_on, article_id=article.pk)
 
     assert (publish_now.error, form_save.error) == (None, None)
     assert Article.objects.get(pk=article.pk).body == "Form body."
