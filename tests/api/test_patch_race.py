@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 
 import pytest
 from django.db import connection
@@ -32,47 +33,73 @@ def lock_waiters() -> int:
         return cursor.fetchone()[0]
 
 
-def test_two_patches_of_other_fields_at_once_both_land(make_token, monkeypatch):
-    _user, token = make_token()
-    article = Article.objects.create(title="Original", body="original body", slug="two-patches")
+def patch(token: str, article_id: int, fields: dict) -> int:
+    """A PATCH of `fields` on a connection of its own: its status."""
+    try:
+        client = Client(headers={"Authorization": f"Bearer {token}"})
+        response = client.patch(
+            f"/api/articles/{article_id}", json.dumps(fields), content_type="application/json"
+        )
+        return response.status_code
+    finally:
+        connection.close()
+
+
+def beside_a_held_patch(monkeypatch, token, article_id, fields, other: Callable[[], object]):
+    """A PATCH of `fields`, held just after it read the article, and `other` run on a
+    connection of its own meanwhile; the PATCH goes on once `other` has ended or waits
+    for a lock. (The PATCH's status, what `other` returned or the repr of its error.)"""
     real_content = endpoints._content
-    title_read, go_on = threading.Event(), threading.Event()
+    read, go_on = threading.Event(), threading.Event()
+    outcomes: dict[str, object] = {}
 
     def held_after_the_read(payload, *, article=None):
-        fields = real_content(payload, article=article)
-        if "title" in fields:
-            title_read.set()
+        found = real_content(payload, article=article)
+        if threading.current_thread().name == "held":
+            read.set()
             go_on.wait(30)
-        return fields
+        return found
 
-    monkeypatch.setattr(endpoints, "_content", held_after_the_read)
-    answers: dict[str, int] = {}
-
-    def patch(fields: dict) -> None:
+    def run_other() -> None:
         try:
-            client = Client(headers={"Authorization": f"Bearer {token}"})
-            response = client.patch(
-                f"/api/articles/{article.pk}", json.dumps(fields), content_type="application/json"
-            )
-            answers[next(iter(fields))] = response.status_code
+            outcomes["other"] = other()
+        except Exception as exc:  # what the tests are about: a lost race's error
+            outcomes["other"] = repr(exc)
         finally:
             connection.close()
 
-    first = threading.Thread(target=patch, args=({"title": "New title"},))
-    first.start()
-    assert title_read.wait(30)
-    second = threading.Thread(target=patch, args=({"body": "new body"},))
+    monkeypatch.setattr(endpoints, "_content", held_after_the_read)
+    held = threading.Thread(
+        target=lambda: outcomes.update(patch=patch(token, article_id, fields)), name="held"
+    )
+    held.start()
+    assert read.wait(30)
+    second = threading.Thread(target=run_other)
     second.start()
     wait_for(
         lambda: not second.is_alive() or lock_waiters() > 0,
         timeout=30,
-        what="the second PATCH to finish or to wait for the row",
+        what="the other to finish or to wait for a lock",
     )
     go_on.set()
-    first.join(30)
+    held.join(30)
     second.join(30)
+    return outcomes.get("patch"), outcomes.get("other")
 
-    assert answers == {"title": 200, "body": 200}
+
+def test_two_patches_of_other_fields_at_once_both_land(make_token, monkeypatch):
+    _user, token = make_token()
+    article = Article.objects.create(title="Original", body="original body", slug="two-patches")
+
+    answers = beside_a_held_patch(
+        monkeypatch,
+        token,
+        article.pk,
+        {"title": "New title"},
+        lambda: patch(token, article.pk, {"body": "new body"}),
+    )
+
+    assert answers == (200, 200)
     row = Article.objects.get(pk=article.pk)
     assert (row.title, row.body) == ("New title", "new body")
 
@@ -85,52 +112,14 @@ def test_a_patch_beside_an_admin_save_of_the_same_article_waits_instead_of_deadl
     deadlocked with it, and one of the two failed (a review's finding). Both land."""
     _user, token = make_token()
     article = Article.objects.create(title="Original", body="original body", slug="side-by-side")
-    real_content = endpoints._content
-    patch_read, go_on = threading.Event(), threading.Event()
 
-    def held_after_the_read(payload, *, article=None):
-        fields = real_content(payload, article=article)
-        patch_read.set()
-        go_on.wait(30)
-        return fields
+    def admin_save() -> str:
+        article_update(article=Article.objects.get(pk=article.pk), body="admin body")
+        return "saved"
 
-    monkeypatch.setattr(endpoints, "_content", held_after_the_read)
-    outcomes: dict[str, object] = {}
-
-    def patch() -> None:
-        try:
-            client = Client(headers={"Authorization": f"Bearer {token}"})
-            response = client.patch(
-                f"/api/articles/{article.pk}",
-                json.dumps({"title": "API title"}),
-                content_type="application/json",
-            )
-            outcomes["patch"] = response.status_code
-        finally:
-            connection.close()
-
-    def admin_save() -> None:
-        try:
-            article_update(article=Article.objects.get(pk=article.pk), body="admin body")
-            outcomes["admin"] = "saved"
-        except Exception as exc:  # what the test is about: a deadlock's error
-            outcomes["admin"] = repr(exc)
-        finally:
-            connection.close()
-
-    api_thread = threading.Thread(target=patch)
-    api_thread.start()
-    assert patch_read.wait(30)
-    admin_thread = threading.Thread(target=admin_save)
-    admin_thread.start()
-    wait_for(
-        lambda: not admin_thread.is_alive() or lock_waiters() > 0,
-        timeout=30,
-        what="the admin save to finish or to wait for a lock",
+    outcomes = beside_a_held_patch(
+        monkeypatch, token, article.pk, {"title": "API title"}, admin_save
     )
-    go_on.set()
-    api_thread.join(30)
-    admin_thread.join(30)
 
-    assert outcomes == {"patch": 200, "admin": "saved"}
+    assert outcomes == (200, "saved")
     assert Article.objects.get(pk=article.pk).body == "admin body"
