@@ -67,15 +67,7 @@ from api.services import article_create_once, request_digest
 from api.tokens import token_lookup
 from publishing import selectors as publishing_selectors
 from publishing.exceptions import NotOnTheBlog, StoryConflict
-from publishing.models import (
-    DRAFT_FIELDS,
-    Article,
-    Story,
-    StoryState,
-    WebhookDelivery,
-    key_of,
-    normalize_slug,
-)
+from publishing.models import DRAFT_FIELDS, Article, Story, StoryState, WebhookDelivery
 from publishing.services import (
     article_create,
     article_requeue,
@@ -88,7 +80,6 @@ from publishing.services import (
     story_withdraw,
 )
 from publishing.text_limits import validate_xml_chars
-from work.db import address_locks
 
 NON_FIELD = "__all__"  # as Django names errors that belong to no one field
 MAX_ID = 2**63 - 1  # the largest primary key either database stores
@@ -454,16 +445,9 @@ def patch_article(
     # only their own fields: a save writes every content field from the copy it holds,
     # and two PATCHes that read before either wrote lost one's change (a review's
     # finding). A delete or withdraw meanwhile: the draft's path, or 404, not a 500.
-    # The address's lock first, then the row's: the order every save takes them
-    # (Article.save, then its _save_edit), so a PATCH beside an admin save of the same
-    # article waits for it instead of deadlocking (a review's finding).
+    # (The row's lock, then in the save the address's: the order every save takes.)
     with transaction.atomic():
-        key = Article.objects.filter(pk=id).values_list("slug_key", flat=True).first()
-        article = None
-        if key is not None:
-            keys = {key, *([key_of(normalize_slug(payload.slug))] if payload.slug else [])}
-            address_locks(keys)
-            article = Article.objects.select_for_update().filter(pk=id).first()
+        article = Article.objects.select_for_update().filter(pk=id).first()
         if article is not None:
             fields = _content(payload, article=article)
             if fields:

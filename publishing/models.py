@@ -550,6 +550,11 @@ class Article(models.Model):
             self.slug = self._unique_slug(slug_from_title(self.title))
         self.fill_slug_keys()
         with transaction.atomic():
+            # An edit locks its row first, then the address: the one order every writer
+            # of an article takes them in (a story's publish, "Publish now" and the API's
+            # PATCH lock the row before they save; in the other order each deadlocked
+            # with an Article form's save of the same article: docs/design.md).
+            before = "" if self._state.adding else self._lock_row()
             if not derived_slug:  # a derived slug is free already
                 # A draft saved at this address meanwhile is checked in another table:
                 # the address's lock makes the two saves take turns (work.db).
@@ -564,7 +569,7 @@ class Article(models.Model):
                 self.wants_publish = self.status == ArticleStatus.PENDING
                 self._save_new(derived_slug, *args, **kwargs)
                 return
-            self._save_edit()
+            self._save_edit(before)
 
     def get_absolute_url(self) -> str:
         return f"/{self.slug}/"
@@ -719,8 +724,14 @@ class Article(models.Model):
                 self.content_hash = self._content_hash()
         raise ValidationError({"slug": _("Could not find a free slug; please choose one.")})
 
-    def _save_edit(self) -> None:
-        """Save what a writer edits; never the pipeline's fields.
+    def _lock_row(self) -> str:
+        """Lock this article's row for the save's transaction: its stored content hash."""
+        rows = Article.objects.filter(pk=self.pk).select_for_update()
+        return rows.values_list("content_hash", flat=True).get()
+
+    def _save_edit(self, before: str) -> None:
+        """Save what a writer edits; never the pipeline's fields. `before`: the content
+        hash stored, read under the row's lock (`_lock_row`).
 
         A form holds a copy of the row from when it was opened; writing that copy's
         status, attempts or lease would undo a worker's claim or outcome. So only the
@@ -728,7 +739,6 @@ class Article(models.Model):
         """
         rows = Article.objects.filter(pk=self.pk)
         with transaction.atomic():
-            before = rows.select_for_update().values_list("content_hash", flat=True).get()
             # Decided before super().save(), whose post_save receiver reads it.
             self.wants_publish = changed = before != self.content_hash
             fields = [*CONTENT_FIELDS, "slug_key", "content_hash", "updated_at"]

@@ -389,8 +389,10 @@ def _write_chunk(
 ) -> bool:
     """One transaction. Returns whether a due row was written (then batches go out)."""
     with transaction.atomic():
-        refused = _create(new)
+        # The edits' rows first, then the new rows' addresses: the order a save takes
+        # an article's row and an address in (Article.save).
         edits = _update(changed)
+        refused = _create(new)
     refused_ids = {id(p) for p, _reason in refused}
     for p, reason in refused:
         _report(report, on_result, FileResult(p.path, Action.FAILED, reason, p.article.slug))

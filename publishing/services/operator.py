@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_publish
 from publishing.models import FRESH_PENDING, Article, ArticleStatus
-from work.db import address_lock
 
 logger = logging.getLogger(__name__)
 
@@ -30,12 +29,6 @@ def article_requeue(*, article_id: int) -> bool:
 def article_publish_now(*, article_id: int) -> bool:
     """A pending row goes out now: no waiting for its schedule or its backoff."""
     with transaction.atomic():
-        # The address's lock before the row's, as every save takes them (its save below
-        # takes the address again): in the other order it deadlocked with an Article
-        # form's save of the same article (docs/design.md, the lock order).
-        key = Article.objects.filter(pk=article_id).values_list("slug_key", flat=True).first()
-        if key:
-            address_lock(key)
         article = (
             Article.objects.select_for_update()
             .filter(pk=article_id, status=ArticleStatus.PENDING)

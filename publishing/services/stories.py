@@ -242,11 +242,6 @@ def story_publish(*, story_id: int) -> Article:
         story = Story.objects.select_for_update().get(pk=story_id)
         if story.trashed_at is not None:
             raise ValidationError("This story is in the trash; restore it first.")
-        # The address the article's save takes, before the article's row: the order an
-        # Article form's save takes them in (a review: story, article, then the address
-        # in its save deadlocked with a save of the article in the Article form).
-        if story.slug_key:
-            address_lock(story.slug_key)
         article = Article.objects.select_for_update().filter(pk=story.pk).first()
         if article is not None and _edited_elsewhere(story, article):
             # Not undone silently: the draft takes it, or it is kept as a revision.

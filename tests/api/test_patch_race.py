@@ -107,9 +107,9 @@ def test_two_patches_of_other_fields_at_once_both_land(make_token, monkeypatch):
 def test_a_patch_beside_an_admin_save_of_the_same_article_waits_instead_of_deadlocking(
     make_token, monkeypatch
 ):
-    """An admin save takes the address's lock, then the row's (Article.save, then
-    _save_edit); a PATCH that took the row's first, then the address's in its save,
-    deadlocked with it, and one of the two failed (a review's finding). Both land."""
+    """A PATCH locks the article's row, then its save the address; an admin save took
+    the address first, then the row, and the two deadlocked, one of them failing (a
+    review's finding). Every save now locks the row first (Article.save). Both land."""
     _user, token = make_token()
     article = Article.objects.create(title="Original", body="original body", slug="side-by-side")
 

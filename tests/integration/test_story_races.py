@@ -288,8 +288,8 @@ def race_a_form_save(
     held: Racer, holding: threading.Event, go_on: threading.Event, *, article_id: int
 ) -> Racer:
     """Start `held` (a service that sets `holding` once it holds its first locks, then
-    waits for `go_on`), then an Article form's save of `article_id` (the address's lock,
-    then the row's); let `held` go on once the save waits for a lock. The form's save's
+    waits for `go_on`), then an Article form's save of `article_id` (the row's lock,
+    then the address's); let `held` go on once the save waits for a lock. The form's save's
     racer, both ended."""
     held.start()
     assert holding.wait(30)
@@ -305,10 +305,10 @@ def race_a_form_save(
 
 
 def test_a_story_publish_beside_an_article_form_save_of_its_article_is_no_deadlock(monkeypatch):
-    """The Article form's save takes the address's lock, then the article's row; a
-    story's publish took the story's row, the article's, then the address's in the
-    article's save: one waited for the other's second lock, a deadlock (a review).
-    The publish now takes the address before the article's row, and both land."""
+    """A story's publish takes the story's row, the article's, then the address's in
+    the article's save; an Article form's save took the address, then the row: one
+    waited for the other's second lock, a deadlock (a review). Every save now locks the
+    row before the address (Article.save), and both land."""
     from publishing.services import stories
 
     story = published_story("side-by-side")
@@ -333,9 +333,9 @@ def test_a_story_publish_beside_an_article_form_save_of_its_article_is_no_deadlo
 
 
 def test_publish_now_beside_an_article_form_save_is_no_deadlock(monkeypatch):
-    """ "Publish now" of a scheduled article saves its new date: it took the row, then the
-    address in the save; an Article form's save takes the address, then the row. It
-    now takes the address first too, and both land."""
+    """ "Publish now" of a scheduled article saves its new date: it locks the row, then
+    its save the address; an Article form's save took the address, then the row. Every
+    save now locks the row first (Article.save), and both land."""
     from types import SimpleNamespace
 
     from publishing.services import operator
