@@ -196,7 +196,7 @@ def address_locks(keys: Iterable[str], *, using: str = "default") -> None:
 
 
 def _address_key(key: str) -> int:
-    # (surrogatepass: a slug not validated yet, e.g. an API request's, may hold one.)
+    # (surrogatepass: any text has a key, also one not validated yet.)
     data = f"blogpublish.address:{key}".encode("utf-8", "surrogatepass")
     digest = hashlib.blake2b(data, digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
