@@ -27,6 +27,8 @@ from django.utils import timezone
 
 from blogpublish.site.documents import rfc3339
 from blogpublish.webhooks import WebhookPublisher, idempotency_key
+from config.celery import app
+from config.queues import celery_queues
 from publishing.models import (
     Article,
     ArticleStatus,
@@ -47,7 +49,7 @@ from tests.support import documented_receiver
 from tests.support.api import bearer
 from tests.support.own_worker import own_worker
 from tests.support.receiver import Receiver
-from tests.support.settling import wait_settled
+from tests.support.settling import wait_settled, worker_is_idle
 from tests.support.waiting import wait_for, wait_status
 
 # Its status with the content it has now (an edit's outcome, not the one before it).
@@ -373,11 +375,22 @@ def test_a_dead_event_stops_blocking_the_next_one(receiver, make_article):
     ]
 
 
-def delivered_then_one_without_message(make_article, slug: str) -> tuple[Article, WebhookDelivery]:
+def delivered_then_one_without_message(
+    receiver, make_article, slug: str
+) -> tuple[Article, WebhookDelivery]:
     """An article published and its event delivered; then one more event of it in the
-    outbox whose message never reached the broker (it was down)."""
+    outbox whose message never reached the broker (it was down).
+
+    The worker that delivered the first one finishes its task first: after the release
+    it sends the article's next pending delivery (`_next_of_article`), and a row made in
+    between would get a message after all, and be taken by the worker (a CI run saw it)."""
     article = wait_current(make_article(slug=slug), "published")
     wait_delivery(published_key(article))
+    queues = [q.name for q in celery_queues(app.conf.task_default_queue)[1]]
+    wait_for(
+        lambda: worker_is_idle(receiver.worker, queues, watchdogs=False),
+        what="the webhook worker to finish the delivery's task",
+    )
     lost = WebhookDelivery.objects.create(
         article_id=article.pk,
         event="article.published",
@@ -388,7 +401,7 @@ def delivered_then_one_without_message(make_article, slug: str) -> tuple[Article
 
 
 def test_the_catch_up_sends_a_delivery_whose_message_was_lost(receiver, make_article):
-    article, lost = delivered_then_one_without_message(make_article, "lost-message")
+    article, lost = delivered_then_one_without_message(receiver, make_article, "lost-message")
 
     report = catch_up()
 
@@ -401,7 +414,7 @@ def test_the_catch_up_sends_a_delivery_whose_message_was_lost(receiver, make_art
 
 
 def test_publish_pending_sends_the_due_deliveries_without_the_broker(receiver, make_article):
-    _article, lost = delivered_then_one_without_message(make_article, "backup-executor")
+    _article, lost = delivered_then_one_without_message(receiver, make_article, "backup-executor")
     out = io.StringIO()
 
     call_command("publish_pending", stdout=out)
@@ -414,7 +427,7 @@ def test_publish_pending_sends_the_due_deliveries_without_the_broker(receiver, m
 def test_with_the_webhook_turned_off_the_outbox_keeps_its_pending_deliveries(
     receiver, make_article, settings
 ):
-    _article, kept = delivered_then_one_without_message(make_article, "webhook-off")
+    _article, kept = delivered_then_one_without_message(receiver, make_article, "webhook-off")
     settings.PUBLISH_WEBHOOK_URL = ""
 
     assert webhook_deliver(delivery_id=kept.pk).reason == "the webhook is off"
