@@ -80,23 +80,45 @@ def normalize_language(value: str) -> str:
     return (value or "").strip().replace("_", "-")
 
 
+# Spaces and hyphens between a tag's words, as one: "machine learning", "Machine-Learning"
+# and "machine - learning" are one tag (as Hugo, whose taxonomy pages are by the term
+# made a URL, and WordPress, whose terms are by slug, take them).
+_WORD_BREAKS_RE = re.compile(r"[\s-]+")
+# How a slug with a hash ends (tag_slug): a slug without one never ends so.
+_HASHED_RE = re.compile(r"(?:^|-)[0-9a-f]{8}$")
+
+
 def tag_key(name: str) -> str:
-    """What two tags are compared by: "Python", "python" and "ＰＹＴＨＯＮ" are one tag."""
-    return unicodedata.normalize("NFKC", name).casefold().strip()
+    """What two tags are compared by: "Python", "python" and "ＰＹＴＨＯＮ" are one tag,
+    and so are "Machine learning" and "machine-learning"."""
+    return _WORD_BREAKS_RE.sub("-", unicodedata.normalize("NFKC", name).casefold().strip())
+
+
+def distinct_tags(names: Iterable[str]) -> list[str]:
+    """`names` with the first spelling of each tag (tag_key) kept, in order: an article
+    saved before two spellings were one tag may carry both."""
+    seen: set[str] = set()
+    kept = []
+    for name in names:
+        if (key := tag_key(name)) not in seen:
+            seen.add(key)
+            kept.append(name)
+    return kept
 
 
 def tag_slug(name: str) -> str:
-    """The folder of a tag's page (tag/<slug>/): its key made a slug, unicode letters
-    kept; when that loses something ("c++", "c#" are both "c"), a short hash of the key
-    follows, so two tags never share a folder. A slug longer than an article's may be
-    (SLUG_MAX_BYTES of UTF-8: a folder's name, and the name it takes when it is moved
-    aside to be removed, must fit in a file name's 255 bytes; 100 Chinese characters
-    are 300) is cut, and the hash follows. Pure: a page links to a tag without a
-    query."""
+    """The folder of a tag's page (tag/<slug>/): its key when that is a slug already,
+    unicode letters kept; otherwise ("c++", "c#" are both "c") the key made a slug and a
+    short hash of the key after it, and so is a key that ends as a hash does
+    ("c-cedb1bac", "20241231"), so two tags never share a folder. A slug longer than an
+    article's may be (SLUG_MAX_BYTES of UTF-8: a folder's name, and the name it takes
+    when it is moved aside to be removed, must fit in a file name's 255 bytes; 100
+    Chinese characters are 300) is cut, and the hash follows. Pure: a page links to a
+    tag without a query."""
     key = tag_key(name)
     slug = slugify(key, allow_unicode=True)
     fits = len(slug.encode("utf-8")) <= SLUG_MAX_BYTES
-    if fits and slug == "-".join(key.split()):
+    if fits and slug == key and not _HASHED_RE.search(slug):
         return slug
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     if not fits:  # cut at a character, the hash and its "-" within the limit

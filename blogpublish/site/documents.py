@@ -44,7 +44,7 @@ from blogpublish.rendering import (
 from blogpublish.site import figures, look, paths, selectors
 from blogpublish.site.selectors import Entry
 from publishing.models import content_hash_of
-from publishing.reader_fields import LANGUAGE_RE, tag_slug
+from publishing.reader_fields import LANGUAGE_RE, distinct_tags, tag_slug
 from publishing.text_limits import first_xml_illegal, strip_xml_illegal
 
 logger = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ def first_image_url(html: str | None, body: str = "") -> str:
 
 def tag_links(tags: Iterable[str]) -> list[dict]:
     """Each tag's name (stripped of what XML cannot carry) and its page's address."""
-    names = [strip_xml_illegal(tag) for tag in tags]
+    names = distinct_tags(strip_xml_illegal(tag) for tag in tags)
     return [{"name": name, "href": paths.tag_href(tag_slug(name))} for name in names if name]
 
 
@@ -343,7 +343,7 @@ def article_page(
     # Formatted here, not with the template's `date` filter (its cost is most of the
     # template's; display_date): the same text.
     date_iso = timezone.localtime(article.publish_at).isoformat()  # the "c" format's text
-    tags = [strip_xml_illegal(tag) for tag in reader["tags"]]
+    tags = distinct_tags(strip_xml_illegal(tag) for tag in reader["tags"])
     links = tag_links(tags)
     if related is None:
         related = selectors.related(reader["tags"], article_id)
@@ -552,7 +552,7 @@ def feed_item(entry: Entry, *, document: str, report: Report) -> FeedItem:
         summary=summary,
         content_html=content_html,
         byline=clean(entry.byline, "byline"),
-        tags=[clean(tag, "tags") for tag in entry.tags],
+        tags=distinct_tags(clean(tag, "tags") for tag in entry.tags),
         language=language if language != settings.SITE_LANGUAGE else "",
         image=first_image_url(content_html, body),
     )

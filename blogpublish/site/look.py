@@ -44,7 +44,8 @@ from blogpublish import rendering
 
 # Bump when `documents.article_page` (or what it calls) writes a page differently with
 # the same templates, renderer and settings: every page is then written again.
-PAGE_FORMAT = 1
+# 2: tags' links by their slugs of migration 0026, one spelling of each tag.
+PAGE_FORMAT = 2
 
 # The templates an article's page is made of.
 PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
@@ -52,8 +53,9 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # 404, favicon) differently with the same templates, renderer and settings.
 # 2: the feeds' content with absolute addresses (a tag's feed is otherwise rewritten only
 # when one of its articles changes). 3: excerpts whose references are defined past the
-# head (the front page's, the feeds' summaries).
-SHARED_FORMAT = 3
+# head (the front page's, the feeds' summaries). 4: tags' links and categories by their
+# keys and slugs of migration 0026 (one spelling of each tag).
+SHARED_FORMAT = 4
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)
 SHARED_TEMPLATES = (

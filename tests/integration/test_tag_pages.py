@@ -72,6 +72,20 @@ def test_tag_pages_follow_publishes_retags_and_deletes(site, make_article):
     assert not TagRefresh.objects.exists()  # every request was taken
 
 
+def test_spellings_of_one_tag_share_its_page_and_a_hash_like_name_has_its_own(site, make_article):
+    """ "Machine learning" and "machine-learning" are one tag (reader_fields.tag_key): one
+    page lists both articles. A tag named as the folder of "c++" is another tag, with a
+    folder of its own: neither page is written over by the other's."""
+    live(make_article(slug="ml-spaced", tags=["Machine learning", "c++"]))
+    live(make_article(slug="ml-hyphened", tags=["machine-learning", tag_slug("c++")]))
+    wait_settled()
+
+    assert tagged("machine learning") == ["ml-hyphened", "ml-spaced"]
+    assert tag_folder("Machine learning") == tag_folder("machine-learning")
+    assert tagged("c++") == ["ml-spaced"]
+    assert tagged(tag_slug("c++")) == ["ml-hyphened"]
+
+
 def test_the_full_check_writes_a_lost_tag_page_and_removes_a_stray_one(site, make_article):
     live(make_article(slug="tag-kept", tags=["kept"]))
     wait_settled()

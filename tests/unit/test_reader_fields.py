@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 from django.core.exceptions import ValidationError
+from hypothesis import given
+from hypothesis import strategies as st
 
 from publishing.models import Article, content_hash_of
 from publishing.reader_fields import (
@@ -133,6 +135,43 @@ def test_tag_slug__readable_when_it_can_be_and_never_shared():
     assert all(len(slug.encode()) <= SLUG_MAX_BYTES for slug in long)
     assert len(set(long)) == 3 and long[0].startswith("数" * 60)
     assert tag_slug("数" * 66) == "数" * 66  # 198 bytes: fits, kept whole
+
+
+def test_tag_key__spaces_and_hyphens_between_words_are_one():
+    """As Hugo (its taxonomy pages are by the term made a URL) and WordPress (terms by
+    slug) take them: the spellings that shared a folder are one tag."""
+    from publishing.reader_fields import distinct_tags, normalize_tags, tag_key
+
+    spellings = [
+        "machine learning",
+        "Machine-Learning",
+        " machine  -  learning ",
+        "MACHINE\tLEARNING",
+    ]
+    assert {tag_key(s) for s in spellings} == {"machine-learning"}
+    assert tag_key("c++") != tag_key("c#") and tag_key("数 据") == "数-据"
+    assert normalize_tags("machine learning, Machine-Learning, ml") == ["machine learning", "ml"]
+    assert distinct_tags(["Web Dev", "web-dev", "Go", "go"]) == ["Web Dev", "Go"]
+
+
+NAMES = ["c++", "c#", "c", "machine learning", "2024", "数据库", "数" * 100, "-", "_x", "Ω"]
+
+
+@given(st.lists(st.text(min_size=1, max_size=12), max_size=20))
+def test_tag_slug__two_tags_never_share_a_folder(extra):
+    """Distinct keys, distinct slugs, also when a tag is named as another's hashed slug
+    ("c-cedb1bac": the slug of "c++") or looks like a hash ("20241231", "deadbeef")."""
+    from publishing.reader_fields import tag_key, tag_slug
+
+    names = [*NAMES, *extra, "20241231", "deadbeef", "a-0123abcd"]
+    names += [tag_slug(n) for n in names]  # each one's folder, written as a tag of its own
+    by_slug: dict[str, set[str]] = {}
+    for name in names:
+        if tag_key(name):
+            by_slug.setdefault(tag_slug(name), set()).add(tag_key(name))
+    assert {slug: keys for slug, keys in by_slug.items() if len(keys) > 1} == {}
+    assert tag_slug(tag_slug("c++")) != tag_slug("c++")  # the guard of a hash-like key
+    assert tag_slug("deadbeef") != "deadbeef"
 
 
 @pytest.mark.parametrize("slug", ["TAG", "author"])

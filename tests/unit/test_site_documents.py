@@ -115,6 +115,24 @@ def test_article_page__control_characters_are_stripped():
     assert not any(ord(ch) < 32 and ch not in "\t\n\r" for ch in page)
 
 
+def test_article_page__two_spellings_of_one_tag_are_one_link():
+    """An article saved before "Machine learning" and "machine-learning" were one tag
+    (migration 0026) may carry both: its page names the tag once."""
+    article = SimpleNamespace(
+        title="Tagged",
+        slug="tagged",
+        body="Text.",
+        publish_at=MOMENT,
+        tags=["Machine learning", "machine-learning", "Go"],
+    )
+
+    page = documents.article_page(article, around=ALONE, related=[])
+
+    assert page.count('rel="tag" href="/tag/machine-learning/"') == 1
+    assert page.count('property="article:tag"') == 2
+    assert ">Machine learning</a>" in page and 'href="/tag/go/">Go</a>' in page
+
+
 def test_character_references_to_controls_in_valid_markdown_are_stripped_silently():
     # Found by the fuzz test: "&#1;" is valid Markdown (nothing XML refuses is stored),
     # and the HTML sanitiser decodes it to U+0001 in the excerpt and the page.
