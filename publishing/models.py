@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping
@@ -201,10 +202,18 @@ def normalize_reader_fields(obj: Article | Story) -> None:
     obj.tags = normalize_tags(obj.tags)
 
 
+# Blank lines before the text: nothing in Markdown.
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+
+
 def normalize_body(value: str) -> str:
     """Browsers send a textarea's lines with CRLF; stored and hashed with LF, so saving an
-    article unchanged from the admin publishes nothing."""
-    return value.replace("\r\n", "\n").replace("\r", "\n")
+    article unchanged from the admin publishes nothing. The blank lines before the text
+    and the whitespace after it, which change nothing in Markdown, are dropped, as a
+    Markdown file's are when it is imported (markdown_files): an exported article
+    imports unchanged, whatever way it was written."""
+    text = value.replace("\r\n", "\n").replace("\r", "\n")
+    return _LEADING_BLANK_LINES.sub("", text, count=1).rstrip()
 
 
 def normalize_slug(value: str) -> str:

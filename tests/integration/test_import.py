@@ -160,6 +160,9 @@ def test_export_then_import_into_an_empty_database_gives_the_same_articles(
     make_article(title="你好，世界", slug="你好-世界", body="中文正文。\n\n<script>x</script>")
     make_article(title="yes", body="A title YAML would read as a boolean.")
     make_article(title="Quotes: 'single' \"double\" # hash", body="---\n\nA rule first.")
+    # Blank lines before the text and whitespace after it (an API client's file, a
+    # textarea's): stored without them, as an imported file's are.
+    make_article(title="Spaced", body="  \n\n    code first\n\ntext  \n\n\n")
     make_article(
         title="Later", body="Scheduled.", publish_at=datetime(2031, 5, 1, 10, 30, tzinfo=UTC)
     )
