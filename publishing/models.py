@@ -778,7 +778,9 @@ class TagKind(models.TextChoices):
 class Tag(models.Model):
     """A tag, or a byline, some live article carries: one row per tag (per byline),
     whatever its spelling ("Python" and "python" are one tag: `key`,
-    reader_fields.tag_key). `name` is the first spelling that went live."""
+    reader_fields.tag_key). `name` is the spelling of its newest live article, as its
+    pages show it (blogpublish.site.build.shown_name; set by the pass that writes them),
+    the first spelling that went live until then."""
 
     kind = models.CharField(max_length=8, choices=TagKind.choices, default=TagKind.TAG)
     name = models.CharField(max_length=max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH))

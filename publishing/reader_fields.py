@@ -84,8 +84,11 @@ def normalize_language(value: str) -> str:
 # and "machine - learning" are one tag (as Hugo, whose taxonomy pages are by the term
 # made a URL, and WordPress, whose terms are by slug, take them).
 _WORD_BREAKS_RE = re.compile(r"[\s-]+")
-# How a slug with a hash ends (tag_slug): a slug without one never ends so.
-_HASHED_RE = re.compile(r"(?:^|-)[0-9a-f]{8}$")
+# The hash a tag's slug ends with when the key is not a slug (tag_slug): 64 bits, so
+# that no two tags share a folder by chance (32 bits met after some 50,000 tries).
+HASH_CHARS = 16
+# How a slug with a hash ends: a slug without one never ends so.
+_HASHED_RE = re.compile(rf"(?:^|-)[0-9a-f]{{{HASH_CHARS}}}$")
 
 
 def tag_key(name: str) -> str:
@@ -109,8 +112,9 @@ def distinct_tags(names: Iterable[str]) -> list[str]:
 def tag_slug(name: str) -> str:
     """The folder of a tag's page (tag/<slug>/): its key when that is a slug already,
     unicode letters kept; otherwise ("c++", "c#" are both "c") the key made a slug and a
-    short hash of the key after it, and so is a key that ends as a hash does
-    ("c-cedb1bac", "20241231"), so two tags never share a folder. A slug longer than an
+    short hash of the key after it, and so is a key that ends as a hash does (a tag
+    named as the folder of "c++" is), so two tags share no folder (but by a 64-bit
+    hash's collision). A slug longer than an
     article's may be (SLUG_MAX_BYTES of UTF-8: a folder's name, and the name it takes
     when it is moved aside to be removed, must fit in a file name's 255 bytes; 100
     Chinese characters are 300) is cut, and the hash follows. Pure: a page links to a
@@ -120,9 +124,10 @@ def tag_slug(name: str) -> str:
     fits = len(slug.encode("utf-8")) <= SLUG_MAX_BYTES
     if fits and slug == key and not _HASHED_RE.search(slug):
         return slug
-    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
     if not fits:  # cut at a character, the hash and its "-" within the limit
-        slug = slug.encode("utf-8")[: SLUG_MAX_BYTES - 9].decode("utf-8", "ignore").rstrip("-")
+        cut = SLUG_MAX_BYTES - HASH_CHARS - 1
+        slug = slug.encode("utf-8")[:cut].decode("utf-8", "ignore").rstrip("-")
     return f"{slug}-{digest}" if slug else digest
 
 

@@ -35,6 +35,7 @@ from blogpublish.site.state import SiteState
 from blogpublish.storage import SiteStorage
 from blogpublish.storage.base import payload
 from publishing.models import ArticleStatus
+from publishing.reader_fields import tag_key
 from work.checkpoints import checkpoint_clear, checkpoint_read, checkpoint_save
 
 logger = logging.getLogger(__name__)
@@ -243,6 +244,9 @@ def write_tag_pages(
     left = False
     listings = _listings(tags, chunk=BUSY_READ_CHUNK if busy else TAG_READ_CHUNK)
     for number, (tag, listing) in enumerate(zip(tags, listings, strict=False), 1):
+        renamed = shown_name(tag, listing[1])
+        if renamed != tag["name"]:  # API and desk say it as its pages do (selectors)
+            selectors.tag_rename(tag["id"], renamed)
         written = write_tag(
             site, tag, write=tag_write, archive_write=batch.write_if_changed, listing=listing
         )
@@ -301,7 +305,7 @@ def write_tag(
         count, entries = listing
     if not count:
         return False
-    term = documents.Term(tag["kind"], tag["name"], tag["slug"])
+    term = documents.Term(tag["kind"], shown_name(tag, entries), tag["slug"])
     older = older_than_front(count)
     older_href = term.page_href(older) if older else ""
     page = documents.tag_page(term, entries, older_href=older_href, report=report)
@@ -317,6 +321,20 @@ def write_tag(
         report=report,
     )
     return True
+
+
+def shown_name(tag: dict, entries: list[Entry]) -> str:
+    """The name a tag's (byline's) pages show: its spelling on its newest article, so a
+    tag respelled ("Javascript" → "JavaScript") is shown as written now once its newest
+    article says so; the row's (the first spelling) when none of `entries` has it."""
+    if entries:
+        newest = entries[0]
+        key = tag_key(tag["name"])
+        names = (newest.byline,) if tag["kind"] == "author" else newest.tags
+        for name in names:
+            if tag_key(name) == key:
+                return name
+    return tag["name"]
 
 
 def write_tag_archive(

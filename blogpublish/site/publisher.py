@@ -34,6 +34,7 @@ from blogpublish.storage import SiteStorage, Staged, site_storage
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError, TransientPublishError
 from publishing.models import tags_refresh
 from publishing.publishers import BasePublisher
+from publishing.services.live_tags import live_tags_heal
 from work.checkpoints import checkpoint_clear
 from work.lease import Fence, Overtaken
 
@@ -433,7 +434,12 @@ class StaticSitePublisher(BasePublisher):
         """The full check of the tag and author pages: every tag and byline a listed
         article carries is asked for (a TagRefresh each), so the rebuild below writes
         its page and feed again where they differ; a folder under tag/ or author/ that
-        names no such tag or byline is removed."""
+        names no such tag or byline is removed. First the index itself is repaired
+        (rows an earlier release made by its own keys, rows naming a tag merged away:
+        live_tags_heal)."""
+        healed = live_tags_heal()
+        if healed:
+            logger.warning("reconcile: the live tags of %d articles made again", healed)
         in_use = selectors.tags_in_use()
         tags_refresh(in_use.values())
         for kind, folder in paths.TERM_DIRS.items():

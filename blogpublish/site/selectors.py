@@ -339,6 +339,11 @@ def tags_in_use() -> dict[tuple[str, str], int]:
     return {(kind, slug): tag_id for kind, slug, tag_id in rows}
 
 
+def tag_rename(tag_id: int, name: str) -> None:
+    """The tag's (byline's) name as its pages now show it (build.shown_name)."""
+    Tag.objects.filter(pk=tag_id).update(name=name)
+
+
 def tag_refresh_requests(limit: int) -> list[dict]:
     """The tags named by the oldest `limit` requests to write a tag's pages again
     (TagRefresh), oldest request first: each with its id, kind, name, slug, `requests`

@@ -3,12 +3,18 @@ with the live version so a tag's page is one index range (docs/site.md, "Tags").
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from datetime import datetime
+
+from django.apps import apps as django_apps
+from django.db import IntegrityError, transaction
 
 from publishing.models import Article, ArticleTag, Tag, TagKind, tags_refresh
 from publishing.reader_fields import tag_key, tag_slug
 from work.db import insert_rows
+
+logger = logging.getLogger(__name__)
 
 
 def live_tags_write(articles: Iterable[Article]) -> None:
@@ -82,3 +88,78 @@ def _read_tag_ids(terms: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int
         for kind, key, pk in rows.values_list("kind", "key", "id")
         if (kind, key) in terms
     }
+
+
+# --- rows of an earlier release -----------------------------------------------------------
+
+
+def tags_by_their_keys(apps=django_apps) -> set[int]:
+    """Bring every Tag row to its key and folder of now (reader_fields.tag_key,
+    tag_slug), as migration 0026 first did (it passes its historical models) and the
+    full check does again (a release before it, still running beside it in a rolling
+    deploy, makes rows by its own keys meanwhile). Rows that are now one tag are merged
+    into the oldest (its name, its folder): the others' articles join it (an article
+    that carried both keeps one row), their refresh requests go. The ids whose pages are
+    to be written again are returned and asked for (TagRefresh, every page): the merged
+    ones', the moved ones', and those of a folder a moved one leaves (it may have
+    written there last)."""
+    Tag = apps.get_model("publishing", "Tag")
+    ArticleTag = apps.get_model("publishing", "ArticleTag")
+    TagRefresh = apps.get_model("publishing", "TagRefresh")
+    kept: dict[tuple[str, str], int] = {}
+    moved: dict[int, tuple[str, str]] = {}
+    left: set[tuple[str, str]] = set()  # (kind, slug) a moved row leaves
+    slugs: dict[int, tuple[str, str]] = {}
+    asked: set[int] = set()
+    # The merges first: the kept row may take the key a newer row holds.
+    for tag in Tag.objects.only("id", "kind", "name", "key", "slug").order_by("pk").iterator():
+        key, slug = tag_key(tag.name), tag_slug(tag.name)
+        into = kept.setdefault((tag.kind, key), tag.pk)
+        if into != tag.pk:  # an older row has the key: its articles join that one
+            theirs = ArticleTag.objects.filter(tag_id=into).values("article_id")
+            ArticleTag.objects.filter(tag_id=tag.pk, article_id__in=theirs).delete()
+            ArticleTag.objects.filter(tag_id=tag.pk).update(tag_id=into)
+            TagRefresh.objects.filter(tag_id=tag.pk).delete()
+            Tag.objects.filter(pk=tag.pk).delete()
+            asked.add(into)
+            continue
+        slugs[tag.pk] = (tag.kind, slug)
+        if tag.key != key or tag.slug != slug:
+            moved[tag.pk] = (key, slug)
+            if tag.slug != slug:
+                asked.add(tag.pk)
+                left.add((tag.kind, tag.slug))
+    for pk, (key, slug) in moved.items():
+        Tag.objects.filter(pk=pk).update(key=key, slug=slug)
+    asked |= {pk for pk, kind_slug in slugs.items() if kind_slug in left}
+    TagRefresh.objects.bulk_create(TagRefresh(tag_id=pk, since=None) for pk in sorted(asked))
+    return asked
+
+
+def live_tags_heal() -> int:
+    """The full check's repair of the live tags' index: rows by an earlier release's
+    keys merged (`tags_by_their_keys`), and the rows of articles that name a tag no
+    longer there (an earlier release's completion that read a tag's id as the
+    migration merged it away; ArticleTag.tag has no constraint in the database) made
+    again from their live versions. How many articles' rows were made again."""
+    try:
+        with transaction.atomic():
+            tags_by_their_keys()
+    except IntegrityError:  # a row another process made meanwhile: the next check
+        logger.warning("the full check could not bring the tags to their keys; next time")
+    dangling = (
+        ArticleTag.objects.exclude(tag_id__in=Tag.objects.values("pk"))
+        .values_list("article_id", flat=True)
+        .distinct()
+    )
+    ids = list(dangling)
+    if not ids:
+        return 0
+    with transaction.atomic():
+        # Locked as a completion locks them: its own rewrite of the rows waits, or wins.
+        articles = list(Article.objects.select_for_update().filter(pk__in=ids).order_by("pk"))
+        live_tags_write([a for a in articles if a.published_hash])
+        ArticleTag.objects.filter(article_id__in=ids).exclude(
+            article_id__in=[a.pk for a in articles if a.published_hash]
+        ).delete()
+    return len(ids)

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 
 from blogpublish.site import StaticSitePublisher
-from publishing.models import Article, ArticleStatus, TagRefresh
+from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagRefresh
 from publishing.reader_fields import tag_slug
 from tests.support.settling import wait_settled
 from tests.support.site import tagged as site_tagged
@@ -84,6 +84,60 @@ def test_spellings_of_one_tag_share_its_page_and_a_hash_like_name_has_its_own(si
     assert tag_folder("Machine learning") == tag_folder("machine-learning")
     assert tagged("c++") == ["ml-spaced"]
     assert tagged(tag_slug("c++")) == ["ml-hyphened"]
+
+
+def test_the_full_check_repairs_what_an_earlier_release_left_in_the_tags_index(site, make_article):
+    """A release before migration 0026, still running beside it (a rolling deploy),
+    makes a tag's row by its own key, and a completion of it that read a tag's id as
+    the migration merged that tag away leaves its article's row naming no tag: the full
+    check brings both back (services.live_tags.live_tags_heal), and the tag's page
+    lists every article again."""
+    first = live(make_article(slug="heal-first", tags=["Deep learning"]))
+    second = live(make_article(slug="heal-second", tags=["deep-learning", "other"]))
+    wait_settled()
+    tag = Tag.objects.get(key="deep-learning")
+    # The old release's row (its key kept the space; the same folder) took the first's.
+    old = Tag.objects.create(
+        kind="tag", key="deep learning", name="Deep learning", slug="deep-learning"
+    )
+    ArticleTag.objects.filter(article=first, tag=tag).update(tag=old)
+    # And the second's row names a tag merged away meanwhile.
+    ArticleTag.objects.filter(article=second, tag=tag).update(tag_id=old.pk + 1000)
+
+    StaticSitePublisher().reconcile()
+    wait_settled()
+
+    assert list(Tag.objects.filter(slug="deep-learning").values_list("pk", flat=True)) == [tag.pk]
+    assert set(ArticleTag.objects.filter(tag=tag).values_list("article__slug", flat=True)) == {
+        "heal-first",
+        "heal-second",
+    }
+    assert not ArticleTag.objects.exclude(tag_id__in=Tag.objects.values("pk")).exists()
+    assert tagged("deep learning") == ["heal-second", "heal-first"]
+
+
+def test_a_tag_is_named_as_its_newest_article_spells_it(site, make_article):
+    """ "Javascript" first, then a newer article says "JavaScript": the tag's page, its
+    feed and the tags' list (API, desk) say it the new way; the older article's page
+    keeps its own spelling. A byline the same."""
+    first = live(make_article(slug="js-old", tags=["Javascript"], byline="ann lee"))
+    wait_settled()
+    live(make_article(slug="js-new", tags=["JavaScript"], byline="Ann Lee"))
+    wait_settled()
+
+    page = (tag_folder("javascript") / "index.html").read_text(encoding="utf-8")
+    assert '<span class="meta">JavaScript</span>' in page and "Javascript" not in page
+    feed = (tag_folder("javascript") / "feed.xml").read_text(encoding="utf-8")
+    assert "JavaScript" in feed and "Javascript" not in feed.split("<entry>")[0]
+    author = (tag_folder("Ann Lee", "author") / "index.html").read_text(encoding="utf-8")
+    assert '<span class="meta">Ann Lee</span>' in author
+    assert set(Tag.objects.values_list("kind", "name")) == {
+        ("tag", "JavaScript"),
+        ("author", "Ann Lee"),
+    }
+    old_page = (site / "js-old" / "index.html").read_text(encoding="utf-8")
+    assert ">Javascript</a>" in old_page  # its own spelling, as its writer left it
+    assert first.tags == ["Javascript"]
 
 
 def test_the_full_check_writes_a_lost_tag_page_and_removes_a_stray_one(site, make_article):
