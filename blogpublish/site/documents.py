@@ -276,7 +276,20 @@ def _tag_meta(tags: list[str]) -> SafeString:
     )
 
 
-def _tag_list(links: list[dict]) -> SafeString:
+def chrome_language(page_language: str) -> str:
+    """The language of a page's own words (its links' labels, "Tags:", the dates' month
+    names: the site's) when the page is in another (an article in its own language):
+    those parts then say so (`lang`, WCAG's "language of parts"); "" when they agree."""
+    site = settings.SITE_LANGUAGE
+    return site if page_language.casefold() != site.casefold() else ""
+
+
+def _lang(language: str) -> str:
+    """The `lang` attribute of a part in `language`; "" for none."""
+    return f' lang="{escape(language)}"' if language else ""
+
+
+def _tag_list(links: list[dict], chrome_lang: str = "") -> SafeString:
     """The "Tags:" line under the article, each tag linked to its page; "" without."""
     if not links:
         return SafeString("")
@@ -284,10 +297,11 @@ def _tag_list(links: list[dict]) -> SafeString:
         f'<a class="tag" rel="tag" href="{escape(t["href"])}">{escape(t["name"])}</a>'
         for t in links
     )
-    return SafeString(f'<p class="meta">Tags: {each}</p>')
+    label = f"<span{_lang(chrome_lang)}>Tags:</span>" if chrome_lang else "Tags:"
+    return SafeString(f'<p class="meta">{label} {each}</p>')
 
 
-def _related_section(links: list[dict]) -> SafeString:
+def _related_section(links: list[dict], chrome_lang: str = "") -> SafeString:
     """The related articles' section (RELATED_SECTION finds it); "" without."""
     if not links:
         return SafeString("")
@@ -296,7 +310,7 @@ def _related_section(links: list[dict]) -> SafeString:
     )
     return SafeString(
         '<aside class="related" aria-labelledby="related-heading">\n'
-        '  <h2 id="related-heading">Related articles</h2>\n'
+        f'  <h2 id="related-heading"{_lang(chrome_lang)}>Related articles</h2>\n'
         f"  <ul>{items}\n  </ul>\n</aside>\n"
     )
 
@@ -348,6 +362,8 @@ def article_page(
     if related is None:
         related = selectors.related(reader["tags"], article_id)
     image = first_image_url(rendered)
+    lang = reader["language"] or settings.SITE_LANGUAGE
+    chrome_lang = chrome_language(lang)
     page = render_to_string(
         "blogpublish/article.html",
         {
@@ -367,14 +383,15 @@ def article_page(
             # The look it is written in (blogpublish.site.look), beside the content mark:
             # the re-render reads it to find a page of another look.
             "look": look.look(),
-            "lang": reader["language"] or settings.SITE_LANGUAGE,
+            "lang": lang,
+            "chrome_lang": chrome_lang,
             "byline": shown["byline"],
             "byline_href": paths.tag_href(tag_slug(shown["byline"]), "author")
             if shown["byline"]
             else "",
             # Made here, not by loops in the template (`_tag_meta`, above).
             "tag_meta": _tag_meta(tags),
-            "tag_list": _tag_list(links),
+            "tag_list": _tag_list(links, chrome_lang),
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
@@ -383,7 +400,9 @@ def article_page(
             "older": _link(around.older),
             "newer": _link(around.newer),
             "neighbours_mark": neighbours_mark(around),
-            "related_section": _related_section([link for e in related if (link := _link(e))]),
+            "related_section": _related_section(
+                [link for e in related if (link := _link(e))], chrome_lang
+            ),
             "canonical_url": url,
             "description": description,
             "og_type": "article",
@@ -398,7 +417,7 @@ def article_page(
                     "url": url,
                     "mainEntityOfPage": url,
                     "publisher": {"@type": "Organization", "name": settings.SITE_TITLE},
-                    "inLanguage": reader["language"] or settings.SITE_LANGUAGE,
+                    "inLanguage": lang,
                     **({"image": image} if image else {}),
                     **(
                         {"author": {"@type": "Person", "name": shown["byline"]}}

@@ -133,6 +133,41 @@ def test_article_page__two_spellings_of_one_tag_are_one_link():
     assert ">Machine learning</a>" in page and 'href="/tag/go/">Go</a>' in page
 
 
+def test_article_page__the_sites_own_words_say_their_language_on_a_page_in_another():
+    """An article in French on an English site: the page is French (`<html lang>`), and
+    the site's words around it (the skip link, header, footer, the date line, "Tags:",
+    the related heading, the previous/next labels) say they are English."""
+    french = SimpleNamespace(
+        title="Bonjour",
+        slug="bonjour",
+        body="Texte.",
+        publish_at=MOMENT,
+        language="fr",
+        tags=["voyage"],
+    )
+    related = [entry(2, title="Autre")]
+    around = Neighbours(entry(3), entry(4))
+
+    page = documents.article_page(french, around=around, related=related)
+
+    assert '<html lang="fr">' in page
+    for part in (
+        '<a class="skip" lang="en"',
+        '<header class="site" aria-label="Site" lang="en">',
+        '<footer class="site" aria-label="Site links" lang="en">',
+        '<p class="meta" lang="en"><time',
+        '<span lang="en">Tags:</span>',
+        '<h2 id="related-heading" lang="en">Related articles</h2>',
+        '<span class="meta" lang="en">← Previous</span>',
+        '<span class="meta" lang="en">Next →</span>',
+    ):
+        assert part in page, part
+    english = documents.article_page(
+        SimpleNamespace(**{**vars(french), "language": "EN"}), around=around, related=related
+    )
+    assert '<html lang="EN">' in english and ' lang="en"' not in english
+
+
 def test_character_references_to_controls_in_valid_markdown_are_stripped_silently():
     # Found by the fuzz test: "&#1;" is valid Markdown (nothing XML refuses is stored),
     # and the HTML sanitiser decodes it to U+0001 in the excerpt and the page.
