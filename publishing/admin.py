@@ -167,8 +167,9 @@ class ArticleAdmin(admin.ModelAdmin):
         if db_field.name == "tags":
             kwargs["form_class"] = TagsField
         if db_field.name == "body":
-            # Keep the body as typed: stripping would change an unchanged article's
-            # content (and publish it again) whenever its body ends with a newline.
+            # Keep the body as typed: the form's strip would take the first line's
+            # indentation (an indented code block); the model drops only what it may
+            # (normalize_body), as every other way in does.
             kwargs["strip"] = False
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 

@@ -46,6 +46,8 @@ from django.utils.text import slugify
 from yaml.composer import Composer, ComposerError
 from yaml.events import AliasEvent, CollectionStartEvent, Event, NodeEvent
 
+from publishing.validators import normalize_body
+
 try:  # libyaml: ~10x faster than the pure-Python loader
     from yaml import CSafeDumper as SafeDumper
     from yaml import CSafeLoader as FastSafeLoader
@@ -78,8 +80,6 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 _FRONT_MATTER = re.compile(
     r"\A---[ \t]*\r?\n(?P<yaml>.*?)^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE
 )
-# The blank lines between the closing `---` and the text: a separator, not the body.
-_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 # Jekyll's file names: `2024-05-01-hello-world.md` is the post `hello-world`.
 _JEKYLL_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}-(?=.)")
 # Its date, Jekyll's fallback when the front matter gives none.
@@ -375,7 +375,7 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
     slug = meta.get("slug")
     parsed = ParsedFile(
         title=_text("title", title),
-        body=_LEADING_BLANK_LINES.sub("", text[match.end() :], count=1).rstrip(),
+        body=normalize_body(text[match.end() :]),
         slug="" if slug is None else _text("slug", slug),
         publish_at=None if meta.get("date") is None else parse_date(meta["date"]),
         ignored_keys={_key_name(key) for key in meta if key not in KNOWN_KEYS},

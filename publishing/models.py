@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping
@@ -53,6 +52,7 @@ from publishing.validators import (
     SITEMAP_CHUNK_PREFIX,
     SLUG_MAX_BYTES,
     is_reserved_slug,
+    normalize_body,
     slug_key,
     validate_body_size,
     validate_not_reserved,
@@ -200,20 +200,6 @@ def normalize_reader_fields(obj: Article | Story) -> None:
     obj.byline = normalize_one_line(obj.byline)
     obj.language = normalize_language(obj.language)
     obj.tags = normalize_tags(obj.tags)
-
-
-# Blank lines before the text: nothing in Markdown.
-_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
-
-
-def normalize_body(value: str) -> str:
-    """Browsers send a textarea's lines with CRLF; stored and hashed with LF, so saving an
-    article unchanged from the admin publishes nothing. The blank lines before the text
-    and the whitespace after it, which change nothing in Markdown, are dropped, as a
-    Markdown file's are when it is imported (markdown_files): an exported article
-    imports unchanged, whatever way it was written."""
-    text = value.replace("\r\n", "\n").replace("\r", "\n")
-    return _LEADING_BLANK_LINES.sub("", text, count=1).rstrip()
 
 
 def normalize_slug(value: str) -> str:

@@ -114,3 +114,20 @@ def validate_body_size(value: str) -> None:
             code="body_too_large",
             params={"size": f"{size:,}", "max": f"{BODY_MAX_BYTES:,}"},
         )
+
+
+# Blank lines before the text, and blank lines, spaces and tabs after it.
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+_TRAILING_BLANKS = re.compile(r"[ \t\n]+\Z")
+
+
+def normalize_body(value: str) -> str:
+    """Browsers send a textarea's lines with CRLF; stored and hashed with LF, so saving an
+    article unchanged from the admin publishes nothing. The blank lines before the text
+    and the blank lines, spaces and tabs after it are dropped (what they change is the
+    end of an unclosed code block, nothing a reader sees), as a Markdown file's are when
+    it is imported (markdown_files, with this function): an exported article imports
+    unchanged, whatever way it was written. Other whitespace at the end (a no-break or
+    an ideographic space) is text, kept."""
+    text = value.replace("\r\n", "\n").replace("\r", "\n")
+    return _TRAILING_BLANKS.sub("", _LEADING_BLANK_LINES.sub("", text, count=1))

@@ -85,6 +85,11 @@ class StoryForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["base_version"].initial = self.instance.version
+        body = self.fields.get("body")
+        if isinstance(body, forms.CharField):
+            # As typed: the form's strip would take the first line's indentation (an
+            # indented code block); the model drops only what it may (normalize_body).
+            body.strip = False
         self.saved: Story | None = None
 
     def clean(self):

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.apps import apps as django_apps
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 
 from publishing.models import Article, ArticleTag, Tag, TagKind, tags_refresh
 from publishing.reader_fields import tag_key, tag_slug
@@ -145,7 +145,7 @@ def live_tags_heal() -> int:
     try:
         with transaction.atomic():
             tags_by_their_keys()
-    except IntegrityError:  # a row another process made meanwhile: the next check
+    except (IntegrityError, OperationalError):  # another process meanwhile: the next check
         logger.warning("the full check could not bring the tags to their keys; next time")
     dangling = (
         ArticleTag.objects.exclude(tag_id__in=Tag.objects.values("pk"))

@@ -106,6 +106,16 @@ def test_publish_edit_diff_restore_and_withdraw_from_the_story_page(worker, admi
     assert re.search(r"<td>#1</td><td>[0-9-]+ [0-9:]+</td><td>ok</td>", history)
 
 
+def test_a_drafts_body_keeps_its_first_lines_indentation(admin_client):
+    """An indented code block first: the form keeps its spaces (Django's forms strip a
+    field's value by default), as the article's form does; only the blank lines around
+    the text go (normalize_body), so the draft's preview and its page agree."""
+    body = "\n    code first\n\ntext\n\n"
+    admin_client.post(STORY_ADD, {**article_form(title="Indented", body=body), "_save": "1"})
+
+    assert Story.objects.get(title="Indented").body == "    code first\n\ntext"
+
+
 def test_a_stale_tab_is_refused_with_its_text_kept(admin_client):
     admin_client.post(STORY_ADD, {**article_form(title="Two tabs", body="One."), "_save": "1"})
     story = Story.objects.get()

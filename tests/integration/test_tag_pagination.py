@@ -252,3 +252,17 @@ def test_a_pass_overtaken_before_its_tags_documents_writes_none_of_them(site):  
         rows.update(lease_expires_at=None)  # as the newer pass lets go (a worker waits on it)
 
     assert page.read_bytes() == before and not folder(site, "b").exists()
+
+
+def test_a_respelled_tag_is_named_so_on_every_page(site, small_pages):  # noqa: F811
+    """A newer article spells the tag anew: every page of it, archive pages included,
+    names it so (not only those from the publish's date), as the full check writes them."""
+    site.add(7, tags=["javascript"])
+
+    site.add(1, tags=["JavaScript"])
+
+    for number in (None, 1, 2):
+        html = folder(site, "javascript") / (f"page/{number}/" if number else "") / "index.html"
+        assert '<span class="meta">JavaScript' in html.read_text(), number
+    assert Tag.objects.get().name == "JavaScript"
+    assert_as_the_full_check_writes_them(site)
