@@ -610,8 +610,23 @@ class Article(models.Model):
         return content_hash_of(**{name: getattr(self, name) for name in CONTENT_FIELDS})
 
     def clean_fields(self, exclude=None) -> None:
+        written = bool(self.body)
         self._normalize()
-        super().clean_fields(exclude=exclude)
+        errors: dict = {}
+        try:
+            super().clean_fields(exclude=exclude)
+        except ValidationError as exc:
+            errors = exc.error_dict
+        if written and not self.body and "body" not in (exclude or ()):
+            # Not Django's "cannot be blank", which would puzzle whoever sent some.
+            errors["body"] = [
+                ValidationError(
+                    _("The body has only blank lines and spaces: write some text."),
+                    code="blank_text",
+                )
+            ]
+        if errors:
+            raise ValidationError(errors)
 
     def clean(self) -> None:
         if not self.slug:

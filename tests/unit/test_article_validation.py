@@ -35,6 +35,7 @@ def build(**fields) -> Article:
         ({"slug": "文" * 100}, "slug", "bytes in UTF-8"),
         # bodies
         ({"body": ""}, "body", "cannot be blank"),
+        ({"body": " \n\t\n  "}, "body", "only blank lines and spaces"),
         ({"body": "x" * (BODY_MAX_BYTES + 1)}, "body", "the limit is 1,048,576 bytes"),
         ({"body": "文" * (BODY_MAX_BYTES // 3 + 1)}, "body", "the limit is 1,048,576 bytes"),
     ],
