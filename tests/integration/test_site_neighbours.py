@@ -292,3 +292,23 @@ def test_a_window_of_neighbours_reads_its_range_of_the_listing_not_all_of_it(tra
         return (own if leaf else 0) + sum(rows_read(n) for n in node.get("Plans", []))
 
     assert rows_read(plan["Plan"]) < 100, json.dumps(plan["Plan"])[:2000]
+
+
+def test_the_checks_report_names_no_page_published_while_it_reads(site, monkeypatch):  # noqa: F811
+    """The read-only check lists the site, then reads which pages are needed: an article
+    published right after the database was read (its page written after the listing)
+    is not reported as a page no article has."""
+    site.add(2)
+    owned = selectors.owned_slugs
+
+    def owned_then_a_publish(*args, **kwargs):
+        needed = owned(*args, **kwargs)
+        site.add(1)  # committed and written after this read
+        return needed
+
+    monkeypatch.setattr("blogpublish.site.check.selectors.owned_slugs", owned_then_a_publish)
+
+    report = installation_check(site_storage())
+
+    assert [p for p in report.problems if "no article has it" in p] == []
+    assert (site.root / paths.page_file("article-3")).exists()
