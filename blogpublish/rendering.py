@@ -170,7 +170,16 @@ _CLEANER = nh3.Cleaner(**_POLICY)
 
 
 def _clean(bounded: str) -> str:
-    return _CLEANER.clean(bounded)
+    return _without_stray_rel(_CLEANER.clean(bounded))
+
+
+# A link the sanitiser took the address of (`javascript:`…) keeps the `rel` it adds to
+# every link, which HTML allows only with an `href` (the Nu checker's error).
+_STRAY_REL = re.compile(r'<a((?:(?! href=)[^>])*?) rel="noopener noreferrer"((?:(?! href=)[^>])*)>')
+
+
+def _without_stray_rel(html: str) -> str:
+    return _STRAY_REL.sub(r"<a\1\2>", html) if "<a " in html else html
 
 
 def render_markdown(text: str) -> str:
@@ -189,7 +198,7 @@ def render_markdown_absolute(text: str, *, base_url: str) -> str:
     blogpublish.site.documents keeps the result). The policy keeps no `srcset`, so
     `href` and `src` are every address a reader follows."""
     cleaner = nh3.Cleaner(**_POLICY, url_relative=("rewrite_with_base", base_url))
-    return cleaner.clean(_bounded(text))
+    return _without_stray_rel(cleaner.clean(_bounded(text)))
 
 
 EXCERPT_CHARS = 240
@@ -303,10 +312,16 @@ def render_markdown_and_excerpt(text: str, limit: int = EXCERPT_CHARS) -> tuple[
 _PROSE = nh3.Cleaner(tags=set(), attributes={}, clean_content_tags=EXCERPT_SKIPS)
 
 
+# The bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069):
+# a page's paragraphs end them; joined into one line of text, one paragraph's would
+# run over the rest of the excerpt (a review's finding).
+_BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
 def _excerpt(bounded: str, limit: int) -> str:
     # Prose only: headings, code and footnotes would read as noise in a summary.
     prose = _PROSE.clean(bounded)
-    plain = " ".join(unescape(prose).split())
+    plain = " ".join(unescape(prose).translate(_BIDI_CONTROLS).split())
     if len(plain) <= limit:
         return plain
     cut = plain[:limit]

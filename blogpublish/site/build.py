@@ -36,6 +36,7 @@ from blogpublish.storage import SiteStorage
 from blogpublish.storage.base import payload
 from publishing.models import ArticleStatus
 from publishing.reader_fields import tag_key
+from publishing.text_limits import strip_xml_illegal
 from work.checkpoints import checkpoint_clear, checkpoint_read, checkpoint_save
 
 logger = logging.getLogger(__name__)
@@ -306,7 +307,8 @@ def write_tag(
         count, entries = listing
     if not count:
         return False
-    term = documents.Term(tag["kind"], shown_name(tag, entries), tag["slug"])
+    name = strip_xml_illegal(shown_name(tag, entries))  # a spelling saved past validation
+    term = documents.Term(tag["kind"], name, tag["slug"])
     older = older_than_front(count)
     older_href = term.page_href(older) if older else ""
     page = documents.tag_page(term, entries, older_href=older_href, report=report)

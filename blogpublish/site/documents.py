@@ -102,6 +102,7 @@ def site_context() -> dict:
     return {
         "site_title": settings.SITE_TITLE,
         "site_language": settings.SITE_LANGUAGE,
+        "page_dir": text_direction(settings.SITE_LANGUAGE),
         "home_href": paths.archive_href(None),
         "feed_href": f"{paths.site_path()}/{paths.FEED}",
         "json_feed_href": f"{paths.site_path()}/{paths.JSON_FEED}",
@@ -276,20 +277,61 @@ def _tag_meta(tags: list[str]) -> SafeString:
     )
 
 
-def chrome_language(page_language: str) -> str:
-    """The language of a page's own words (its links' labels, "Tags:", the dates' month
-    names: the site's) when the page is in another (an article in its own language):
-    those parts then say so (`lang`, WCAG's "language of parts"); "" when they agree."""
+# Written right to left: languages whose script is, unless a script subtag says
+# otherwise (BCP 47: "az-Arab" is, "ku" is not, "ckb" is), and those scripts.
+_RTL_LANGUAGES = frozenset(
+    [
+        "ar",
+        "arc",
+        "azb",
+        "ckb",
+        "dv",
+        "fa",
+        "he",
+        "iw",
+        "ji",
+        "ks",
+        "lrc",
+        "mzn",
+        "nqo",
+        "pnb",
+        "ps",
+        "prs",
+        "sd",
+        "syr",
+        "ug",
+        "ur",
+        "yi",
+    ]
+)
+_RTL_SCRIPTS = frozenset(
+    ["Adlm", "Arab", "Hebr", "Mand", "Nkoo", "Rohg", "Samr", "Syrc", "Thaa", "Yezi"]
+)
+
+
+def text_direction(language: str) -> str:
+    """ "rtl" for a language tag written right to left, else "ltr"."""
+    parts = language.replace("_", "-").split("-")
+    script = next((p for p in parts[1:] if len(p) == 4 and p.isalpha()), "")
+    if script:
+        return "rtl" if script.title() in _RTL_SCRIPTS else "ltr"
+    return "rtl" if parts[0].lower() in _RTL_LANGUAGES else "ltr"
+
+
+def chrome_attributes(page_language: str) -> SafeString:
+    """The attributes of the site's own words on a page in another language (its links'
+    labels, "Tags:", the dates' month names, which are the site's): its `lang`, and its
+    `dir` when it is written the other way (WCAG's "language of parts"); "" when the
+    page is in the site's language."""
     site = settings.SITE_LANGUAGE
-    return site if page_language.casefold() != site.casefold() else ""
+    if page_language.casefold() == site.casefold():
+        return SafeString("")
+    direction = text_direction(site)
+    turned = f' dir="{direction}"' if direction != text_direction(page_language) else ""
+    return SafeString(f' lang="{escape(site)}"{turned}')
 
 
-def _lang(language: str) -> str:
-    """The `lang` attribute of a part in `language`; "" for none."""
-    return f' lang="{escape(language)}"' if language else ""
-
-
-def _tag_list(links: list[dict], chrome_lang: str = "") -> SafeString:
+def _tag_list(links: list[dict], chrome: str = "") -> SafeString:
     """The "Tags:" line under the article, each tag linked to its page; "" without."""
     if not links:
         return SafeString("")
@@ -297,20 +339,21 @@ def _tag_list(links: list[dict], chrome_lang: str = "") -> SafeString:
         f'<a class="tag" rel="tag" href="{escape(t["href"])}">{escape(t["name"])}</a>'
         for t in links
     )
-    label = f"<span{_lang(chrome_lang)}>Tags:</span>" if chrome_lang else "Tags:"
+    label = f"<span{chrome}>Tags:</span>" if chrome else "Tags:"
     return SafeString(f'<p class="meta">{label} {each}</p>')
 
 
-def _related_section(links: list[dict], chrome_lang: str = "") -> SafeString:
+def _related_section(links: list[dict], chrome: str = "") -> SafeString:
     """The related articles' section (RELATED_SECTION finds it); "" without."""
     if not links:
         return SafeString("")
     items = "".join(
-        f'\n    <li><a href="{escape(e["href"])}">{escape(e["title"])}</a></li>' for e in links
+        f'\n    <li dir="auto"><a href="{escape(e["href"])}">{escape(e["title"])}</a></li>'
+        for e in links
     )
     return SafeString(
         '<aside class="related" aria-labelledby="related-heading">\n'
-        f'  <h2 id="related-heading"{_lang(chrome_lang)}>Related articles</h2>\n'
+        f'  <h2 id="related-heading"{chrome}>Related articles</h2>\n'
         f"  <ul>{items}\n  </ul>\n</aside>\n"
     )
 
@@ -363,7 +406,7 @@ def article_page(
         related = selectors.related(reader["tags"], article_id)
     image = first_image_url(rendered)
     lang = reader["language"] or settings.SITE_LANGUAGE
-    chrome_lang = chrome_language(lang)
+    chrome = chrome_attributes(lang)
     page = render_to_string(
         "blogpublish/article.html",
         {
@@ -384,14 +427,15 @@ def article_page(
             # the re-render reads it to find a page of another look.
             "look": look.look(),
             "lang": lang,
-            "chrome_lang": chrome_lang,
+            "chrome": chrome,
+            "page_dir": text_direction(lang),
             "byline": shown["byline"],
             "byline_href": paths.tag_href(tag_slug(shown["byline"]), "author")
             if shown["byline"]
             else "",
             # Made here, not by loops in the template (`_tag_meta`, above).
             "tag_meta": _tag_meta(tags),
-            "tag_list": _tag_list(links, chrome_lang),
+            "tag_list": _tag_list(links, chrome),
             "date_iso": date_iso,
             "date_display": display_date(article.publish_at),
             # Stripped first too: the HTML sanitiser refuses a lone surrogate outright.
@@ -401,7 +445,7 @@ def article_page(
             "newer": _link(around.newer),
             "neighbours_mark": neighbours_mark(around),
             "related_section": _related_section(
-                [link for e in related if (link := _link(e))], chrome_lang
+                [link for e in related if (link := _link(e))], chrome
             ),
             "canonical_url": url,
             "description": description,
@@ -625,7 +669,8 @@ def _atom(items: list[dict], *, tag: Term | None = None) -> bytes:
     title, feed_path = settings.SITE_TITLE, f"{paths.site_path()}/{paths.FEED}"
     if tag is not None:
         home = paths.absolute(tag.href)
-        title, feed_path = f"{settings.SITE_TITLE}: {tag.name}", f"{tag.href}{paths.FEED}"
+        name = strip_xml_illegal(tag.name)  # a spelling saved past validation
+        title, feed_path = f"{settings.SITE_TITLE}: {name}", f"{tag.href}{paths.FEED}"
     feed = FullAtom1Feed(
         title=title,
         link=home,

@@ -63,7 +63,9 @@ def media_path(src: str) -> str | None:
 
 def fitted(attrs: dict[str, str], made: Renditions | None) -> str:
     """The `<img>` (in a `<picture>` when it has WebP copies and is not WebP itself)."""
-    attrs = {**attrs, "loading": "lazy", "decoding": "async"}
+    # An image without a text (raw HTML's `<img>`) is said to be decorative (`alt=""`),
+    # as HTML requires of an `<img>` with none (the Nu checker's error).
+    attrs = {**attrs, "alt": attrs.get("alt", ""), "loading": "lazy", "decoding": "async"}
     if made is None:
         return _tag("img", attrs)
     if "width" not in attrs and "height" not in attrs:

@@ -44,7 +44,9 @@ from blogpublish import rendering
 
 # Bump when `documents.article_page` (or what it calls) writes a page differently with
 # the same templates, renderer and settings: every page is then written again.
-# 2: tags' links by their slugs of migration 0026, one spelling of each tag.
+# 2: tags' links by their slugs of migration 0026, one spelling of each tag; an `<img>`
+# without `alt` given `alt=""`, a link without its address no `rel` (the renderer's
+# version does not change with them).
 PAGE_FORMAT = 2
 
 # The templates an article's page is made of.
@@ -54,7 +56,8 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # 2: the feeds' content with absolute addresses (a tag's feed is otherwise rewritten only
 # when one of its articles changes). 3: excerpts whose references are defined past the
 # head (the front page's, the feeds' summaries). 4: tags' links and categories by their
-# keys and slugs of migration 0026 (one spelling of each tag).
+# keys and slugs of migration 0026 (one spelling of each tag), the feeds' links without
+# their address without `rel`, excerpts without bidirectional controls.
 SHARED_FORMAT = 4
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)

@@ -331,12 +331,7 @@ def _same_once_normalized(changed: list[_Planned]) -> list[_Planned]:
     stored = Article.objects.filter(pk__in=[p.article.pk for p in changed]).values(
         "id", *CONTENT_FIELDS
     )
-    now_hash = {}
-    for row in stored:
-        pk = row.pop("id")
-        as_saved = Article(**row)
-        as_saved._normalize()
-        now_hash[pk] = as_saved._content_hash()
+    now_hash = {row["id"]: Article.hash_as_saved_now(row) for row in stored}
     return [p for p in changed if now_hash.get(p.article.pk) == p.article.content_hash]
 
 

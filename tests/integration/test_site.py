@@ -210,7 +210,7 @@ def test_hostile_markdown_is_sanitised_and_rich_markdown_renders(site, make_arti
     assert "alert(" not in main
     assert "onerror" not in main.lower()
     assert "javascript:" not in main.lower()
-    assert '<img src="cat.png" loading="lazy" decoding="async">' in main
+    assert '<img src="cat.png" alt="" loading="lazy" decoding="async">' in main
     assert '<a href="https://example.com/" rel="noopener noreferrer">a safe one</a>' in main
     assert "<table>" in main and '<td style="text-align:right">3.14</td>' in main
     assert "<code class=\"language-python\">print('fenced')" in main

@@ -135,8 +135,9 @@ def test_article_page__two_spellings_of_one_tag_are_one_link():
 
 def test_article_page__the_sites_own_words_say_their_language_on_a_page_in_another():
     """An article in French on an English site: the page is French (`<html lang>`), and
-    the site's words around it (the skip link, header, footer, the date line, "Tags:",
-    the related heading, the previous/next labels) say they are English."""
+    the site's words around it (the skip link, header, footer, the date, the reading
+    time, "Tags:", the related heading, the previous/next labels) say they are English;
+    the byline, a name, is the page's."""
     french = SimpleNamespace(
         title="Bonjour",
         slug="bonjour",
@@ -144,6 +145,7 @@ def test_article_page__the_sites_own_words_say_their_language_on_a_page_in_anoth
         publish_at=MOMENT,
         language="fr",
         tags=["voyage"],
+        byline="Zoé",
     )
     related = [entry(2, title="Autre")]
     around = Neighbours(entry(3), entry(4))
@@ -155,17 +157,74 @@ def test_article_page__the_sites_own_words_say_their_language_on_a_page_in_anoth
         '<a class="skip" lang="en"',
         '<header class="site" aria-label="Site" lang="en">',
         '<footer class="site" aria-label="Site links" lang="en">',
-        '<p class="meta" lang="en"><time',
+        '<time datetime="2025-03-01T12:00:00+00:00" lang="en">',
+        '<span lang="en">1 min read</span>',
         '<span lang="en">Tags:</span>',
         '<h2 id="related-heading" lang="en">Related articles</h2>',
         '<span class="meta" lang="en">← Previous</span>',
         '<span class="meta" lang="en">Next →</span>',
     ):
         assert part in page, part
+    assert '<p class="meta"><time' in page and ">Zoé</a>" in page
     english = documents.article_page(
         SimpleNamespace(**{**vars(french), "language": "EN"}), around=around, related=related
     )
     assert '<html lang="EN">' in english and ' lang="en"' not in english
+
+
+def test_article_page__a_language_written_right_to_left_turns_the_page():
+    """Arabic on an English site: the page is right to left, the site's words left to
+    right; titles of other articles take their own direction (dir="auto", <bdi>)."""
+    arabic = SimpleNamespace(
+        title="مرحبا", slug="marhaba", body="نص عربي.", publish_at=MOMENT, language="ar"
+    )
+    around = Neighbours(entry(3, title="عنوان"), None)
+
+    page = documents.article_page(arabic, around=around, related=[entry(2)])
+
+    assert '<html lang="ar" dir="rtl">' in page
+    assert '<header class="site" aria-label="Site" lang="en" dir="ltr">' in page
+    assert "<bdi>عنوان</bdi>" in page and '<li dir="auto"><a href="/article-2/">' in page
+    assert [documents.text_direction(t) for t in ("he-IL", "az-Arab", "ku", "ur", "zh-Hant")] == [
+        "rtl",
+        "rtl",
+        "ltr",
+        "rtl",
+        "ltr",
+    ]
+
+
+def test_tag_feed__a_name_saved_past_validation_is_stripped_not_fatal():
+    """A tag's spelling with a control character (a row written past validation): its
+    feed is written, the character stripped; it used to fail the whole pass."""
+    feed = documents.tag_feed(documents.Term("tag", "zz\x01", "zz"), [entry(1)])
+
+    assert parsed_feed(feed).feed.title.endswith(": zz")
+
+
+def test_sanitised_html__a_link_without_its_address_keeps_no_rel_and_an_image_has_alt():
+    """What the Nu checker refuses: `rel` on an `<a>` the sanitiser took the `href` of
+    (javascript:), and an `<img>` without `alt` (raw HTML)."""
+    page = documents.article_page(
+        SimpleNamespace(
+            title="Links",
+            slug="links",
+            body='[bad](javascript:alert(1)) [good](https://example.com/)\n\n<img src="x.png">',
+            publish_at=MOMENT,
+        ),
+        around=ALONE,
+        related=[],
+    )
+
+    assert "<a>bad</a>" in page
+    assert '<a href="https://example.com/" rel="noopener noreferrer">good</a>' in page
+    assert '<img src="x.png" alt="" loading="lazy" decoding="async">' in page
+
+
+def test_excerpt__a_paragraphs_direction_override_stays_in_it():
+    from blogpublish.rendering import plain_excerpt
+
+    assert plain_excerpt("\u202eFirst para\n\nSecond para.") == "First para Second para."
 
 
 def test_character_references_to_controls_in_valid_markdown_are_stripped_silently():
