@@ -60,6 +60,9 @@ FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp"}
 EXTENSIONS = {**FORMATS, "MPO": "jpg"}
 # What an article's Markdown names an image by: media/<64 hex>.<ext>.
 IMAGE_REF_RE = re.compile(r"media/([0-9a-f]{64}\.(?:png|jpg|gif|webp))")
+# A smaller copy's address in a text (a writer copies it from a live page's `srcset`):
+# a use of its original, whose hash it begins with.
+COPY_REF_RE = re.compile(r"media/([0-9a-f]{64})-\d+w\.(?:png|jpg|gif|webp)")
 
 
 class ImageRefused(BlogpublishError):
@@ -330,6 +333,7 @@ def used_paths() -> set[str]:
     draft or revision, in the trash too (issue 22): one pass over the bodies; the full
     check reads the whole site anyway."""
     used: set[str] = set()
+    copied: set[str] = set()  # the hashes of the copies named
     named = f"{MEDIA_DIR}/"
     texts = [
         Article.objects.filter(Q(body__contains=named) | Q(published_body__contains=named))
@@ -342,15 +346,31 @@ def used_paths() -> set[str]:
         for row in rows:
             for text in row:
                 used.update(f"{MEDIA_DIR}/{m}" for m in IMAGE_REF_RE.findall(text or ""))
-    return used
+                copied.update(COPY_REF_RE.findall(text or ""))
+    return used | _originals_of(copied)
+
+
+def _originals_of(hashes: set[str]) -> set[str]:
+    """The paths of the images these hashes are of (an original's extension is its row's)."""
+    found: set[str] = set()
+    ordered = sorted(hashes)
+    for start in range(0, len(ordered), 100):
+        either = Q()
+        for digest in ordered[start : start + 100]:
+            either |= Q(path__startswith=f"{MEDIA_DIR}/{digest}.")
+        found.update(Image.objects.filter(either).values_list("path", flat=True))
+    return found
 
 
 def in_use(rel: str) -> bool:
-    """Some article, story or revision names `rel` now."""
-    return (
-        Article.objects.filter(Q(body__contains=rel) | Q(published_body__contains=rel)).exists()
-        or Story.objects.filter(body__contains=rel).exists()
-        or Revision.objects.filter(body__contains=rel).exists()
+    """Some article, story or revision names `rel` (media/<sha256>.<ext>), or one of its
+    copies (media/<sha256>-<width>w.<ext>), now."""
+    copy = f"{rel.rsplit('.', 1)[0]}-"
+    return any(
+        Article.objects.filter(Q(body__contains=name) | Q(published_body__contains=name)).exists()
+        or Story.objects.filter(body__contains=name).exists()
+        or Revision.objects.filter(body__contains=name).exists()
+        for name in (rel, copy)
     )
 
 

@@ -74,7 +74,7 @@ def test_preview__renders_the_sanitised_page_and_changes_nothing(admin_client, s
     assert "<h1>Unsaved &lt;title&gt;</h1>" in html
     assert "<strong>bold</strong>" in html
     assert "<h1>Heading</h1>" in html
-    assert '<img src="x.png" loading="lazy" decoding="async">' in html
+    assert '<img src="x.png" alt="" loading="lazy" decoding="async">' in html
     for removed in ("<script", "onerror", "javascript:"):
         assert removed not in without_json_ld(html)
     assert 'http-equiv="Content-Security-Policy"' in html

@@ -56,6 +56,24 @@ def test_reconcile_removes_only_images_unused_past_the_grace_period(site, settin
     assert all(row.last_used_at and row.last_used_at > long_ago for row in seen)
 
 
+def test_an_image_named_by_one_of_its_copies_is_in_use(site, settings):  # noqa: F811
+    """A writer copies an image's address from a live page, which gives one of its
+    smaller copies (`srcset`): the image and its copies stay (a review's finding: both
+    were removed, and the live page's picture went with them)."""
+    settings.IMAGE_GRACE_SECONDS = 3600
+    stored = images.store(image_bytes(size=(1000, 600)), name="photo.png")
+    made = Image.objects.get(path=stored.path).renditions
+    copy = next(c for c in images.copy_paths(made) if c.endswith("w.webp"))
+    Article(title="Uses a copy", slug="uses-a-copy", body=f"![photo](/{copy})").save()
+    Image.objects.update(uploaded_at=timezone.now() - timedelta(hours=2))
+
+    site.publisher.reconcile()
+
+    assert Image.objects.filter(path=stored.path).exists()
+    assert (site.root / stored.path).is_file() and (site.root / copy).is_file()
+    assert images.in_use(stored.path)
+
+
 def test_uploading_again_renews_the_grace_period(site, settings):  # noqa: F811
     settings.IMAGE_GRACE_SECONDS = 3600
     stored = images.store(image_bytes(), name="a.png")

@@ -43,7 +43,7 @@ def test_saved_article_is_published_with_rendered_sanitised_page(worker, make_ar
     assert "<h1>Heading</h1>" in html
     assert "<script" not in without_json_ld(html)
     assert "onerror" not in html
-    assert '<img src="x.png" loading="lazy" decoding="async">' in html
+    assert '<img src="x.png" alt="" loading="lazy" decoding="async">' in html
     assert article.published_hash == article.content_hash
     assert article.lease_expires_at is None
     assert [a.outcome for a in article.publish_attempts.all()] == [AttemptOutcome.OK]
