@@ -408,22 +408,28 @@ def render(
     *,
     title: str,
     slug: str,
-    publish_at: datetime,
+    publish_at: datetime | None,
     body: str,
     description: str = "",
     language: str = "",
     byline: str = "",
     tags: list[str] | None = None,
+    draft: bool = False,
 ) -> str:
     """An article as a file `parse` reads back into the same fields: the reader fields
     under the keys Jekyll and Hugo read (`author`, `description`, `lang`, `tags`), each
-    only when set."""
-    meta: dict[str, object] = {
-        "title": title,
-        "slug": slug,
-        "date": publish_at.astimezone(UTC).isoformat(),
+    only when set; a draft (a story on no page) with `draft: true`, and its date only
+    when it has one."""
+    meta: dict[str, object] = {"title": title, "slug": slug}
+    if publish_at is not None:
+        meta["date"] = publish_at.astimezone(UTC).isoformat()
+    optional = {
+        "draft": draft,
+        "author": byline,
+        "description": description,
+        "lang": language,
+        "tags": tags,
     }
-    optional = {"author": byline, "description": description, "lang": language, "tags": tags}
     meta.update({key: value for key, value in optional.items() if value})
     front = yaml.dump(meta, Dumper=SafeDumper, allow_unicode=True, sort_keys=False, width=1_000_000)
     return f"---\n{front}---\n\n{body}\n"

@@ -21,6 +21,7 @@ from publishing.models import (
     Story,
     content_hash_of,
 )
+from publishing.services import story_save
 from tests.support.chaos import journal_entries
 from tests.support.import_files import post, run_import, write
 from tests.support.settling import wait_settled
@@ -231,6 +232,38 @@ def test_a_row_saved_before_a_newer_rule_imports_its_export_unchanged(
         Article.objects.values_list("content_hash", "status", "message_id").get(pk=article.pk)
         == before
     )
+
+
+def test_drafts_and_withdrawn_stories_are_exported_and_come_back_as_drafts(worker, tmp_path):
+    """A draft never published (no date) and a withdrawn story are on no page: they are
+    exported with `draft: true`, and an import into an empty database makes them drafts
+    again, as they were (a writer's review: the export left them out). The trash is not
+    exported."""
+    from publishing.services import story_publish, story_trash, story_withdraw
+
+    story_save(title="草稿", slug="cao-gao", body="Not yet.", tags=["ideas"])
+    gone = story_save(title="Gone", slug="gone", body="Was live.")
+    story_publish(story_id=gone.pk)
+    wait_for(
+        lambda: Article.objects.filter(pk=gone.pk, status=ArticleStatus.PUBLISHED).exists(),
+        what="the story published",
+    )
+    story_withdraw(article_id=gone.pk)
+    story_trash(story_id=story_save(title="Binned", slug="binned", body="x").pk)
+    fields = ("title", "slug", "body", "publish_at", "tags", "state")
+    before = sorted(Story.objects.filter(trashed_at__isnull=True).values_list(*fields))
+    folder = tmp_path / "export"
+
+    out = io.StringIO()
+    call_command("export_articles", str(folder), stdout=out)
+
+    assert "0 article(s) and 2 draft(s)" in out.getvalue()
+    assert sorted(p.name for p in folder.iterdir()) == ["cao-gao.md", "gone.md"]
+    Story.objects.all().delete()
+    out, err, code = run_import(str(folder))
+    assert code == 0, err
+    assert sorted(Story.objects.values_list(*fields)) == before
+    assert not Article.objects.exists()
 
 
 JEKYLL_BLOG = Path(__file__).resolve().parents[1] / "jekyll_corpus" / "_posts"

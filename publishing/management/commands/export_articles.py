@@ -3,8 +3,10 @@
     python manage.py export_articles DIR
 
 One `<slug>.md` per article in DIR (made if missing), in the format `import_articles`
-reads: `title`, `slug`, `date` (publish_at, UTC), then the body as stored. Importing
-the folder into an empty database gives the same articles.
+reads: `title`, `slug`, `date` (publish_at, UTC), then the body as stored; and one per
+draft on no page (a story never published, or withdrawn; not in the trash), with
+`draft: true`. Importing the folder into an empty database gives the same articles and
+drafts.
 
 Each file is written to `.<slug>.md.tmp` beside it, created new (`O_CREAT | O_EXCL |
 O_NOFOLLOW`: never through a link, never into a file already there), then renamed into
@@ -22,7 +24,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from publishing.markdown_files import render
-from publishing.models import CONTENT_FIELDS, Article
+from publishing.models import CONTENT_FIELDS, DRAFT_FIELDS, Article, Story, StoryState
 
 FILE_MODE = 0o644
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -55,7 +57,7 @@ def write_file(dir_fd: int, name: str, text: str) -> None:
 
 
 class Command(BaseCommand):
-    help = "Write every article to DIR as Markdown with YAML front matter."
+    help = "Write every article, and every draft, to DIR as Markdown with YAML front matter."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("dir", metavar="DIR", help="the folder to write (made if missing)")
@@ -74,14 +76,30 @@ class Command(BaseCommand):
             written = self._export(folder, dir_fd)
         finally:
             os.close(dir_fd)
-        self.stdout.write(f"export_articles: {written} article(s) written to {folder}")
+        articles, drafts = written
+        self.stdout.write(
+            f"export_articles: {articles} article(s) and {drafts} draft(s) written to {folder}"
+        )
 
-    def _export(self, folder: Path, dir_fd: int) -> int:
+    def _export(self, folder: Path, dir_fd: int) -> tuple[int, int]:
+        articles = Article.objects.order_by("id").values(*CONTENT_FIELDS)
+        # A story's draft with no Article (the same id): never published, or withdrawn.
+        drafts = (
+            Story.objects.filter(state=StoryState.DRAFT, trashed_at__isnull=True)
+            .exclude(pk__in=Article.objects.values("pk"))
+            .exclude(slug="")
+            .order_by("id")
+            .values(*DRAFT_FIELDS)
+        )
+        return self._write(folder, dir_fd, articles), self._write(
+            folder, dir_fd, drafts, draft=True
+        )
+
+    def _write(self, folder: Path, dir_fd: int, rows, *, draft: bool = False) -> int:
         written = 0
-        rows = Article.objects.order_by("id").values(*CONTENT_FIELDS)
         for row in rows.iterator(chunk_size=500):
             slug = row["slug"]
-            text = render(**row)
+            text = render(**row, draft=draft)
             name = f"{slug}.md"
             if "/" in slug or "\x00" in slug or slug.startswith("."):
                 # The database's checks refuse such a slug; a name is never a path.
