@@ -63,6 +63,7 @@ KNOWN_KEYS = frozenset(
         "slug",
         "date",
         "draft",
+        "first_published",
         "author",
         "authors",
         "description",
@@ -207,6 +208,9 @@ class ParsedFile:
     language: str = ""
     byline: str = ""
     tags: list[str] = field(default_factory=list)
+    # An undated draft's date of its first publish (a withdrawn story's, exported):
+    # what publishing it again keeps (`first_published`, written by render()).
+    first_published: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -383,6 +387,9 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         language=_optional_text(meta, "lang", "language"),
         byline=_byline(meta),
         tags=_tags(meta),
+        first_published=(
+            None if meta.get("first_published") is None else parse_date(meta["first_published"])
+        ),
     )
     return Draft(parsed) if is_draft else parsed
 
@@ -415,14 +422,17 @@ def render(
     byline: str = "",
     tags: list[str] | None = None,
     draft: bool = False,
+    first_published: datetime | None = None,
 ) -> str:
     """An article as a file `parse` reads back into the same fields: the reader fields
     under the keys Jekyll and Hugo read (`author`, `description`, `lang`, `tags`), each
     only when set; a draft (a story on no page) with `draft: true`, and its date only
-    when it has one."""
+    when it has one (an undated one published before: `first_published`)."""
     meta: dict[str, object] = {"title": title, "slug": slug}
     if publish_at is not None:
         meta["date"] = publish_at.astimezone(UTC).isoformat()
+    elif first_published is not None:  # an undated draft, published before: its date
+        meta["first_published"] = first_published.astimezone(UTC).isoformat()
     optional = {
         "draft": draft,
         "author": byline,

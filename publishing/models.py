@@ -748,10 +748,6 @@ class Article(models.Model):
         as_saved._normalize()
         return as_saved._content_hash()
 
-    def _stored_is_the_same(self, rows: models.QuerySet) -> bool:
-        stored = rows.values(*CONTENT_FIELDS).first()
-        return stored is not None and Article.hash_as_saved_now(stored) == self.content_hash
-
     def _save_edit(self, before: str) -> None:
         """Save what a writer edits; never the pipeline's fields. `before`: the content
         hash stored, read under the row's lock (`_lock_row`).
@@ -762,23 +758,6 @@ class Article(models.Model):
         """
         rows = Article.objects.filter(pk=self.pk)
         with transaction.atomic():
-            if before != self.content_hash and self._stored_is_the_same(rows):
-                # A row stored before a newer rule of normalize (a body's trailing
-                # newline, two spellings of one tag), saved unchanged: kept as it is.
-                self.wants_publish = False
-                self.refresh_from_db(
-                    fields=[
-                        *CONTENT_FIELDS,
-                        "content_hash",
-                        "updated_at",
-                        "status",
-                        "attempts",
-                        "last_error",
-                        "next_attempt_at",
-                        "lease_expires_at",
-                    ]
-                )
-                return
             # Decided before super().save(), whose post_save receiver reads it.
             self.wants_publish = changed = before != self.content_hash
             fields = [*CONTENT_FIELDS, "slug_key", "content_hash", "updated_at"]

@@ -284,20 +284,26 @@ _RTL_LANGUAGES = frozenset(
         "ar",
         "arc",
         "azb",
+        "bal",
         "ckb",
         "dv",
         "fa",
+        "glk",
         "he",
         "iw",
         "ji",
+        "khw",
         "ks",
         "lrc",
         "mzn",
         "nqo",
+        "ota",
         "pnb",
-        "ps",
         "prs",
+        "ps",
         "sd",
+        "sdh",
+        "skr",
         "syr",
         "ug",
         "ur",
@@ -310,9 +316,15 @@ _RTL_SCRIPTS = frozenset(
 
 
 def text_direction(language: str) -> str:
-    """ "rtl" for a language tag written right to left, else "ltr"."""
+    """ "rtl" for a language tag written right to left, else "ltr". A script subtag is
+    read before the extensions (`ar-EG-u-nu-latn` is Arabic, `en-u-nu-arab` English)."""
     parts = language.replace("_", "-").split("-")
-    script = next((p for p in parts[1:] if len(p) == 4 and p.isalpha()), "")
+    head = []
+    for part in parts[1:]:
+        if len(part) == 1:  # a singleton: extensions and private use follow
+            break
+        head.append(part)
+    script = next((p for p in head if len(p) == 4 and p.isalpha()), "")
     if script:
         return "rtl" if script.title() in _RTL_SCRIPTS else "ltr"
     return "rtl" if parts[0].lower() in _RTL_LANGUAGES else "ltr"

@@ -457,6 +457,10 @@ def _keep_draft(path: Path, parsed: ParsedFile, *, dry_run: bool) -> FileResult:
             saved = story
         else:
             saved = story_save(story_id=story.pk if story else None, note="imported", **fields)
+            if saved is not None and parsed.first_published is not None:  # kept by a publish
+                Story.objects.filter(pk=saved.pk, first_publish_at__isnull=True).update(
+                    first_publish_at=parsed.first_published
+                )
     except ValidationError as exc:
         return FileResult(path, Action.FAILED, _messages(exc), slug)
     if story is None:

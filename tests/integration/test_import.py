@@ -250,8 +250,9 @@ def test_drafts_and_withdrawn_stories_are_exported_and_come_back_as_drafts(worke
     )
     story_withdraw(article_id=gone.pk)
     story_trash(story_id=story_save(title="Binned", slug="binned", body="x").pk)
-    fields = ("title", "slug", "body", "publish_at", "tags", "state")
+    fields = ("title", "slug", "body", "publish_at", "first_publish_at", "tags", "state")
     before = sorted(Story.objects.filter(trashed_at__isnull=True).values_list(*fields))
+    assert Story.objects.get(pk=gone.pk).first_publish_at is not None  # its date, kept
     folder = tmp_path / "export"
 
     out = io.StringIO()
@@ -264,6 +265,8 @@ def test_drafts_and_withdrawn_stories_are_exported_and_come_back_as_drafts(worke
     assert code == 0, err
     assert sorted(Story.objects.values_list(*fields)) == before
     assert not Article.objects.exists()
+    out, err, code = run_import(str(folder))  # again: nothing changes
+    assert out.splitlines()[-1].startswith("import_articles: created 0, updated 0, unchanged 2")
 
 
 JEKYLL_BLOG = Path(__file__).resolve().parents[1] / "jekyll_corpus" / "_posts"

@@ -108,7 +108,7 @@ def test_a_live_articles_old_address_is_not_free_for_another(quiet_article):
 
 
 def test_saving_unchanged_from_the_admin_publishes_nothing(quiet_article, sent_tasks):
-    article = quiet_article("admin-unchanged", body="Line one.\n\nLine two.\n")
+    article = quiet_article("admin-unchanged", body="Line one.\n\nLine two.")
     claim = article_claim(article_id=article.pk)
     assert article_complete(claim=claim).outcome == "published"
     admin = get_user_model().objects.create_superuser("ed", "ed@example.com", "pw-ed-123456")

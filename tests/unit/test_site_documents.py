@@ -185,12 +185,16 @@ def test_article_page__a_language_written_right_to_left_turns_the_page():
     assert '<html lang="ar" dir="rtl">' in page
     assert '<header class="site" aria-label="Site" lang="en" dir="ltr">' in page
     assert "<bdi>عنوان</bdi>" in page and '<li dir="auto"><a href="/article-2/">' in page
-    assert [documents.text_direction(t) for t in ("he-IL", "az-Arab", "ku", "ur", "zh-Hant")] == [
+    tags = ("he-IL", "az-Arab", "ku", "ur", "zh-Hant", "ar-EG-u-nu-latn", "en-u-nu-arab", "sdh")
+    assert [documents.text_direction(t) for t in tags] == [
         "rtl",
         "rtl",
         "ltr",
         "rtl",
         "ltr",
+        "rtl",
+        "ltr",
+        "rtl",
     ]
 
 

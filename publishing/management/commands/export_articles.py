@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import F
 
 from publishing.markdown_files import render
 from publishing.models import CONTENT_FIELDS, DRAFT_FIELDS, Article, Story, StoryState
@@ -89,7 +90,7 @@ class Command(BaseCommand):
             .exclude(pk__in=Article.objects.values("pk"))
             .exclude(slug="")
             .order_by("id")
-            .values(*DRAFT_FIELDS)
+            .values(*DRAFT_FIELDS, first_published=F("first_publish_at"))
         )
         return self._write(folder, dir_fd, articles), self._write(
             folder, dir_fd, drafts, draft=True
