@@ -129,6 +129,30 @@ STATUS_COLOURS = {
 }
 
 
+def moved_address(article_id: int) -> tuple[str, str] | None:
+    """(live slug, new slug) when the article is live under another slug than its
+    content's: once the new version is live, the old address answers 404 (the site
+    keeps no redirect)."""
+    row = Article.objects.filter(pk=article_id).values("slug", "published_slug").first()
+    if row and row["published_slug"] and row["published_slug"] != row["slug"]:
+        return row["published_slug"], row["slug"]
+    return None
+
+
+def warn_of_a_moved_address(model_admin, request: HttpRequest, article_id: int) -> None:
+    """Tell the writer that a live article's new slug leaves its old address dead."""
+    moved = moved_address(article_id)
+    if moved:
+        old, new = moved
+        model_admin.message_user(
+            request,
+            f"The address “{old}” becomes “{new}” once this version is live: links to the "
+            f"old one (shared, bookmarked, in search results) will find nothing. Keep the "
+            f"slug “{old}” to keep them working.",
+            messages.WARNING,
+        )
+
+
 @admin.register(Article)
 class ArticleAdmin(admin.ModelAdmin):
     # tuple[str, ...]: the writer's desk (blogpublish.admin) shows more of each.
@@ -178,6 +202,7 @@ class ArticleAdmin(admin.ModelAdmin):
         fields = {name: form.cleaned_data[name] for name in CONTENT_FIELDS}
         if change:
             article_update(article=obj, **fields)
+            warn_of_a_moved_address(self, request, obj.pk)
             return
         created = article_create(**fields)
         # The admin goes on with `obj` (the inlines, the log entry, the redirect).

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_POST
 from blogpublish.desk import cheatsheet, images
 from blogpublish.site.paths import article_url
 from publishing import selectors as publishing_selectors
+from publishing.admin import warn_of_a_moved_address
 from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.forms import TagsField
 from publishing.models import DRAFT_FIELDS, Article, Revision, Story, StoryState
@@ -200,6 +201,7 @@ class StoryAdmin(admin.ModelAdmin):
                 "Published: it goes live as soon as a worker takes it.",
                 messages.SUCCESS,
             )
+            warn_of_a_moved_address(self, request, saved.pk)
 
     def has_delete_permission(self, request: HttpRequest, obj: Story | None = None) -> bool:
         """A story on the blog goes to the trash with its article, a delete of what

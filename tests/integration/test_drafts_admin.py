@@ -116,6 +116,36 @@ def test_a_drafts_body_keeps_its_first_lines_indentation(admin_client):
     assert Story.objects.get(title="Indented").body == "    code first\n\ntext"
 
 
+def test_publishing_a_new_slug_of_a_live_article_warns_that_its_old_address_dies(
+    worker, admin_client
+):
+    """The site keeps no redirect: a writer who publishes a live article under another
+    slug is told the old address will answer nothing (a writer's review: links shared
+    and indexed died without a word). A publish that keeps the slug says nothing."""
+    admin_client.post(STORY_ADD, {**article_form(title="Moving", body="Text."), "_save": "1"})
+    story = Story.objects.get()
+    admin_client.post(story_page(story.pk), {**story_form(story), "_publish": "1"})
+    wait_published(story.pk, "Text.")
+    story.refresh_from_db()
+
+    kept = admin_client.post(
+        story_page(story.pk), {**story_form(story, body="Edited."), "_publish": "1"}, follow=True
+    )
+    story.refresh_from_db()
+    moved = admin_client.post(
+        story_page(story.pk), {**story_form(story, slug="moved"), "_publish": "1"}, follow=True
+    )
+
+    def said(response) -> list[str]:
+        return [str(m) for m in response.context["messages"]]
+
+    assert not any("will find nothing" in m for m in said(kept))
+    assert any(
+        "The address “moving” becomes “moved”" in m and "will find nothing" in m
+        for m in said(moved)
+    ), said(moved)
+
+
 def test_a_stale_tab_is_refused_with_its_text_kept(admin_client):
     admin_client.post(STORY_ADD, {**article_form(title="Two tabs", body="One."), "_save": "1"})
     story = Story.objects.get()
