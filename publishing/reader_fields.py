@@ -114,11 +114,10 @@ def tag_slug(name: str) -> str:
     unicode letters kept; otherwise ("c++", "c#" are both "c") the key made a slug and a
     short hash of the key after it, and so is a key that ends as a hash does (a tag
     named as the folder of "c++" is), so two tags share no folder (but by a 64-bit
-    hash's collision). A slug longer than an
-    article's may be (SLUG_MAX_BYTES of UTF-8: a folder's name, and the name it takes
-    when it is moved aside to be removed, must fit in a file name's 255 bytes; 100
-    Chinese characters are 300) is cut, and the hash follows. Pure: a page links to a
-    tag without a query."""
+    hash's collision). A slug longer than an article's may be (SLUG_MAX_BYTES of UTF-8:
+    a folder's name, and the name it takes when it is moved aside to be removed, must
+    fit in a file name's 255 bytes; 100 Chinese characters are 300) is cut, and the
+    hash follows. Pure: a page links to a tag without a query."""
     key = tag_key(name)
     slug = slugify(key, allow_unicode=True)
     fits = len(slug.encode("utf-8")) <= SLUG_MAX_BYTES
@@ -141,16 +140,10 @@ def normalize_tags(value: object) -> list[str]:
         value = _split_tags(value)
     if not isinstance(value, list | tuple):
         return value  # type: ignore[return-value]
-    seen: set[str] = set()
-    tags = []
-    for tag in value:
-        if not isinstance(tag, str):
-            return list(value)  # the validator names it
-        tag = " ".join(tag.split())  # one line, single spaces
-        if tag and tag_key(tag) not in seen:
-            seen.add(tag_key(tag))
-            tags.append(tag)
-    return tags
+    if not all(isinstance(tag, str) for tag in value):
+        return list(value)  # the validator names it
+    one_line = (" ".join(tag.split()) for tag in value)  # single spaces
+    return distinct_tags(tag for tag in one_line if tag)
 
 
 def validate_tags(value: object) -> None:

@@ -248,7 +248,7 @@ def write_tag_pages(
         renamed = shown_name(tag, listing[1])
         if renamed != tag["name"]:  # API and desk say it as its pages do (selectors)
             selectors.tag_rename(tag["id"], renamed)
-            tag = {**tag, "since": None}  # every archive page names it too
+            tag = {**tag, "name": renamed, "since": None}  # every archive page names it too
         written = write_tag(
             site, tag, write=tag_write, archive_write=batch.write_if_changed, listing=listing
         )
