@@ -27,6 +27,7 @@ from publishing.services import (
     article_requeue,
 )
 from publishing.services.publish import release
+from tests.support.desk import article_form
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -218,3 +219,34 @@ def test_an_overtaken_attempt_that_ends_late_is_counted_once(quiet_article):
     record = PublishAttempt.objects.get(pk=old.record.pk)
     assert record.outcome == AttemptOutcome.RETRY and "late failure" in record.error
     assert article_complete(claim=new).outcome == "published"
+
+
+def test_the_article_form_warns_when_a_live_articles_slug_moves(quiet_article, sent_tasks):
+    """The article form, as the desk's Publish does: a live article saved under another
+    slug is told its old address will answer nothing; saved under its own, nothing."""
+    article = quiet_article("form-moving", body="Text.")
+    claim = article_claim(article_id=article.pk)
+    assert article_complete(claim=claim).outcome == "published"
+    admin = get_user_model().objects.create_superuser("ed", "ed@example.com", "pw-ed-123456")
+    client = Client()
+    client.force_login(admin)
+    when = claim.article.publish_at
+
+    def save(slug: str, body: str) -> list[str]:
+        response = client.post(
+            f"/admin/publishing/article/{article.pk}/change/",
+            article_form(title="form-moving", body=body, slug=slug, when=when),
+            follow=True,
+        )
+        assert response.status_code == 200, response.content.decode()[:2000]
+        return [str(m) for m in response.context["messages"]]
+
+    kept = save("form-moving", "Edited.")
+    moved = save("form-moved", "Edited again.")
+
+    assert Article.objects.get(pk=article.pk).slug == "form-moved"
+    assert not any("will find nothing" in m for m in kept), kept
+    assert any(
+        "The address “form-moving” becomes “form-moved”" in m and "will find nothing" in m
+        for m in moved
+    ), moved
