@@ -131,8 +131,8 @@ STATUS_COLOURS = {
 
 def moved_address(article_id: int) -> tuple[str, str] | None:
     """(live slug, new slug) when the article is live under another slug than its
-    content's: once the new version is live, the old address answers 404 (the site
-    keeps no redirect)."""
+    content's: once the new version is live, the old address sends readers on to the
+    new one (FormerAddress, docs/site.md "Former addresses")."""
     row = Article.objects.filter(pk=article_id).values("slug", "published_slug").first()
     if row and row["published_slug"] and row["published_slug"] != row["slug"]:
         return row["published_slug"], row["slug"]
@@ -140,15 +140,16 @@ def moved_address(article_id: int) -> tuple[str, str] | None:
 
 
 def warn_of_a_moved_address(model_admin, request: HttpRequest, article_id: int) -> None:
-    """Tell the writer that a live article's new slug leaves its old address dead."""
+    """Tell the writer that a live article's new slug moves its address: the old one
+    sends readers on, until another article takes it."""
     moved = moved_address(article_id)
     if moved:
         old, new = moved
         model_admin.message_user(
             request,
-            f"The address “{old}” becomes “{new}” once this version is live: links to the "
-            f"old one (shared, bookmarked, in search results) will find nothing. Keep the "
-            f"slug “{old}” to keep them working.",
+            f"The address “{old}” becomes “{new}” once this version is live. Links to the "
+            f"old one (shared, bookmarked, in search results) are sent on to the new one, "
+            f"until another article takes “{old}”.",
             messages.WARNING,
         )
 

@@ -844,6 +844,34 @@ class ArticleTag(models.Model):
         return f"{self.article_id} #{self.tag_id}"
 
 
+class FormerAddress(models.Model):
+    """A slug a live article was published under before its current one: its folder
+    holds a page that sends readers on to the article's live page, as WordPress sends
+    an old slug on (docs/site.md, "Former addresses"). Recorded by the completion that
+    moved the article (services.publish), in its transaction. Not a claim on the slug:
+    an article that takes it has its page there, and the page that sends readers on
+    comes back only if that article leaves it. At most one article per slug, the one
+    that left it last.
+
+    A delete (and a withdraw) leaves the rows to the refresh pass that settles it: the
+    delete's note names their folders (the site's `forget` runs after the row is gone,
+    in post_delete), and the pass removes the folders and the rows (build.settle); the
+    full check removes any row whose article is gone. Hence no constraint and no
+    cascade in the database or in Django."""
+
+    slug = models.CharField(max_length=200, unique=True)
+    article = models.ForeignKey(
+        Article,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="former_addresses",
+    )
+    left_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.slug} → {self.article_id}"
+
+
 class TagRefresh(models.Model):
     """A tag whose page and feed are to be written again: inserted (never updated, so a
     popular tag is no lock two completions wait on) with the live tags' change that

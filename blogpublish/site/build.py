@@ -56,13 +56,23 @@ def write_if_changed(site: Site, rel: str, data: str | bytes) -> bool:
     return site.write_if_changed(rel, data)
 
 
-def remove_unneeded(site: SiteStorage, slugs: Iterable[str], *, besides: int | None = None) -> None:
+def settle_page_dirs(
+    site: SiteStorage, slugs: Iterable[str], *, besides: int | None = None
+) -> None:
     """Remove the page directories no article (other than `besides`) needs: each under
-    its page guard, after reading who needs it, so a page written meanwhile stays."""
+    its page guard, after reading who needs it, so a page written meanwhile stays. A
+    former address of a listed article (selectors.moved_to) gets, or keeps, the page
+    that sends readers on to the article's live page (docs/site.md, "Former
+    addresses")."""
     for slug in sorted({slug for slug in slugs if slug}):
         with page_guard(slugs=[slug]):
-            if not selectors.slug_owned(slug, besides=besides):
+            if selectors.slug_owned(slug, besides=besides):
+                continue
+            moved = selectors.moved_to(slug)
+            if moved is None:
                 site.delete_tree(paths.page_name(slug))
+            elif site.write_if_changed(paths.page_file(slug), documents.moved_page(*moved)):
+                logger.info("%s/ sends readers on to %s/", slug, moved[0])
 
 
 def settle(state: SiteState) -> tuple[list[int], list[int]]:
@@ -78,6 +88,9 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
     says, and a page an earlier date's attempt wrote goes.
     """
     rows = selectors.article_states(state.written)
+    # Its former addresses too: each sends readers on to where it is now, or goes with
+    # it (a delete's note names them: the rows went with the article).
+    former = selectors.former_slugs_of(state.written)
     changed, inserted = [], []
     for article_id, written in list(state.written.items()):
         row = rows.get(article_id)
@@ -91,7 +104,10 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
             continue
         state.settle(article_id)
         live = row["published_slug"] if row else ""
-        state.removals.append((sorted(set(written.slugs) - {live}), article_id))
+        leaving = {*written.slugs, *former.get(article_id, ())} - {live}
+        state.removals.append((sorted(leaving), article_id))
+        if row is None and article_id in former:
+            selectors.former_addresses_forget([article_id])  # their folders go above
         if row is None:
             state.shifted = state.shifted or written.was_listed
             state.rebuild = state.rebuild or written.was_listed

@@ -144,10 +144,12 @@ def _unneeded_problems(site: SiteStorage) -> Iterator[str]:
     present = sorted(site.page_dirs())
     folders = {kind: site.names(folder) for kind, folder in paths.TERM_DIRS.items()}
     archive, top = site.names(paths.ARCHIVE_DIR), site.names()
-    needed = selectors.owned_slugs()
+    owned, moved = selectors.owned_slugs(), selectors.moved_slugs()
     for name in present:
-        if paths.is_article_dir_name(name) and name not in needed:
+        if paths.is_article_dir_name(name) and name not in owned | moved:
             yield f"the page {name}/ is served and no article has it"
+    for slug in sorted(moved - owned - set(present)):
+        yield f"the former address {slug}/ does not send readers on"
     in_use = selectors.tags_in_use()
     for kind, folder in paths.TERM_DIRS.items():
         for name in folders[kind]:

@@ -177,6 +177,22 @@ def not_found_page() -> str:
     )
 
 
+def moved_page(slug: str, title: str) -> str:
+    """The page at a former address of an article (FormerAddress): sends the reader on
+    to its live page at once, as Hugo's alias pages do (a refresh of 0 seconds, the live
+    page as canonical, kept out of search results); not a page of the site's look, and
+    never in the sitemap (docs/site.md, "Former addresses")."""
+    return render_to_string(
+        "blogpublish/moved.html",
+        {
+            **site_context(),
+            "href": paths.article_href(slug),
+            "url": paths.article_url(slug),
+            "title": strip_xml_illegal(title),
+        },
+    )
+
+
 # The site's icon: a letter on the accent colour, as SVG (every current browser takes
 # an SVG favicon; the CSP's img-src 'self' allows it).
 FAVICON_SVG = (

@@ -314,7 +314,12 @@ class StaticSitePublisher(BasePublisher):
         with page_guard(slugs=(), article_id=article.pk):
             add_note(
                 article_id=article.pk,
-                slugs=[article.slug, article.published_slug],
+                # Its former addresses' rows go with it: the note names their folders.
+                slugs=[
+                    article.slug,
+                    article.published_slug,
+                    *selectors.former_slugs_of([article.pk]).get(article.pk, ()),
+                ],
                 listed=listed,
                 # Where it was listed: its neighbours' links name it (`_repair_settled`).
                 listed_at=selectors.listed_date(article.published_publish_at) if listed else "",
@@ -393,13 +398,17 @@ class StaticSitePublisher(BasePublisher):
         differs; with `fence`, as `refresh`, stopping at the budget). The pages read
         are those that may have changed since the last check, and a rotating slice of
         the rest (blogpublish.site.full_check)."""
-        needed = selectors.owned_slugs()
+        selectors.former_addresses_forget()  # of articles gone (a pass settles them too)
+        owned = selectors.owned_slugs()
+        moved = selectors.moved_slugs()
         scope = full_check.scope_begin()
         present = self.site.page_dirs()
         for name in sorted(present):
-            if paths.is_article_dir_name(name) and name not in needed:
+            if paths.is_article_dir_name(name) and name not in owned | moved:
                 logger.info("reconcile: removing %s/, which no article needs", name)
-                build.remove_unneeded(self.site, [name])
+                build.settle_page_dirs(self.site, [name])
+        # Each former address's page, written if missing or sending readers elsewhere.
+        build.settle_page_dirs(self.site, moved - owned)
         counts = [0, 0]  # pages read, pages listed
         self._repair_pages(selectors.listed_pages(), present=present, scope=scope, counts=counts)
         full_check.scope_done(scope, read=counts[0], listed=counts[1])
@@ -581,7 +590,7 @@ class StaticSitePublisher(BasePublisher):
         for slugs, article_id in state.removals:
             # The full check removes what is left.
             with contextlib.suppress(OSError, StorageError):
-                build.remove_unneeded(self.site, slugs, besides=article_id)
+                build.settle_page_dirs(self.site, slugs, besides=article_id)
 
 
 # Why a page is written again that no one did wrong: a publish or a withdraw gave it new

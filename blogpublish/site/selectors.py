@@ -30,7 +30,15 @@ from blogpublish import rendering
 from blogpublish.desk.renditions import Renditions
 from blogpublish.models import Image
 from publishing.db import EpochMicroseconds, epoch_micros, utc_datetime
-from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagKind, TagRefresh
+from publishing.models import (
+    Article,
+    ArticleStatus,
+    ArticleTag,
+    FormerAddress,
+    Tag,
+    TagKind,
+    TagRefresh,
+)
 from publishing.reader_fields import tag_key
 
 # Enough of the body for an excerpt, without reading a 1 MiB body to show 240 characters
@@ -864,6 +872,53 @@ def owned_slugs() -> set[str]:
         if being_written:
             needed.add(slug)
     return needed
+
+
+# --- former addresses: the pages that send readers on ---------------------------------
+
+
+def _former_of_listed() -> QuerySet[FormerAddress]:
+    return FormerAddress.objects.exclude(article__published_hash="").exclude(
+        article__published_slug=""
+    )
+
+
+def moved_to(slug: str) -> tuple[str, str] | None:
+    """(live slug, live title) of the listed article that left `slug` last, where the
+    page at `slug` sends readers (FormerAddress); None if no listed article left it."""
+    row = (
+        _former_of_listed()
+        .filter(slug=slug)
+        .values_list("article__published_slug", "article__published_title")
+        .first()
+    )
+    return row if row and row[0] != slug else None
+
+
+def former_slugs_of(article_ids: Iterable[int]) -> dict[int, list[str]]:
+    """The former addresses of these articles, listed or not."""
+    found: dict[int, list[str]] = {}
+    rows = FormerAddress.objects.filter(article_id__in=list(article_ids))
+    for article_id, slug in rows.values_list("article_id", "slug"):
+        found.setdefault(article_id, []).append(slug)
+    return found
+
+
+def former_addresses_forget(article_ids: Iterable[int] | None = None) -> int:
+    """The former addresses of these deleted articles (None: of every article that is
+    gone) forgotten; how many."""
+    rows = FormerAddress.objects.all()
+    if article_ids is None:
+        rows = rows.exclude(article_id__in=Article.objects.values("pk"))
+    else:
+        rows = rows.filter(article_id__in=list(article_ids))
+    return rows.delete()[0]
+
+
+def moved_slugs() -> set[str]:
+    """Every former address of a listed article: a folder the site keeps (a page that
+    sends readers on, or another article's page where one took the address)."""
+    return set(_former_of_listed().values_list("slug", flat=True))
 
 
 # --- the full check: live pages that are missing ------------------------------------

@@ -41,7 +41,7 @@ class SiteState:
     # Notes of pending articles that this pass counted as listed (build.settle).
     counted: dict[int, Written] = field(default_factory=dict)
     # Page directories settled notes no longer need, with the article that wrote them:
-    # removed after the pass commits, each under its page guard (build.remove_unneeded).
+    # removed after the pass commits, each under its page guard (build.settle_page_dirs).
     removals: list[tuple[list[str], int]] = field(default_factory=list)
     # Settled by this pass: a listed article left or moved, so positions shifted and a
     # rebuild in progress starts over (build.rebuild's checkpoint no longer holds).

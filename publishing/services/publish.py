@@ -71,7 +71,13 @@ from publishing import rollup
 from publishing.dispatch import discard_messages, dispatch_many, eta_horizon
 from publishing.exceptions import TIME_LIMITS, PermanentPublishError
 from publishing.logcontext import log_context
-from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
+from publishing.models import (
+    Article,
+    ArticleStatus,
+    AttemptOutcome,
+    FormerAddress,
+    PublishAttempt,
+)
 from publishing.publishers import get_publishers, publish_many_of
 from publishing.selectors import backlog_waiting, due_q
 from publishing.services.alarms import article_dead_alert
@@ -561,6 +567,7 @@ def complete(*, claims: list[Claim], request_refresh: bool = True) -> list[Attem
         published = [c for c in claims if c.article.pk in done_ids]
         if published:
             _record_published(published)
+            _record_moves([c.article for c in published])
         results = []
         for claim in claims:
             with log_context(article_id=claim.article.pk, attempt=claim.attempt):
@@ -583,6 +590,26 @@ def _live_key() -> Case:
     return Case(
         When(slug_key__contains="#", then=Substr(F("slug_key"), 1, cut_at - 1)),
         default=F("slug_key"),
+    )
+
+
+def _record_moves(articles: list[Article]) -> None:
+    """The slugs the published articles left, their former addresses (FormerAddress:
+    the folder sends readers on), each now the address of the article that left it
+    last; an article back at a slug it had left has that one no longer. No statement
+    when none moved (the claim read each row's live slug)."""
+    moved = [a for a in articles if a.published_slug and a.published_slug != a.slug]
+    if not moved:
+        return
+    now = timezone.now()
+    FormerAddress.objects.filter(
+        article_id__in=[a.pk for a in moved], slug__in=[a.slug for a in moved]
+    ).delete()
+    FormerAddress.objects.bulk_create(
+        [FormerAddress(slug=a.published_slug, article_id=a.pk, left_at=now) for a in moved],
+        update_conflicts=True,
+        unique_fields=["slug"],
+        update_fields=["article", "left_at"],
     )
 
 

@@ -22,7 +22,8 @@ from django.db import connection
 from blogpublish.desk import images
 from blogpublish.site import StaticSitePublisher
 from blogpublish.site.pagination import PAGE_SIZE
-from publishing.services import publish_group
+from publishing.models import Article
+from publishing.services import article_update, publish_group
 from publishing.tasks import publish_article
 
 pytestmark = [
@@ -106,10 +107,11 @@ def card_image() -> bytes:
 
 
 @pytest.fixture
-def reader_site(quiet_article, settings):
+def reader_site(quiet_article, settings, monkeypatch):
     """A site of PAGE_SIZE + 3 articles (two archive pages), written by the full check;
     every article tagged, so its page lists related articles and the tag has an archive
-    page; half with a byline. Addresses as a real blog's (a link card shows its host)."""
+    page; half with a byline; one moved to another slug, so its old address sends
+    readers on. Addresses as a real blog's (a link card shows its host)."""
     settings.SITE_URL = "https://blog.example.com"
     diagram = images.store(diagram_image(), name="pipeline.png")
     body = BODY.replace("{diagram}", f"![A diagram of the pipeline]({diagram.href})")
@@ -127,6 +129,11 @@ def reader_site(quiet_article, settings):
         byline = {"byline": "Ann Writer"} if n % 2 else {}
         tags = ["checked", f"group {n % 3}"]
         quiet_article(f"checked-{n}", title=f"Checked article {n}", body=body, tags=tags, **byline)
+    while publish_group(retry_in=publish_article.backoff, limit=100).claimed:
+        pass
+    # The move published here, not by a worker of the session.
+    monkeypatch.setattr("publishing.signals.dispatch_when_due", lambda **kwargs: False)
+    article_update(article=Article.objects.get(slug="checked-0"), slug="checked-0-moved")
     while publish_group(retry_in=publish_article.backoff, limit=100).claimed:
         pass
     assert StaticSitePublisher().reconcile()
@@ -247,6 +254,18 @@ def test_every_page_type_has_no_accessibility_violation(
     finally:
         context.close()
     assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)
+
+
+def test_a_former_address_takes_the_reader_to_the_article(reader_site, served, browser):
+    """The page at a moved article's old slug (checked by the Nu checker above with
+    every page) sends a reader's browser on to the article."""
+    page = browser.new_page()
+    try:
+        page.goto(f"{served}/checked-0/")
+        page.wait_for_url(f"{served}/checked-0-moved/", timeout=10_000)
+        assert page.title().startswith("Checked article 0")
+    finally:
+        page.close()
 
 
 CARD = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Link card</title>

@@ -119,8 +119,8 @@ def test_a_drafts_body_keeps_its_first_lines_indentation(admin_client):
 def test_publishing_a_new_slug_of_a_live_article_warns_that_its_old_address_dies(
     worker, admin_client
 ):
-    """The site keeps no redirect: a writer who publishes a live article under another
-    slug is told the old address will answer nothing (a writer's review: links shared
+    """A writer who publishes a live article under another slug is told the old address
+    sends readers on, until another article takes it (a writer's review: links shared
     and indexed died without a word). A publish that keeps the slug says nothing."""
     admin_client.post(STORY_ADD, {**article_form(title="Moving", body="Text."), "_save": "1"})
     story = Story.objects.get()
@@ -139,9 +139,9 @@ def test_publishing_a_new_slug_of_a_live_article_warns_that_its_old_address_dies
     def said(response) -> list[str]:
         return [str(m) for m in response.context["messages"]]
 
-    assert not any("will find nothing" in m for m in said(kept))
+    assert not any("are sent on to the new one" in m for m in said(kept))
     assert any(
-        "The address “moving” becomes “moved”" in m and "will find nothing" in m
+        "The address “moving” becomes “moved”" in m and "are sent on to the new one" in m
         for m in said(moved)
     ), said(moved)
 

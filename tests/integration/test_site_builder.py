@@ -4,6 +4,7 @@ test_site.py). Each test has a SITE_ROOT of its own."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
 from datetime import timedelta
@@ -16,9 +17,10 @@ from django.utils import timezone
 
 from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import StaticSitePublisher, selectors
+from blogpublish.site.check import installation_check
 from blogpublish.site.lock import advisory_key, page_guard
 from blogpublish.site.state import SiteState
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, FormerAddress
 from publishing.publishers import get_publishers
 from publishing.services import (
     Outcome,
@@ -29,7 +31,7 @@ from publishing.services import (
     unpublish_snapshot,
 )
 from publishing.signals import article_deleted, article_saved
-from tests.support.site import archive_pages, assert_lists_exactly, read_listing
+from tests.support.site import archive_pages, assert_lists_exactly, moved_pages, read_listing
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -191,13 +193,42 @@ def test_edit_waiting_for_its_time_shows_nothing_of_itself_before_then(site):
     assert "Body of article 1." in page and "Secret" not in page
 
 
-def test_slug_edit_moves_the_page_and_leaves_no_old_directory(site):
+def test_slug_edit_moves_the_page_and_the_old_address_sends_readers_on(site):
     (article,) = site.add(1, slug="old-address")
 
     site.edit(article, slug="new-address", body="Moved.")
 
-    assert not (site.root / "old-address").exists()
     assert "Moved." in (site.root / "new-address" / "index.html").read_text()
+    assert moved_pages(site.root) == {"old-address": "new-address"}
+    moved = (site.root / "old-address" / "index.html").read_text()
+    assert '<link rel="canonical" href="http' in moved and "Moved." not in moved
+    assert_lists_exactly(site.root, site.newest_first())
+
+
+def test_former_addresses_follow_the_article_and_give_way_to_another(site):
+    """Moved twice, each former address sends readers to where it is now (no chain);
+    an article that takes a former address has its page there, and the page that sends
+    readers on comes back when that article goes; a delete takes them all."""
+    (article,) = site.add(1, slug="first-home")
+    site.edit(article, slug="second-home")
+    site.edit(article, slug="third-home")
+    assert moved_pages(site.root) == {"first-home": "third-home", "second-home": "third-home"}
+
+    (other,) = site.add(1, slug="first-home", title="Squatter")
+    assert moved_pages(site.root) == {"second-home": "third-home"}
+    assert "Squatter" in (site.root / "first-home" / "index.html").read_text()
+    assert_lists_exactly(site.root, site.newest_first())
+
+    site.delete(other)
+    assert moved_pages(site.root) == {"first-home": "third-home", "second-home": "third-home"}
+
+    site.edit(article, slug="first-home")  # back home: that address is its page again
+    assert moved_pages(site.root) == {"second-home": "first-home", "third-home": "first-home"}
+    assert_lists_exactly(site.root, site.newest_first())
+
+    site.delete(article)
+    assert moved_pages(site.root) == {}
+    assert not (site.root / "second-home").exists()
     assert_lists_exactly(site.root, site.newest_first())
 
 
@@ -318,6 +349,27 @@ def test_reconcile_removes_pages_no_article_needs_and_keeps_the_sites_own_files(
     assert not (site.root / ".ghost.removed-0123").exists()
     for own in ("index.html", "feed.xml", "sitemap.xml", "sitemap-1.xml"):
         assert (site.root / own).exists(), own
+    assert_lists_exactly(site.root, site.newest_first())
+
+
+def test_full_check_writes_a_missing_former_address_and_drops_those_of_articles_gone(site):
+    (article,) = site.add(1, slug="was-here")
+    site.edit(article, slug="is-here")
+    shutil.rmtree(site.root / "was-here")  # a site restored from before the move
+    FormerAddress.objects.create(slug="gone-article", article_id=article.pk + 1000)
+    (site.root / "gone-article").mkdir()
+    (site.root / "gone-article" / "index.html").write_text("sent on to a deleted article")
+
+    problems = installation_check(site.publisher.site).problems
+    assert "the former address was-here/ does not send readers on" in problems, problems
+    assert "the page gone-article/ is served and no article has it" in problems, problems
+
+    site.publisher.reconcile()
+
+    assert moved_pages(site.root) == {"was-here": "is-here"}
+    assert not (site.root / "gone-article").exists()
+    assert list(FormerAddress.objects.values_list("slug", flat=True)) == ["was-here"]
+    assert installation_check(site.publisher.site).problems == []
     assert_lists_exactly(site.root, site.newest_first())
 
 

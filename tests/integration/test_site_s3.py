@@ -26,7 +26,7 @@ from tests.support import processes
 from tests.support.chaos import release
 from tests.support.s3 import keys, mirror
 from tests.support.settling import wait_session_worker_quiet, wait_settled
-from tests.support.site import assert_lists_exactly, read_listing
+from tests.support.site import assert_lists_exactly, moved_pages, read_listing
 from tests.support.waiting import wait_for
 
 pytestmark = [
@@ -177,7 +177,7 @@ def test_publish_edit_delete_under_concurrency_leave_the_bucket_exact(
     assert {a.slug for a in live} == set(by_slug)
     assert all(a.status == ArticleStatus.PUBLISHED for a in live)
     # Exactly the live pages and the shared documents: nothing of a deleted article,
-    # of the old slug, or of a half-finished write.
+    # of the old slug (never live: no former address), or of a half-finished write.
     assert site.keys == SHARED | {"sitemap-1.xml"} | {f"{a.slug}/index.html" for a in live}
     assert_lists_exactly(site.as_folder(tmp_path), [a.slug for a in live])
     for article in live:
@@ -226,6 +226,29 @@ def test_reconcile_repairs_a_deleted_and_a_stray_object(site, make_article, tmp_
     assert site.head("s3-kept/index.html")["ContentType"] == "text/html; charset=utf-8"
     assert site.head("index.html")["ContentType"] == "text/html; charset=utf-8"
     assert_lists_exactly(site.as_folder(tmp_path), [other.slug, kept.slug])
+
+
+def test_a_moved_articles_old_key_sends_readers_on_and_the_full_check_keeps_it(
+    site, make_article, tmp_path
+):
+    article = wait_listed(site, make_article(title="Moving", slug="s3-before"))
+    edit(article, slug="s3-after", body="Moved.")
+    wait_listed(site, article)
+    wait_for(lambda: "s3-before/index.html" in site.keys, what="the old key's page")
+    wait_settled()
+
+    assert site.keys == SHARED | {"sitemap-1.xml", "s3-before/index.html", "s3-after/index.html"}
+    moved = site.read("s3-before/index.html").decode()
+    assert 'http-equiv="refresh" content="0; url=/s3-after/"' in moved
+    assert site.head("s3-before/index.html")["ContentType"] == "text/html; charset=utf-8"
+
+    site.remove("s3-before/index.html")
+    StaticSitePublisher().reconcile()
+
+    assert site.read("s3-before/index.html").decode() == moved
+    folder = site.as_folder(tmp_path)
+    assert moved_pages(folder) == {"s3-before": "s3-after"}
+    assert_lists_exactly(folder, ["s3-after"])
 
 
 def test_the_blog_is_served_from_the_bucket(site, make_article, client):

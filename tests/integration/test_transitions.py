@@ -223,7 +223,7 @@ def test_an_overtaken_attempt_that_ends_late_is_counted_once(quiet_article):
 
 def test_the_article_form_warns_when_a_live_articles_slug_moves(quiet_article, sent_tasks):
     """The article form, as the desk's Publish does: a live article saved under another
-    slug is told its old address will answer nothing; saved under its own, nothing."""
+    slug is told where its old address sends readers; saved under its own, nothing."""
     article = quiet_article("form-moving", body="Text.")
     claim = article_claim(article_id=article.pk)
     assert article_complete(claim=claim).outcome == "published"
@@ -245,8 +245,8 @@ def test_the_article_form_warns_when_a_live_articles_slug_moves(quiet_article, s
     moved = save("form-moved", "Edited again.")
 
     assert Article.objects.get(pk=article.pk).slug == "form-moved"
-    assert not any("will find nothing" in m for m in kept), kept
+    assert not any("are sent on to the new one" in m for m in kept), kept
     assert any(
-        "The address “form-moving” becomes “form-moved”" in m and "will find nothing" in m
+        "The address “form-moving” becomes “form-moved”" in m and "are sent on to the new one" in m
         for m in moved
     ), moved

@@ -63,9 +63,25 @@ def read_sitemap(root: Path) -> dict[str, str]:
     return urls
 
 
+MOVED_RE = re.compile(r'<meta http-equiv="refresh" content="0; url=([^"]*)">')
+
+
+def moved_pages(root: Path) -> dict[str, str]:
+    """The former addresses under root: folder → the slug its page sends readers on to."""
+    found = {}
+    for p in root.iterdir():
+        if p.is_dir() and not is_reserved_slug(p.name) and (p / "index.html").is_file():
+            match = MOVED_RE.search((p / "index.html").read_text(encoding="utf-8"))
+            if match:
+                found[p.name] = slug_of(unescape(match[1]))
+    return found
+
+
 def page_dirs(root: Path) -> set[str]:
-    """The article page directories under root (not the site's own names, not dot-files)."""
-    return {p.name for p in root.iterdir() if p.is_dir() and not is_reserved_slug(p.name)}
+    """The article page directories under root (not the site's own names, not dot-files,
+    not the former addresses that send readers on: `moved_pages`)."""
+    dirs = {p.name for p in root.iterdir() if p.is_dir() and not is_reserved_slug(p.name)}
+    return dirs - set(moved_pages(root))
 
 
 def archive_pages(root: Path) -> dict[int, Listing]:
