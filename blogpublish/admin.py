@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from blogpublish.desk import drafts, images
@@ -102,6 +102,12 @@ class DeskArticleAdmin(ArticleAdmin):
                 "View the live page</a>",
                 article_url(obj.published_slug),
             )
+            former = sorted(obj.former_addresses.values_list("slug", flat=True))
+            if former:  # docs/site.md, "Former addresses"
+                html += format_html(
+                    ' · <span class="desk-former">Old addresses sending readers here: {}</span>',
+                    format_html_join(", ", "<code>{}</code>", ((slug,) for slug in former)),
+                )
         if obj.published_hash:
             html += format_html(
                 ' <button type="submit" class="button desk-withdraw" form="{}">'

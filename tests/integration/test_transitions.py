@@ -24,6 +24,7 @@ from publishing.services import (
     article_claim,
     article_complete,
     article_fail,
+    article_publish,
     article_requeue,
 )
 from publishing.services.publish import release
@@ -250,3 +251,11 @@ def test_the_article_form_warns_when_a_live_articles_slug_moves(quiet_article, s
         "The address “form-moving” becomes “form-moved”" in m and "are sent on to the new one" in m
         for m in moved
     ), moved
+
+    def moved_live() -> bool:  # here, or by the session's worker, whichever claims it
+        article_publish(article_id=article.pk, retry_in=lambda n: 0)
+        return Article.objects.filter(pk=article.pk, published_slug="form-moved").exists()
+
+    wait_for(moved_live, what="the move published")
+    page = client.get(f"/admin/publishing/article/{article.pk}/change/").content.decode()
+    assert "Old addresses sending readers here: <code>form-moving</code>" in page
