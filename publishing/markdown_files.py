@@ -19,6 +19,7 @@ laughs") and nesting deeper than `MAX_DEPTH`; and no message ever quotes more th
     description: One sentence.   # optional (also Hugo's `summary:`)
     lang: fr                     # optional (also `language:`; en_US is en-US)
     tags: [python, web]          # optional; `categories:` joins them
+    aliases: [/old-name/]        # optional: former addresses (also Jekyll's `redirect_from`)
     layout: post                 # anything else is ignored (and named in the summary)
     ---
     The body, *Markdown*, kept as written.
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import PurePath
 from typing import Any, ClassVar
+from urllib.parse import unquote, urlsplit
 
 import yaml
 from dateutil import parser as date_parser
@@ -73,6 +75,8 @@ KNOWN_KEYS = frozenset(
         "tags",
         "categories",
         "category",
+        "aliases",
+        "redirect_from",
     }
 )
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -211,6 +215,10 @@ class ParsedFile:
     # An undated draft's date of its first publish (a withdrawn story's, exported):
     # what publishing it again keeps (`first_published`, written by render()).
     first_published: datetime | None = None
+    # Former addresses (Hugo's `aliases`, Jekyll's `redirect_from`) that are one folder
+    # of the site: their slugs. Those deeper in (`/2019/05/old/`) are in `not_aliases`.
+    aliases: list[str] = field(default_factory=list)
+    not_aliases: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -339,6 +347,26 @@ def _tags(meta: dict) -> list[str]:
     ]
 
 
+def _aliases(meta: dict) -> tuple[list[str], list[str]]:
+    """(slugs, others) of `aliases` and `redirect_from`: each an address of the site
+    (`/old-name/`, `old-name`, `https://host/old-name/`, `/old-name.html`); one that is
+    a single folder of the site is a slug (a `.html` of Jekyll's dropped), the others
+    cannot be served by this site's layout (one folder per article) and are given back
+    to be named."""
+    slugs: list[str] = []
+    others: list[str] = []
+    for key in ("aliases", "redirect_from"):
+        value = meta.get(key)
+        for alias in [value] if isinstance(value, str) else _tag_list(key, value):
+            path = urlsplit(alias.strip()).path.strip("/")
+            path = path.removesuffix("/index.html").removesuffix(".html")
+            if path and "/" not in path:
+                slugs.append(unquote(path))
+            elif alias.strip():
+                others.append(_cut(alias.strip(), VALUE_SHOWN))
+    return list(dict.fromkeys(slugs)), others
+
+
 def _cut(message: str, limit: int = 2 * VALUE_SHOWN) -> str:
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
@@ -391,6 +419,7 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
             None if meta.get("first_published") is None else parse_date(meta["first_published"])
         ),
     )
+    parsed.aliases, parsed.not_aliases = _aliases(meta)
     return Draft(parsed) if is_draft else parsed
 
 
@@ -423,11 +452,13 @@ def render(
     tags: list[str] | None = None,
     draft: bool = False,
     first_published: datetime | None = None,
+    aliases: list[str] | None = None,
 ) -> str:
     """An article as a file `parse` reads back into the same fields: the reader fields
     under the keys Jekyll and Hugo read (`author`, `description`, `lang`, `tags`), each
     only when set; a draft (a story on no page) with `draft: true`, and its date only
-    when it has one (an undated one published before: `first_published`)."""
+    when it has one (an undated one published before: `first_published`); its former
+    addresses as Hugo's `aliases`."""
     meta: dict[str, object] = {"title": title, "slug": slug}
     if publish_at is not None:
         meta["date"] = publish_at.astimezone(UTC).isoformat()
@@ -439,6 +470,8 @@ def render(
         "description": description,
         "lang": language,
         "tags": tags,
+        # Hugo's way: addresses from the site's root (Jekyll's plugin reads them too).
+        "aliases": [f"/{slug}/" for slug in aliases or ()],
     }
     meta.update({key: value for key, value in optional.items() if value})
     front = yaml.dump(meta, Dumper=SafeDumper, allow_unicode=True, sort_keys=False, width=1_000_000)

@@ -21,7 +21,7 @@ import logging
 import os
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from publishing.models import (
     READER_FIELDS,
     Article,
     ArticleStatus,
+    FormerAddress,
     Story,
     key_of,
     normalize_slug,
@@ -111,6 +112,8 @@ class ImportReport:
     counts: Counter = field(default_factory=Counter)
     failures: list[FileResult] = field(default_factory=list)
     ignored_keys: set[str] = field(default_factory=set)
+    # `aliases` this site cannot serve (not one folder, or not a slug it allows), with why.
+    aliases_not_kept: list[str] = field(default_factory=list)
     # Article ids written (created or updated), for the caller's information.
     written_ids: list[int] = field(default_factory=list)
 
@@ -259,6 +262,7 @@ class _Planned:
     path: Path
     article: Article
     dated: bool  # the file gave a date (else an existing article keeps its own)
+    aliases: tuple[str, ...] = ()  # its former addresses (`aliases`, `redirect_from`)
 
 
 def _plan_chunk(
@@ -403,14 +407,23 @@ def _update(changed: list[_Planned]) -> list[_Planned]:
 
 
 def _write_chunk(
-    new: list[_Planned], changed: list[_Planned], report: ImportReport, on_result
+    new: list[_Planned],
+    changed: list[_Planned],
+    report: ImportReport,
+    on_result,
+    *,
+    aliased: Sequence[_Planned] = (),
 ) -> bool:
-    """One transaction. Returns whether a due row was written (then batches go out)."""
+    """One transaction. Returns whether a due row was written (then batches go out).
+    The former addresses of the chunk's articles (`aliased`: those unchanged, and the
+    new and changed ones once written) with them: a batch that publishes a row finds
+    them when its pass settles it (docs/site.md, "Former addresses")."""
     with transaction.atomic():
         # The edits' rows first, then the new rows' addresses: the order a save takes
         # an article's row and an address in (Article.save).
         edits = _update(changed)
         refused = _create(new)
+        _record_aliases([*aliased, *(p for p in new if p.aliases and p.article.pk is not None)])
     refused_ids = {id(p) for p, _reason in refused}
     for p, reason in refused:
         _report(report, on_result, FileResult(p.path, Action.FAILED, reason, p.article.slug))
@@ -427,6 +440,41 @@ def _write_chunk(
     now = timezone.now()
     written = [p for p in new if id(p) not in refused_ids] + edits
     return any(p.article.publish_at <= now for p in written)
+
+
+def _aliases(path: Path, parsed: ParsedFile, article: Article, report: ImportReport) -> tuple:
+    """The file's former addresses that are slugs this site allows (the slug field's
+    own validators) other than its own; each other one named in the report."""
+    kept = []
+    for alias in parsed.not_aliases:
+        report.aliases_not_kept.append(f"{path}: {alias} (not one folder of the site)")
+    for alias in parsed.aliases:
+        if alias == article.slug:
+            continue
+        try:
+            Article._meta.get_field("slug").clean(alias, article)
+        except ValidationError as exc:
+            report.aliases_not_kept.append(f"{path}: {alias} ({_messages(exc)})")
+            continue
+        kept.append(alias)
+    return tuple(kept)
+
+
+def _record_aliases(planned: Iterable[_Planned]) -> None:
+    """Each imported article's aliases as its former addresses (one statement): an
+    alias another article left is now this one's, as the file says."""
+    rows = {
+        alias: FormerAddress(slug=alias, article_id=p.article.pk)
+        for p in planned
+        for alias in p.aliases
+    }
+    if rows:
+        FormerAddress.objects.bulk_create(
+            [rows[slug] for slug in sorted(rows)],
+            update_conflicts=True,
+            unique_fields=["slug"],
+            update_fields=["article"],
+        )
 
 
 # --- drafts --------------------------------------------------------------------------------
@@ -508,7 +556,10 @@ def articles_import(
             reason = _messages(exc)
             _report(report, on_result, FileResult(path, Action.FAILED, reason, result.slug))
             continue
-        planned.append(_Planned(path, article, dated=result.publish_at is not None))
+        aliases = _aliases(path, result, article, report)
+        planned.append(
+            _Planned(path, article, dated=result.publish_at is not None, aliases=aliases)
+        )
 
     # Two files with one slug (up to case and width): which one is meant is not ours to
     # guess, so neither is imported, and each names the other.
@@ -535,7 +586,8 @@ def articles_import(
             for p in changed:
                 _report(report, on_result, FileResult(p.path, Action.UPDATED, slug=p.article.slug))
             continue
-        if _write_chunk(new, changed, report, on_result):
+        aliased = [p for p in part if p.aliases and p.article.pk is not None]
+        if _write_chunk(new, changed, report, on_result, aliased=aliased):
             # After the commit: the batches find the rows. A broker that is down costs a
             # log line; the rows stay pending for the catch-up.
             dispatch_batches()

@@ -25,6 +25,7 @@ from publishing.services import story_save
 from tests.support.chaos import journal_entries
 from tests.support.import_files import post, run_import, write
 from tests.support.settling import wait_settled
+from tests.support.site import moved_pages
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -193,6 +194,48 @@ def test_export_then_import_into_an_empty_database_gives_the_same_articles(
     assert code == 0, err
     assert out.splitlines()[-1].startswith(f"import_articles: created {len(before)}, updated 0")
     assert sorted(Article.objects.values_list(*fields)) == before
+
+
+def test_aliases_come_in_as_former_addresses_and_go_out_again(worker, blog, settings):
+    """Hugo's `aliases` and Jekyll's `redirect_from`: each one folder of the site sends
+    readers on to the article (docs/site.md, "Former addresses"); one this layout cannot
+    serve, or a slug the site refuses, is named and the article imported all the same;
+    the export lists them, and its import into an empty database gives them back."""
+    p = blog.name
+    aliases = f'["/{p}-old/", "/2019/05/{p}-older/", "feed", "https://example.com/{p}-x.html"]'
+    write(
+        blog,
+        "moved.md",
+        post("Moved twice", slug=f"{p}-now", aliases=aliases, redirect_from=f"/{p}-jekyll/"),
+    )
+
+    out, err, code = run_import(str(blog))
+
+    assert code == 0, err
+    assert f"alias not kept: {blog / 'moved.md'}: /2019/05/{p}-older/ (not one folder" in out
+    assert f"alias not kept: {blog / 'moved.md'}: feed (" in out
+    kept = {f"{p}-old", f"{p}-x", f"{p}-jekyll"}
+    article = Article.objects.get(slug=f"{p}-now")
+    assert set(article.former_addresses.values_list("slug", flat=True)) == kept
+    root = Path(settings.SITE_ROOT)
+    wait_for(
+        lambda: (
+            {slug: moved_pages(root).get(slug) for slug in kept} == dict.fromkeys(kept, f"{p}-now")
+        ),
+        what="the aliases' pages",
+    )
+
+    folder = blog.parent / f"{p}-export"
+    call_command("export_articles", str(folder), stdout=io.StringIO())
+    text = (folder / f"{p}-now.md").read_text(encoding="utf-8")
+    assert f"aliases:\n- /{p}-jekyll/\n- /{p}-old/\n- /{p}-x/\n" in text, text
+
+    Article.objects.all().delete()
+    out, err, code = run_import(str(folder))
+
+    assert code == 0, err
+    again = Article.objects.get(slug=f"{p}-now")
+    assert set(again.former_addresses.values_list("slug", flat=True)) == kept
 
 
 def test_a_row_saved_before_a_newer_rule_imports_its_export_unchanged(

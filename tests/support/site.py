@@ -67,8 +67,11 @@ MOVED_RE = re.compile(r'<meta http-equiv="refresh" content="0; url=([^"]*)">')
 
 
 def moved_pages(root: Path) -> dict[str, str]:
-    """The former addresses under root: folder → the slug its page sends readers on to."""
-    found = {}
+    """The former addresses under root: folder → the slug its page sends readers on to
+    (none before the site's first page)."""
+    found: dict[str, str] = {}
+    if not root.is_dir():
+        return found
     for p in root.iterdir():
         if p.is_dir() and not is_reserved_slug(p.name) and (p / "index.html").is_file():
             match = MOVED_RE.search((p / "index.html").read_text(encoding="utf-8"))

@@ -238,3 +238,22 @@ def test_read_file__the_file_names_date_when_the_front_matter_gives_none(tmp_pat
     assert read_file(tmp_path / "2024-05-01-dated.md").publish_at == datetime(
         2020, 1, 2, tzinfo=UTC
     )
+
+
+def test_aliases_and_redirect_from_are_read_as_slugs_of_one_folder():
+    parsed = parse(
+        "---\ntitle: Moved\naliases: [/old-name/, old-two, /2019/05/deep/, "
+        "'https://example.com/%E6%97%A7.html', /three/index.html]\n"
+        "redirect_from: /jekyll-old/\n---\nText.\n"
+    )
+
+    assert parsed.aliases == ["old-name", "old-two", "旧", "three", "jekyll-old"]
+    assert parsed.not_aliases == ["/2019/05/deep/"]
+    assert "aliases" not in parsed.ignored_keys and "redirect_from" not in parsed.ignored_keys
+
+
+def test_render_writes_aliases_as_hugo_does_and_parse_reads_them_back():
+    text = render(title="T", slug="now", publish_at=None, body="B.", aliases=["before", "旧"])
+
+    assert "aliases:\n- /before/\n- /旧/\n" in text
+    assert parse(text).aliases == ["before", "旧"]

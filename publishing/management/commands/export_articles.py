@@ -25,7 +25,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import F
 
 from publishing.markdown_files import render
-from publishing.models import CONTENT_FIELDS, DRAFT_FIELDS, Article, Story, StoryState
+from publishing.models import (
+    CONTENT_FIELDS,
+    DRAFT_FIELDS,
+    Article,
+    FormerAddress,
+    Story,
+    StoryState,
+)
 
 FILE_MODE = 0o644
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -83,7 +90,7 @@ class Command(BaseCommand):
         )
 
     def _export(self, folder: Path, dir_fd: int) -> tuple[int, int]:
-        articles = Article.objects.order_by("id").values(*CONTENT_FIELDS)
+        articles = Article.objects.order_by("id").values("id", *CONTENT_FIELDS)
         # A story's draft with no Article (the same id): never published, or withdrawn.
         drafts = (
             Story.objects.filter(state=StoryState.DRAFT, trashed_at__isnull=True)
@@ -98,9 +105,17 @@ class Command(BaseCommand):
 
     def _write(self, folder: Path, dir_fd: int, rows, *, draft: bool = False) -> int:
         written = 0
+        # Its former addresses (docs/site.md): what its file lists as `aliases`.
+        aliases: dict[int, list[str]] = {}
+        if not draft:
+            for article_id, alias in FormerAddress.objects.order_by("slug").values_list(
+                "article_id", "slug"
+            ):
+                aliases.setdefault(article_id, []).append(alias)
         for row in rows.iterator(chunk_size=500):
             slug = row["slug"]
-            text = render(**row, draft=draft)
+            article_id = row.pop("id", None)
+            text = render(**row, draft=draft, aliases=aliases.get(article_id))
             name = f"{slug}.md"
             if "/" in slug or "\x00" in slug or slug.startswith("."):
                 # The database's checks refuse such a slug; a name is never a path.

@@ -17,6 +17,9 @@ from tqdm import tqdm
 
 from publishing.services.importing import Action, FileResult, articles_import, find_files
 
+# The aliases not kept named one per line, at most this many (then how many more).
+ALIASES_SHOWN = 20
+
 
 class Command(BaseCommand):
     help = "Import Markdown files with YAML front matter (Jekyll, Hugo) as articles."
@@ -58,6 +61,11 @@ class Command(BaseCommand):
         if report.ignored_keys:
             keys = ", ".join(sorted(report.ignored_keys))
             self.stdout.write(f"ignored front matter keys: {keys}")
+        shown = report.aliases_not_kept[:ALIASES_SHOWN]
+        for line in shown:
+            self.stdout.write(f"alias not kept: {line}")
+        if len(report.aliases_not_kept) > len(shown):
+            self.stdout.write(f"… and {len(report.aliases_not_kept) - len(shown)} more aliases")
         prefix = "import_articles (dry run, nothing written)" if dry_run else "import_articles"
         self.stdout.write(f"{prefix}: {report.summary}")
         if report.failures:
