@@ -116,9 +116,10 @@ def validate_body_size(value: str) -> None:
         )
 
 
-# Blank lines before the text, and blank lines, spaces and tabs after it.
-_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
-_TRAILING_BLANKS = re.compile(r"[ \t\n]+\Z")
+# Blank lines before the text, and blank lines, spaces and tabs after it: str methods,
+# linear (the regex `[ \t\n]+\Z` was tried from each blank of a run in the middle of a
+# body: 40,000 spaces took 9 s, a review's finding).
+_BLANKS = " \t\n"
 
 
 def normalize_body(value: str) -> str:
@@ -130,4 +131,7 @@ def normalize_body(value: str) -> str:
     unchanged, whatever way it was written. Other whitespace at the end (a no-break or
     an ideographic space) is text, kept."""
     text = value.replace("\r\n", "\n").replace("\r", "\n")
-    return _TRAILING_BLANKS.sub("", _LEADING_BLANK_LINES.sub("", text, count=1))
+    blank_head = len(text) - len(text.lstrip(_BLANKS))
+    # From the line the text begins on: its indentation is the text's (a code block).
+    text = text[text.rfind("\n", 0, blank_head) + 1 :]
+    return text.rstrip(_BLANKS)

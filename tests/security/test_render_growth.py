@@ -77,3 +77,30 @@ def least_growth(render: Callable[[str], object], make: Callable[[int], str]) ->
 def test_render_time_grows_linearly(shape):
     n, ratio = least_growth(render_markdown, SHAPES[shape])
     assert ratio < MAX_GROWTH, f"{shape}: {ratio:.0f}× the time for 8× the text (n = {n:,})"
+
+
+# Runs of what a body's normalisation and validation look at (normalize_body strips the
+# blanks around the text: a regex there took 9 s on 40,000 spaces in the middle of a
+# body, a review's finding; the body's validators read every character).
+BODY_SHAPES: dict[str, Callable[[int], str]] = {
+    "spaces inside": lambda n: "a" + " " * (n - 2) + "b",
+    "tabs and newlines inside": lambda n: "a" + " \t\n" * (n // 3 - 1) + "b",
+    "blank lines first, no newline at their end": lambda n: "\n" * (n // 2) + " " * (n // 2) + "x",
+    "blanks everywhere": lambda n: " \n\tx" * (n // 4),
+    "carriage returns": lambda n: "a" + "\r" * (n - 2) + "b",
+}
+
+
+def validate_body(text: str) -> str:
+    from publishing.models import Article
+    from publishing.validators import normalize_body
+
+    body = normalize_body(text)
+    Article._meta.get_field("body").run_validators(body)
+    return body
+
+
+@pytest.mark.parametrize("shape", list(BODY_SHAPES))
+def test_a_bodys_normalisation_and_validation_grow_linearly(shape):
+    n, ratio = least_growth(validate_body, BODY_SHAPES[shape])
+    assert ratio < MAX_GROWTH, f"{shape}: {ratio:.0f}× the time for 8× the text (n = {n:,})"
