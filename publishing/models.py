@@ -850,8 +850,8 @@ class FormerAddress(models.Model):
     an old slug on (docs/site.md, "Former addresses"). Recorded by the completion that
     moved the article (services.publish), in its transaction. Not a claim on the slug:
     an article that takes it has its page there, and the page that sends readers on
-    comes back only if that article leaves it. At most one article per slug, the one
-    that left it last.
+    comes back when that article leaves it. A slug that several articles left has a row
+    for each: it sends readers to the listed one that left it last (`left_at`).
 
     A delete (and a withdraw) leaves the rows to the refresh pass that settles it: the
     delete's note names their folders (the site's `forget` runs after the row is gone,
@@ -859,14 +859,20 @@ class FormerAddress(models.Model):
     full check removes any row whose article is gone. Hence no constraint and no
     cascade in the database or in Django."""
 
-    slug = models.CharField(max_length=200, unique=True)
+    slug = models.CharField(max_length=200, db_index=True)
     article = models.ForeignKey(
         Article,
         on_delete=models.DO_NOTHING,
         db_constraint=False,
+        db_index=False,  # formeraddress_once begins with it
         related_name="former_addresses",
     )
     left_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["article", "slug"], name="formeraddress_once"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.slug} → {self.article_id}"

@@ -56,23 +56,22 @@ def write_if_changed(site: Site, rel: str, data: str | bytes) -> bool:
     return site.write_if_changed(rel, data)
 
 
-def settle_page_dirs(
-    site: SiteStorage, slugs: Iterable[str], *, besides: int | None = None
-) -> None:
-    """Remove the page directories no article (other than `besides`) needs: each under
-    its page guard, after reading who needs it, so a page written meanwhile stays. A
-    former address of a listed article (selectors.moved_to) gets, or keeps, the page
-    that sends readers on to the article's live page (docs/site.md, "Former
-    addresses")."""
+def settle_page_dirs(site: SiteStorage, slugs: Iterable[str]) -> None:
+    """Remove the page directories no article needs: each under its page guard, after
+    reading who needs it (a live page, or an attempt that may be writing one: the
+    article whose note settles too, edited back to the slug since the pass's snapshot,
+    a review's finding), so a page written meanwhile stays. A former address of a
+    listed article (selectors.moved_to) gets, or keeps, the page that sends readers on
+    to the article's live page (docs/site.md, "Former addresses")."""
     for slug in sorted({slug for slug in slugs if slug}):
         with page_guard(slugs=[slug]):
-            if selectors.slug_owned(slug, besides=besides):
+            if selectors.slug_owned(slug):
                 continue
-            moved = selectors.moved_to(slug)
-            if moved is None:
+            target = selectors.moved_to(slug)
+            if target is None:
                 site.delete_tree(paths.page_name(slug))
-            elif site.write_if_changed(paths.page_file(slug), documents.moved_page(*moved)):
-                logger.info("%s/ sends readers on to %s/", slug, moved[0])
+            elif site.write_if_changed(paths.page_file(slug), documents.moved_page(target)):
+                logger.info("%s/ sends readers on to %s/", slug, target)
 
 
 def settle(state: SiteState) -> tuple[list[int], list[int]]:
@@ -88,8 +87,9 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
     says, and a page an earlier date's attempt wrote goes.
     """
     rows = selectors.article_states(state.written)
-    # Its former addresses too: each sends readers on to where it is now, or goes with
-    # it (a delete's note names them: the rows went with the article).
+    # Its former addresses too, when it moved, went, or is listed for the first time
+    # (an import's aliases): each sends readers on to where it is now, or goes with it
+    # (a delete's note names them too). An edit in place leaves them as they are.
     former = selectors.former_slugs_of(state.written)
     changed, inserted = [], []
     for article_id, written in list(state.written.items()):
@@ -104,7 +104,9 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
             continue
         state.settle(article_id)
         live = row["published_slug"] if row else ""
-        leaving = {*written.slugs, *former.get(article_id, ())} - {live}
+        leaving = set(written.slugs) - {live}
+        if leaving or row is None or not written.was_listed:
+            leaving |= set(former.get(article_id, ())) - {live}
         state.removals.append((sorted(leaving), article_id))
         if row is None and article_id in former:
             selectors.former_addresses_forget([article_id])  # their folders go above

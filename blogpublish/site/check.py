@@ -144,12 +144,14 @@ def _unneeded_problems(site: SiteStorage) -> Iterator[str]:
     present = sorted(site.page_dirs())
     folders = {kind: site.names(folder) for kind, folder in paths.TERM_DIRS.items()}
     archive, top = site.names(paths.ARCHIVE_DIR), site.names()
-    owned, moved = selectors.owned_slugs(), selectors.moved_slugs()
+    owned, targets = selectors.owned_slugs(), selectors.moved_targets()
     for name in present:
-        if paths.is_article_dir_name(name) and name not in owned | moved:
+        if paths.is_article_dir_name(name) and name not in owned and name not in targets:
             yield f"the page {name}/ is served and no article has it"
-    for slug in sorted(moved - owned - set(present)):
-        yield f"the former address {slug}/ does not send readers on"
+    for slug in sorted(set(targets) - owned):
+        stored = site.read(paths.page_file(slug))
+        if stored != payload(documents.moved_page(targets[slug])):
+            yield f"the former address {slug}/ does not send readers on to {targets[slug]}/"
     in_use = selectors.tags_in_use()
     for kind, folder in paths.TERM_DIRS.items():
         for name in folders[kind]:

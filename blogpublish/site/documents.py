@@ -177,20 +177,21 @@ def not_found_page() -> str:
     )
 
 
-def moved_page(slug: str, title: str) -> str:
+def moved_page(slug: str) -> str:
     """The page at a former address of an article (FormerAddress): sends the reader on
-    to its live page at once, as Hugo's alias pages do (a refresh of 0 seconds, the live
-    page as canonical, kept out of search results); not a page of the site's look, and
-    never in the sitemap (docs/site.md, "Former addresses")."""
+    to its live page at `slug` at once, as Hugo's alias pages do (a refresh of 0
+    seconds, the live page as canonical, kept out of search results). It names the
+    address alone, so an edit of the article changes nothing here, and carries a mark
+    (`MOVED_MARK`) by which the full check knows it, where a live page should be. Not a
+    page of the site's look, never in the sitemap (docs/site.md, "Former addresses")."""
     return render_to_string(
         "blogpublish/moved.html",
-        {
-            **site_context(),
-            "href": paths.article_href(slug),
-            "url": paths.article_url(slug),
-            "title": strip_xml_illegal(title),
-        },
+        {**site_context(), "href": paths.article_href(slug), "url": paths.article_url(slug)},
     )
+
+
+# What `moved_page` writes near its top (within CONTENT_MARK_WITHIN).
+MOVED_MARK = re.compile(rb'<meta name="blogpublish-moved" content="')
 
 
 # The site's icon: a letter on the accent colour, as SVG (every current browser takes

@@ -142,8 +142,21 @@ class StaticSitePublisher(BasePublisher):
                     f"the page guard did not hold until the page was written ({exc}); "
                     "the page is written again"
                 ) from exc
+        except TIME_LIMITS as exc:
+            self._after_time_limit([(article, staged)], exc)
+            raise
 
-    def _after_broken_guard(self, ready: list, exc: Exception) -> list[int]:
+    def _after_time_limit(self, ready: list, exc: BaseException) -> None:
+        """The time limit came under the guard, maybe after the write (a worker paused
+        past its lease raises it the moment it runs again, as the page goes in; a
+        review's finding): nothing vouches that the guard held, so each write is taken
+        back as a broken guard's is, and the caller goes on with the time limit."""
+        try:
+            self._after_broken_guard(ready, exc)
+        except TransientPublishError as again:  # the database failing too: logged
+            logger.error("a write cut by its time limit was not checked: %s", again)
+
+    def _after_broken_guard(self, ready: list, exc: BaseException) -> list[int]:
         """The guard's transaction failed, or a PUT found the page changed since the
         token check: nothing vouches that the guard's locks held until the write (a
         database session dropped while its host was paused ends them). Under a new
@@ -262,6 +275,9 @@ class StaticSitePublisher(BasePublisher):
             # Taken back and checked as `publish` does; then the caller writes the
             # pages one by one, and the overtaken ones find themselves so.
             self._after_broken_guard(ready, exc)
+            raise
+        except TIME_LIMITS as exc:
+            self._after_time_limit(ready, exc)
             raise
 
     def _write_staged_guarded(self, site: SiteStorage, ready: list) -> None:
@@ -587,10 +603,10 @@ class StaticSitePublisher(BasePublisher):
             logger.error("reconcile: the images were not swept: %s", exc)
 
     def _remove(self, state: SiteState) -> None:
-        for slugs, article_id in state.removals:
+        for slugs, _ in state.removals:
             # The full check removes what is left.
             with contextlib.suppress(OSError, StorageError):
-                build.settle_page_dirs(self.site, slugs, besides=article_id)
+                build.settle_page_dirs(self.site, slugs)
 
 
 # Why a page is written again that no one did wrong: a publish or a withdraw gave it new
@@ -615,6 +631,8 @@ def _why_wrong(page: ListedPage, head: bytes | None, mend_look: str | None = Non
         return "it is missing"
     shown = documents.page_content_hash(head)
     if shown is None:
+        if documents.MOVED_MARK.search(head):  # a former address's, at a live page's place
+            return "it sends readers to another address"
         return None
     if not page.shows_right(shown):
         return "it shows content the article does not"

@@ -844,12 +844,9 @@ def _owner_q(slug: str) -> Q:
     return Q(published_slug=slug) | (Q(slug=slug) & may_be_written())
 
 
-def slug_owned(slug: str, *, besides: int | None = None) -> bool:
-    """Does an article (other than `besides`) need the page directory `slug`?"""
-    owners = Article.objects.filter(_owner_q(slug))
-    if besides is not None:
-        owners = owners.exclude(pk=besides)
-    return owners.exists()
+def slug_owned(slug: str) -> bool:
+    """Does an article need the page directory `slug` for its own page?"""
+    return Article.objects.filter(_owner_q(slug)).exists()
 
 
 def owned_slugs() -> set[str]:
@@ -883,16 +880,28 @@ def _former_of_listed() -> QuerySet[FormerAddress]:
     )
 
 
-def moved_to(slug: str) -> tuple[str, str] | None:
-    """(live slug, live title) of the listed article that left `slug` last, where the
-    page at `slug` sends readers (FormerAddress); None if no listed article left it."""
-    row = (
+def moved_to(slug: str) -> str | None:
+    """The live slug of the listed article that left `slug` last, where the page at
+    `slug` sends readers (FormerAddress); None if no listed article left it."""
+    target = (
         _former_of_listed()
         .filter(slug=slug)
-        .values_list("article__published_slug", "article__published_title")
+        .exclude(article__published_slug=slug)
+        .order_by("-left_at", "-id")
+        .values_list("article__published_slug", flat=True)
         .first()
     )
-    return row if row and row[0] != slug else None
+    return target or None
+
+
+def moved_targets() -> dict[str, str]:
+    """`moved_to` of every former address of a listed article, in one query."""
+    targets: dict[str, str] = {}
+    rows = _former_of_listed().order_by("left_at", "id")
+    for slug, target in rows.values_list("slug", "article__published_slug"):
+        if target != slug:
+            targets[slug] = target  # the last one left it last
+    return targets
 
 
 def former_slugs_of(article_ids: Iterable[int]) -> dict[int, list[str]]:

@@ -22,17 +22,23 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("slug", models.CharField(max_length=200, unique=True)),
+                ("slug", models.CharField(db_index=True, max_length=200)),
                 ("left_at", models.DateTimeField(default=django.utils.timezone.now)),
                 (
                     "article",
                     models.ForeignKey(
                         db_constraint=False,
+                        db_index=False,
                         on_delete=django.db.models.deletion.DO_NOTHING,
                         related_name="former_addresses",
                         to="publishing.article",
                     ),
                 ),
             ],
+            options={
+                "constraints": [
+                    models.UniqueConstraint(fields=("article", "slug"), name="formeraddress_once")
+                ],
+            },
         ),
     ]

@@ -461,19 +461,16 @@ def _aliases(path: Path, parsed: ParsedFile, article: Article, report: ImportRep
 
 
 def _record_aliases(planned: Iterable[_Planned]) -> None:
-    """Each imported article's aliases as its former addresses (one statement): an
-    alias another article left is now this one's, as the file says."""
+    """Each imported article's aliases as its former addresses (one statement; one
+    already recorded is left as it is)."""
     rows = {
-        alias: FormerAddress(slug=alias, article_id=p.article.pk)
+        (alias, p.article.pk): FormerAddress(slug=alias, article_id=p.article.pk)
         for p in planned
         for alias in p.aliases
     }
     if rows:
         FormerAddress.objects.bulk_create(
-            [rows[slug] for slug in sorted(rows)],
-            update_conflicts=True,
-            unique_fields=["slug"],
-            update_fields=["article"],
+            [rows[key] for key in sorted(rows)], ignore_conflicts=True
         )
 
 

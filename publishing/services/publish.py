@@ -595,9 +595,9 @@ def _live_key() -> Case:
 
 def _record_moves(articles: list[Article]) -> None:
     """The slugs the published articles left, their former addresses (FormerAddress:
-    the folder sends readers on), each now the address of the article that left it
-    last; an article back at a slug it had left has that one no longer. No statement
-    when none moved (the claim read each row's live slug)."""
+    the folder sends readers on to the listed article that left it last); an article
+    back at a slug it had left has that one no longer. No statement when none moved
+    (the claim read each row's live slug)."""
     moved = [a for a in articles if a.published_slug and a.published_slug != a.slug]
     if not moved:
         return
@@ -608,8 +608,8 @@ def _record_moves(articles: list[Article]) -> None:
     FormerAddress.objects.bulk_create(
         [FormerAddress(slug=a.published_slug, article_id=a.pk, left_at=now) for a in moved],
         update_conflicts=True,
-        unique_fields=["slug"],
-        update_fields=["article", "left_at"],
+        unique_fields=["article", "slug"],
+        update_fields=["left_at"],
     )
 
 

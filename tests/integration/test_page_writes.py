@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import connection, connections
 
 from blogpublish.site import documents, paths, selectors
@@ -68,7 +69,17 @@ class PausedWriter:
     held just before the storage's `commit` (`commit_many`), after the token check,
     under the page guard, until `go()`."""
 
-    def __init__(self, site: Site, articles: Article | list, monkeypatch):  # noqa: F811
+    def __init__(
+        self,
+        site: Site,  # noqa: F811
+        articles: Article | list,
+        monkeypatch,
+        *,
+        then: BaseException | None = None,
+    ):
+        """`then`: raised in A right after its write, as the soft time limit overdue
+        after a pause is (Celery raises it the moment the process runs again)."""
+        self.then = then
         self.at_write, self.resume = threading.Event(), threading.Event()
         self.error: BaseException | None = None
         self.result: object = None
@@ -88,6 +99,10 @@ class PausedWriter:
                     self.session = cursor.fetchone()[0]
                 self.at_write.set()
                 self.resume.wait(timeout=60)
+                original(storage, staged)
+                if self.then is not None:
+                    raise self.then
+                return
             original(storage, staged)
 
         return held
@@ -138,6 +153,43 @@ def test_writer_paused_after_its_check_never_leaves_its_page(site, where, monkey
     assert article_complete(claim=stale).outcome is Outcome.SKIPPED
     assert page_bytes(article.slug) == b_bytes
     assert page_version(article.slug) == b_version  # the very page B wrote, not a copy
+
+
+@on_postgresql
+@pytest.mark.parametrize("many", [False, True], ids=["one", "a batch"])
+def test_writer_paused_past_its_lease_whose_time_limit_comes_after_its_write_takes_it_back(
+    site,  # noqa: F811
+    where,
+    monkeypatch,
+    many,
+):
+    """A worker paused (SIGSTOP, a VM frozen) after its check, under its guard: B
+    publishes a newer version meanwhile. A runs again, its write goes in, and its soft
+    time limit, long overdue, is raised the next moment: the write is taken back, as a
+    broken guard's is (a review's finding: the older page stayed until the full check)."""
+    (article,) = site.add(1, body="Version one.")
+    article.body = "Version two."
+    article.save()
+    stale = article_claim(article_id=article.pk)
+    late = SoftTimeLimitExceeded()
+    writer = PausedWriter(site, [stale.article] if many else stale.article, monkeypatch, then=late)
+    writer.drop_session()
+    article.body = "Version three."
+    article.save()
+    Article.objects.filter(pk=article.pk).update(lease_expires_at=None)
+    site.attempt(article)
+    b_bytes = page_bytes(article.slug)
+
+    raised = None
+    try:
+        writer.go()
+    except SoftTimeLimitExceeded as exc:
+        raised = exc
+
+    assert page_bytes(article.slug) == b_bytes
+    # On disk the write went in and the limit came after; a bucket refuses the PUT
+    # itself (conditional on the page A checked), so A never reaches its limit there.
+    assert raised is (late if where == "folder" else None)
 
 
 @on_postgresql
