@@ -9,6 +9,7 @@ a production start without them fails loudly instead of running with a known key
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import zoneinfo
 from pathlib import Path
@@ -53,19 +54,31 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use 1 or 0.")
 
 
-def env_number(name: str, default: float, *, minimum: float) -> float:
+# Every number's ceiling unless it names its own: three years in seconds, more days than
+# a date can count past, and no `inf`, which passed every check and then broke what
+# used it (a timedelta's overflow in every catch-up run: a review's finding).
+NUMBER_MAXIMUM = 100_000_000
+
+
+def env_number(
+    name: str, default: float, *, minimum: float, maximum: float = NUMBER_MAXIMUM
+) -> float:
     raw = env_str(name, str(default))
     try:
         value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a finite number.")
     if value < minimum:
         raise ImproperlyConfigured(f"{name}={raw} is below its minimum of {minimum}.")
+    if value > maximum:
+        raise ImproperlyConfigured(f"{name}={raw} is above its maximum of {maximum:,}.")
     return value
 
 
-def env_int(name: str, default: int, *, minimum: int) -> int:
-    value = env_number(name, default, minimum=minimum)
+def env_int(name: str, default: int, *, minimum: int, maximum: int = NUMBER_MAXIMUM) -> int:
+    value = env_number(name, default, minimum=minimum, maximum=maximum)
     if value != int(value):
         raise ImproperlyConfigured(f"{name}={value} is not a whole number.")
     return int(value)
@@ -235,7 +248,7 @@ EMAIL_BACKEND = (
 )
 # The mail server of alerts and the digest (Django's own settings, read from the env).
 EMAIL_HOST = env_str("EMAIL_HOST") or "localhost"
-EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65535)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)

@@ -121,6 +121,11 @@ def test_each_bad_combination_is_named(changes, named):
         ({"PUBLISH_CATCHUP_INTERVAL": "2000"}, "ETA horizon"),
         ({"PUBLISH_STUCK_AFTER": "30"}, "PUBLISH_STUCK_AFTER"),
         ({"PUBLISH_MAX_ATTEMPTS": "many"}, "PUBLISH_MAX_ATTEMPTS='many' is not a number"),
+        # "keep forever" as inf, or nan: refused at start, not by every catch-up after
+        ({"STORY_TRASH_DAYS": "inf"}, "STORY_TRASH_DAYS='inf' is not a finite number"),
+        ({"PUBLISH_STUCK_AFTER": "nan"}, "PUBLISH_STUCK_AFTER='nan' is not a finite number"),
+        ({"STORY_TRASH_DAYS": "1e9"}, "STORY_TRASH_DAYS=1e9 is above its maximum of 100,000,000"),
+        ({"EMAIL_PORT": "99999"}, "EMAIL_PORT=99999 is above its maximum of 65,535"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
         ({"AWS_S3_ADDRESSING_STYLE": "bucket"}, "AWS_S3_ADDRESSING_STYLE='bucket'"),
     ],
