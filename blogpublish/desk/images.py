@@ -132,7 +132,17 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
     # Opened with `formats`, an image has one of them (Pillow's format is None only for
     # an image made in memory).
     extension = EXTENSIONS[image.format or ""]
-    return without_location(data, image), extension, width, height
+    try:
+        # Decoding: verify() checks a PNG's chunks and a JPEG's markers, not a GIF's
+        # pixels, which a truncated file lacks (a review's finding: a 500, not this).
+        cleaned = without_location(data, image)
+    except ImageRefused as exc:  # a JPEG's segments: named here
+        raise ImageRefused(f"“{name}” cannot be read: {exc}.") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise ImageRefused(
+            f"“{name}” cannot be read: it is truncated or corrupt ({exc})."
+        ) from None
+    return cleaned, extension, width, height
 
 
 # --- metadata: only what showing the image needs is kept ----------------------------
