@@ -14,7 +14,9 @@ laughs") and nesting deeper than `MAX_DEPTH`; and no message ever quotes more th
     slug: hello-world            # optional: else the file's name
     date: 2024-05-01 09:30:00    # optional: publish_at; UTC when it names no zone; else
                                  # the file name's date (Jekyll's 2024-05-01-hello.md)
-    draft: true                  # optional: kept as a draft, not published
+    draft: true                  # optional: kept as a draft, not published (so is
+                                 # Jekyll's `published: false`, Hugo's past `expiryDate`,
+                                 # and a file under Jekyll's `_drafts/`)
     author: Ann Writer           # optional: the byline (also `authors:`, a list)
     description: One sentence.   # optional (also Hugo's `summary:`)
     lang: fr                     # optional (also `language:`; en_US is en-US)
@@ -77,6 +79,9 @@ KNOWN_KEYS = frozenset(
         "category",
         "aliases",
         "redirect_from",
+        "published",
+        "expiryDate",
+        "expirydate",
     }
 )
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -397,9 +402,13 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         meta = {}
     if not isinstance(meta, dict):
         raise BadFile("the front matter must be a mapping of keys to values (title: …)")
-    draft = meta.get("draft", False)
-    is_draft = draft is True or (
-        isinstance(draft, str) and draft.strip().lower() in {"true", "yes"}
+    # Kept from the blog, as its own build keeps it: Hugo's and Jekyll's `draft`,
+    # Jekyll's `published: false`, Hugo's `expiryDate` passed (a review's finding: all
+    # went live, with only the key named as ignored).
+    is_draft = (
+        _flag(meta, "draft", False)
+        or not _flag(meta, "published", True)
+        or _expired(meta.get("expiryDate", meta.get("expirydate")))
     )
     title = meta.get("title")
     if title is None or (isinstance(title, str) and not title.strip()):
@@ -421,6 +430,31 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
     )
     parsed.aliases, parsed.not_aliases = _aliases(meta)
     return Draft(parsed) if is_draft else parsed
+
+
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+
+
+def _flag(meta: dict, key: str, default: bool) -> bool:
+    """A yes-or-no key (YAML's booleans, and the words and digits for them); BadFile
+    for anything else (`draft: maybe`), rather than a guess either way."""
+    value = meta.get(key)
+    if value is None or value == "":  # unset, or `draft:` with nothing after it
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise BadFile(f"{key}: {_cut(repr(value), VALUE_SHOWN)} is not true or false")
+
+
+def _expired(value: object) -> bool:
+    """Hugo's `expiryDate` in the past: Hugo builds the page no more."""
+    if value is None or value == "":
+        return False
+    return parse_date(value) <= datetime.now(UTC)
 
 
 def _key_name(key: object) -> str:

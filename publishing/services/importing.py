@@ -206,6 +206,8 @@ def read_file(path: Path) -> ParsedFile | Draft:
     except UnicodeDecodeError as exc:
         raise BadFile(f"not UTF-8 text (byte {exc.start + 1})") from None
     result = markdown_files.parse(text)
+    if isinstance(result, ParsedFile) and "_drafts" in path.parts:
+        result = Draft(result)  # Jekyll builds its drafts only when asked to
     parsed = result.parsed if isinstance(result, Draft) else result
     if parsed.publish_at is None:  # Jekyll's fallback: the file name's date
         parsed.publish_at = markdown_files.date_from_path(path)

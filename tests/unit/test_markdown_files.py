@@ -257,3 +257,40 @@ def test_render_writes_aliases_as_hugo_does_and_parse_reads_them_back():
 
     assert "aliases:\n- /before/\n- /旧/\n" in text
     assert parse(text).aliases == ["before", "旧"]
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "draft: true",
+        "draft: 1",
+        "draft: 'yes'",
+        "published: false",
+        "published: no",
+        "expiryDate: 2020-01-01",
+    ],
+)
+def test_what_the_blog_itself_keeps_unpublished_is_a_draft(front):
+    assert isinstance(parse(f"---\ntitle: Kept\n{front}\n---\nSecret.\n"), Draft)
+
+
+@pytest.mark.parametrize(
+    "front", ["draft: false", "draft:", "published: true", "expiryDate: 2999-01-01", ""]
+)
+def test_what_the_blog_publishes_is_an_article(front):
+    assert not isinstance(parse(f"---\ntitle: Out\n{front}\n---\nText.\n"), Draft)
+
+
+def test_a_yes_or_no_key_that_is_neither_is_refused():
+    with pytest.raises(BadFile, match="draft: 'maybe' is not true or false"):
+        parse("---\ntitle: Unsure\ndraft: maybe\n---\nText.\n")
+
+
+def test_a_file_under_jekylls_drafts_folder_is_a_draft(tmp_path):
+    from publishing.services.importing import read_file
+
+    path = tmp_path / "_drafts" / "unfinished.md"
+    path.parent.mkdir()
+    path.write_text("---\ntitle: Unfinished\n---\nNot yet.\n", encoding="utf-8")
+
+    assert isinstance(read_file(path), Draft)
