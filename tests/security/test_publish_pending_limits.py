@@ -4,12 +4,16 @@ The attempt must end inside its lease, as a failed attempt that says why."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 import time
 
+import psycopg
 import pytest
+from django.core.management import call_command
+from django.db import connection
 from django.db.models.signals import post_save
 
 from publishing.models import Article, ArticleStatus, AttemptOutcome, PublishAttempt
@@ -60,3 +64,43 @@ def test_publish_pending__hung_publisher_is_stopped_inside_the_lease(
     assert article.status == ArticleStatus.PENDING
     assert article.lease_expires_at is None and article.next_attempt_at is not None
     assert "time limit" in article.last_error
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a session ended by the server: PostgreSQL's"
+)
+def test_publish_pending_loop_goes_on_after_its_database_session_is_dropped(
+    undispatched, monkeypatch
+):
+    """`--loop` is what runs while the broker is down: a database restart (its session
+    ended by the server) is said, and the next pass publishes (a review's finding: the
+    loop ended with a traceback)."""
+    from publishing.management.commands import publish_pending as command
+
+    class Stop(Exception):
+        pass
+
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:  # between passes, in the command's own thread
+        pauses.append(seconds)
+        if len(pauses) == 1:
+            Article.objects.create(title="After the restart", slug="after-the-restart", body="x")
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                (pid,) = cursor.fetchone()
+            params = connection.get_connection_params()
+            with psycopg.connect(**params, autocommit=True) as other:
+                other.execute("SELECT pg_terminate_backend(%s)", [pid])
+        elif len(pauses) == 3:
+            raise Stop
+
+    monkeypatch.setattr(command.time, "sleep", pause)
+    out, err = io.StringIO(), io.StringIO()
+
+    with pytest.raises(Stop):
+        call_command("publish_pending", "--loop", "--interval", "0.1", stdout=out, stderr=err)
+
+    assert "publish_pending: the pass failed, tried again" in err.getvalue()
+    assert out.getvalue().splitlines()[-1] == "publish_pending: 1 published", out.getvalue()
+    assert Article.objects.get(slug="after-the-restart").status == ArticleStatus.PUBLISHED
