@@ -1,11 +1,15 @@
 """Settings that make no sense together, or leave a door open, stop start-up.
 
-Pure functions, so they are tested without starting anything. config/settings.py calls
+Pure functions, so they are tested without starting anything (but `site_folder_problems`,
+which makes the site's folder). config/settings.py calls
 those that concern every process and raises ImproperlyConfigured with every problem,
 each naming its settings; config/flower.py calls Flower's in the Flower process.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 
 def publishing_settings_problems(
@@ -209,6 +213,22 @@ def site_root_problems(site_root: str) -> list[str]:
         parse_site_root(site_root)
     except ValueError as exc:
         return [str(exc)]
+    return []
+
+
+def site_folder_problems(path: Path) -> list[str]:
+    """A local SITE_ROOT must be a folder this process can write in: made now if it is
+    missing (the site would make it at its first write), so that a path that cannot be
+    one (`/proc/site`, `/etc/passwd`, a read-only mount) stops every process at start,
+    not each publish, every article dead after its attempts (a review's finding)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return [f"SITE_ROOT={str(path)!r} is a file, not a folder."]
+    except OSError as exc:
+        return [f"SITE_ROOT={str(path)!r} cannot be made: {exc.strerror or exc}."]
+    if not os.access(path, os.W_OK | os.X_OK):
+        return [f"SITE_ROOT={str(path)!r} is a folder this process cannot write in."]
     return []
 
 

@@ -22,6 +22,7 @@ from config.checks import (
     preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
+    site_folder_problems,
     site_language_problems,
     site_root_problems,
     url_problems,
@@ -268,6 +269,7 @@ _site_root_problems = site_root_problems(_site_root)
 SITE_ROOT: Path | str = _site_root
 if not _site_root_problems and not parse_site_root(_site_root).is_s3:
     SITE_ROOT = Path(_site_root).resolve()
+    _site_root_problems = site_folder_problems(SITE_ROOT)
 # Object storage (SITE_ROOT=s3://…) through django-storages' S3 backend (boto3), with the
 # standard AWS variables, so AWS S3, MinIO, Cloudflare R2 and the like all work. Unset
 # keys leave boto3 its own chain (an instance role, ~/.aws); AWS_ENDPOINT_URL is needed

@@ -126,6 +126,9 @@ def test_each_bad_combination_is_named(changes, named):
         ({"PUBLISH_STUCK_AFTER": "nan"}, "PUBLISH_STUCK_AFTER='nan' is not a finite number"),
         ({"STORY_TRASH_DAYS": "1e9"}, "STORY_TRASH_DAYS=1e9 is above its maximum of 100,000,000"),
         ({"EMAIL_PORT": "99999"}, "EMAIL_PORT=99999 is above its maximum of 65,535"),
+        # a folder that cannot be one: refused at start, not by every publish after
+        ({"SITE_ROOT": "/proc/blogpublish-site"}, "SITE_ROOT='/proc/blogpublish-site' cannot be"),
+        ({"SITE_ROOT": "/etc/passwd"}, "SITE_ROOT='/etc/passwd' is a file, not a folder"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
         ({"AWS_S3_ADDRESSING_STYLE": "bucket"}, "AWS_S3_ADDRESSING_STYLE='bucket'"),
     ],
