@@ -9,10 +9,13 @@ honcho. Ctrl-C stops them all.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import shutil
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -78,16 +81,24 @@ def main() -> int:
     # Local work: tracebacks in the browser, http cookies, mail to the console. Every
     # other way of starting blogpublish runs with DEBUG off unless told otherwise.
     os.environ.setdefault("DEBUG", "1")
+    # The ports (WEB_PORT, FLOWER_PORT: the Procfile reads them), and the blog's address
+    # on the web one unless SITE_URL says otherwise (the feeds' and pages' links).
+    web_port = port_from_env("WEB_PORT", 8000)
+    flower_port = port_from_env("FLOWER_PORT", 5555)
+    if web_port is None or flower_port is None:
+        return 1
+    os.environ.setdefault("SITE_URL", f"http://127.0.0.1:{web_port}")
     import django
 
     django.setup()
     from django.conf import settings
     from django.core.management import call_command
+    from kombu.utils.url import maybe_sanitize_url
 
     problem = broker_answers(settings.CELERY_BROKER_URL)
     if problem:
         print(
-            f"No broker answers at {settings.CELERY_BROKER_URL} ({problem}).\n"
+            f"No broker answers at {maybe_sanitize_url(settings.CELERY_BROKER_URL)} ({problem}).\n"
             "blogpublish needs Redis (or RabbitMQ) for its workers. Start one, then run "
             "`make run` again:\n"
             "  redis-server --daemonize yes            (Debian/Ubuntu: apt-get install "
@@ -108,9 +119,9 @@ def main() -> int:
 
     print(
         "\nblogpublish is starting (Ctrl-C stops everything):\n"
-        "  Blog:   http://127.0.0.1:8000/\n"
-        "  Admin:  http://127.0.0.1:8000/admin/\n"
-        "  Flower: http://127.0.0.1:5555/\n"
+        f"  Blog:   http://127.0.0.1:{web_port}/\n"
+        f"  Admin:  http://127.0.0.1:{web_port}/admin/\n"
+        f"  Flower: http://127.0.0.1:{flower_port}/\n"
         f"Admin user: {creds['admin_user']}\n"
         f"Admin password: {creds['admin_password']}\n"
         f"Flower user: {creds['flower_user']}\n"
@@ -124,10 +135,40 @@ def main() -> int:
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "FLOWER_BASIC_AUTH": flower_basic_auth(creds),
         "PYTHONUNBUFFERED": "1",
+        "WEB_PORT": str(web_port),
+        "FLOWER_PORT": str(flower_port),
     }
     honcho = shutil.which("honcho", path=env["PATH"]) or "honcho"
-    os.execvpe(honcho, [honcho, "-f", "Procfile", "start"], env)
-    return 0  # not reached
+    return run_until_stopped([honcho, "-f", "Procfile", "start"], env)
+
+
+def run_until_stopped(command: list[str], env: dict[str, str]) -> int:
+    """honcho in a session of its own, so that only this process hears the terminal:
+    Ctrl-C (SIGINT) is passed on as it is, and a closed terminal (SIGHUP) or a SIGTERM
+    as SIGTERM; honcho stops web, worker, beat and Flower on either, and this process
+    waits for it. honcho in the terminal's group ended on SIGHUP and left them all
+    running, each in a session of its own (a review's finding)."""
+    child = subprocess.Popen(command, env=env, start_new_session=True)
+
+    def pass_on(signum: int, frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signum, pass_on)
+    while True:
+        try:
+            return child.wait()
+        except InterruptedError:  # pragma: no cover - PEP 475 retries wait() itself
+            continue
+
+
+def port_from_env(name: str, default: int) -> int | None:
+    raw = os.environ.get(name, "").strip() or str(default)
+    if raw.isdigit() and 1 <= int(raw) <= 65535:
+        return int(raw)
+    print(f"{name}={raw!r} is not a port (1 to 65535).", file=sys.stderr)
+    return None
 
 
 if __name__ == "__main__":
