@@ -995,10 +995,14 @@ def publish_group(
                 transaction.on_commit(
                     partial(article_dead_alert, article_id=article_id), robust=True
                 )
-            if report.outcomes[str(Outcome.PUBLISHED)]:
+            if report.outcomes[str(Outcome.PUBLISHED)] or group.dead:
                 # A full group with more due rows behind it is a backlog draining (a
                 # batch's, or a burst of saves): its pass comes within the backlog's
-                # interval; the group that leaves none due brings it forward.
+                # interval; the group that leaves none due brings it forward. A death
+                # asks for one too: its attempt may have written a page of the version
+                # refused (a new slug's, a later target failing), which the pass that
+                # settles its note takes off (a review's finding: it stayed until the
+                # catch-up's pass).
                 backlog = report.full and (first is None or _more_due())
                 transaction.on_commit(partial(shared_views_request, backlog=backlog), robust=True)
             elif first is None and not report.full:
