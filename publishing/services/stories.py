@@ -523,12 +523,17 @@ def story_untrash(*, story_id: int) -> tuple[Story, bool]:
         if story.trashed_at is None:
             return story, False
         story.slug_key = key_of(story.slug)
+        # As every save of an address: an article created at it meanwhile waits for
+        # this commit and finds it taken, or this finds the article (a review's finding:
+        # both were let through, and the draft could never be published).
+        address_lock(story.slug_key)
         try:
             _check_slug_free(story)
             renamed = False
         except ValidationError:
             story.slug = Article(pk=story.pk, title=story.title)._unique_slug(story.slug)
             story.slug_key = key_of(story.slug)
+            address_lock(story.slug_key)
             renamed = True
         story.trashed_at = None
         story.state = StoryState.DRAFT

@@ -361,3 +361,20 @@ def test_publish_now_beside_an_article_form_save_is_no_deadlock(monkeypatch):
 
     assert (publish_now.error, form_save.error) == (None, None)
     assert Article.objects.get(pk=article.pk).body == "Form body."
+
+
+def test_an_article_made_at_the_address_of_a_draft_being_restored_waits_and_is_refused():
+    """A restore from the trash takes the address's lock, as every save of an address
+    does: an article made at it meanwhile waits, then finds the draft keeps it (a
+    review's finding: both went through, and the draft could never be published)."""
+    story = story_save(title="Restored", body="Back.", slug="restored-here")
+    story_trash(story_id=story.pk)
+
+    (restored, renamed), racer = race_while_held(
+        lambda: story_untrash(story_id=story.pk),
+        lambda: article_create(title="Newcomer", slug="restored-here", body="Mine."),
+    )
+
+    assert (restored.slug, renamed) == ("restored-here", False)
+    assert isinstance(racer.error, ValidationError), repr(racer.error)
+    assert not Article.objects.filter(slug="restored-here").exists()
