@@ -170,7 +170,19 @@ _CLEANER = nh3.Cleaner(**_POLICY)
 
 
 def _clean(bounded: str) -> str:
-    return _without_stray_rel(_CLEANER.clean(bounded))
+    return _without_page_ids(_without_stray_rel(_CLEANER.clean(bounded)))
+
+
+# The ids the page's own templates give (the skip link's target, the related articles'
+# heading): an element of the body with one of them took the skip link and made the
+# page invalid HTML (a duplicate id; a review's finding). Footnotes' and headings' other
+# ids are kept: links inside the article use them.
+PAGE_IDS = ("content", "related-heading")
+_PAGE_ID = re.compile(r' id="(?:{})"'.format("|".join(map(re.escape, PAGE_IDS))))
+
+
+def _without_page_ids(html: str) -> str:
+    return _PAGE_ID.sub("", html) if ' id="' in html else html
 
 
 # A link the sanitiser took the address of (`javascript:`…) keeps the `rel` it adds to

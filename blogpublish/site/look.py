@@ -47,7 +47,9 @@ from blogpublish import rendering
 # 2: tags' links by their slugs of migration 0026, one spelling of each tag; an `<img>`
 # without `alt` given `alt=""`, a link without its address no `rel` (the renderer's
 # version does not change with them).
-PAGE_FORMAT = 2
+# 3: an element of the body with an id of the page's own (`content`, the skip link's
+# target) loses it (rendering.PAGE_IDS).
+PAGE_FORMAT = 3
 
 # The templates an article's page is made of.
 PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
@@ -58,7 +60,8 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # head (the front page's, the feeds' summaries). 4: tags' links and categories by their
 # keys and slugs of migration 0026 (one spelling of each tag), the feeds' links without
 # their address without `rel`, excerpts without bidirectional controls.
-SHARED_FORMAT = 4
+# 5: the feeds' content without the page's own ids (rendering.PAGE_IDS), as the pages.
+SHARED_FORMAT = 5
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)
 SHARED_TEMPLATES = (

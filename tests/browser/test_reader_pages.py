@@ -39,6 +39,8 @@ AXE = CHECKERS / "axe-core" / "axe.min.js"
 BODY = """An opening paragraph with *emphasis*, **strong** text, `code` and a
 [link](https://example.org/).
 
+<h2 id="content">A heading with the id of the page's main</h2>
+
 ## A table
 
 | Language | Greeting |

@@ -246,3 +246,15 @@ def test_excerpt_source__bounded_by_the_head(body):
     assert len(source) < 4 * HEAD  # the head and a short stub per label in it
     assert took < 2.0  # one pass of a regular expression (0.3 s at most, measured)
     plain_excerpt(source)  # renders the bounded source only
+
+
+def test_render_markdown__an_id_of_the_pages_own_is_dropped_the_others_kept():
+    """`<main id="content">` is the skip link's target: a heading of the article with
+    that id took it, and made the page invalid HTML (a review's finding)."""
+    html = render_markdown(
+        '<h2 id="content">Contents</h2>\n\n<h3 id="related-heading">See also</h3>\n\n'
+        '<h3 id="content-2">Kept</h3>\n\nA note.[^1]\n\n[^1]: The note.'
+    )
+
+    assert 'id="content"' not in html and 'id="related-heading"' not in html
+    assert 'id="content-2"' in html and 'id="fn-1"' in html and 'href="#fn-1"' in html
