@@ -44,6 +44,7 @@ from publishing.reader_fields import (
 from publishing.text_limits import (
     amplification_problem,
     validate_display_chars,
+    validate_visible,
     validate_xml_chars,
 )
 from publishing.validators import (
@@ -64,7 +65,12 @@ from work.db import address_lock, advisory_key, advisory_locks, insert_rows
 
 TITLE_MAX_LENGTH = 200
 # The content's validators, shared by the article and its story's draft.
-TITLE_VALIDATORS = [validate_single_line, validate_xml_chars, validate_display_chars]
+TITLE_VALIDATORS = [
+    validate_single_line,
+    validate_xml_chars,
+    validate_display_chars,
+    validate_visible,
+]
 SLUG_VALIDATORS = [
     validate_slug_bytes,
     validate_not_reserved,
@@ -73,8 +79,13 @@ SLUG_VALIDATORS = [
 ]
 BODY_VALIDATORS = [validate_body_size, validate_xml_chars]
 BODY_HELP = _("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20}
-DESCRIPTION_VALIDATORS = [validate_description, validate_xml_chars, validate_display_chars]
-BYLINE_VALIDATORS = [validate_byline, validate_xml_chars, validate_display_chars]
+DESCRIPTION_VALIDATORS = [
+    validate_description,
+    validate_xml_chars,
+    validate_display_chars,
+    validate_visible,
+]
+BYLINE_VALIDATORS = [validate_byline, validate_xml_chars, validate_display_chars, validate_visible]
 # What readers see beside the text (issue 21); content too (reader_fields).
 READER_FIELDS = ("description", "language", "byline", "tags")
 # What a writer edits; save() validates these, whichever way the row is saved.

@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
-from publishing.text_limits import validate_display_chars, validate_xml_chars
+from publishing.text_limits import validate_display_chars, validate_visible, validate_xml_chars
 from publishing.validators import SLUG_MAX_BYTES
 
 DESCRIPTION_MAX_LENGTH = 1000
@@ -166,6 +166,7 @@ def validate_tags(value: object) -> None:
         _key_fits(tag, "tag")
         validate_xml_chars(tag)
         validate_display_chars(tag)
+        validate_visible(tag)
 
 
 def _split_tags(text: str) -> list[str]:

@@ -88,6 +88,31 @@ def validate_display_chars(value: str) -> None:
     _refuse_first(DISPLAY_TRICK_RE, value, message, "display_char")
 
 
+# Characters that show nothing: spaces, format characters (zero-width ones, the soft
+# hyphen, the BOM), marks with no letter to sit on, and the letters Unicode made to look
+# blank (the Hangul fillers, the braille blank).
+_BLANK_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc", "Mn", "Me"})
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def shows_something(value: str) -> bool:
+    """Has `value` one character a reader sees? Stops at the first (linear at worst)."""
+    return any(
+        ch not in _BLANK_LETTERS and unicodedata.category(ch) not in _BLANK_CATEGORIES
+        for ch in value
+    )
+
+
+def validate_visible(value: str) -> None:
+    """Refuse text that shows nothing (a title of zero-width spaces was a link with no
+    text on the front page: a review's finding); empty text is the field's own rule."""
+    if value and not shows_something(value):
+        raise ValidationError(
+            _("It shows nothing: only spaces or invisible characters; write some text."),
+            code="invisible",
+        )
+
+
 # GitHub's tables: cmark-gfm pads every row of a table to its header's width, so a row of
 # one character costs the header's columns: a 500-column header over thousands of short
 # rows is millions of cells (hundreds of MB of HTML, gigabytes of memory) from 100 KB of

@@ -67,7 +67,9 @@ PUBLISH_AT_MAX_YEAR = 9000
 
 
 def validate_single_line(value: str) -> None:
-    if any(ch in value for ch in "\r\n\t\x00") or any(ord(ch) < 32 for ch in value):
+    # Also U+2028 and U+2029, the line and paragraph separators (a line break in the
+    # listings and the feeds' titles, where tags and descriptions have them made spaces).
+    if any(ord(ch) < 32 or ch in "\u2028\u2029" for ch in value):
         raise ValidationError(
             _("The title must be one line without control characters."), code="single_line"
         )

@@ -26,6 +26,13 @@ def build(**fields) -> Article:
         ({"title": "   "}, "title", "cannot be blank"),
         ({"title": "x" * 201}, "title", "at most 200 characters (it has 201)"),
         ({"title": "two\nlines"}, "title", "one line"),
+        ({"title": "two\u2028lines"}, "title", "one line"),  # the line separator
+        # text that shows nothing: a link with no text on the front page
+        ({"title": "\u200b\u200b"}, "title", "It shows nothing"),
+        ({"title": "\u00ad\ufeff\u2800\u3164"}, "title", "It shows nothing"),
+        ({"byline": "\u200b"}, "byline", "It shows nothing"),
+        ({"description": "\u2060"}, "description", "It shows nothing"),
+        ({"tags": ["python", "\u200b"]}, "tags", "It shows nothing"),
         # slugs that would leave their directory or break a URL
         ({"slug": "a/b"}, "slug", "valid “slug”"),
         ({"slug": ".."}, "slug", "valid “slug”"),
@@ -48,6 +55,13 @@ def test_bad_input_is_refused_with_a_clear_message(fields, field, message):
 
     assert message in " ".join(caught.value.message_dict[field])
     assert Article.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "title", ["नमस्ते दुनिया", "ภาษาไทย", "e\u0301 with a mark", "\u200bZero-width first", "·"]
+)
+def test_a_title_that_shows_something_is_accepted(title):
+    build(title=title, slug="shows").full_clean()
 
 
 def test_duplicate_slug_is_refused():
