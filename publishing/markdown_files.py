@@ -46,11 +46,10 @@ from urllib.parse import unquote, urlsplit
 import yaml
 from dateutil import parser as date_parser
 from dateutil import tz
-from django.utils.text import slugify
 from yaml.composer import Composer, ComposerError
 from yaml.events import AliasEvent, CollectionStartEvent, Event, NodeEvent
 
-from publishing.validators import normalize_body
+from publishing.validators import normalize_body, slugify_keeping_marks
 
 try:  # libyaml: ~10x faster than the pure-Python loader
     from yaml import CSafeDumper as SafeDumper
@@ -471,7 +470,7 @@ def slug_from_path(path: PurePath) -> str:
     if stem in _BUNDLE_NAMES and path.parent.name:
         stem = path.parent.name
     stem = _JEKYLL_DATE_PREFIX.sub("", stem)
-    return slugify(stem, allow_unicode=True)
+    return slugify_keeping_marks(stem)
 
 
 def render(

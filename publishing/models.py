@@ -24,10 +24,10 @@ from django.db.models import Func, JSONField, Q, Value
 from django.db.models.functions import Length, Now, Replace, Substr
 from django.db.models.lookups import Exact, GreaterThan, LessThanOrEqual
 from django.utils import timezone
-from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.db import OctetLength
+from publishing.fields import SlugField
 from publishing.reader_fields import (
     BYLINE_MAX_LENGTH,
     DESCRIPTION_MAX_LENGTH,
@@ -55,6 +55,7 @@ from publishing.validators import (
     is_reserved_slug,
     normalize_body,
     slug_key,
+    slugify_keeping_marks,
     validate_body_size,
     validate_not_reserved,
     validate_publish_at,
@@ -226,7 +227,7 @@ def cut_to_bytes(value: str, limit: int) -> str:
 def slug_from_title(title: str) -> str:
     """A slug for the title: unicode letters kept (a Chinese title gives a Chinese slug),
     cut to what a file name can hold, never empty or reserved."""
-    slug = cut_to_bytes(slugify(title, allow_unicode=True), SLUG_MAX_BYTES)
+    slug = cut_to_bytes(slugify_keeping_marks(title), SLUG_MAX_BYTES)
     slug = slug.strip("-_") or "article"
     if is_reserved_slug(slug):
         # "admin-1"; but "sitemap-1" is reserved too (a sitemap chunk's name).
@@ -363,7 +364,7 @@ class Article(models.Model):
         max_length=TITLE_MAX_LENGTH,
         validators=TITLE_VALIDATORS,
     )
-    slug = models.SlugField(
+    slug = SlugField(
         max_length=200,
         unique=True,
         blank=True,
@@ -1113,7 +1114,7 @@ class Story(models.Model):
         max_length=TITLE_MAX_LENGTH,
         validators=TITLE_VALIDATORS,
     )
-    slug = models.SlugField(
+    slug = SlugField(
         max_length=200,
         blank=True,
         allow_unicode=True,
