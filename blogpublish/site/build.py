@@ -87,9 +87,8 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
     says, and a page an earlier date's attempt wrote goes.
     """
     rows = selectors.article_states(state.written)
-    # Its former addresses too, when it moved, went, or is listed for the first time
-    # (an import's aliases): each sends readers on to where it is now, or goes with it
-    # (a delete's note names them too). An edit in place leaves them as they are.
+    # Its former addresses too (an import's new aliases among them): each sends readers
+    # on to where it is now, or goes with it (a delete's note names them too).
     former = selectors.former_slugs_of(state.written)
     changed, inserted = [], []
     for article_id, written in list(state.written.items()):
@@ -104,9 +103,7 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
             continue
         state.settle(article_id)
         live = row["published_slug"] if row else ""
-        leaving = set(written.slugs) - {live}
-        if leaving or row is None or not written.was_listed:
-            leaving |= set(former.get(article_id, ())) - {live}
+        leaving = {*written.slugs, *former.get(article_id, ())} - {live}
         state.removals.append((sorted(leaving), article_id))
         if row is None and article_id in former:
             selectors.former_addresses_forget([article_id])  # their folders go above

@@ -450,16 +450,17 @@ def _aliases(path: Path, parsed: ParsedFile, article: Article, report: ImportRep
     kept = []
     for alias in parsed.not_aliases:
         report.aliases_not_kept.append(f"{path}: {alias} (not one folder of the site)")
-    for alias in parsed.aliases:
-        if alias == article.slug:
-            continue
+    for written in parsed.aliases:
+        alias = normalize_slug(written)  # as a slug is stored (NFKC, lowercase)
+        if key_of(alias) == article.slug_key.partition("#")[0]:
+            continue  # its own address, in another spelling: the same folder
         try:
             Article._meta.get_field("slug").clean(alias, article)
         except ValidationError as exc:
-            report.aliases_not_kept.append(f"{path}: {alias} ({_messages(exc)})")
+            report.aliases_not_kept.append(f"{path}: {written} ({_messages(exc)})")
             continue
         kept.append(alias)
-    return tuple(kept)
+    return tuple(dict.fromkeys(kept))
 
 
 def _record_aliases(planned: Iterable[_Planned]) -> None:

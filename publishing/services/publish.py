@@ -77,6 +77,7 @@ from publishing.models import (
     AttemptOutcome,
     FormerAddress,
     PublishAttempt,
+    key_of,
 )
 from publishing.publishers import get_publishers, publish_many_of
 from publishing.selectors import backlog_waiting, due_q
@@ -598,7 +599,9 @@ def _record_moves(articles: list[Article]) -> None:
     the folder sends readers on to the listed article that left it last); an article
     back at a slug it had left has that one no longer. No statement when none moved
     (the claim read each row's live slug)."""
-    moved = [a for a in articles if a.published_slug and a.published_slug != a.slug]
+    # A slug re-spelt within its key (`Foo` → `foo`) is the same page's folder on a file
+    # system that ignores case: no former address, whose page would take the live one's.
+    moved = [a for a in articles if a.published_slug and key_of(a.published_slug) != key_of(a.slug)]
     if not moved:
         return
     now = timezone.now()

@@ -202,7 +202,12 @@ def test_aliases_come_in_as_former_addresses_and_go_out_again(worker, blog, sett
     serve, or a slug the site refuses, is named and the article imported all the same;
     the export lists them, and its import into an empty database gives them back."""
     p = blog.name
-    aliases = f'["/{p}-old/", "/2019/05/{p}-older/", "feed", "https://example.com/{p}-x.html"]'
+    aliases = (
+        f'["/{p}-old/", "/2019/05/{p}-older/", "feed", "https://example.com/{p}-x.html", '
+        # its own address, and one of the others, in capitals: the same folders (as
+        # slugs are stored: lowercase), on a file system that ignores case too
+        f'"/{p.upper()}-NOW/", "/{p.upper()}-OLD/"]'
+    )
     write(
         blog,
         "moved.md",
