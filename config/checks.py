@@ -8,7 +8,6 @@ each naming its settings; config/flower.py calls Flower's in the Flower process.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 
@@ -217,18 +216,18 @@ def site_root_problems(site_root: str) -> list[str]:
 
 
 def site_folder_problems(path: Path) -> list[str]:
-    """A local SITE_ROOT must be a folder this process can write in: made now if it is
-    missing (the site would make it at its first write), so that a path that cannot be
-    one (`/proc/site`, `/etc/passwd`, a read-only mount) stops every process at start,
-    not each publish, every article dead after its attempts (a review's finding)."""
+    """A local SITE_ROOT must be a folder: made now if it is missing (the site would
+    make it at its first write), so that a path that cannot be one (`/proc/site`,
+    `/etc/passwd`) stops every process at start, not each publish, every article dead
+    after its attempts (a review's finding)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         return [f"SITE_ROOT={str(path)!r} is a file, not a folder."]
     except OSError as exc:
         return [f"SITE_ROOT={str(path)!r} cannot be made: {exc.strerror or exc}."]
-    if not os.access(path, os.W_OK | os.X_OK):
-        return [f"SITE_ROOT={str(path)!r} is a folder this process cannot write in."]
+    # Not its write permission: a process that only reads it (the web process serving a
+    # read-only mount, restore_check against a snapshot) is right to start.
     return []
 
 

@@ -325,8 +325,9 @@ PREVIEW_TIME_LIMIT = env_number("PREVIEW_TIME_LIMIT", 1.0, minimum=0)
 # older than STORY_REVISIONS_KEEP_DAYS are pruned by the catch-up, its newest
 # STORY_REVISIONS_KEEP_COUNT always kept.
 STORY_PREVIEW_SECONDS = env_number("STORY_PREVIEW_SECONDS", 7 * 86400, minimum=60)
-STORY_TRASH_DAYS = env_number("STORY_TRASH_DAYS", 30, minimum=0)
-STORY_REVISIONS_KEEP_DAYS = env_number("STORY_REVISIONS_KEEP_DAYS", 90, minimum=0)
+# Days: at most a thousand years (a date as far back as more is not one a date holds).
+STORY_TRASH_DAYS = env_number("STORY_TRASH_DAYS", 30, minimum=0, maximum=365_000)
+STORY_REVISIONS_KEEP_DAYS = env_number("STORY_REVISIONS_KEEP_DAYS", 90, minimum=0, maximum=365_000)
 STORY_REVISIONS_KEEP_COUNT = env_int("STORY_REVISIONS_KEEP_COUNT", 50, minimum=1)
 
 PUBLISH_MAX_ATTEMPTS = env_int("PUBLISH_MAX_ATTEMPTS", 5, minimum=1)

@@ -81,6 +81,7 @@ KNOWN_KEYS = frozenset(
         "published",
         "expiryDate",
         "expirydate",
+        "unpublishdate",
     }
 )
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -404,10 +405,14 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
     # Kept from the blog, as its own build keeps it: Hugo's and Jekyll's `draft`,
     # Jekyll's `published: false`, Hugo's `expiryDate` passed (a review's finding: all
     # went live, with only the key named as ignored).
+    # (Hugo reads its keys in any case; its `published` is also a name of publishDate,
+    # a date: not a flag then; `unpublishdate` a name of expiryDate.)
+    lowered = {key.lower(): value for key, value in meta.items() if isinstance(key, str)}
+    published = lowered.get("published")
     is_draft = (
         _flag(meta, "draft", False)
-        or not _flag(meta, "published", True)
-        or _expired(meta.get("expiryDate", meta.get("expirydate")))
+        or (not isinstance(published, date) and not _flag(lowered, "published", True))
+        or _expired(lowered.get("expirydate", lowered.get("unpublishdate")))
     )
     title = meta.get("title")
     if title is None or (isinstance(title, str) and not title.strip()):
@@ -418,7 +423,7 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         body=normalize_body(text[match.end() :]),
         slug="" if slug is None else _text("slug", slug),
         publish_at=None if meta.get("date") is None else parse_date(meta["date"]),
-        ignored_keys={_key_name(key) for key in meta if key not in KNOWN_KEYS},
+        ignored_keys={_key_name(key) for key in meta if not _known(key)},
         description=_optional_text(meta, "description", "summary"),
         language=_optional_text(meta, "lang", "language"),
         byline=_byline(meta),
@@ -454,6 +459,14 @@ def _expired(value: object) -> bool:
     if value is None or value == "":
         return False
     return parse_date(value) <= datetime.now(UTC)
+
+
+# Read in any case, as Hugo reads them (the draft rules' keys).
+_ANY_CASE_KEYS = frozenset({"published", "expirydate", "unpublishdate"})
+
+
+def _known(key: object) -> bool:
+    return key in KNOWN_KEYS or (isinstance(key, str) and key.lower() in _ANY_CASE_KEYS)
 
 
 def _key_name(key: object) -> str:

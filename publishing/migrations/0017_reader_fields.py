@@ -59,150 +59,320 @@ class Migration(migrations.Migration):
     # and writes nothing: no backfill.
     deploy_accepted = {"backfill-in-ddl": "refuse_tag_slugs only reads two slug keys"}
 
-
     dependencies = [
-        ('publishing', '0016_story_publish_log'),
+        ("publishing", "0016_story_publish_log"),
     ]
 
     operations = [
         migrations.RunPython(refuse_tag_slugs, migrations.RunPython.noop),
         migrations.CreateModel(
-            name='ArticleTag',
+            name="ArticleTag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('publish_at', models.DateTimeField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("publish_at", models.DateTimeField()),
             ],
         ),
         migrations.CreateModel(
-            name='Tag',
+            name="Tag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('tag', 'Tag'), ('author', 'Author')], default='tag', max_length=8)),
-                ('name', models.CharField(max_length=200)),
-                ('key', models.CharField(max_length=800)),
-                ('slug', models.CharField(max_length=809)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("tag", "Tag"), ("author", "Author")], default="tag", max_length=8
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("key", models.CharField(max_length=800)),
+                ("slug", models.CharField(max_length=809)),
             ],
         ),
         migrations.CreateModel(
-            name='TagRefresh',
+            name="TagRefresh",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
             ],
         ),
         migrations.RemoveConstraint(
-            model_name='article',
-            name='article_slug_not_reserved',
+            model_name="article",
+            name="article_slug_not_reserved",
         ),
         migrations.AddField(
-            model_name='article',
-            name='byline',
-            field=models.CharField(blank=True, db_default='', default='', help_text="The author's name as readers see it.", max_length=200, validators=[publishing.reader_fields.validate_byline, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_display_chars]),
+            model_name="article",
+            name="byline",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                default="",
+                help_text="The author's name as readers see it.",
+                max_length=200,
+                validators=[
+                    publishing.reader_fields.validate_byline,
+                    publishing.text_limits.validate_xml_chars,
+                    publishing.text_limits.validate_display_chars,
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='article',
-            name='description',
-            field=models.CharField(blank=True, db_default='', default='', help_text='What search results and link cards show. Empty: the first lines.', max_length=1000, validators=[publishing.reader_fields.validate_description, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_display_chars]),
+            model_name="article",
+            name="description",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                default="",
+                help_text="What search results and link cards show. Empty: the first lines.",
+                max_length=1000,
+                validators=[
+                    publishing.reader_fields.validate_description,
+                    publishing.text_limits.validate_xml_chars,
+                    publishing.text_limits.validate_display_chars,
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='article',
-            name='language',
-            field=models.CharField(blank=True, db_default='', default='', help_text="The language tag (en, fr, zh-Hans). Empty: the site's language.", max_length=35, validators=[publishing.reader_fields.validate_language]),
+            model_name="article",
+            name="language",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                default="",
+                help_text="The language tag (en, fr, zh-Hans). Empty: the site's language.",
+                max_length=35,
+                validators=[publishing.reader_fields.validate_language],
+            ),
         ),
         migrations.AddField(
-            model_name='article',
-            name='published_byline',
-            field=models.CharField(blank=True, db_default='', default='', editable=False, max_length=200),
+            model_name="article",
+            name="published_byline",
+            field=models.CharField(
+                blank=True, db_default="", default="", editable=False, max_length=200
+            ),
         ),
         migrations.AddField(
-            model_name='article',
-            name='published_description',
-            field=models.CharField(blank=True, db_default='', default='', editable=False, max_length=1000),
+            model_name="article",
+            name="published_description",
+            field=models.CharField(
+                blank=True, db_default="", default="", editable=False, max_length=1000
+            ),
         ),
         migrations.AddField(
-            model_name='article',
-            name='published_language',
-            field=models.CharField(blank=True, db_default='', default='', editable=False, max_length=35),
+            model_name="article",
+            name="published_language",
+            field=models.CharField(
+                blank=True, db_default="", default="", editable=False, max_length=35
+            ),
         ),
         migrations.AddField(
-            model_name='article',
-            name='published_tags',
-            field=models.JSONField(blank=True, db_default=models.Value([], models.JSONField()), default=list, editable=False),
+            model_name="article",
+            name="published_tags",
+            field=models.JSONField(
+                blank=True,
+                db_default=models.Value([], models.JSONField()),
+                default=list,
+                editable=False,
+            ),
         ),
         migrations.AddField(
-            model_name='article',
-            name='tags',
-            field=models.JSONField(blank=True, db_default=models.Value([], models.JSONField()), default=list, validators=[publishing.reader_fields.validate_tags]),
+            model_name="article",
+            name="tags",
+            field=models.JSONField(
+                blank=True,
+                db_default=models.Value([], models.JSONField()),
+                default=list,
+                validators=[publishing.reader_fields.validate_tags],
+            ),
         ),
         migrations.AddField(
-            model_name='revision',
-            name='byline',
-            field=models.CharField(blank=True, db_default='', default='', max_length=200),
+            model_name="revision",
+            name="byline",
+            field=models.CharField(blank=True, db_default="", default="", max_length=200),
         ),
         migrations.AddField(
-            model_name='revision',
-            name='description',
-            field=models.CharField(blank=True, db_default='', default='', max_length=1000),
+            model_name="revision",
+            name="description",
+            field=models.CharField(blank=True, db_default="", default="", max_length=1000),
         ),
         migrations.AddField(
-            model_name='revision',
-            name='language',
-            field=models.CharField(blank=True, db_default='', default='', max_length=35),
+            model_name="revision",
+            name="language",
+            field=models.CharField(blank=True, db_default="", default="", max_length=35),
         ),
         migrations.AddField(
-            model_name='revision',
-            name='tags',
-            field=models.JSONField(blank=True, db_default=models.Value([], models.JSONField()), default=list),
+            model_name="revision",
+            name="tags",
+            field=models.JSONField(
+                blank=True, db_default=models.Value([], models.JSONField()), default=list
+            ),
         ),
         migrations.AddField(
-            model_name='story',
-            name='byline',
-            field=models.CharField(blank=True, db_default='', default='', help_text="The author's name as readers see it.", max_length=200, validators=[publishing.reader_fields.validate_byline, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_display_chars]),
+            model_name="story",
+            name="byline",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                default="",
+                help_text="The author's name as readers see it.",
+                max_length=200,
+                validators=[
+                    publishing.reader_fields.validate_byline,
+                    publishing.text_limits.validate_xml_chars,
+                    publishing.text_limits.validate_display_chars,
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='story',
-            name='description',
-            field=models.CharField(blank=True, db_default='', default='', help_text='What search results and link cards show. Empty: the first lines.', max_length=1000, validators=[publishing.reader_fields.validate_description, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_display_chars]),
+            model_name="story",
+            name="description",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                default="",
+                help_text="What search results and link cards show. Empty: the first lines.",
+                max_length=1000,
+                validators=[
+                    publishing.reader_fields.validate_description,
+                    publishing.text_limits.validate_xml_chars,
+                    publishing.text_limits.validate_display_chars,
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='story',
-            name='language',
-            field=models.CharField(blank=True, db_default='', default='', help_text="The language tag (en, fr, zh-Hans). Empty: the site's language.", max_length=35, validators=[publishing.reader_fields.validate_language]),
+            model_name="story",
+            name="language",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                default="",
+                help_text="The language tag (en, fr, zh-Hans). Empty: the site's language.",
+                max_length=35,
+                validators=[publishing.reader_fields.validate_language],
+            ),
         ),
         migrations.AddField(
-            model_name='story',
-            name='tags',
-            field=models.JSONField(blank=True, db_default=models.Value([], models.JSONField()), default=list, validators=[publishing.reader_fields.validate_tags]),
+            model_name="story",
+            name="tags",
+            field=models.JSONField(
+                blank=True,
+                db_default=models.Value([], models.JSONField()),
+                default=list,
+                validators=[publishing.reader_fields.validate_tags],
+            ),
         ),
         AddCheckNotValid(
-            model_name='article',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('slug__in', ['.staging', 'admin', 'api', 'assets', 'author', 'favicon.ico', 'feed', 'feed.xml', 'healthz', 'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml', 'static', 'status', 'status.json', 'tag']), _negated=True), models.Q(('slug_key__in', ['.staging', 'admin', 'api', 'assets', 'author', 'favicon.ico', 'feed', 'feed.xml', 'healthz', 'index.html', 'media', 'metrics', 'page', 'robots.txt', 'sitemap', 'sitemap.xml', 'static', 'status', 'status.json', 'tag']), _negated=True)), name='article_slug_not_reserved'),
+            model_name="article",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        (
+                            "slug__in",
+                            [
+                                ".staging",
+                                "admin",
+                                "api",
+                                "assets",
+                                "author",
+                                "favicon.ico",
+                                "feed",
+                                "feed.xml",
+                                "healthz",
+                                "index.html",
+                                "media",
+                                "metrics",
+                                "page",
+                                "robots.txt",
+                                "sitemap",
+                                "sitemap.xml",
+                                "static",
+                                "status",
+                                "status.json",
+                                "tag",
+                            ],
+                        ),
+                        _negated=True,
+                    ),
+                    models.Q(
+                        (
+                            "slug_key__in",
+                            [
+                                ".staging",
+                                "admin",
+                                "api",
+                                "assets",
+                                "author",
+                                "favicon.ico",
+                                "feed",
+                                "feed.xml",
+                                "healthz",
+                                "index.html",
+                                "media",
+                                "metrics",
+                                "page",
+                                "robots.txt",
+                                "sitemap",
+                                "sitemap.xml",
+                                "static",
+                                "status",
+                                "status.json",
+                                "tag",
+                            ],
+                        ),
+                        _negated=True,
+                    ),
+                ),
+                name="article_slug_not_reserved",
+            ),
         ),
         migrations.AddField(
-            model_name='articletag',
-            name='article',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='live_tags', to='publishing.article'),
+            model_name="articletag",
+            name="article",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="live_tags",
+                to="publishing.article",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='tag',
-            constraint=models.UniqueConstraint(fields=('kind', 'key'), name='tag_kind_key'),
+            model_name="tag",
+            constraint=models.UniqueConstraint(fields=("kind", "key"), name="tag_kind_key"),
         ),
         migrations.AddField(
-            model_name='articletag',
-            name='tag',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='articles', to='publishing.tag'),
+            model_name="articletag",
+            name="tag",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="articles",
+                to="publishing.tag",
+            ),
         ),
         migrations.AddField(
-            model_name='tagrefresh',
-            name='tag',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='publishing.tag'),
+            model_name="tagrefresh",
+            name="tag",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="publishing.tag"
+            ),
         ),
         migrations.AddIndex(
-            model_name='articletag',
-            index=models.Index(fields=['tag', 'publish_at', 'article'], name='tag_listed_idx'),
+            model_name="articletag",
+            index=models.Index(fields=["tag", "publish_at", "article"], name="tag_listed_idx"),
         ),
         migrations.AddConstraint(
-            model_name='articletag',
-            constraint=models.UniqueConstraint(fields=('article', 'tag'), name='articletag_once'),
+            model_name="articletag",
+            constraint=models.UniqueConstraint(fields=("article", "tag"), name="articletag_once"),
         ),
         migrations.RunPython(reinstall_on_sqlite, migrations.RunPython.noop),
     ]

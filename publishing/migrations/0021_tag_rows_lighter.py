@@ -40,7 +40,6 @@ class AlterFieldLighter(migrations.AlterField):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("publishing", "0020_article_message_id"),
     ]

@@ -6,20 +6,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('publishing', '0023_tag_slugs_fit_a_file_name'),
+        ("publishing", "0023_tag_slugs_fit_a_file_name"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='article',
-            name='slug',
-            field=models.SlugField(allow_unicode=True, blank=True, help_text="The page's address: letters (any script), digits, - and _. Left blank, it is made from the title.", max_length=200, unique=True, validators=[publishing.validators.validate_slug_bytes, publishing.validators.validate_not_reserved, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_display_chars]),
+            model_name="article",
+            name="slug",
+            field=models.SlugField(
+                allow_unicode=True,
+                blank=True,
+                help_text="The page's address: letters (any script), digits, - and _. Left blank, it is made from the title.",
+                max_length=200,
+                unique=True,
+                validators=[
+                    publishing.validators.validate_slug_bytes,
+                    publishing.validators.validate_not_reserved,
+                    publishing.text_limits.validate_xml_chars,
+                    publishing.text_limits.validate_display_chars,
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='story',
-            name='slug',
-            field=models.SlugField(allow_unicode=True, blank=True, help_text="The page's address. Left blank, it is made from the title.", max_length=200, validators=[publishing.validators.validate_slug_bytes, publishing.validators.validate_not_reserved, publishing.text_limits.validate_xml_chars, publishing.text_limits.validate_display_chars]),
+            model_name="story",
+            name="slug",
+            field=models.SlugField(
+                allow_unicode=True,
+                blank=True,
+                help_text="The page's address. Left blank, it is made from the title.",
+                max_length=200,
+                validators=[
+                    publishing.validators.validate_slug_bytes,
+                    publishing.validators.validate_not_reserved,
+                    publishing.text_limits.validate_xml_chars,
+                    publishing.text_limits.validate_display_chars,
+                ],
+            ),
         ),
     ]

@@ -114,3 +114,30 @@ def test_publish_now_from_the_admin_skips_the_schedule(worker, make_article):
 
     wait_status(article, ArticleStatus.PUBLISHED)
     assert article.publish_at <= timezone.now()
+
+
+def test_publish_now_of_a_row_stored_before_a_newer_rule_says_why_it_was_not_sent(
+    quiet_article,
+):
+    """Its date moves to now, a save, which validates: a title stored before titles
+    had to show something is refused with the form's message, not a 500."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    article = quiet_article("older-rule", publish_at=timezone.now() + timedelta(days=3))
+    Article.objects.filter(pk=article.pk).update(title="\u200b\u200b")  # past validation
+    admin = get_user_model().objects.create_superuser("op3", "op3@example.com", "pw-op-123456")
+    client = Client()
+    client.force_login(admin)
+
+    response = client.post(
+        "/admin/publishing/article/",
+        {"action": "publish_now", "_selected_action": [article.pk]},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    said = [str(m) for m in response.context["messages"]]
+    assert any(f"Article {article.pk} not sent: It shows nothing" in m for m in said), said
+    assert Article.objects.get(pk=article.pk).publish_at > timezone.now()

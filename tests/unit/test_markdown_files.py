@@ -268,6 +268,8 @@ def test_render_writes_aliases_as_hugo_does_and_parse_reads_them_back():
         "published: false",
         "published: no",
         "expiryDate: 2020-01-01",
+        "ExpiryDate: 2020-01-01",  # Hugo reads keys in any case
+        "unpublishdate: 2020-01-01",  # Hugo's other name for it
     ],
 )
 def test_what_the_blog_itself_keeps_unpublished_is_a_draft(front):
@@ -275,7 +277,15 @@ def test_what_the_blog_itself_keeps_unpublished_is_a_draft(front):
 
 
 @pytest.mark.parametrize(
-    "front", ["draft: false", "draft:", "published: true", "expiryDate: 2999-01-01", ""]
+    "front",
+    [
+        "draft: false",
+        "draft:",
+        "published: true",
+        "published: 2023-05-01",  # Hugo's other name for publishDate: a date
+        "expiryDate: 2999-01-01",
+        "",
+    ],
 )
 def test_what_the_blog_publishes_is_an_article(front):
     assert not isinstance(parse(f"---\ntitle: Out\n{front}\n---\nText.\n"), Draft)

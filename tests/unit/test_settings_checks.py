@@ -124,7 +124,8 @@ def test_each_bad_combination_is_named(changes, named):
         # "keep forever" as inf, or nan: refused at start, not by every catch-up after
         ({"STORY_TRASH_DAYS": "inf"}, "STORY_TRASH_DAYS='inf' is not a finite number"),
         ({"PUBLISH_STUCK_AFTER": "nan"}, "PUBLISH_STUCK_AFTER='nan' is not a finite number"),
-        ({"STORY_TRASH_DAYS": "1e9"}, "STORY_TRASH_DAYS=1e9 is above its maximum of 100,000,000"),
+        ({"STORY_TRASH_DAYS": "1e9"}, "STORY_TRASH_DAYS=1e9 is above its maximum of 365,000"),
+        ({"STORY_REVISIONS_KEEP_DAYS": "800000"}, "KEEP_DAYS=800000 is above its maximum of"),
         ({"EMAIL_PORT": "99999"}, "EMAIL_PORT=99999 is above its maximum of 65,535"),
         # a folder that cannot be one: refused at start, not by every publish after
         ({"SITE_ROOT": "/proc/blogpublish-site"}, "SITE_ROOT='/proc/blogpublish-site' cannot be"),
