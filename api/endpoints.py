@@ -221,7 +221,11 @@ def _field_name(problem: dict) -> str:
 def _message(problem: dict) -> str:
     kind = problem.get("type", "")
     if kind == "extra_forbidden":
-        return "Not a field of an article here (title, body, slug, publish_at)."
+        return (
+            "Not a field of an article here: an article has title, body, slug, "
+            "publish_at, description, language, byline and tags (and status when it is "
+            "made)."
+        )
     if kind == "missing":
         return "This field is required."
     if kind in {"dict_type", "model_attributes_type"}:

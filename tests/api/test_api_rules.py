@@ -283,6 +283,17 @@ def test_post_input_of_the_wrong_shape_is_400_naming_the_field(api, data, field)
     assert Article.objects.count() == 0
 
 
+def test_an_unknown_field_is_400_naming_every_field_an_article_has(api):
+    """The reader fields too (a review's finding: the message named four fields)."""
+    response = post(api, {"title": "x", "body": "x", "colour": "red"})
+
+    assert response.status_code == 400
+    [message] = response.json()["errors"]["colour"]
+    for name in ("title", "body", "slug", "publish_at", "description", "language", "byline"):
+        assert name in message, name
+    assert "tags" in message and "status" in message
+
+
 def test_post_invalid_json_is_400(api):
     response = post(api, '{"title": "x", ')
 
