@@ -75,10 +75,21 @@ class Command(BaseCommand):
             raise CommandError(words)
 
 
-def _day(value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        from argparse import ArgumentTypeError
+# The first day a digest may be asked for: before it, a day's bounds in a time zone east
+# of UTC fall before the first date there is (0001-01-01 in Tokyo: an OverflowError).
+FIRST_DAY = date(1900, 1, 1)
 
+
+def _day(value: str) -> date:
+    from argparse import ArgumentTypeError
+
+    # YYYY-MM-DD only: fromisoformat alone takes 20261201 and 2026-W49-1 too.
+    if len(value) != 10 or value[4] != "-" or value[7] != "-":
+        raise ArgumentTypeError(f"{value!r} is not a date (YYYY-MM-DD)")
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
         raise ArgumentTypeError(f"{value!r} is not a date (YYYY-MM-DD)") from None
+    if day < FIRST_DAY:
+        raise ArgumentTypeError(f"{value!r} is before {FIRST_DAY}: no digest for it")
+    return day
