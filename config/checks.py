@@ -187,15 +187,18 @@ def flower_command_line_problems(spellings: list[str]) -> list[str]:
     ]
 
 
-def mail_address_problems(*, name: str, addresses: list[str]) -> list[str]:
-    """Each of `addresses` must be a mail address."""
+def mail_address_problems(*, name: str, addresses: list[str], named: bool = False) -> list[str]:
+    """Each of `addresses` must be a mail address (`named`: or one with a display name,
+    `Blog <noreply@example.com>`, as a sender may be)."""
+    from email.utils import parseaddr
+
     from django.core.exceptions import ValidationError
     from django.core.validators import validate_email
 
     problems = []
     for address in addresses:
         try:
-            validate_email(address)
+            validate_email(parseaddr(address)[1] if named else address)
         except ValidationError:
             problems.append(f"{name}: {address!r} is not a mail address.")
     return problems

@@ -238,7 +238,7 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "static")))
 # deployment that skipped collectstatic still has a working admin.
 WHITENOISE_USE_FINDERS = True
 
-ADMINS = [("Admin", a) for a in env_str("ADMINS").split(",") if a]
+ADMINS = [("Admin", a.strip()) for a in env_str("ADMINS").split(",") if a.strip()]
 # Alerts are mailed from Beat and the workers: a mail server that accepts and never
 # answers must not hold them (Django's SMTP backend waits forever by default).
 EMAIL_TIMEOUT = 10
@@ -643,6 +643,12 @@ _problems += webhook_secret_problems(
     secret=DIGEST_WEBHOOK_SECRET,
 )
 _problems += mail_address_problems(name="DIGEST_RECIPIENTS", addresses=DIGEST_RECIPIENTS)
+_problems += mail_address_problems(name="ADMINS", addresses=[a for _, a in ADMINS])
+# ("Blog <noreply@example.com>" is a sender too: its address is checked.)
+_problems += mail_address_problems(
+    name="DEFAULT_FROM_EMAIL", addresses=[DEFAULT_FROM_EMAIL], named=True
+)
+_problems += mail_address_problems(name="SERVER_EMAIL", addresses=[SERVER_EMAIL], named=True)
 _problems += site_language_problems(SITE_LANGUAGE)
 _problems += url_problems(name="SITE_URL", url=SITE_URL)
 for _name, _url in (

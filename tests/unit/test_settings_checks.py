@@ -127,6 +127,9 @@ def test_each_bad_combination_is_named(changes, named):
         ({"STORY_TRASH_DAYS": "1e9"}, "STORY_TRASH_DAYS=1e9 is above its maximum of 365,000"),
         ({"STORY_REVISIONS_KEEP_DAYS": "800000"}, "KEEP_DAYS=800000 is above its maximum of"),
         ({"EMAIL_PORT": "99999"}, "EMAIL_PORT=99999 is above its maximum of 65,535"),
+        # where mail goes and comes from (a review's finding: accepted, failing later)
+        ({"ADMINS": "ops@example.com, not-an-address"}, "ADMINS: 'not-an-address' is not"),
+        ({"DEFAULT_FROM_EMAIL": "nope"}, "DEFAULT_FROM_EMAIL: 'nope' is not a mail address"),
         # a folder that cannot be one: refused at start, not by every publish after
         ({"SITE_ROOT": "/proc/blogpublish-site"}, "SITE_ROOT='/proc/blogpublish-site' cannot be"),
         ({"SITE_ROOT": "/etc/passwd"}, "SITE_ROOT='/etc/passwd' is a file, not a folder"),
@@ -330,3 +333,15 @@ def test_webhook_url__may_be_empty_or_carry_a_query_never_lack_a_host():
     assert url_problems(name="PUBLISH_WEBHOOK_URL", url=ok, webhook=True) == []
     [problem] = url_problems(name="PUBLISH_WEBHOOK_URL", url="hooks.example.com/in", webhook=True)
     assert problem.startswith("PUBLISH_WEBHOOK_URL=")
+
+
+def test_a_sender_with_a_display_name_is_a_mail_address():
+    from config.checks import mail_address_problems
+
+    assert (
+        mail_address_problems(
+            name="DEFAULT_FROM_EMAIL", addresses=["Blog <noreply@example.com>"], named=True
+        )
+        == []
+    )
+    assert mail_address_problems(name="ADMINS", addresses=["Blog <noreply@example.com>"])
