@@ -146,6 +146,17 @@ def webhook_secret_problems(*, url_name: str, url: str, secret_name: str, secret
     ]
 
 
+def metrics_token_problems(token: str) -> list[str]:
+    """METRICS_TOKEN, when set, as long as the other secrets: a short one is guessed (a
+    review's finding: `x` was taken). Unset, /metrics answers loopback only."""
+    if not token or len(token) >= WEBHOOK_SECRET_MIN_LENGTH:
+        return []
+    return [
+        f"METRICS_TOKEN must be at least {WEBHOOK_SECRET_MIN_LENGTH} characters (it has "
+        f"{len(token)}), or unset (then /metrics answers from loopback only)."
+    ]
+
+
 def flower_basic_auth_problems(basic_auth: str | list[str]) -> list[str]:
     """Flower's basic_auth as Flower runs with it: `user:password` entries (a list, as
     config/flower.py parses Flower's options, or FLOWER_BASIC_AUTH's comma-separated

@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.checks import (
     mail_address_problems,
+    metrics_token_problems,
     preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
@@ -644,6 +645,7 @@ _problems += webhook_secret_problems(
 )
 _problems += mail_address_problems(name="DIGEST_RECIPIENTS", addresses=DIGEST_RECIPIENTS)
 _problems += mail_address_problems(name="ADMINS", addresses=[a for _, a in ADMINS])
+_problems += metrics_token_problems(METRICS_TOKEN)
 # ("Blog <noreply@example.com>" is a sender too: its address is checked.)
 _problems += mail_address_problems(
     name="DEFAULT_FROM_EMAIL", addresses=[DEFAULT_FROM_EMAIL], named=True
