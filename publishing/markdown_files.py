@@ -265,8 +265,10 @@ def _parse_date_text(value: str) -> datetime:
         return datetime.fromisoformat(text)
     except ValueError:
         pass
-    # What the text leaves out is today's, as Time.parse fills it ("May 1": this year).
-    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
+    # What the text leaves out as Time.parse fills it: a part above those it gives from
+    # now ("May 1": this year), one below its least ("May 2024": the 1st, a review's
+    # finding: it was today's day of the month).
+    today = datetime(datetime.now(UTC).year, 1, 1)
     attempts = [text]
     if loose := _RUBY_LOOSE.fullmatch(text):
         attempts.append(" ".join(part for part in loose.group("day", "time", "zone") if part))

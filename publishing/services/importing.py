@@ -135,20 +135,32 @@ def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
     recursively, in name order; hidden files and folders are left out. A path that
     does not exist gives a failure, not an exception. A folder named may be a link (the
     operator's choice); links inside it are not followed: a link to a folder is not
-    entered, and a file that is a link (or not a regular file) fails in read_file()."""
+    entered (it is skipped, saying so), and a file that is a link (or not a regular
+    file) fails in read_file()."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = []
+            found: list[Path | FileResult] = []
             for folder, dirs, files in os.walk(path):
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
+                for name in dirs:  # os.walk enters none of these: each named
+                    if os.path.islink(os.path.join(folder, name)):
+                        found.append(
+                            FileResult(
+                                Path(folder, name),
+                                Action.SKIPPED,
+                                "a link to a folder, not followed: name the folder itself",
+                            )
+                        )
                 found += [
                     Path(folder, name)
                     for name in files
                     if name.lower().endswith(markdown_files.MARKDOWN_SUFFIXES)
                     and not name.startswith(".")
                 ]
-            yield from sorted(found)
+            yield from sorted(
+                found, key=lambda item: str(item.path if isinstance(item, FileResult) else item)
+            )
         elif os.path.lexists(path):
             yield path  # a file, or something read_file() refuses with its reason
         else:

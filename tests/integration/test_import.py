@@ -345,3 +345,23 @@ def test_a_real_jekyll_blog_imports_whole_and_its_export_imports_unchanged(worke
     assert out.splitlines()[-1].startswith(
         f"import_articles: created 0, updated 0, unchanged {len(posts)}"
     )
+
+
+def test_an_empty_folder_and_a_linked_one_are_said(blog, tmp_path):
+    """A review's finding: an empty folder ended "created 0, …" with no word of why, and
+    a link to a folder inside the import was passed by in silence."""
+    blog.mkdir(parents=True)
+    out, err, code = run_import(str(blog))
+
+    assert code == 0, err
+    assert f"no Markdown files (.md, .markdown) found in {blog}" in out
+
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere, "post.md", post("Elsewhere", slug=f"{blog.name}-elsewhere"))
+    (blog / "linked").symlink_to(elsewhere, target_is_directory=True)
+    out, err, code = run_import(str(blog))
+
+    assert code == 0, err
+    assert f"skipped: {blog / 'linked'}: a link to a folder, not followed" in out
+    assert out.splitlines()[-1].endswith("skipped 1, failed 0")
+    assert not Article.objects.filter(slug=f"{blog.name}-elsewhere").exists()

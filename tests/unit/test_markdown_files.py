@@ -165,6 +165,8 @@ LENIENT_DATES = [
     ("01 May 24 09:30 UTC", datetime(2024, 5, 1, 9, 30, tzinfo=UTC)),  # Go's RFC822
     # A post of Jekyll's own blog (tests/jekyll_corpus): Ruby takes the parts it knows.
     ("2023-01-29 18:30:22 2023 -0800", datetime(2023, 1, 30, 2, 30, 22, tzinfo=UTC)),
+    # A part below the least given is its first (Time.parse), not today's.
+    ("May 2024", datetime(2024, 5, 1, tzinfo=UTC)),
 ]
 
 

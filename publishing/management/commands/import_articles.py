@@ -45,6 +45,8 @@ class Command(BaseCommand):
             if result.action == Action.FAILED:
                 line = self.style.ERROR(f"failed: {result.path}: {result.reason}")
                 (bar.write(line, file=sys.stderr) if bar else self.stderr.write(line))
+            elif result.action == Action.SKIPPED and result.reason:
+                self.stdout.write(f"skipped: {result.path}: {result.reason}")
             elif dry_run and result.action in (Action.CREATED, Action.UPDATED):
                 verb = "would create" if result.action == Action.CREATED else "would update"
                 self.stdout.write(f"{verb}: {result.path} ({result.slug})")
@@ -66,6 +68,10 @@ class Command(BaseCommand):
             self.stdout.write(f"alias not kept: {line}")
         if len(report.aliases_not_kept) > len(shown):
             self.stdout.write(f"… and {len(report.aliases_not_kept) - len(shown)} more aliases")
+        if not any(report.counts.values()):
+            self.stdout.write(
+                f"no Markdown files (.md, .markdown) found in {', '.join(map(str, paths))}"
+            )
         prefix = "import_articles (dry run, nothing written)" if dry_run else "import_articles"
         self.stdout.write(f"{prefix}: {report.summary}")
         if report.failures:
