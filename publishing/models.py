@@ -459,6 +459,9 @@ class Article(models.Model):
     # publish after the commit (publishing.signals). save() sets it before writing: a
     # new pending row, or an edit that changed the content, is work; anything else not.
     wants_publish: bool = False
+    # The slug was made from the title by clean() (full_clean, the forms, the API): the
+    # save then moves it on to a free one, as it does a slug it derives itself.
+    _slug_derived: bool = False
 
     # What deleting this row means to the targets (publishing.signals): "deleted", or
     # "withdrawn" when the writer takes it back to draft (publishing.services.stories).
@@ -552,8 +555,8 @@ class Article(models.Model):
         normalised (NFKC), so `ＡＤＭＩＮ` is the reserved `admin`."""
         self._normalize()
         self._validate_content()
-        derived_slug = not self.slug
-        if derived_slug:
+        derived_slug, self._slug_derived = not self.slug or self._slug_derived, False
+        if not self.slug:
             self.slug = self._unique_slug(slug_from_title(self.title))
         self.fill_slug_keys()
         with transaction.atomic():
@@ -562,10 +565,12 @@ class Article(models.Model):
             # PATCH lock the row before they save; in the other order each deadlocked
             # with an Article form's save of the same article: docs/design.md).
             before = "" if self._state.adding else self._lock_row()
-            if not derived_slug:  # a derived slug is free already
-                # A draft saved at this address meanwhile is checked in another table:
-                # the address's lock makes the two saves take turns (work.db).
-                address_lock(self.slug_key)
+            # A draft saved at this address meanwhile is checked in another table: the
+            # address's lock makes the two saves take turns (work.db).
+            address_lock(self.slug_key)
+            if derived_slug:
+                self._free_derived_slug()
+            else:
                 self._check_slug_free()
             self.content_hash = self._content_hash()
             # The id of the message this save sends if it makes work, stored with the
@@ -645,6 +650,7 @@ class Article(models.Model):
             # An over-long title has its own error; no slug is made of 200,000 characters.
             if self.title and len(self.title) <= TITLE_MAX_LENGTH:
                 self.slug = self._unique_slug(slug_from_title(self.title))
+                self._slug_derived = True
         else:
             self._check_slug_free()
         if self.body and (problem := amplification_problem(self.body)):
@@ -701,6 +707,20 @@ class Article(models.Model):
             raise ValidationError(
                 {"slug": _("Another article's live page is at this address; choose another.")}
             )
+
+    def _free_derived_slug(self) -> None:
+        """Under the address's lock: a derived slug that a draft (or an article) took
+        since it was derived moves on to the next free one, under that one's lock (a
+        review's finding: a writer who gave no slug was refused over the one made)."""
+        for _try in range(5):
+            try:
+                self._check_slug_free()
+                return
+            except ValidationError:
+                self.slug = self._unique_slug(slug_from_title(self.title))
+                self.fill_slug_keys()
+                address_lock(self.slug_key)
+        raise ValidationError({"slug": _("Could not find a free slug; please choose one.")})
 
     def _unique_slug(self, base: str, *, also_taken: Iterable[str] = ()) -> str:
         """`base`, or `base-2`, `base-3`, …: the first whose key no other article has as

@@ -378,3 +378,18 @@ def test_an_article_made_at_the_address_of_a_draft_being_restored_waits_and_is_r
     assert (restored.slug, renamed) == ("restored-here", False)
     assert isinstance(racer.error, ValidationError), repr(racer.error)
     assert not Article.objects.filter(slug="restored-here").exists()
+
+
+def test_an_article_without_a_slug_whose_derived_one_a_draft_takes_meanwhile_moves_on():
+    """The API validates (full_clean makes the slug from the title) before it saves: a
+    draft saved at that slug in between made the save refuse the writer, who gave no
+    slug, over the one made for them (a review's finding). It moves on, as a slug made
+    by the save itself does."""
+    made, racer = race_while_held(
+        lambda: story_save(title="Draft first", body="Mine.", slug="made-from-title"),
+        lambda: article_create(title="Made from title", body="Text."),
+    )
+
+    assert made.slug == "made-from-title"
+    assert racer.error is None, repr(racer.error)
+    assert racer.result.slug == "made-from-title-2"
