@@ -161,7 +161,8 @@ def test_a_link_is_not_followed_and_the_other_files_import(blog, tmp_path):
     assert "symbolic link, not followed" in failed_line(err, blog / "zero.md")
     assert not Article.objects.filter(slug__in=["sec-link", "sec-dir-link"]).exists()
     assert Article.objects.filter(slug="sec-good").exists()
-    assert out.splitlines()[-1].endswith("created 1, updated 0, unchanged 0, skipped 0, failed 2")
+    assert f"skipped: {blog / 'linked'}: a link to a folder, not followed" in out
+    assert out.splitlines()[-1].endswith("created 1, updated 0, unchanged 0, skipped 1, failed 2")
 
 
 @pytest.mark.django_db
