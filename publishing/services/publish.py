@@ -605,9 +605,12 @@ def _record_moves(articles: list[Article]) -> None:
     if not moved:
         return
     now = timezone.now()
-    FormerAddress.objects.filter(
-        article_id__in=[a.pk for a in moved], slug__in=[a.slug for a in moved]
-    ).delete()
+    # Each its own row (article and slug together): by `IN … AND IN …`, an article that
+    # moved in the same group to a slug another one had left took that one's row too.
+    back = Q()
+    for article in moved:
+        back |= Q(article_id=article.pk, slug=article.slug)
+    FormerAddress.objects.filter(back).delete()
     FormerAddress.objects.bulk_create(
         [FormerAddress(slug=a.published_slug, article_id=a.pk, left_at=now) for a in moved],
         update_conflicts=True,

@@ -521,3 +521,22 @@ def test_pages_of_different_articles_are_written_while_another_is_guarded(site):
     finally:
         done.set()
         thread.join()
+
+
+def test_a_group_that_moves_one_article_to_a_slug_another_left_keeps_that_ones_record(site):
+    """One completion for both: B moves on (it left `b-before` earlier), C moves onto
+    `b-before`. B's record of `b-before` stays (C's page holds the folder; when C
+    leaves it, it sends readers to B again): only an article back at a slug it had
+    left drops that slug's row of its own."""
+    from publishing.services.publish import _record_moves
+
+    b, c = site.add(2)
+    FormerAddress.objects.create(slug="b-before", article_id=b.pk)
+    b.published_slug, b.slug = b.slug, "b-next"
+    c.published_slug, c.slug = c.slug, "b-before"
+
+    _record_moves([b, c])
+
+    assert sorted(FormerAddress.objects.values_list("slug", "article_id")) == sorted(
+        [("b-before", b.pk), (b.published_slug, b.pk), (c.published_slug, c.pk)]
+    )
