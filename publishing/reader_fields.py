@@ -15,11 +15,10 @@ import unicodedata
 from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
-from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _
 
 from publishing.text_limits import validate_display_chars, validate_visible, validate_xml_chars
-from publishing.validators import SLUG_MAX_BYTES
+from publishing.validators import SLUG_MAX_BYTES, slugify_keeping_marks
 
 DESCRIPTION_MAX_LENGTH = 1000
 BYLINE_MAX_LENGTH = 200
@@ -111,15 +110,16 @@ def distinct_tags(names: Iterable[str]) -> list[str]:
 
 def tag_slug(name: str) -> str:
     """The folder of a tag's page (tag/<slug>/): its key when that is a slug already,
-    unicode letters kept; otherwise ("c++", "c#" are both "c") the key made a slug and a
-    short hash of the key after it, and so is a key that ends as a hash does (a tag
-    named as the folder of "c++" is), so two tags share no folder (but by a 64-bit
-    hash's collision). A slug longer than an article's may be (SLUG_MAX_BYTES of UTF-8:
-    a folder's name, and the name it takes when it is moved aside to be removed, must
-    fit in a file name's 255 bytes; 100 Chinese characters are 300) is cut, and the
-    hash follows. Pure: a page links to a tag without a query."""
+    unicode letters kept with the marks they carry (हिन्दी: migration 0030); otherwise
+    ("c++", "c#" are both "c") the key made a slug and a short hash of the key after
+    it, and so is a key that ends as a hash does (a tag named as the folder of "c++"
+    is), so two tags share no folder (but by a 64-bit hash's collision). A slug longer
+    than an article's may be (SLUG_MAX_BYTES of UTF-8: a folder's name, and the name it
+    takes when it is moved aside to be removed, must fit in a file name's 255 bytes; 100
+    Chinese characters are 300) is cut, and the hash follows. Pure: a page links to a
+    tag without a query."""
     key = tag_key(name)
-    slug = slugify(key, allow_unicode=True)
+    slug = slugify_keeping_marks(key)
     fits = len(slug.encode("utf-8")) <= SLUG_MAX_BYTES
     if fits and slug == key and not _HASHED_RE.search(slug):
         return slug

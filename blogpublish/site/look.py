@@ -49,7 +49,8 @@ from blogpublish import rendering
 # version does not change with them).
 # 3: an element of the body with an id of the page's own (`content`, the skip link's
 # target) loses it (rendering.PAGE_IDS).
-PAGE_FORMAT = 3
+# 4: tags' and bylines' links by their folders of migration 0030 (marks kept).
+PAGE_FORMAT = 4
 
 # The templates an article's page is made of.
 PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
@@ -61,7 +62,8 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # keys and slugs of migration 0026 (one spelling of each tag), the feeds' links without
 # their address without `rel`, excerpts without bidirectional controls.
 # 5: the feeds' content without the page's own ids (rendering.PAGE_IDS), as the pages.
-SHARED_FORMAT = 5
+# 6: tags' and bylines' links by their folders of migration 0030 (marks kept).
+SHARED_FORMAT = 6
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)
 SHARED_TEMPLATES = (

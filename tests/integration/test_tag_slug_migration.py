@@ -1,7 +1,8 @@
 """Migration 0023: a Tag row whose page folder name was too long for a file name gets
 the slug reader_fields.tag_slug now gives it; the others are left as they are.
 Migration 0026: the rows of spellings that are now one tag (tag_key) are merged, and a
-tag named like a hash gets a folder of its own."""
+tag named like a hash gets a folder of its own.
+Migration 0030: a tag whose letters carry marks (Hindi, Thai) gets them in its folder."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.django_db
 
 migration = importlib.import_module("publishing.migrations.0023_tag_slugs_fit_a_file_name")
 one_per_slug = importlib.import_module("publishing.migrations.0026_tags_one_per_slug")
+keep_marks = importlib.import_module("publishing.migrations.0030_tag_slugs_keep_marks")
 # What the migration uses of its schema editor: the connection, and running a statement.
 EDITOR = SimpleNamespace(
     connection=connection, execute=lambda sql: connection.cursor().execute(sql)
@@ -122,3 +124,24 @@ def test_a_second_run_changes_nothing():
 
     assert list(Tag.objects.order_by("pk").values_list("pk", "key", "slug")) == before
     assert not TagRefresh.objects.exists()
+
+
+def test_a_tag_whose_letters_carry_marks_moves_to_a_folder_with_them():
+    """Before 0030 a tag's folder was its key through Django's slugify, which drops the
+    marks: "हिन्दी" (Hindi) was "हनद" and a hash. Its row moves, its pages are asked
+    for; a tag without marks keeps its folder and asks for nothing."""
+    from django.utils.text import slugify
+
+    hindi = Tag.objects.create(kind="tag", key="हिन्दी", name="हिन्दी", slug="")
+    digest = hashlib.sha256("हिन्दी".encode()).hexdigest()[:16]
+    Tag.objects.filter(pk=hindi.pk).update(slug=f"{slugify('हिन्दी', allow_unicode=True)}-{digest}")
+    thai = Tag.objects.create(kind="author", key="สมชาย-ใจดี", name="สมชาย ใจดี", slug="")
+    Tag.objects.filter(pk=thai.pk).update(slug=f"{slugify(thai.key, allow_unicode=True)}-x")
+    plain = Tag.objects.create(kind="tag", key="python", name="Python", slug="python")
+    live_article("hindi", hindi, plain)
+
+    keep_marks.folders_keep_marks(apps, EDITOR)
+
+    slugs = dict(Tag.objects.values_list("pk", "slug"))
+    assert slugs == {hindi.pk: "हिन्दी", thai.pk: "สมชาย-ใจดี", plain.pk: "python"}
+    assert set(TagRefresh.objects.values_list("tag_id", flat=True)) == {hindi.pk, thai.pk}

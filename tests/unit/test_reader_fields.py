@@ -126,6 +126,7 @@ def test_tag_slug__readable_when_it_can_be_and_never_shared():
     assert tag_slug("Python") == tag_slug("ＰＹＴＨＯＮ") == "python"
     assert tag_slug("Web Dev") == "web-dev"
     assert tag_slug("数据库") == "数据库"
+    assert tag_slug("हिन्दी") == "हिन्दी"  # the marks kept, as an article's slug keeps them
     assert tag_slug("c++") != tag_slug("c#") != tag_slug("c")
     assert tag_slug("c++").startswith("c-")
     for hostile in ("../etc", "a/b", ".", "?x#y"):
