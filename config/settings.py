@@ -199,6 +199,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
     }
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A server that does not answer (a host gone, a firewall dropping packets) fails a
+    # connection after this many seconds instead of holding a request, /healthz or a
+    # task until the kernel gives up; `?connect_timeout=` in the URL wins.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env_int("DB_CONNECT_TIMEOUT", 5, minimum=1)
+    )
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Connections live across requests and tasks (a new PostgreSQL connection costs
 # milliseconds, more than a whole attempt's statements); checked before reuse, and

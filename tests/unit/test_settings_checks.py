@@ -346,3 +346,57 @@ def test_a_sender_with_a_display_name_is_a_mail_address():
         == []
     )
     assert mail_address_problems(name="ADMINS", addresses=["Blog <noreply@example.com>"])
+
+
+def test_a_postgresql_server_that_never_answers_fails_the_connection_in_time():
+    """A listening socket that never accepts stands for a server that does not answer
+    (a host gone, packets dropped): the connection fails after DB_CONNECT_TIMEOUT
+    instead of waiting as long as the kernel does (libpq's default is no limit)."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PUBLISH_", "DB_"))}
+        code = (
+            "from django.db import connection\n"
+            "try:\n    connection.ensure_connection()\n"
+            "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", code],
+            cwd=ROOT,
+            env={
+                **env,
+                "DJANGO_SETTINGS_MODULE": "config.settings",
+                "DATABASE_URL": f"postgres://nobody@127.0.0.1:{port}/none",
+                "DB_CONNECT_TIMEOUT": "2",
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,  # the deadline: without the setting it never ends
+        )
+
+    assert "OperationalError" in result.stdout and "timeout" in result.stdout, result
+
+
+def test_a_connect_timeout_in_the_url_wins():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PUBLISH_", "DB_"))}
+    code = "from django.conf import settings; print(settings.DATABASES['default']['OPTIONS'])"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env={
+            **env,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?connect_timeout=9",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert "'connect_timeout': 9" in result.stdout or "'connect_timeout': '9'" in result.stdout, (
+        result
+    )
