@@ -11,6 +11,7 @@ before anything else of the request is looked at.
 from __future__ import annotations
 
 import copy
+import json
 from functools import partial
 
 from django.contrib.auth.models import User
@@ -25,6 +26,7 @@ from ninja import Header, NinjaAPI, Query, Status
 from ninja import Path as PathParam
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer
 
 from api.exceptions import (
@@ -111,6 +113,41 @@ def token_user(request: HttpRequest) -> User:
     return request.auth  # type: ignore[attr-defined]
 
 
+class BodyRefused(ValueError):
+    """A request body the API does not read, and why (the status it answers with)."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def _one_value_a_key(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:  # json.loads keeps the last; the writer meant one of them
+            raise BodyRefused(f"The key {key!r} is given twice in one object.")
+        seen[key] = value
+    return seen
+
+
+class JsonBody(Parser):
+    """A body is JSON, said so by its Content-Type (`application/json`, or a `+json`
+    type): a form or text sent by mistake is a 415 naming the type, not a parse of
+    whatever it held. A key given twice in one object is refused (JSON leaves it
+    undefined; Python keeps the last, so one of the writer's values would vanish)."""
+
+    def parse_body(self, request: HttpRequest) -> dict:
+        kind = request.content_type or ""
+        if kind != "application/json" and not kind.endswith("+json"):
+            raise BodyRefused(
+                f"Content-Type {kind or '(none)'}: send the body as application/json.", 415
+            )
+        try:
+            return json.loads(request.body, object_pairs_hook=_one_value_a_key)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BodyRefused(f"The request body is not valid JSON: {exc}.") from exc
+
+
 api = NinjaAPI(
     title="blogpublish API",
     version="1",
@@ -128,6 +165,7 @@ api = NinjaAPI(
     # No docs page: the schema is the reference, and ninja's Swagger UI page would load
     # its scripts from a CDN.
     docs_url=None,
+    parser=JsonBody(),
 )
 
 # Every operation may answer these.
@@ -190,7 +228,9 @@ def refused(request: HttpRequest, exc: ApiError) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    if isinstance(exc.__cause__, ValueError) and exc.status_code == 400:  # ninja's JSON parse
+    if isinstance(exc.__cause__, BodyRefused):  # ninja's parse of the body (JsonBody)
+        return error(request, exc.__cause__.status, str(exc.__cause__))
+    if isinstance(exc.__cause__, ValueError) and exc.status_code == 400:
         return error(request, 400, "The request body is not valid JSON.")
     return error(request, exc.status_code, str(exc))
 
@@ -442,9 +482,15 @@ def patch_article(
     request: HttpRequest,
     payload: ArticlePatchIn,
     id: int = ArticleId,
-    if_match: int = Header(None, alias="If-Match", ge=0, description="A draft's version."),
+    if_match: str = Header(
+        None,
+        alias="If-Match",
+        max_length=40,
+        description='A draft\'s version: 3, or as an entity tag, "3" or W/"3".',
+    ),
 ):
     _known_query(request)
+    version = _version(if_match)  # refused when it is not one, as for a draft
     # Read under the row's lock, so that concurrent PATCHes of one article each change
     # only their own fields: a save writes every content field from the copy it holds,
     # and two PATCHes that read before either wrote lost one's change (a review's
@@ -458,8 +504,28 @@ def patch_article(
                 article_update(article=article, **fields)
                 article.refresh_from_db()
     if article is None:
-        return draft_out(_patch_draft(request, payload, _draft(id), if_match))
+        return draft_out(_patch_draft(request, payload, _draft(id), version))
     return article_out(article)
+
+
+def _version(if_match: str | None) -> int | None:
+    """If-Match's version: a number, bare as docs/api.md shows it or as the entity tag
+    HTTP clients send (`"3"`, `W/"3"`); `*` (any version) checks none."""
+    if if_match is None or if_match.strip() == "*":
+        return None
+    text = if_match.strip().removeprefix("W/")
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+    if not (text.isascii() and text.isdigit()):
+        raise NinjaValidationError(
+            [
+                {
+                    "loc": ("header", "If-Match"),
+                    "msg": f'{if_match!r} is not a draft\'s version (a number, or "3").',
+                }
+            ]
+        )
+    return int(text)
 
 
 def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | None) -> Story:

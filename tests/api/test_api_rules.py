@@ -301,6 +301,70 @@ def test_post_invalid_json_is_400(api):
     assert "JSON" in response.json()["detail"]
 
 
+def test_a_key_given_twice_is_400_naming_it_and_stores_nothing(api):
+    """JSON leaves a repeated key undefined and Python keeps the last: one of the
+    writer's two titles would vanish without a word."""
+    response = post(api, '{"title": "First", "body": "x", "title": "Second"}')
+
+    assert response.status_code == 400
+    assert "'title'" in response.json()["detail"] and "twice" in response.json()["detail"]
+    assert not Article.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"],
+)
+def test_a_body_not_sent_as_json_is_415_naming_its_type_and_stores_nothing(api, content_type):
+    response = api.post(ARTICLES, '{"title": "T", "body": "x"}', content_type=content_type)
+
+    assert response.status_code == 415
+    assert content_type.split(";")[0] in response.json()["detail"]
+    assert "application/json" in response.json()["detail"]
+    assert not Article.objects.exists()
+
+
+def test_a_json_type_with_a_charset_or_a_suffix_is_read(api):
+    for kind in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        response = api.post(ARTICLES, json.dumps({"title": kind, "body": "x"}), content_type=kind)
+        assert response.status_code == 201, (kind, response.content)
+
+
+@pytest.mark.parametrize("if_match", ['"1"', 'W/"1"', "1", " 1 "])
+def test_if_match_takes_a_version_as_a_number_or_an_entity_tag(api, if_match):
+    draft = post(api, {"title": "D", "body": "x", "status": "draft"}).json()
+    url = f"{ARTICLES}/{draft['id']}"
+
+    def edit(body: str):
+        return api.patch(
+            url,
+            json.dumps({"body": body}),
+            content_type="application/json",
+            headers={"If-Match": if_match},
+        )
+
+    edited, stale = edit("Second."), edit("Third, from an old tab.")
+
+    assert edited.status_code == 200 and edited.json()["version"] == 2
+    assert stale.status_code == 412
+
+
+@pytest.mark.parametrize("if_match", ["one", '"1', "1.0", "-1", "١"])
+def test_an_if_match_that_is_no_version_is_400_naming_the_header(api, if_match):
+    draft = post(api, {"title": "D", "body": "x", "status": "draft"}).json()
+    live = post(api, {"title": "L", "body": "x"}).json()
+
+    for target in (draft, live):
+        response = api.patch(
+            f"{ARTICLES}/{target['id']}",
+            json.dumps({"body": "y"}),
+            content_type="application/json",
+            headers={"If-Match": if_match},
+        )
+        assert response.status_code == 400, (target, response.content)
+        assert "If-Match" in response.json()["errors"], response.json()
+
+
 def test_post_of_a_request_body_over_the_upload_limit_is_413(api, settings):
     body = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
 
