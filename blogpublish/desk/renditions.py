@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 from dataclasses import asdict, dataclass
 
 import PIL.Image
@@ -40,6 +41,7 @@ MIME = {"webp": "image/webp", "jpg": "image/jpeg", "png": "image/png", "gif": "i
 WEBP_MAX_SIDE = 16383
 # Greyscale of 16 bits a sample (a PNG's), as Pillow opens it.
 SIXTEEN_BIT_GREY = ("I;16", "I;16B", "I;16L", "I;16N", "I")
+ORIENTATION = 0x0112  # the EXIF tag
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,17 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
     """The copies of the image stored at `path` (`media/<sha256>.<ext>`, its bytes
     `data`, already checked) as (what to record, [(path, bytes)] to store)."""
     image = PIL.Image.open(io.BytesIO(data), formats=["PNG", "JPEG", "GIF", "WEBP"])
-    image.load()
-    upright = PIL.ImageOps.exif_transpose(image)
-    width, height = upright.size
+    width, height = _upright_size(image)
     if getattr(image, "n_frames", 1) > 1:
         return Renditions(width, height, ()), []
+    if image.format in ("JPEG", "MPO") and width > WIDTHS[-1]:
+        # Decoded at the smallest of 1/2, 1/4, 1/8 of its size that is still as wide as
+        # the widest copy (the decoder's own DCT scaling): a 50-megapixel photo took
+        # about 420 MB to decode whole, for copies at most 1,600 pixels wide.
+        wide, high = (WIDTHS[-1], math.ceil(height * WIDTHS[-1] / width))
+        image.draft(None, (high, wide) if _turned(image) else (wide, high))
+    image.load()
+    upright = PIL.ImageOps.exif_transpose(image)
     stem = path.rsplit(".", 1)[0]
     targets = [w for w in WIDTHS if w < width] + ([width] if width <= WIDTHS[-1] else [])
     same = SAME_FORMAT.get(image.format or "")
@@ -110,6 +118,16 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
             copies.append(Copy(rel, size[0], size[1], MIME[ext]))
     copies.sort(key=lambda copy: copy.width)
     return Renditions(width, height, tuple(copies)), files
+
+
+def _turned(image: PIL.Image.Image) -> bool:
+    """Whether the image's EXIF orientation turns it a quarter (its width is its height)."""
+    return image.getexif().get(ORIENTATION) in (5, 6, 7, 8)
+
+
+def _upright_size(image: PIL.Image.Image) -> tuple[int, int]:
+    width, height = image.size
+    return (height, width) if _turned(image) else (width, height)
 
 
 def _cmyk_to_rgb(image: PIL.Image.Image, profile: bytes | None) -> PIL.Image.Image:

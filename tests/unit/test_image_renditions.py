@@ -214,3 +214,56 @@ def test_a_cmyk_jpegs_copies_are_rgb_and_carry_no_cmyk_profile(with_profile):
         assert copy.info.get("icc_profile") is None
         red, green, blue = copy.convert("RGB").getpixel((10, 10))
         assert red > 200 and green < 60 and blue < 60
+
+
+@pytest.mark.parametrize("size", [(7000, 3000), (3000, 7000), (1700, 900), (1601, 5)])
+def test_a_large_jpeg_turned_or_not_gets_its_copies_from_a_scaled_decode(size):
+    """A JPEG wider than the widest copy is decoded at 1/2, 1/4 or 1/8 of its size (the
+    decoder's DCT scaling): the copies have the sizes of the whole decode, upright."""
+    for turned in (False, True):
+        record, files = made("JPEG", size, gps=turned)  # gps=True: orientation 6 too
+        upright = size[::-1] if turned else size
+        assert (record.width, record.height) == upright
+        widths = [w for w in renditions.WIDTHS if w < upright[0]]
+        widths += [upright[0]] if upright[0] <= renditions.WIDTHS[-1] else []
+        assert sorted({c.width for c in record.copies}) == widths
+        for copy in record.copies:
+            image = PIL.Image.open(io.BytesIO(files[copy.path]))
+            assert image.size == (copy.width, copy.height)
+            assert copy.height == max(1, round(upright[1] * copy.width / upright[0]))
+
+
+def test_a_50_megapixel_jpegs_copies_are_made_without_decoding_it_whole(tmp_path):
+    """The whole decode of 8,600 × 5,800 is 150 MB of RGB, and making the copies from it
+    took about 420 MB more than the process held (a review's finding: uploads at once
+    could take a small host's memory). A process of its own, whose peak is read."""
+    import subprocess
+    import sys
+
+    from tests.support.processes import ROOT
+
+    path = tmp_path / "big.jpg"
+    PIL.Image.new("RGB", (8600, 5800), "teal").save(path, quality=80)
+    # The peak from /proc (VmHWM, in kB): getrusage's ru_maxrss is inherited from the
+    # parent across fork and exec, and this test's process holds the image already.
+    code = (
+        "import re, sys\n"
+        "from blogpublish.desk import renditions\n"
+        "def peak():\n"
+        "    status = open('/proc/self/status').read()\n"
+        "    return int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1))\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "before = peak()\n"
+        "record, files = renditions.make(data, path='media/x.jpg')\n"
+        "print(record.width, record.height, len(files), (peak() - before) // 1024)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    width, height, files, grown_mb = map(int, result.stdout.split())
+    assert (width, height, files) == (8600, 5800, 8), result.stderr
+    assert grown_mb < 150, f"the copies took {grown_mb} MB"
