@@ -20,7 +20,13 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponsePermanentRedirect,
+    HttpResponseRedirect,
+)
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
@@ -28,7 +34,7 @@ from blogpublish.csp import site_policy
 from blogpublish.desk import limits
 from blogpublish.desk.preview import shared_page
 from blogpublish.exceptions import StorageError, SymlinkRefused
-from blogpublish.site import paths
+from blogpublish.site import documents, paths
 from blogpublish.storage import site_storage
 from publishing.services import story_by_preview_token
 
@@ -88,6 +94,11 @@ def site(request: HttpRequest, path: str = "") -> HttpResponse:
             )
             return with_policy(response)
         return not_found(storage)
+    if folder_wanted and (moved := documents.moved_href(data)):
+        # A former address (docs/site.md): a permanent redirect where this view serves
+        # the site, as WordPress answers an old slug; a static server serves the page,
+        # whose meta refresh does the same.
+        return with_policy(HttpResponsePermanentRedirect(moved))
     return with_policy(HttpResponse(data, content_type=content_type(rel)))
 
 

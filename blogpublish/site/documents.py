@@ -192,6 +192,21 @@ def moved_page(slug: str) -> str:
 
 # What `moved_page` writes near its top (within CONTENT_MARK_WITHIN).
 MOVED_MARK = re.compile(rb'<meta name="blogpublish-moved" content="')
+_MOVED_HREF = re.compile(rb'<meta name="blogpublish-moved" content="([^"<>]*)">')
+
+
+def moved_href(head: bytes) -> str | None:
+    """Where a page `moved_page` wrote sends readers (its root-relative address), from
+    its first CONTENT_MARK_WITHIN bytes; None for any other page. An address that is not
+    a path of this site (`//host`, a scheme) is None too: the page's meta refresh
+    still works, and no redirect names another site."""
+    found = _MOVED_HREF.search(head[:CONTENT_MARK_WITHIN])
+    if found is None:
+        return None
+    href = unescape(found.group(1).decode("utf-8", "replace"))
+    if not href.startswith("/") or href.startswith("//") or "\\" in href:
+        return None
+    return href
 
 
 # The site's icon: a letter on the accent colour, as SVG (every current browser takes

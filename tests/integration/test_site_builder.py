@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 from django.db import connection
 from django.db.models.signals import post_delete, post_save
+from django.test import Client
 from django.utils import timezone
 
 from blogpublish.models import SiteState as SiteStateRow
@@ -204,6 +205,13 @@ def test_slug_edit_moves_the_page_and_the_old_address_sends_readers_on(site):
     moved = (site.root / "old-address" / "index.html").read_text()
     assert '<link rel="canonical" href="http' in moved and "Moved." not in moved
     assert_lists_exactly(site.root, site.newest_first())
+    # Where the app serves the site, the old address is a permanent redirect.
+    client = Client()
+    response = client.get("/old-address/")
+    assert (response.status_code, response["Location"]) == (301, "/new-address/")
+    assert "Content-Security-Policy" in response
+    assert client.get("/new-address/").status_code == 200
+    assert client.get("/old-address/index.html").status_code == 200  # the file itself
 
 
 def test_former_addresses_follow_the_article_and_give_way_to_another(site):

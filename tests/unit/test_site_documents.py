@@ -246,3 +246,18 @@ def test_character_references_to_controls_in_valid_markdown_are_stripped_silentl
     assert feed.entries[0].summary.startswith("Hello")
     assert problems == []  # not the writer's doing: no "saved past validation" alert
     assert "\x01" not in page
+
+
+def test_a_moved_pages_address_is_read_back_and_only_a_path_of_this_site():
+    from blogpublish.site.documents import moved_href
+
+    def page(href: str) -> bytes:
+        return f'<!doctype html>\n<meta name="blogpublish-moved" content="{href}">'.encode()
+
+    assert moved_href(page("/new-address/")) == "/new-address/"
+    assert moved_href(page("/%E4%BD%A0%E5%A5%BD/")) == "/%E4%BD%A0%E5%A5%BD/"
+    assert moved_href(page("/a/?x=1&amp;y=2")) == "/a/?x=1&y=2"
+    for elsewhere in ("//evil.example/", "https://evil.example/", "/\\evil.example/", ""):
+        assert moved_href(page(elsewhere)) is None, elsewhere
+    assert moved_href(b"<!doctype html><title>A live page</title>") is None
+    assert moved_href(b" " * 600 + page("/late/")) is None  # past the head: not a moved page
