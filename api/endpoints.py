@@ -146,6 +146,8 @@ class JsonBody(Parser):
             return json.loads(request.body, object_pairs_hook=_one_value_a_key)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise BodyRefused(f"The request body is not valid JSON: {exc}.") from exc
+        except RecursionError:
+            raise BodyRefused("The request body is not valid JSON: nested too deeply.") from None
 
 
 api = NinjaAPI(
@@ -513,7 +515,9 @@ def _version(if_match: str | None) -> int | None:
     HTTP clients send (`"3"`, `W/"3"`); `*` (any version) checks none."""
     if if_match is None or if_match.strip() == "*":
         return None
-    text = if_match.strip().removeprefix("W/")
+    text = if_match.strip()
+    if text.startswith('W/"'):  # a weak tag is a quoted one
+        text = text[2:]
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
     if not (text.isascii() and text.isdigit()):

@@ -199,13 +199,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
     }
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+elif DATABASES["default"]["ENGINE"] in (
+    "django.db.backends.postgresql",
+    "django.contrib.gis.db.backends.postgis",
+):
     # A server that does not answer (a host gone, a firewall dropping packets) fails a
     # connection after this many seconds instead of holding a request, /healthz or a
-    # task until the kernel gives up; `?connect_timeout=` in the URL wins.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
-        "connect_timeout", env_int("DB_CONNECT_TIMEOUT", 5, minimum=1)
-    )
+    # task until the kernel gives up; `?connect_timeout=` in the URL wins, if it is one
+    # (libpq reads 0 as no limit).
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _given = str(_options.get("connect_timeout", "")).strip()
+    if _given and not (_given.isascii() and _given.isdigit() and int(_given) >= 1):
+        raise ImproperlyConfigured(
+            f"DATABASE_URL's connect_timeout={_given!r}: a whole number of seconds, at least 1."
+        )
+    _options.setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT", 5, minimum=1))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Connections live across requests and tasks (a new PostgreSQL connection costs
 # milliseconds, more than a whole attempt's statements); checked before reuse, and

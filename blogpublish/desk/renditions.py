@@ -84,7 +84,9 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
         # Decoded at the smallest of 1/2, 1/4, 1/8 of its size that is still as wide as
         # the widest copy (the decoder's own DCT scaling): a 50-megapixel photo took
         # about 420 MB to decode whole, for copies at most 1,600 pixels wide.
-        wide, high = (WIDTHS[-1], math.ceil(height * WIDTHS[-1] / width))
+        # At least 64 rows (or all): an eighth of a panorama's few rows would be mostly
+        # the padding of JPEG's blocks of 8.
+        wide, high = (WIDTHS[-1], max(math.ceil(height * WIDTHS[-1] / width), min(height, 64)))
         image.draft(None, (high, wide) if _turned(image) else (wide, high))
     image.load()
     upright = PIL.ImageOps.exif_transpose(image)

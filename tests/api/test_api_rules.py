@@ -311,6 +311,13 @@ def test_a_key_given_twice_is_400_naming_it_and_stores_nothing(api):
     assert not Article.objects.exists()
 
 
+def test_a_body_nested_too_deeply_is_400_saying_so(api):
+    response = post(api, "[" * 100_000)
+
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["detail"]
+
+
 @pytest.mark.parametrize(
     "content_type",
     ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"],
@@ -349,7 +356,7 @@ def test_if_match_takes_a_version_as_a_number_or_an_entity_tag(api, if_match):
     assert stale.status_code == 412
 
 
-@pytest.mark.parametrize("if_match", ["one", '"1', "1.0", "-1", "١"])
+@pytest.mark.parametrize("if_match", ["one", '"1', "1.0", "-1", "١", "W/1", 'w/"1"'])
 def test_an_if_match_that_is_no_version_is_400_naming_the_header(api, if_match):
     draft = post(api, {"title": "D", "body": "x", "status": "draft"}).json()
     live = post(api, {"title": "L", "body": "x"}).json()

@@ -400,3 +400,23 @@ def test_a_connect_timeout_in_the_url_wins():
     assert "'connect_timeout': 9" in result.stdout or "'connect_timeout': '9'" in result.stdout, (
         result
     )
+
+
+@pytest.mark.parametrize("given", ["0", "abc", "-1"])
+def test_a_connect_timeout_in_the_url_that_is_no_limit_stops_start_up(given):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PUBLISH_", "DB_"))}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={
+            **env,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"postgres://nobody@127.0.0.1:1/none?connect_timeout={given}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode != 0
+    assert f"connect_timeout={given!r}" in result.stderr, result.stderr[-2000:]
