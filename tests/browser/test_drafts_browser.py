@@ -140,6 +140,7 @@ def test_autosave_publish_diff_restore_share_and_withdraw(
     writer.close()
 
 
+@pytest.mark.each_database  # two saves of one draft at once: the database's locks decide
 def test_save_draft_pressed_while_the_first_autosave_is_on_its_way_makes_one_story(
     live_server, admin_user, browser, settings, monkeypatch, request
 ):

@@ -17,7 +17,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from blogpublish.desk import images
 from blogpublish.site import StaticSitePublisher
@@ -26,11 +25,9 @@ from publishing.models import Article
 from publishing.services import article_update, publish_group
 from publishing.tasks import publish_article
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    # The pages, not the database, are the subject: once, in the SQLite run.
-    pytest.mark.skipif(connection.vendor == "postgresql", reason="runs on SQLite"),
-]
+# The pages, not the database, are the subject: once, in the SQLite run, as every
+# browser test (tests/support/runs.py).
+pytestmark = pytest.mark.django_db(transaction=True)
 
 CHECKERS = Path(__file__).resolve().parents[2] / "tools" / "checkers" / "node_modules"
 VNU_JAR = CHECKERS / "vnu-jar" / "build" / "dist" / "vnu.jar"

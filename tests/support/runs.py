@@ -13,6 +13,11 @@ run, tests/unit/test_runs.py holds it), and the run's summary says how many and 
   PostgreSQL run, the database of more than one host; unless marked `sqlite_too`
   (SQLite-specific). A module that needs another run says so with its own skipif
   (test_rabbitmq.py: the RabbitMQ run only).
+- A browser test (tests/browser: a page driven in Chromium, against a live server)
+  runs in the SQLite run only: what it checks is the pages and the desk's scripts,
+  which the database does not change, and the pipeline under them is tested on both
+  databases by the integration and system tests. Unless it is marked `each_database`
+  (a race whose outcome is the database's: two saves of a draft at once).
 - In the RabbitMQ run, an integration test runs only when it depends on the broker: it
   uses the session's worker (the `worker` fixture), or is marked `broker` (it starts a
   worker of its own, or its subject is the messages: dispatch, queue lengths, Flower).
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 NO_DATABASE = "uses no database: runs in the SQLite run"
 SYSTEM = "system test: runs once, in the PostgreSQL run"
 NO_BROKER = "integration test that does not depend on the broker: runs in the Redis runs"
+BROWSER = "browser test: runs in the SQLite run"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +69,12 @@ def not_in_this_run(test: Candidate, *, database: str, broker: str) -> str | Non
         return None
     if database == "sqlite" and system and "sqlite_too" not in test.markers:
         return SYSTEM
+    if (
+        database == "postgresql"
+        and test.path.startswith("tests/browser/")
+        and "each_database" not in test.markers
+    ):
+        return BROWSER
     if (
         database == "postgresql"
         and not system

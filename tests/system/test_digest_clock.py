@@ -71,16 +71,24 @@ def test_two_beats_every_minute_send_one_mail_and_one_webhook_for_yesterday(pipe
 
     sending = "Sending due task digest (clock.tasks.digest_daily)"
     wait_for(
-        lambda: all(log_count(beat, sending) >= 2 for beat in beats),
-        timeout=200,
-        what="both Beats to send the digest at two minutes",
+        lambda: all(log_count(beat, sending) >= 1 for beat in beats),
+        timeout=140,
+        what="both Beats to send the digest at the next minute",
     )
     wait_for(
-        lambda: log_count(worker, "clock.tasks.digest_daily[") >= 2 * 4,  # received + done
+        lambda: log_count(worker, "clock.tasks.digest_daily[") >= 2 * 2,  # received + done
         timeout=60,
-        what="the worker to have run the four digest messages",
+        what="the worker to have run both Beats' digest messages",
     )
     wait_sent(day, timeout=30)
+    # A later firing (the next minute's, as a Beat sends it) finds the day sent. Sent
+    # here rather than waited for: the minute after costs the run a minute.
+    digest_daily.delay()
+    wait_for(
+        lambda: log_count(worker, "clock.tasks.digest_daily[") >= 3 * 2,
+        timeout=60,
+        what="the worker to have run the later digest message",
+    )
     assert len(smtp.messages(f"Digest of {day.isoformat()}")) == 1
     assert len(receiver.requests_with_key(f"digest-{day.isoformat()}")) == 1
     assert list(Digest.objects.values_list("day", "state")) == [(day, DigestState.SENT)]

@@ -59,8 +59,10 @@ def runs_of(test: Candidate) -> set[str]:
             ("system", "sqlite_too"),
             {SQLITE, POSTGRES, RABBITMQ},
         ),
-        # Browser tests (live_server: a database).
-        ("tests/browser/test_x.py", True, False, (), {SQLITE, POSTGRES}),
+        # Browser tests (live_server: a database): once, on SQLite, unless the database
+        # decides the outcome.
+        ("tests/browser/test_x.py", True, False, (), {SQLITE}),
+        ("tests/browser/test_x.py", True, False, ("each_database",), {SQLITE, POSTGRES}),
     ],
 )
 def test_each_kind_of_test_runs_where_it_can_change(
@@ -72,7 +74,10 @@ def test_each_kind_of_test_runs_where_it_can_change(
     assert runs_of(test) == runs
 
 
-@pytest.mark.parametrize("path", ["tests/unit/t.py", "tests/integration/t.py", "tests/system/t.py"])
+@pytest.mark.parametrize(
+    "path",
+    ["tests/unit/t.py", "tests/integration/t.py", "tests/system/t.py", "tests/browser/t.py"],
+)
 @pytest.mark.parametrize("uses_database", [False, True])
 @pytest.mark.parametrize("uses_worker", [False, True])
 @pytest.mark.parametrize("markers", [(), ("broker",), ("each_database",), ("sqlite_too",)])
