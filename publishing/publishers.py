@@ -119,6 +119,8 @@ class Publisher(Protocol):
 
     def forget(self, article: Article) -> None: ...
 
+    def readdress(self, article_ids: list[int]) -> None: ...
+
     def refresh(self, *, fence: Fence | None = None, busy: bool = False) -> bool | None: ...
 
     def reconcile(self, *, fence: Fence | None = None) -> bool | None: ...
@@ -139,6 +141,7 @@ INTERFACE = (
     "unpublish",
     "withdraw",
     "forget",
+    "readdress",
     "refresh",
     "reconcile",
     "rerender",
@@ -177,6 +180,9 @@ class BasePublisher:
         self.unpublish(article)
 
     def forget(self, article: Article) -> None:
+        return None
+
+    def readdress(self, article_ids: list[int]) -> None:
         return None
 
     def refresh(self, *, fence: Fence | None = None, busy: bool = False) -> bool | None:

@@ -341,6 +341,22 @@ class StaticSitePublisher(BasePublisher):
                 listed_at=selectors.listed_date(article.published_publish_at) if listed else "",
             )
 
+    def readdress(self, article_ids: list[int]) -> None:
+        """These live articles have former addresses their pages do not show yet (an
+        import's aliases of an article it left unchanged: no publish comes to settle
+        them): a note each, which the next pass settles as a publish's, writing the
+        pages that send readers on (build.settle_page_dirs)."""
+        if not article_ids:
+            return
+        with page_guard(slugs=(), article_ids=sorted(set(article_ids))):
+            live = selectors.listed_dates(article_ids)  # read under the guard
+            add_notes(
+                [
+                    Note(article_id=i, slugs=[], listed=True, listed_at=listed_at)
+                    for i, listed_at in sorted(live.items())
+                ]
+            )
+
     def unpublish(self, article) -> None:
         """After a delete: the same note as `forget` (a delete that bypassed it), then
         the refresh the pipeline runs next removes the pages and relists."""

@@ -810,6 +810,16 @@ def listed_date(moment: datetime | None) -> str:
     return moment.isoformat() if moment else ""
 
 
+def listed_dates(article_ids: Iterable[int]) -> dict[int, str]:
+    """Of these articles, the listed ones, with their listed date (`listed_date`)."""
+    rows = (
+        Article.objects.filter(pk__in=list(article_ids))
+        .exclude(published_hash="")
+        .values_list("id", "published_publish_at")
+    )
+    return {article_id: listed_date(listed_at) for article_id, listed_at in rows}
+
+
 def may_be_written() -> Q:
     """A pending row whose page an attempt may be writing (or will soon write): it is
     due, or an attempt holds its lease, by the database's clock. Not one scheduled for

@@ -46,6 +46,7 @@ from publishing.models import (
     key_of,
     normalize_slug,
 )
+from publishing.services.site import articles_readdress
 from publishing.services.stories import story_save
 from publishing.validators import BODY_MAX_BYTES
 from work.db import address_locks
@@ -437,7 +438,14 @@ def _write_chunk(
         # an article's row and an address in (Article.save).
         edits = _update(changed)
         refused = _create(new)
-        _record_aliases([*aliased, *(p for p in new if p.aliases and p.article.pk is not None)])
+        readdressed = _record_aliases(
+            [*aliased, *(p for p in new if p.aliases and p.article.pk is not None)]
+        )
+    # An article left as it was gets no publish to write its new former addresses: the
+    # next pass does (a note each), not the next full check.
+    publishing = {id(p) for p in (*new, *edits)}
+    left_as_it_was = {p.article.pk for p in aliased if id(p) not in publishing}
+    articles_readdress(sorted(readdressed & left_as_it_was))
     refused_ids = {id(p) for p, _reason in refused}
     for p, reason in refused:
         _report(report, on_result, FileResult(p.path, Action.FAILED, reason, p.article.slug))
@@ -475,18 +483,23 @@ def _aliases(path: Path, parsed: ParsedFile, article: Article, report: ImportRep
     return tuple(dict.fromkeys(kept))
 
 
-def _record_aliases(planned: Iterable[_Planned]) -> None:
+def _record_aliases(planned: Iterable[_Planned]) -> set[int]:
     """Each imported article's aliases as its former addresses (one statement; one
-    already recorded is left as it is)."""
+    already recorded is left as it is). The articles that got one they did not have."""
     rows = {
         (alias, p.article.pk): FormerAddress(slug=alias, article_id=p.article.pk)
         for p in planned
         for alias in p.aliases
     }
-    if rows:
-        FormerAddress.objects.bulk_create(
-            [rows[key] for key in sorted(rows)], ignore_conflicts=True
+    if not rows:
+        return set()
+    had = set(
+        FormerAddress.objects.filter(article_id__in={pk for _, pk in rows}).values_list(
+            "slug", "article_id"
         )
+    )
+    FormerAddress.objects.bulk_create([rows[key] for key in sorted(rows)], ignore_conflicts=True)
+    return {pk for alias, pk in rows if (alias, pk) not in had}
 
 
 # --- drafts --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import logging
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 
 from publishing.models import Article
 from publishing.publishers import each_publisher, get_publishers
@@ -44,6 +45,17 @@ def article_forget(*, snapshot: dict) -> None:
     refresh takes the article off even if the unpublish message never arrives."""
     article = _article(snapshot)
     each_publisher(lambda publisher: publisher.forget(article), what="forget", raising=True)
+
+
+def articles_readdress(article_ids: list[int]) -> None:
+    """These live articles have former addresses that no publish will write (an
+    import's aliases of articles it left unchanged): every target notes them, and the
+    next pass writes their pages, not the next full check (docs/site.md, "Former
+    addresses")."""
+    if not article_ids:
+        return
+    each_publisher(lambda publisher: publisher.readdress(article_ids), what="readdress")
+    transaction.on_commit(shared_views_request, robust=True)
 
 
 def article_unpublish(*, snapshot: dict) -> None:

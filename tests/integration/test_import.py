@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from blogpublish.models import PageNote
 from publishing.models import (
     READER_FIELDS,
     Article,
@@ -194,6 +195,35 @@ def test_export_then_import_into_an_empty_database_gives_the_same_articles(
     assert code == 0, err
     assert out.splitlines()[-1].startswith(f"import_articles: created {len(before)}, updated 0")
     assert sorted(Article.objects.values_list(*fields)) == before
+
+
+def test_a_new_alias_of_an_article_left_unchanged_is_written_by_the_next_pass(
+    worker, blog, settings
+):
+    """A re-import that adds an alias and changes nothing else publishes nothing: the
+    import asks for the pass that writes the alias's page (it waited for the full
+    check, up to PUBLISH_RECONCILE_EVERY, an hour)."""
+    p = blog.name
+    write(blog, "post.md", post("Stays", slug=f"{p}-stays"))
+    assert run_import(str(blog))[2] == 0
+    wait_for(lambda: published([f"{p}-stays"]), what="the first import published")
+    wait_settled()
+    root = Path(settings.SITE_ROOT)
+    assert f"{p}-was" not in moved_pages(root)
+
+    write(blog, "post.md", post("Stays", slug=f"{p}-stays", aliases=f'["/{p}-was/"]'))
+    out, err, code = run_import(str(blog))
+
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith("import_articles: created 0, updated 0, unchanged 1")
+    wait_for(
+        lambda: moved_pages(root).get(f"{p}-was") == f"{p}-stays",
+        what="the new alias's page, from a pass (no full check runs here)",
+    )
+    # Again, with nothing new: no note, no pass asked for.
+    out, err, code = run_import(str(blog))
+    article = Article.objects.get(slug=f"{p}-stays")
+    assert code == 0 and not PageNote.objects.filter(article_id=article.pk).exists()
 
 
 def test_aliases_come_in_as_former_addresses_and_go_out_again(worker, blog, settings):
