@@ -5,15 +5,19 @@ from __future__ import annotations
 import os
 import time
 
+import click
 from celery import Celery, signals
 
 from config import redis_transport
 from config.flower import refuse_an_open_flower
+from config.startup import settings_or_exit
 from work import celery_app
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 redis_transport.install()  # workers survive Redis restarts (see the module)
 refuse_an_open_flower()  # `celery -A config flower` only: strong credentials or no Flower
+if click.get_current_context(silent=True) is not None:  # the `celery` program
+    settings_or_exit("celery")
 
 app = Celery("blogpublish")
 app.config_from_object("django.conf:settings", namespace="CELERY")

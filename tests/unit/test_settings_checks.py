@@ -420,3 +420,28 @@ def test_a_connect_timeout_in_the_url_that_is_no_limit_stops_start_up(given):
 
     assert result.returncode != 0
     assert f"connect_timeout={given!r}" in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        ["manage.py", "check"],
+        ["-m", "celery", "-A", "config", "worker", "--concurrency", "1"],
+        ["-m", "celery", "-A", "config", "beat"],
+        ["-c", "import config.wsgi"],
+    ],
+)
+def test_a_bad_setting_stops_each_program_with_its_message_not_a_traceback(program):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PUBLISH_", "CELERY_"))}
+    result = subprocess.run(
+        [sys.executable, *program],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "config.settings", "PUBLISH_LEASE_SECONDS": "abc"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().endswith("PUBLISH_LEASE_SECONDS='abc' is not a number.")
