@@ -73,3 +73,23 @@ def test_healthz_with_the_broker_down_still_answers_200(client, settings, scheme
 
     assert response.status_code == 200  # saves work without it; the catch-up sends later
     assert response.json()["broker"].startswith("unreachable")
+
+
+@pytest.mark.parametrize("scheme", ["redis", "amqp"])
+def test_a_broker_that_refuses_is_reported_without_waiting_between_tries(
+    settings, scheme, monkeypatch
+):
+    """The dashboard and /metrics read the queue lengths at every request: with the
+    broker down, kombu's default wait of 2 s before its retry made each take 2-3 s."""
+    import kombu.utils.functional
+
+    slept: list[float] = []
+    monkeypatch.setattr(kombu.utils.functional, "sleep", slept.append)
+    port = free_port()  # nothing listens here
+    url = f"redis://127.0.0.1:{port}/0" if scheme == "redis" else f"amqp://127.0.0.1:{port}//"
+    settings.CELERY_BROKER_URL = url
+    with broker(url), pytest.raises(Exception) as refused:
+        queue_message_counts(timeout=1)
+
+    assert not isinstance(refused.value, AssertionError)
+    assert sum(slept) == 0, slept
