@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 import reprlib
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
@@ -224,6 +225,8 @@ class ParsedFile:
     # of the site: their slugs. Those deeper in (`/2019/05/old/`) are in `not_aliases`.
     aliases: list[str] = field(default_factory=list)
     not_aliases: list[str] = field(default_factory=list)
+    # What the import says of the file, which is imported all the same.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -237,18 +240,36 @@ def parse_date(value: object) -> datetime:
     """`date` as Jekyll and Hugo write it, in UTC: ISO 8601 or `YYYY-MM-DD HH:MM:SS`,
     with or without a zone (UTC when none), or a bare day (its midnight, UTC). YAML
     itself reads most of these into a datetime or a date; the rest arrive as text."""
+    return parse_date_noting(value)[0]
+
+
+def parse_date_noting(value: object) -> tuple[datetime, str]:
+    """`parse_date`, and what the import should say of it: a zone by a name this parser
+    does not know (`MSK`; `_ZONES` has Ruby's and the common ones) is read as UTC, as no
+    zone is, where Ruby's Time.parse reads it in the machine's zone. "" when there is
+    nothing to say."""
+    note = ""
     if isinstance(value, datetime):
         when = value
     elif isinstance(value, date):
         when = datetime.combine(value, time())
     elif isinstance(value, str):
-        when = _parse_date_text(value)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", date_parser.UnknownTimezoneWarning)
+            when = _parse_date_text(value)
+        if when.tzinfo is None and any(
+            issubclass(w.category, date_parser.UnknownTimezoneWarning) for w in caught
+        ):
+            note = (
+                f"date {shown(value)}: its zone is not one this import knows by name; read "
+                "as UTC (Jekyll reads it in the site's zone): write it as an offset (+03:00)"
+            )
     else:
         raise BadFile(f"date must be a date, not a {type(value).__name__}")
     if when.tzinfo is None:
-        return when.replace(tzinfo=UTC)
+        return when.replace(tzinfo=UTC), note
     try:
-        return when.astimezone(UTC)
+        return when.astimezone(UTC), note
     except OverflowError:
         raise BadFile(f"date {shown(value)} is out of range") from None
 
@@ -424,7 +445,7 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         title=_text("title", title),
         body=normalize_body(text[match.end() :]),
         slug="" if slug is None else _text("slug", slug),
-        publish_at=None if meta.get("date") is None else parse_date(meta["date"]),
+        publish_at=None,
         ignored_keys={_key_name(key) for key in meta if not _known(key)},
         description=_optional_text(meta, "description", "summary"),
         language=_optional_text(meta, "lang", "language"),
@@ -435,6 +456,9 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         ),
     )
     parsed.aliases, parsed.not_aliases = _aliases(meta)
+    if meta.get("date") is not None:
+        parsed.publish_at, note = parse_date_noting(meta["date"])
+        parsed.notes += [note] if note else []
     return Draft(parsed) if is_draft else parsed
 
 

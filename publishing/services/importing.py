@@ -115,6 +115,8 @@ class ImportReport:
     ignored_keys: set[str] = field(default_factory=set)
     # `aliases` this site cannot serve (not one folder, or not a slug it allows), with why.
     aliases_not_kept: list[str] = field(default_factory=list)
+    # What a file imported all the same should be told (a date's zone read as UTC).
+    notes: list[str] = field(default_factory=list)
     # Article ids written (created or updated), for the caller's information.
     written_ids: list[int] = field(default_factory=list)
 
@@ -582,6 +584,7 @@ def articles_import(
             _report(report, on_result, FileResult(path, Action.FAILED, reason, result.slug))
             continue
         aliases = _aliases(path, result, article, report)
+        report.notes += [f"{path}: {note}" for note in result.notes]
         planned.append(
             _Planned(path, article, dated=result.publish_at is not None, aliases=aliases)
         )

@@ -197,6 +197,16 @@ def test_export_then_import_into_an_empty_database_gives_the_same_articles(
     assert sorted(Article.objects.values_list(*fields)) == before
 
 
+def test_a_date_whose_zone_has_an_unknown_name_is_imported_as_utc_and_said(blog):
+    write(blog, "moscow.md", post("Moscow", date="2020-05-01 10:00:00 MSK"))
+
+    out, err, code = run_import("--dry-run", str(blog))
+
+    assert code == 0, err
+    assert f"note: {blog / 'moscow.md'}: date '2020-05-01 10:00:00 MSK': its zone" in out
+    assert "read as UTC" in out
+
+
 def test_a_new_alias_of_an_article_left_unchanged_is_written_by_the_next_pass(
     worker, blog, settings
 ):

@@ -306,3 +306,27 @@ def test_a_file_under_jekylls_drafts_folder_is_a_draft(tmp_path):
     path.write_text("---\ntitle: Unfinished\n---\nNot yet.\n", encoding="utf-8")
 
     assert isinstance(read_file(path), Draft)
+
+
+@pytest.mark.parametrize(
+    ("value", "noted"),
+    [
+        ("2020-05-01 10:00:00 MSK", True),  # not among the names the import knows
+        ("2020-05-01 10:00:00 XYZ", True),
+        ("2020-05-01 10:00:00 CEST", False),
+        ("2020-05-01 10:00:00 PST", False),  # Ruby's ZoneOffset has it
+        ("2020-05-01 10:00:00 +0200", False),
+        ("2020-05-01 10:00:00", False),  # no zone: UTC, as documented
+        ("May 1, 2020", False),
+    ],
+)
+def test_a_zone_known_by_no_name_is_read_as_utc_and_said(value, noted):
+    from publishing.markdown_files import parse
+
+    parsed = parse(f"---\ntitle: T\ndate: {value}\n---\n\nText.\n")
+
+    assert parsed.publish_at.tzinfo is not None
+    assert bool(parsed.notes) is noted, parsed.notes
+    if noted:
+        assert parsed.publish_at.hour == 10  # as UTC
+        assert "read as UTC" in parsed.notes[0] and value in parsed.notes[0]

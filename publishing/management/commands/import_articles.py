@@ -68,6 +68,10 @@ class Command(BaseCommand):
             self.stdout.write(f"alias not kept: {line}")
         if len(report.aliases_not_kept) > len(shown):
             self.stdout.write(f"… and {len(report.aliases_not_kept) - len(shown)} more aliases")
+        for line in report.notes[:ALIASES_SHOWN]:
+            self.stdout.write(f"note: {line}")
+        if len(report.notes) > ALIASES_SHOWN:
+            self.stdout.write(f"… and {len(report.notes) - ALIASES_SHOWN} more notes")
         if not any(report.counts.values()):
             self.stdout.write(
                 f"no Markdown files (.md, .markdown) found in {', '.join(map(str, paths))}"
