@@ -183,16 +183,22 @@ def re_encoded(data: bytes, image: PIL.Image.Image, exif: PIL.Image.Exif | None)
     """PNG, GIF, WebP encoded anew from their pixels (every frame of an animation), with
     only what the pixels need (transparency, frame timing, the colour profile) and the
     orientation: lossless, but for a lossy WebP, which is re-encoded at quality 90."""
+    profile = image.info.get("icc_profile")
+    # One frame is encoded from the image itself, its info replaced: a copy of it was
+    # as large again (150 MB more for 50 megapixels of RGB).
+    single = getattr(image, "n_frames", 1) == 1
     frames = []
     for frame in PIL.ImageSequence.Iterator(image):
-        clean = frame.copy()
-        clean.info = {k: frame.info[k] for k in FRAME_INFO if k in frame.info}
+        frame.load()  # a WebP frame's duration is in its info once it is loaded
+        info = {k: frame.info[k] for k in FRAME_INFO if k in frame.info}
+        clean = frame if single else frame.copy()
+        clean.info = info
         frames.append(clean)
     options: dict = {}
     if exif is not None:
         options["exif"] = exif
-    if image.info.get("icc_profile"):
-        options["icc_profile"] = image.info["icc_profile"]
+    if profile:
+        options["icc_profile"] = profile
     if len(frames) > 1:
         # Each frame's own time (WebP's encoder would give every frame the first one's).
         durations = [frame.info.get("duration", 0) for frame in frames]

@@ -89,7 +89,9 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
         wide, high = (WIDTHS[-1], max(math.ceil(height * WIDTHS[-1] / width), min(height, 64)))
         image.draft(None, (high, wide) if _turned(image) else (wide, high))
     image.load()
-    upright = PIL.ImageOps.exif_transpose(image)
+    # In place: an upright image's copy was as large again (150 MB for 50 megapixels).
+    PIL.ImageOps.exif_transpose(image, in_place=True)
+    upright = image
     stem = path.rsplit(".", 1)[0]
     targets = [w for w in WIDTHS if w < width] + ([width] if width <= WIDTHS[-1] else [])
     same = SAME_FORMAT.get(image.format or "")
