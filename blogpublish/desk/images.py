@@ -190,7 +190,7 @@ def re_encoded(data: bytes, image: PIL.Image.Image, exif: PIL.Image.Exif | None)
     frames = []
     for frame in PIL.ImageSequence.Iterator(image):
         frame.load()  # a WebP frame's duration is in its info once it is loaded
-        info = {k: frame.info[k] for k in FRAME_INFO if k in frame.info}
+        info: dict = {k: frame.info[k] for k in FRAME_INFO if k in frame.info}
         clean = frame if single else frame.copy()
         clean.info = info
         frames.append(clean)

@@ -91,7 +91,7 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
     image.load()
     # In place: an upright image's copy was as large again (150 MB for 50 megapixels).
     PIL.ImageOps.exif_transpose(image, in_place=True)
-    upright = image
+    upright: PIL.Image.Image = image
     stem = path.rsplit(".", 1)[0]
     targets = [w for w in WIDTHS if w < width] + ([width] if width <= WIDTHS[-1] else [])
     same = SAME_FORMAT.get(image.format or "")
