@@ -3,8 +3,8 @@
 Sets DEBUG=1 (unless DEBUG is set: production is the default everywhere else), checks
 that a broker answers, migrates, makes sure the local admin exists with a generated
 password, and generates Flower's credentials (both kept in var/local-credentials.json,
-printed every time), then starts web, worker, beat and Flower from the Procfile with
-honcho. Ctrl-C stops them all.
+printed every time), then starts web, worker (and the webhook's own), beat and Flower
+from the Procfile with honcho. Ctrl-C stops them all.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Now
 
-from publishing.dispatch import dispatch_deliveries
+from publishing.dispatch import DELIVER_TASK, dispatch_deliveries
 from publishing.exceptions import PermanentPublishError, PublishingError
 from publishing.models import DeliveryStatus, WebhookDelivery
 from publishing.services.alarms import delivery_dead_alert
@@ -303,6 +303,20 @@ def deliveries_stale(*, stale_after: float, limit: int) -> list[int]:
     )
 
 
+def _messages_waiting() -> int | None:
+    """Messages in the deliveries' queue (config.queues), or None when the broker does
+    not say (then the stale ones are sent again, as before)."""
+    from publishing.broker_status import queue_message_counts
+
+    name = settings.CELERY_TASK_ROUTES.get(DELIVER_TASK, {}).get("queue")
+    if not name:
+        return None
+    try:
+        return queue_message_counts(names=[name], timeout=1)[name]
+    except Exception:  # the broker's own errors, whatever its kind: unknown
+        return None
+
+
 def dead_deliveries_unalerted(*, limit: int) -> list[int]:
     return list(
         WebhookDelivery.objects.filter(status=DeliveryStatus.DEAD, alerted_at__isnull=True)
@@ -341,6 +355,20 @@ def deliveries_catch_up(*, limit: int) -> tuple[int, int]:
     stale = []
     if settings.PUBLISH_WEBHOOK_URL:  # off: the pending ones wait for it to be on again
         stale = deliveries_stale(stale_after=settings.PUBLISH_STALE_AFTER, limit=limit)
+    waiting = _messages_waiting() if stale else None
+    if waiting is not None and waiting >= len(stale):
+        # As many messages wait in the deliveries' queue as there are deliveries that
+        # look stale: theirs are most likely among them, behind a slow receiver's tries.
+        # Sent again, each run would add as many more (a review's finding: the queue
+        # grew by hundreds a run). A lost one is sent once the queue holds fewer.
+        logger.info(
+            "catch-up: %d webhook deliveries wait longer than %ss, with %d messages in "
+            "their queue; not sent again",
+            len(stale),
+            settings.PUBLISH_STALE_AFTER,
+            waiting,
+        )
+        stale = []
     sent = deliveries_dispatch(stale, past_breaker=True)
     if len(sent) < len(stale):
         logger.warning(

@@ -109,7 +109,7 @@ def test_a_queue_type_that_cannot_work_is_named(kind, queue_type, named):
 
 def test_quorum_queues_are_declared_quorum_on_topic_exchanges():
     _, queues = celery_queues("blog", "quorum")
-    assert [q.name for q in queues] == ["blog", "blog.catch-up", "blog.rerender"]
+    assert [q.name for q in queues] == ["blog", "blog.catch-up", "blog.rerender", "blog.webhooks"]
     for queue in queues:
         assert queue.queue_arguments == {"x-queue-type": "quorum"}
         # native delayed delivery routes through topic exchanges only

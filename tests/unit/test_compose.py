@@ -10,7 +10,7 @@ import yaml
 
 from tests.support.processes import ROOT
 
-APP_SERVICES = ("web", "worker", "beat", "flower")
+APP_SERVICES = ("web", "worker", "webhooks", "beat", "flower")
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +69,35 @@ def test_rabbitmq_is_a_profile(compose):
 def test_services_outside_a_profile_are_the_default_set(compose):
     default = {n for n, s in compose["services"].items() if "profiles" not in s}
     assert default == {*APP_SERVICES, "redis", "postgres"}
+
+
+def _consumed(command: str, queues: list[str]) -> set[str]:
+    """The queues a `celery … worker` command line consumes (-Q: those; -X: all but
+    those; neither: all)."""
+    words = command.split()
+    if "-Q" in words:
+        return set(words[words.index("-Q") + 1].split(","))
+    if "-X" in words:
+        return set(queues) - set(words[words.index("-X") + 1].split(","))
+    return set(queues)
+
+
+@pytest.mark.parametrize("source", ["Procfile", "docker-compose.yml"])
+def test_every_queue_has_a_worker_and_no_delivery_holds_a_publishers_process(source):
+    """A slow webhook receiver holds each try's process for PUBLISH_WEBHOOK_TIMEOUT: the
+    deliveries' queue has its own worker, and the worker that publishes does not take
+    it (config/queues.py; a review's finding)."""
+    from config.queues import celery_queues, webhooks_queue
+
+    _, declared = celery_queues("blogpublish")
+    queues = [q.name for q in declared]
+    if source == "Procfile":
+        lines = (ROOT / "Procfile").read_text().splitlines()
+        commands = [line.split(":", 1)[1] for line in lines if " worker " in line]
+    else:
+        services = yaml.safe_load((ROOT / source).read_text())["services"]
+        commands = [s["command"] for s in services.values() if " worker " in str(s.get("command"))]
+    consumed = [_consumed(command, queues) for command in commands]
+    assert set().union(*consumed) == set(queues)
+    for taken in consumed:
+        assert not ("blogpublish" in taken and webhooks_queue("blogpublish") in taken), taken
