@@ -450,28 +450,29 @@ def test_a_bad_setting_stops_each_program_with_its_message_not_a_traceback(progr
 
 
 def test_gunicorn_with_a_bad_setting_stops_saying_which():
+    import signal
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PUBLISH_", "CELERY_"))}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "config.wsgi",
-            "--workers",
-            "2",
-            "--bind",
-            "127.0.0.1:0",
-        ],
+    command = ["gunicorn", "config.wsgi", "--workers", "2", "--bind", "127.0.0.1:0"]
+    gunicorn = subprocess.Popen(
+        [sys.executable, "-m", *command],
         cwd=ROOT,
         env={**env, "DJANGO_SETTINGS_MODULE": "config.settings", "PUBLISH_LEASE_SECONDS": "abc"},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,  # the deadline: it booted workers again for ever
+        start_new_session=True,  # its workers too are stopped below, whatever happens
     )
+    try:
+        _out, err = gunicorn.communicate(timeout=60)  # the deadline: it booted for ever
+    finally:
+        if gunicorn.poll() is None:
+            os.killpg(gunicorn.pid, signal.SIGKILL)
+            gunicorn.communicate()
 
-    assert result.returncode != 0
-    assert "web: PUBLISH_LEASE_SECONDS='abc' is not a number." in result.stderr
-    assert "Worker failed to boot" in result.stderr
+    assert gunicorn.returncode != 0
+    assert "web: PUBLISH_LEASE_SECONDS='abc' is not a number." in err
+    assert "Worker failed to boot" in err
 
 
 def test_manage_py_loads_the_settings_its_options_name(tmp_path):
