@@ -97,9 +97,17 @@ def site(request: HttpRequest, path: str = "") -> HttpResponse:
     if folder_wanted and (moved := documents.moved_href(data)):
         # A former address (docs/site.md): a permanent redirect where this view serves
         # the site, as WordPress answers an old slug; a static server serves the page,
-        # whose meta refresh does the same.
-        return with_policy(HttpResponsePermanentRedirect(moved))
+        # whose meta refresh does the same. Kept by browsers for MOVED_MAX_AGE only: one
+        # kept for ever (a 301's default) would send a reader round in a loop once the
+        # article moves back to the old slug (a review's finding).
+        response = HttpResponsePermanentRedirect(moved)
+        response["Cache-Control"] = f"max-age={MOVED_MAX_AGE}"
+        return with_policy(response)
     return with_policy(HttpResponse(data, content_type=content_type(rel)))
+
+
+# Seconds a browser may keep a former address's redirect.
+MOVED_MAX_AGE = 300
 
 
 def not_found(storage) -> HttpResponse:

@@ -210,6 +210,7 @@ def test_slug_edit_moves_the_page_and_the_old_address_sends_readers_on(site):
     response = client.get("/old-address/")
     assert (response.status_code, response["Location"]) == (301, "/new-address/")
     assert "Content-Security-Policy" in response
+    assert response["Cache-Control"] == "max-age=300"  # not for ever: it may move back
     assert client.get("/new-address/").status_code == 200
     assert client.get("/old-address/index.html").status_code == 200  # the file itself
 
