@@ -108,8 +108,22 @@ _ZONES = {
 # An ISO day (and time) first, a numeric zone last, anything between.
 _RUBY_LOOSE = re.compile(
     r"(?P<day>\d{4}-\d{1,2}-\d{1,2})(?:[ T]+(?P<time>\d{1,2}:\d{2}(?::\d{2})?))?"
-    r"\s+[^+-]*?(?P<zone>[+-]\d{2}:?\d{2})?"
+    r"\s+(?P<between>[^+-]*?)(?P<zone>[+-]\d{2}:?\d{2})?"
+    # and the zone's name after its offset, as `date "+%F %T %z %Z"` writes it
+    r"(?:(?<=\d)\s+\(?[A-Za-z]{1,6}\)?)?"
 )
+# A zone's name as its last word, in any case (Ruby's Time.parse reads `pst` as PST;
+# dateutil's parser takes only capitals for a zone).
+_LAST_WORD = re.compile(r"(?<=\s)([A-Za-z]{1,5})$")
+
+
+def _zone_in_capitals(text: str) -> str:
+    word = _LAST_WORD.search(text)
+    if word is None or word[1].upper() not in _ZONES:
+        return text
+    return text[: word.start()] + word[1].upper()
+
+
 _TZINFOS = {name: tz.tzoffset(name, int(hours * 3600)) for name, hours in _ZONES.items()}
 # Hugo's page bundles: `hello-world/index.md` is the page `hello-world`.
 _BUNDLE_NAMES = frozenset({"index", "_index"})
@@ -256,46 +270,50 @@ def parse_date_noting(value: object) -> tuple[datetime, str]:
     elif isinstance(value, str):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", date_parser.UnknownTimezoneWarning)
-            when = _parse_date_text(value)
-        if when.tzinfo is None and any(
-            issubclass(w.category, date_parser.UnknownTimezoneWarning) for w in caught
-        ):
+            when, dropped = _parse_date_text(value)
+        unknown = any(issubclass(w.category, date_parser.UnknownTimezoneWarning) for w in caught)
+        if when.tzinfo is None and unknown:
             note = (
                 f"date {shown(value)}: its zone is not one this import knows by name; read "
-                "as UTC (Jekyll reads it in the site's zone): write it as an offset (+03:00)"
+                "as UTC (Jekyll reads it in the machine's zone): write it as an offset "
+                "(+03:00)"
             )
+        elif re.search(r"[^\W\d_]", dropped):
+            note = f"date {shown(value)}: {shown(dropped.strip())} left out, as Jekyll does"
+            note += "" if when.tzinfo else "; no zone is left: read as UTC"
     else:
         raise BadFile(f"date must be a date, not a {type(value).__name__}")
     if when.tzinfo is None:
         return when.replace(tzinfo=UTC), note
     try:
         return when.astimezone(UTC), note
-    except OverflowError:
+    except (OverflowError, ValueError):  # ValueError: an offset of a day or more (GMT+24)
         raise BadFile(f"date {shown(value)} is out of range") from None
 
 
-def _parse_date_text(value: str) -> datetime:
+def _parse_date_text(value: str) -> tuple[datetime, str]:
     """A date written as text, as Jekyll (Ruby's Time.parse) and Hugo read it: ISO 8601
     first, then the lenient parser (`2024-05-01 09:30:00 +0200`, `May 1, 2024`, RFC
     822/1123, `2024/05/01`, a named zone as Ruby names it), then, as Ruby's Date._parse
     picks the parts it recognises, an ISO day (and time) at the start and a numeric
     zone at the end with anything between (`2023-01-29 18:30:22 2023 -0800`, a post of
     Jekyll's own blog)."""
-    text = value.strip()
+    text = _zone_in_capitals(value.strip())
     try:
-        return datetime.fromisoformat(text)
+        return datetime.fromisoformat(text), ""
     except ValueError:
         pass
     # What the text leaves out as Time.parse fills it: a part above those it gives from
     # now ("May 1": this year), one below its least ("May 2024": the 1st, a review's
     # finding: it was today's day of the month).
     today = datetime(datetime.now(UTC).year, 1, 1)
-    attempts = [text]
+    attempts = [(text, "")]
     if loose := _RUBY_LOOSE.fullmatch(text):
-        attempts.append(" ".join(part for part in loose.group("day", "time", "zone") if part))
-    for attempt in attempts:
+        kept = " ".join(part for part in loose.group("day", "time", "zone") if part)
+        attempts.append((kept, loose.group("between") or ""))
+    for attempt, dropped in attempts:
         try:
-            return date_parser.parse(attempt, default=today, tzinfos=_TZINFOS)
+            return date_parser.parse(attempt, default=today, tzinfos=_TZINFOS), dropped
         except (ValueError, OverflowError):
             continue
     raise BadFile(

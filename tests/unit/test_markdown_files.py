@@ -330,3 +330,31 @@ def test_a_zone_known_by_no_name_is_read_as_utc_and_said(value, noted):
     if noted:
         assert parsed.publish_at.hour == 10  # as UTC
         assert "read as UTC" in parsed.notes[0] and value in parsed.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "utc", "noted"),
+    [
+        ("2020-05-01 10:00 pst", "2020-05-01T18:00:00+00:00", ""),  # Ruby reads any case
+        ("2020-05-01 10:00 Cest", "2020-05-01T08:00:00+00:00", ""),
+        ("2020-05-01 10:00 +0300 MSK", "2020-05-01T07:00:00+00:00", ""),  # date +%z %Z
+        ("2020-05-01 10:00:00 +0300 (MSK)", "2020-05-01T07:00:00+00:00", ""),
+        ("2020-05-01 10:00 Moscow", "2020-05-01T10:00:00+00:00", "'Moscow' left out"),
+        ("2020-05-01 10:00 foo +0200", "2020-05-01T08:00:00+00:00", "'foo' left out"),
+    ],
+)
+def test_zones_in_any_case_after_an_offset_and_what_is_left_out(value, utc, noted):
+    from publishing.markdown_files import parse_date_noting
+
+    when, note = parse_date_noting(value)
+
+    assert when.isoformat() == utc
+    assert (noted in note) if noted else note == ""
+
+
+@pytest.mark.parametrize("value", ["2020-05-01 10:00 GMT+24", "2020-05-01 10:00 -2400"])
+def test_an_offset_of_a_day_or_more_is_a_bad_file_not_a_crash(value):
+    from publishing.markdown_files import BadFile, parse_date
+
+    with pytest.raises(BadFile, match="out of range"):
+        parse_date(value)
