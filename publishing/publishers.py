@@ -37,6 +37,11 @@ built; `BasePublisher` gives the ones a target may not need):
     forget(article) -> None      the article is being deleted or withdrawn: called inside the
                                  delete's transaction (same `article` as unpublish),
                                  so what must go is known even if no message arrives.
+    readdress(article_ids) -> None
+                                 these live articles have former addresses that no
+                                 publish will write (an import's aliases of articles it
+                                 left unchanged): note them for the next refresh.
+                                 BasePublisher's does nothing.
     refresh(*, fence=None, busy=False) -> bool | None
                                  bring shared views (index, feed, …) in line with the
                                  database. Run by the coalescing refresher

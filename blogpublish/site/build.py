@@ -107,9 +107,20 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
         state.removals.append((sorted(leaving), article_id))
         if row is None and article_id in former:
             selectors.former_addresses_forget([article_id])  # their folders go above
+        listed_at = selectors.listed_date(row["published_publish_at"]) if row else ""
         if row is None:
             state.shifted = state.shifted or written.was_listed
             state.rebuild = state.rebuild or written.was_listed
+        elif (
+            row["published_hash"]
+            and not written.slugs
+            and written.was_listed
+            and written.listed_at == listed_at
+        ):
+            # A note of its former addresses alone (`readdress`: no page was written):
+            # its listing is as it was, and nothing shared is written again for it (a
+            # review's finding: every shared view was, with the same bytes).
+            pass
         elif row["published_hash"]:
             changed.append(article_id)
             if not written.was_listed:
