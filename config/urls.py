@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import JsonResponse
 from django.urls import path, re_path
+from django.views import defaults
 
 from api.endpoints import api
 from blogpublish.views import site, story_preview
@@ -33,3 +35,15 @@ urlpatterns = [
     # The blog itself: SITE_ROOT, as the static site builder wrote it.
     re_path(r"^(?P<path>.*)$", site, name="site"),
 ]
+
+
+def bad_request(request, exception):
+    """A 400 Django answers itself (a Host header it refuses, a request it cannot read):
+    JSON in the API's own shape under /api/, so a client gets what the API documents
+    (schemathesis found an HTML page there); Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Bad request.", "errors": {}}, status=400)
+    return defaults.bad_request(request, exception)
+
+
+handler400 = bad_request

@@ -668,3 +668,14 @@ def test_reader_fields__a_draft_keeps_them_through_a_patch(api):
 
     assert response.status_code == 200, response.content
     assert response.json()["byline"] == "Ann" and response.json()["title"] == "D2"
+
+
+def test_a_request_django_refuses_itself_is_a_json_400_under_the_api(api):
+    """A Host header Django refuses (schemathesis sent `G&>`): JSON, as the API documents
+    every 400, not Django's HTML page; the rest of the site keeps Django's."""
+    response = api.get(ARTICLES, headers={"host": "G&>"})
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": "Bad request.", "errors": {}}
+    assert "text/html" in Client().get("/", headers={"host": "G&>"})["Content-Type"]

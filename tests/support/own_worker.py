@@ -43,7 +43,13 @@ def own_worker(
         **settings,
     )
     same.enable()
+    # Celery's configuration was read once: the queue and the routes of the override
+    # told to it (a routed task, such as the webhook's deliveries, went to the session
+    # worker's queue of its name otherwise).
+    default_routes = app.conf.task_routes
     app.conf.task_default_queue = queue
+    app.conf.task_routes = routes
+    _reroute()
     worker = None
     try:
         worker = processes.start_worker(
@@ -57,4 +63,13 @@ def own_worker(
             for each in queues:
                 conn.default_channel.queue_delete(each.name)
         app.conf.task_default_queue = default_queue
+        app.conf.task_routes = default_routes
+        _reroute()
         same.disable()
+
+
+def _reroute() -> None:
+    """Celery's router made again from app.conf.task_routes (AMQP keeps the table and
+    the router it was built into)."""
+    app.amqp.flush_routes()
+    app.amqp.__dict__.pop("router", None)
