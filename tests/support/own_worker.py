@@ -34,6 +34,7 @@ def own_worker(
     # Read before the override: Celery loads its configuration from the settings
     # lazily, at the first access.
     default_queue = app.conf.task_default_queue
+    default_routes = app.conf.task_routes
     queue = f"{default_queue}-{suffix}"
     routes, queues = celery_queues(queue)
     same = override_settings(
@@ -45,8 +46,7 @@ def own_worker(
     same.enable()
     # Celery's configuration was read once: the queue and the routes of the override
     # told to it (a routed task, such as the webhook's deliveries, went to the session
-    # worker's queue of its name otherwise).
-    default_routes = app.conf.task_routes
+    # worker's queue of its name otherwise), and the session's told again after.
     app.conf.task_default_queue = queue
     app.conf.task_routes = routes
     _reroute()
