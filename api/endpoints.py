@@ -232,8 +232,6 @@ def refused(request: HttpRequest, exc: ApiError) -> HttpResponse:
 def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(exc.__cause__, BodyRefused):  # ninja's parse of the body (JsonBody)
         return error(request, exc.__cause__.status, str(exc.__cause__))
-    if isinstance(exc.__cause__, ValueError) and exc.status_code == 400:
-        return error(request, 400, "The request body is not valid JSON.")
     return error(request, exc.status_code, str(exc))
 
 
@@ -513,9 +511,8 @@ def patch_article(
 def _version(if_match: str | None) -> int | None:
     """If-Match's version: a number, bare as docs/api.md shows it or as the entity tag
     HTTP clients send (`"3"`, `W/"3"`); `*` (any version) checks none."""
-    if if_match is None or if_match.strip() == "*":
+    if if_match is None or (text := if_match.strip()) == "*":
         return None
-    text = if_match.strip()
     if text.startswith('W/"'):  # a weak tag is a quoted one
         text = text[2:]
     if len(text) >= 2 and text[0] == text[-1] == '"':

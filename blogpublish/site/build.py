@@ -125,7 +125,7 @@ def settle(state: SiteState) -> tuple[list[int], list[int]]:
             changed.append(article_id)
             if not written.was_listed:
                 inserted.append(article_id)
-            elif written.listed_at != selectors.listed_date(row["published_publish_at"]):
+            elif written.listed_at != listed_at:
                 # A new date moved it: every position between shifts.
                 state.rebuild = state.shifted = True
     return changed, inserted

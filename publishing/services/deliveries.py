@@ -38,6 +38,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Now
 
+from publishing.broker_status import queue_message_counts
 from publishing.dispatch import DELIVER_TASK, dispatch_deliveries
 from publishing.exceptions import PermanentPublishError, PublishingError
 from publishing.models import DeliveryStatus, WebhookDelivery
@@ -306,8 +307,6 @@ def deliveries_stale(*, stale_after: float, limit: int) -> list[int]:
 def _messages_waiting() -> int | None:
     """Messages in the deliveries' queue (config.queues), or None when the broker does
     not say (then the stale ones are sent again, as before)."""
-    from publishing.broker_status import queue_message_counts
-
     name = settings.CELERY_TASK_ROUTES.get(DELIVER_TASK, {}).get("queue")
     if not name:
         return None

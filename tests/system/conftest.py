@@ -15,6 +15,7 @@ import pytest
 from tests.support import processes
 from tests.support.broker import broker
 from tests.support.processes import PrivateRedis, Proc, free_port
+from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.system
 
@@ -101,6 +102,18 @@ def pipeline(transactional_db, settings) -> Iterator[Pipeline]:
 
 
 TIMINGS: list[tuple[str, float]] = []
+
+
+# The publishing webhook's secret for the receivers of these tests (32 or more characters).
+WEBHOOK_SECRET = "system-test-webhook-secret-of-32-characters-at-least"
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real HTTP webhook receiver (tests/support/receiver.py), stopped after the test."""
+    receiver = Receiver().start()
+    yield receiver
+    receiver.stop()
 
 
 def record_timing(what: str, seconds: float) -> None:

@@ -15,27 +15,19 @@ from django.conf import settings
 from config.queues import webhooks_queue
 from publishing.broker_status import queue_message_counts
 from publishing.models import CatchUpRun, DeliveryStatus, WebhookDelivery
-from tests.support.receiver import Receiver
 from tests.support.waiting import wait_for
+from tests.system.conftest import WEBHOOK_SECRET
 from tests.system.helpers import save_articles, wait_all_published
 
 pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
 
-SECRET = "system-test-webhook-secret-of-32-characters-at-least"
 
-
-@pytest.fixture
-def silent_receiver():
-    receiver = Receiver().start()
-    yield receiver
-    receiver.stop()
-
-
-def test_a_save_is_published_while_a_silent_receivers_deliveries_wait(pipeline, silent_receiver):
+def test_a_save_is_published_while_a_silent_receivers_deliveries_wait(pipeline, receiver):
+    silent_receiver = receiver  # each delivery's request held past the POST's timeout
     pipeline.env.update(
         {
             "PUBLISH_WEBHOOK_URL": silent_receiver.url,
-            "PUBLISH_WEBHOOK_SECRET": SECRET,
+            "PUBLISH_WEBHOOK_SECRET": WEBHOOK_SECRET,
             "PUBLISH_WEBHOOK_TIMEOUT": "1.5",  # each try holds its process this long
         }
     )

@@ -18,29 +18,20 @@ from django.conf import settings
 
 from publishing.models import Article, ArticleStatus, Story
 from publishing.services import story_publish, story_save, story_trash, story_withdraw
-from tests.support.receiver import Receiver
 from tests.support.site import read_site
 from tests.support.waiting import wait_for
+from tests.system.conftest import WEBHOOK_SECRET
 from tests.system.helpers import save_articles, wait_all_published
 from tests.system.test_recovery import attempt_running, pid_of_attempt
 
 pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
-
-SECRET = "system-test-webhook-secret-of-32-characters-at-least"
-
-
-@pytest.fixture
-def receiver():
-    receiver = Receiver().start()
-    yield receiver
-    receiver.stop()
 
 
 def start(pipeline, receiver) -> None:
     """Beat, and a worker that also sends the webhook."""
     webhook = {
         "PUBLISH_WEBHOOK_URL": receiver.url,
-        "PUBLISH_WEBHOOK_SECRET": SECRET,
+        "PUBLISH_WEBHOOK_SECRET": WEBHOOK_SECRET,
         # Inside the system tests' short lease (config/checks.py).
         "PUBLISH_WEBHOOK_TIMEOUT": "0.5",
     }
