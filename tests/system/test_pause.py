@@ -28,11 +28,9 @@ from tests.support.site import tagged
 from tests.support.waiting import wait_for, wait_status
 from tests.system.helpers import save_articles, wait_all_published
 from tests.system.test_recovery import pid_of_attempt
-from tests.system.test_withdraw_race import events, receiver, site_lists_exactly, start
+from tests.system.test_withdraw_race import events, site_lists_exactly, start
 
 pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
-
-__all__ = ["receiver"]  # the fixture, used by name
 
 
 def page_of(slug: str) -> str:
