@@ -111,7 +111,9 @@ def _timed_check(what: str) -> str:
     log.setLevel(logging.INFO)
     started = time.perf_counter()
     try:
-        StaticSitePublisher().reconcile()
+        publisher = StaticSitePublisher()
+        publisher.check()  # the reading, beside the passes
+        publisher.reconcile()  # its pass over the shared views, here unbudgeted
     finally:
         log.removeHandler(handler)
     read = handler.message.removeprefix("full check: ")

@@ -180,7 +180,10 @@ def _bench_site(args: argparse.Namespace, workdir: Path) -> None:
         "delete an old article (unpublish + full archive rebuild)",
         lambda: article_unpublish(snapshot=snapshot),
     )
-    timed("reconcile (scan SITE_ROOT, rebuild; unchanged files not rewritten)", site.reconcile)
+    timed(
+        "reconcile (scan SITE_ROOT, rebuild; unchanged files not rewritten)",
+        lambda: (site.check(), site.reconcile()),
+    )
     pages = len(list((workdir / "site" / "page").iterdir()))
     chunks = len(list((workdir / "site").glob("sitemap-*.xml")))
     print(f"  archive pages: {pages:,}; sitemap chunks: {chunks:,}")

@@ -57,9 +57,16 @@ built; `BasePublisher` gives the ones a target may not need):
                                  is due (a burst draining): views readers can wait for
                                  (tag pages) may be put off to a later pass, which the
                                  refresher sends after the burst (True is returned).
+    check() -> None              the full check of what the target holds, from the
+                                 catch-up now and then: remove whatever the database no
+                                 longer has, write again what is missing or stale. Runs
+                                 beside publishes and passes, holding no lease of the
+                                 refresher's (it may read for minutes), so it writes no
+                                 shared view and guards each write as a publish does.
     reconcile(*, fence=None) -> bool | None
-                                 the full check, from the catch-up now and then: remove
-                                 whatever the database no longer has, then refresh.
+                                 the full check's pass, run by the refresher after
+                                 `check` as `refresh` is: every shared view brought in
+                                 line with the database, not only what changed.
     rerender(*, fence=None, force=False, again=False) -> bool | None
                                  one pass of writing every page again in this process's
                                  look (issue 20; `force`: even over a run a newer
@@ -79,7 +86,8 @@ built; `BasePublisher` gives the ones a target may not need):
 `publish`, `unpublish` and `withdraw` raise `TransientPublishError` or `PermanentPublishError`
 (publishing.exceptions); any other exception is treated as transient: a bug is
 retried, then lands in dead. `refresh` and `reconcile` failures are logged and the
-pass is wanted again; `forget` failing fails the delete.
+pass is wanted again; a `check` failing is logged and the full check is due again at the
+next catch-up; `forget` failing fails the delete.
 """
 
 from __future__ import annotations
@@ -128,6 +136,8 @@ class Publisher(Protocol):
 
     def refresh(self, *, fence: Fence | None = None, busy: bool = False) -> bool | None: ...
 
+    def check(self) -> None: ...
+
     def reconcile(self, *, fence: Fence | None = None) -> bool | None: ...
 
     def rerender(
@@ -148,6 +158,7 @@ INTERFACE = (
     "forget",
     "readdress",
     "refresh",
+    "check",
     "reconcile",
     "rerender",
     "rerender_due",
@@ -191,6 +202,9 @@ class BasePublisher:
         return None
 
     def refresh(self, *, fence: Fence | None = None, busy: bool = False) -> bool | None:
+        return None
+
+    def check(self) -> None:
         return None
 
     def reconcile(self, *, fence: Fence | None = None) -> bool | None:

@@ -67,7 +67,8 @@ class StaticSitePublisher(BasePublisher):
 
     No site-wide lock: an attempt writes its own page under the guard of its slug and
     article (blogpublish.site.lock); the shared views are written by `refresh` and
-    `reconcile`, which the pipeline runs one at a time (publishing.services.refresh).
+    `reconcile`, which the pipeline runs one at a time (publishing.services.refresh);
+    the full check's `check` writes and removes pages as an attempt does, beside them.
     Every write is atomic. Layout and choices: docs/site.md.
     """
 
@@ -421,15 +422,19 @@ class StaticSitePublisher(BasePublisher):
             return self.site, None
         return FencedSite(self.site, fence), fence.time_left
 
-    def reconcile(self, *, fence: Fence | None = None) -> bool:
-        """The full check: list the site (a folder or every key of the bucket, page by
-        page), remove every page directory no article needs (a delete that bypassed the
-        signals, a crash between a pass and its removals), write again the live pages
-        that are missing or stale (each page's first bytes read for its content mark),
-        then rebuild the shared views from the first page (each rewritten only if it
-        differs; with `fence`, as `refresh`, stopping at the budget). The pages read
-        are those that may have changed since the last check, and a rotating slice of
-        the rest (blogpublish.site.full_check)."""
+    def check(self) -> None:
+        """The full check of the pages and files (the publisher interface's `check`): list
+        the site (a folder or every key of the bucket, page by page), remove every page
+        directory no article needs (a delete that bypassed the signals, a crash between
+        a pass and its removals), write again the live pages that are missing or stale
+        (each page's first bytes read for its content mark), and sweep the staged files
+        and images left behind. The pages read are those that may have changed since the
+        last check, and a rotating slice of the rest (blogpublish.site.full_check).
+
+        It holds no lease of the refresher's: at a million pages, or in a bucket, it
+        reads for minutes while publishes and their passes go on. Every write and removal
+        is an article's, under its page guard, decided on what the database says under
+        it (as an attempt's); it writes no shared view (`reconcile` does, after it)."""
         selectors.former_addresses_forget()  # of articles gone (a pass settles them too)
         owned = selectors.owned_slugs()
         moved = selectors.moved_slugs()
@@ -449,6 +454,13 @@ class StaticSitePublisher(BasePublisher):
         except SymlinkRefused as exc:
             logger.error("reconcile: %s", exc)
         self._sweep_images()
+
+    def reconcile(self, *, fence: Fence | None = None) -> bool:
+        """The full check's pass over the shared views, after `check`, under the
+        refresher's lease (`fence`): the tag and author folders checked (only a pass
+        writes them, so none is being written meanwhile), then every shared view rebuilt
+        from the first page (each rewritten only if it differs; with `fence`, as
+        `refresh`, stopping at the budget: the next passes resume it)."""
         self._check_tags()
 
         def views(site: build.Site, state: SiteState, time_left: build.TimeLeft) -> bool:
@@ -456,7 +468,7 @@ class StaticSitePublisher(BasePublisher):
             return build.rebuild(site, state, time_left=time_left, resume=False)
 
         # The notes its rebuild settles are checked as a refresh's are: an article
-        # listed after the pages above were read has its neighbours' pages written.
+        # listed after the pages were read has its neighbours' pages written.
         return self._pass(fence, views)
 
     def rerender(

@@ -259,8 +259,8 @@ def _watch_claim(token: int, seconds: float) -> None:
     """The watchdog of a claim, unless this process sent one that is still on its way
     and comes by this lease's end: that one finds this lease held when it comes and
     follows it to its end, or finds it run out and runs a pass. So a burst of passes
-    costs a watchdog per lease, not one per pass. One that comes later (a full check's
-    long lease) does not cover it: a pass killed meanwhile would wait for it."""
+    costs a watchdog per lease, not one per pass. One that comes later does not cover
+    it: a pass killed meanwhile would wait for it."""
     global _watch_due
     now = time.monotonic()
     ends = now + seconds + WATCH_MARGIN
@@ -399,10 +399,13 @@ def _watched(token: int) -> bool:
 
 def shared_views_pass(*, full: bool = False) -> bool:
     """A pass now, wanted or not (the catch-up, the backup executor): a refresh, or
-    with `full` the publishers' full check. True when it did its work (a rebuild that
+    with `full` the full check (`_check_targets`, then a reconcile pass, which waits up
+    to a lease for a pass running elsewhere). True when it did its work (a rebuild that
     stopped at its budget included: the next pass resumes it); False when another pass
     holds the lease, or this one failed or was overtaken (it says so in the log)."""
-    outcome = _forced_pass(full=full)
+    if full and not _check_targets():
+        return False
+    outcome = _forced_pass(full=full, wait=full)
     return outcome in (PassOutcome.DONE, PassOutcome.MORE)
 
 
@@ -410,16 +413,28 @@ def shared_views_whole(*, full: bool = False) -> bool:
     """Passes in this process until one leaves nothing to do (a long rebuild's last
     slice), the first the full check with `full`, for a command that must see the views
     whole (`restore_check --repair`). A pass running elsewhere is waited for (a lease at
-    most). False when one failed or was overtaken, or the other pass outlasted its lease."""
-    waited_until = time.monotonic() + _lease_seconds()
+    most, each pass). False when the check or a pass failed or was overtaken, or the
+    other pass outlasted its lease."""
+    if full and not _check_targets():
+        return False
     outcome = PassOutcome.MORE
     while outcome is PassOutcome.MORE:
-        outcome = _forced_pass(full=full)
-        while outcome is PassOutcome.BUSY and time.monotonic() < waited_until:
-            time.sleep(0.1)  # the other pass's end, polled: a command, not a worker
-            outcome = _forced_pass(full=full)
+        outcome = _forced_pass(full=full, wait=True)
         full = False
     return outcome is PassOutcome.DONE
+
+
+def _check_targets() -> bool:
+    """The full check's reading of every target (Publisher.check: a million pages, or a
+    bucket's, take minutes), before its pass and outside the refresher's lease, so the
+    passes that publishes ask for meanwhile keep the front page and the feed current
+    (holding the lease, it kept them as they were until it ended). False when a target's
+    check failed (logged): the full check is due again at the next catch-up."""
+    try:
+        each_publisher(lambda publisher: publisher.check(), what="check", raising=True)
+    except Exception:
+        return False
+    return True
 
 
 def shared_views_lease_held_until() -> datetime | None:
@@ -431,15 +446,18 @@ def shared_views_lease_held_until() -> datetime | None:
     )
 
 
-def _forced_pass(*, full: bool) -> PassOutcome:
+def _forced_pass(*, full: bool, wait: bool = False) -> PassOutcome:
+    """A refresh pass now, or with `full` the full check's reconcile pass; with `wait`,
+    a pass holding the lease elsewhere is waited for, a lease at most (a pass keeps to
+    a budget of about a second, and passes leave gaps between them)."""
     _want()
-    # The full check runs in the catch-up task, stopped at its hard time limit.
-    seconds = settings.PUBLISH_CATCHUP_TIME_LIMIT if full else _lease_seconds()
-    claim = _acquire(forced=True, seconds=seconds)
-    if claim is None:
-        logger.info("shared views: a pass is running elsewhere; one more is deferred")
-        _defer()
-        return PassOutcome.BUSY
+    waited_until = time.monotonic() + (_lease_seconds() if wait else 0.0)
+    while (claim := _acquire(forced=True, seconds=_lease_seconds())) is None:
+        if time.monotonic() >= waited_until:
+            logger.info("shared views: a pass is running elsewhere; one more is deferred")
+            _defer()
+            return PassOutcome.BUSY
+        time.sleep(0.1)  # the other pass's end, polled: it sends nothing to say so
     outcome = _run_pass(claim, "reconcile" if full else "refresh")
     # A full check that failed is due again at the next catch-up, not in an hour; one
     # that stopped at its budget is done: the refresh passes finish its rebuild.

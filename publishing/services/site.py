@@ -10,7 +10,11 @@ from django.db import transaction
 
 from publishing.models import Article
 from publishing.publishers import each_publisher, get_publishers
-from publishing.services.refresh import shared_views_pass, shared_views_request
+from publishing.services.refresh import (
+    shared_views_pass,
+    shared_views_request,
+    shared_views_whole,
+)
 from work.runs import scheduled_run
 
 logger = logging.getLogger(__name__)
@@ -82,22 +86,25 @@ def article_unpublish(*, snapshot: dict) -> None:
     )
 
 
-def site_reconcile() -> bool:
+def site_reconcile(*, whole: bool = False) -> bool | None:
     """The full check (targets drop what the database no longer has, every view is
     rebuilt): run by the catch-up every PUBLISH_RECONCILE_EVERY. A run of its own, one
     at a time and never beside another heavy job (work.runs); one that finds the
-    previous still running, or a large catch-up batch, is skipped and due again at the
-    next catch-up. False when skipped, or when its pass was not done (another pass held
-    the refresher's lease, or it failed or was overtaken): the caller runs a refresh."""
+    previous still running, or a large catch-up batch, is skipped (None) and due again
+    at the next catch-up. False when the check failed or its pass was not done (another
+    pass held the refresher's lease past the wait, or it failed or was overtaken): the
+    caller runs a refresh. `whole` (`restore_check --repair`): passes until the views
+    are whole, a long rebuild's last slice included (shared_views_whole)."""
     with scheduled_run(
         "reconcile", lease_seconds=settings.PUBLISH_CATCHUP_TIME_LIMIT, heavy=True
     ) as run:
         if run.skipped:
-            return False
-        done = shared_views_pass(full=True)
+            return None
+        done = shared_views_whole(full=True) if whole else shared_views_pass(full=True)
         run.detail = (
             "full check done"
             if done
-            else "not done: another pass held the refresher's lease, or it failed or was overtaken"
+            else "not done: the check failed, or another pass held the refresher's lease, "
+            "or its pass failed or was overtaken"
         )
     return done

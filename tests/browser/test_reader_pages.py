@@ -24,6 +24,7 @@ from blogpublish.site.pagination import PAGE_SIZE
 from publishing.models import Article
 from publishing.services import article_update, publish_group
 from publishing.tasks import publish_article
+from tests.support.site import run_full_check
 
 # The pages, not the database, are the subject: once, in the SQLite run, as every
 # browser test (tests/support/runs.py).
@@ -135,7 +136,7 @@ def reader_site(quiet_article, settings, monkeypatch):
     article_update(article=Article.objects.get(slug="checked-0"), slug="checked-0-moved")
     while publish_group(retry_in=publish_article.backoff, limit=100).claimed:
         pass
-    assert StaticSitePublisher().reconcile()
+    assert run_full_check(StaticSitePublisher())
     return Path(settings.SITE_ROOT)
 
 

@@ -7,6 +7,7 @@ from django.conf import settings
 
 from blogpublish.site import StaticSitePublisher
 from publishing.models import Refresher
+from tests.support.site import run_full_check
 
 
 @pytest.fixture
@@ -14,7 +15,7 @@ def site(worker):
     """The run's SITE_ROOT, in line with the (emptied) database before the test (earlier
     tests' rows were flushed without deletes, so their pages are orphans), and the
     shared views' refresher idle. A module whose `site` is another thing defines its own."""
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
     Refresher.objects.update_or_create(
         pk=1, defaults={"lease_expires_at": None, "wanted": False, "deferred_until": None}
     )

@@ -27,7 +27,7 @@ from publishing.services.refresh import (
 from publishing.tasks import publish_article
 from tests.integration.test_batches import all_published, backlog, ok_counts
 from tests.support.settling import wait_session_worker_quiet
-from tests.support.site import assert_lists_exactly
+from tests.support.site import assert_lists_exactly, run_full_check
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -48,7 +48,7 @@ def edit(article: Article) -> None:
 @pytest.fixture
 def quiet_site(transactional_db):
     """A site holding only what these tests publish, and a refresher with no pass due."""
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
     Refresher.objects.update_or_create(
         pk=1,
         defaults={

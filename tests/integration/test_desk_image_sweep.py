@@ -14,6 +14,7 @@ from publishing.models import Article
 from publishing.services import story_save, story_trash
 from tests.integration.test_site_builder import site  # noqa: F401  (the fixture)
 from tests.support.desk import image_bytes
+from tests.support.site import run_full_check
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,7 +44,7 @@ def test_reconcile_removes_only_images_unused_past_the_grace_period(site, settin
     }
     assert all(copies.values())  # each has a WebP copy at least
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     left = set(Image.objects.values_list("path", flat=True))
     assert left == {in_text.path, in_live.path, fresh.path, lately_used.path}
@@ -67,7 +68,7 @@ def test_an_image_named_by_one_of_its_copies_is_in_use(site, settings):  # noqa:
     Article(title="Uses a copy", slug="uses-a-copy", body=f"![photo](/{copy})").save()
     Image.objects.update(uploaded_at=timezone.now() - timedelta(hours=2))
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert Image.objects.filter(path=stored.path).exists()
     assert (site.root / stored.path).is_file() and (site.root / copy).is_file()
@@ -80,7 +81,7 @@ def test_uploading_again_renews_the_grace_period(site, settings):  # noqa: F811
     Image.objects.update(uploaded_at=timezone.now() - timedelta(hours=2))
 
     images.store(image_bytes(), name="again.png")
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert (site.root / stored.path).is_file()
     assert Image.objects.filter(path=stored.path).exists()
@@ -89,7 +90,7 @@ def test_uploading_again_renews_the_grace_period(site, settings):  # noqa: F811
 def test_media_folder_is_never_taken_for_a_page(site):  # noqa: F811
     stored = images.store(image_bytes(), name="a.png")  # just uploaded: within the grace
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert (site.root / stored.path).is_file()
 
@@ -106,7 +107,7 @@ def test_an_image_of_a_draft_a_revision_or_the_trash_is_in_use(site, settings): 
     trashed = story_save(title="Binned", body=f"Here: {in_trash.markdown}")
     story_trash(story_id=trashed.pk)
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     left = set(Image.objects.values_list("path", flat=True))
     assert left == {in_draft.path, in_revision.path, in_trash.path}
@@ -120,7 +121,7 @@ def test_reconcile_makes_the_copies_of_images_uploaded_before_copies_were_made(s
         (site.root / copy).unlink()
     Image.objects.update(renditions=None)  # as the migration leaves an older upload
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert Image.objects.get().renditions == made
     assert [c["width"] for c in made["copies"]] == [400, 400, 800, 800, 900]

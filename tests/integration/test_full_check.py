@@ -22,6 +22,7 @@ from blogpublish.storage import site_storage
 from publishing.models import Article
 from tests.integration.test_page_writes import live_page, page_bytes, stale_copy, where  # noqa: F401
 from tests.integration.test_site_builder import site  # noqa: F401  (the fixture)
+from tests.support.site import run_full_check
 from tests.support.waiting import wait_for
 from work.checkpoints import checkpoint_save
 from work.lease import db_now
@@ -81,7 +82,7 @@ def test_a_page_put_in_place_after_the_last_check_is_read_and_rewritten(site, re
     site_storage().write(paths.page_file(first.slug), stale_copy(first, "Version one."))
     reads.clear()
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert page_bytes(first.slug) == live_page(first)
     # The pages nothing happened to since the last check are not read (the one
@@ -110,7 +111,7 @@ def test_a_page_whose_article_was_published_since_but_whose_write_was_lost_is_re
     assert b"Version one." in page_bytes(first.slug)
     reads.clear()
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert page_bytes(first.slug) == live_page(first)
     # Its neighbour's page is read too (its link may name it); the third's is not.
@@ -127,7 +128,7 @@ def test_every_page_is_read_within_full_check_slices_checks(site, reads):  # noq
     found_by = None
     for number in range(full_check.FULL_CHECK_SLICES):
         last_check(later, [first, second], slice=number)
-        site.publisher.reconcile()
+        run_full_check(site.publisher)
         if page_bytes(first.slug) == live_page(first):
             found_by = number
             break
@@ -139,6 +140,6 @@ def test_the_first_check_reads_every_page(site, reads):  # noqa: F811
     articles = site.add(3)
     reads.clear()
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert sorted(reads) == sorted(paths.page_file(a.slug) for a in articles)

@@ -28,6 +28,7 @@ from blogpublish.storage.s3 import S3SiteStorage
 from publishing.models import Article
 from publishing.services import Outcome, article_claim, article_complete
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
+from tests.support.site import run_full_check
 from tests.support.waiting import wait_for
 from work.checkpoints import checkpoint_read
 
@@ -335,7 +336,7 @@ def test_full_check__rewrites_a_stale_page_not_only_a_missing_one(site, where): 
     site_storage().write(paths.page_file(article.slug), stale_copy(article, "Version one."))
     site_storage().delete(paths.page_file(other.slug))
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert page_bytes(article.slug) == live_page(article)
     assert page_bytes(other.slug) == live_page(other)
@@ -366,7 +367,7 @@ def test_full_check__in_a_bucket_the_condition_is_the_etag_of_the_bytes_it_judge
 
     site_storage().client.meta.events.register("before-send.s3.*", newer_after_the_guarded_read)
 
-    site.publisher.reconcile()  # its PUT refused: the page changed since it was read
+    run_full_check(site.publisher)  # its PUT refused: the page changed since it was read
 
     assert seen[0] == "GET" and len(seen) >= 2  # the read under the guard, then a write
     assert page_bytes(article.slug) == b"<p>newer</p>"
@@ -382,7 +383,7 @@ def test_full_check__leaves_the_page_of_an_attempt_under_way(site, where):  # no
     claim = article_claim(article_id=article.pk)
     site.publisher.publish(claim.article)  # written, not completed yet
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert b"Version two." in page_bytes(article.slug)
     assert article_complete(claim=claim).outcome is Outcome.PUBLISHED

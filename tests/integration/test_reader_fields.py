@@ -13,7 +13,7 @@ from django.conf import settings
 from blogpublish.site import StaticSitePublisher
 from publishing.models import Article, ArticleStatus, ArticleTag, TagKind
 from tests.support.settling import wait_settled
-from tests.support.site import read_feed
+from tests.support.site import read_feed, run_full_check
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def site(worker):
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
     return settings.SITE_ROOT
 
 

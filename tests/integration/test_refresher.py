@@ -18,11 +18,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings
+from django.db import connections
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -30,16 +32,17 @@ from blogpublish.site import StaticSitePublisher
 from blogpublish.site.build import REBUILD_CHECKPOINT
 from blogpublish.site.pagination import full_pages
 from publishing.models import Article, ArticleStatus, Refresher, content_hash_of
-from publishing.services import catch_up
+from publishing.services import catch_up, site_reconcile
 from publishing.services.refresh import FIELDS
 from tests.support import processes
-from tests.support.chaos import REFRESH_RULE, release, release_file
+from tests.support.chaos import RECONCILE_RULE, REFRESH_RULE, release, release_file
 from tests.support.settling import wait_session_worker_quiet, wait_settled
 from tests.support.site import (
     assert_lists_exactly,
     read_feed,
     read_listing,
     read_site,
+    run_full_check,
     slug_of,
 )
 from tests.support.waiting import wait_for
@@ -142,6 +145,50 @@ def test_catch_up_runs_a_pass_when_its_full_check_is_skipped(site, make_article)
 
     assert passes() == before + 1
     assert "Shown by the catch-up" in read_listing(site / "index.html").titles
+
+
+def test_publish_reaches_the_front_page_while_a_full_check_reads_the_site(
+    site, make_article, chaos
+):
+    """The full check reads every page (minutes at a million, or in a bucket) holding
+    no lease of the refresher's: a publish meanwhile is listed by its own pass, not
+    after the check. Held for the test in its `check` (the ChaosPublisher's)."""
+    held = settings.RUN_DIR / "pids" / RECONCILE_RULE
+    held.unlink(missing_ok=True)
+    release_file(RECONCILE_RULE).unlink(missing_ok=True)
+    chaos(RECONCILE_RULE, hold=60)
+    Refresher.objects.filter(pk=1).update(reconciled_at=None)  # the full check is due
+    done: list[bool] = []
+
+    def full_check_in_thread() -> None:
+        try:
+            done.append(site_reconcile())
+        finally:
+            connections.close_all()  # this thread's connection, or PostgreSQL keeps the DB
+
+    checking = threading.Thread(target=full_check_in_thread)
+    checking.start()
+    try:
+        wait_for(held.exists, what="the full check to be reading the site")
+        article = make_article(slug="during-the-full-check")
+        # Within a lease: a check holding the refresher's lease (its own, or as long as
+        # the catch-up's time limit, as before) is taken over no sooner than that.
+        wait_for(
+            lambda: published(article) and on_front_page(article),
+            timeout=settings.PUBLISH_REFRESH_LEASE_SECONDS,
+            what="the publish's pass while the full check reads",
+        )
+        assert checking.is_alive() and not done  # still reading: the pass did not wait
+    finally:
+        chaos(RECONCILE_RULE)
+        release(RECONCILE_RULE)
+        checking.join(60)
+        held.unlink(missing_ok=True)
+        release_file(RECONCILE_RULE).unlink(missing_ok=True)  # the next hold holds
+    assert done == [True]  # its own pass after the reading, with the other passes done
+    assert Refresher.objects.filter(pk=1, reconciled_at__isnull=False).exists()
+    wait_settled()
+    assert_lists_exactly(site, listed_slugs())
 
 
 # --- the guards of issue 17 (findings 2, 3 and 8) ---------------------------------------
@@ -336,7 +383,7 @@ def make_listed(count: int) -> None:
 
 def test_rebuild_longer_than_a_pass_resumes_from_its_checkpoint(site, make_article):
     make_listed(300)
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
     # This test is the pass: it holds the refresher's lease, so the worker's passes (the
     # delete's and the publish's requests) wait, and runs the site's passes itself with
     # a budget that is spent at once: each pass writes the front page, the feed and

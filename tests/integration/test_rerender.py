@@ -35,6 +35,7 @@ from publishing.services.rerender import (
     site_rerender,
 )
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
+from tests.support.site import run_full_check
 from tests.support.waiting import wait_for
 from work.checkpoints import checkpoint_read
 from work.job_leases import FIELDS, lease_release, lease_take
@@ -546,12 +547,12 @@ def test_a_page_an_older_process_wrote_after_the_run_is_mended_and_an_older_proc
     [live] = live_versions_of([stray.pk])
     site_storage().write(paths.page_file(stray.slug), documents.article_page(live))
     assert looks([stray]) == [old]
-    assert StaticSitePublisher().reconcile()  # the old process's full check: no look judged
+    assert run_full_check(StaticSitePublisher())  # the old process's full check: no look judged
     assert looks(articles) == [new, old, new, new]
 
     settings.SITE_TITLE = "A new look"  # this release's full check
     assert look.look() == new
-    assert StaticSitePublisher().reconcile()
+    assert run_full_check(StaticSitePublisher())
     assert looks(articles) == [new] * 4
     assert "A new look" in page(stray.slug)
 

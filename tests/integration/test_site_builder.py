@@ -33,7 +33,13 @@ from publishing.services import (
     unpublish_snapshot,
 )
 from publishing.signals import article_deleted, article_saved
-from tests.support.site import archive_pages, assert_lists_exactly, moved_pages, read_listing
+from tests.support.site import (
+    archive_pages,
+    assert_lists_exactly,
+    moved_pages,
+    read_listing,
+    run_full_check,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -363,7 +369,7 @@ def test_reconcile_removes_pages_no_article_needs_and_keeps_the_sites_own_files(
     (site.root / ".ghost.removed-0123").mkdir()  # trash of a removal cut short
     SiteStateRow.objects.all().delete()  # a lost state costs a rebuild, nothing else
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert not (site.root / "ghost").exists()
     assert not (site.root / ".ghost.removed-0123").exists()
@@ -418,7 +424,7 @@ def test_full_check_writes_the_live_page_over_a_former_addresss_page_in_its_fold
     live = page.read_text()
     page.write_text((site.root / "live-here" / "index.html").read_text())  # what a race left
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert page.read_text() == live
     assert moved_pages(site.root) == {"live-here": "moved-here"}
@@ -436,7 +442,7 @@ def test_full_check_writes_a_missing_former_address_and_drops_those_of_articles_
     assert "the former address was-here/ does not send readers on to is-here/" in problems
     assert "the page gone-article/ is served and no article has it" in problems, problems
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert moved_pages(site.root) == {"was-here": "is-here"}
     assert not (site.root / "gone-article").exists()

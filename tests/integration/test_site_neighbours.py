@@ -23,6 +23,7 @@ from blogpublish.storage import site_storage
 from publishing.models import Article, ArticleStatus
 from publishing.services import Outcome, publish_group
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
+from tests.support.site import run_full_check
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,7 +82,7 @@ def test_new_links_are_logged_as_routine_and_a_missing_page_as_a_repair(site, ca
     ]
     caplog.clear()
     (site.root / paths.page_file(first.slug)).unlink()
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
     assert rewrites() == [("WARNING", "writing the page article-1/index.html again: it is missing")]
 
 
@@ -157,7 +158,7 @@ def test_full_check_mends_a_neighbours_page_a_pass_missed(site):  # noqa: F811
     (site.root / paths.page_file(second.slug)).write_bytes(before)
     assert links(site, second.slug) == {"prev": "/article-1/"}
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert_links_follow_the_listing(site)
 
@@ -213,7 +214,7 @@ def test_an_article_listed_while_the_full_check_runs_has_its_neighbours_checked(
     )
     monkeypatch.setattr(publisher, "_sweep_images", publish_meanwhile)
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert links(site, second.slug)["next"] == "/late/"
     assert links(site, third.slug)["prev"] == "/late/"

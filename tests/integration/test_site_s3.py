@@ -26,7 +26,7 @@ from tests.support import processes
 from tests.support.chaos import release
 from tests.support.s3 import keys, mirror
 from tests.support.settling import wait_session_worker_quiet, wait_settled
-from tests.support.site import assert_lists_exactly, moved_pages, read_listing
+from tests.support.site import assert_lists_exactly, moved_pages, read_listing, run_full_check
 from tests.support.waiting import wait_for
 
 pytestmark = [
@@ -112,7 +112,7 @@ def bucket_site(s3_server, django_db_setup, django_db_blocker):
 def site(bucket_site):
     """The bucket in line with the (emptied) database: earlier tests' rows were flushed
     without deletes, so their pages are orphans."""
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
     return bucket_site
 
 
@@ -219,7 +219,7 @@ def test_reconcile_repairs_a_deleted_and_a_stray_object(site, make_article, tmp_
     # And a wrong document: the front page overwritten.
     site.put("index.html", b"<p>defaced</p>")
 
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
 
     assert site.keys == SHARED | {"sitemap-1.xml", "s3-kept/index.html", "s3-other/index.html"}
     assert site.read("s3-kept/index.html") == page_before
@@ -243,7 +243,7 @@ def test_a_moved_articles_old_key_sends_readers_on_and_the_full_check_keeps_it(
     assert site.head("s3-before/index.html")["ContentType"] == "text/html; charset=utf-8"
 
     site.remove("s3-before/index.html")
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
 
     assert site.read("s3-before/index.html").decode() == moved
     folder = site.as_folder(tmp_path)

@@ -13,6 +13,7 @@ from blogpublish.site import StaticSitePublisher
 from publishing.models import Article, ArticleStatus, ArticleTag, Tag, TagRefresh
 from publishing.reader_fields import tag_slug
 from tests.support.settling import wait_settled
+from tests.support.site import run_full_check
 from tests.support.site import tagged as site_tagged
 from tests.support.waiting import wait_for
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def site(worker):
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
     return settings.SITE_ROOT
 
 
@@ -104,7 +105,7 @@ def test_the_full_check_repairs_what_an_earlier_release_left_in_the_tags_index(s
     # And the second's row names a tag merged away meanwhile.
     ArticleTag.objects.filter(article=second, tag=tag).update(tag_id=old.pk + 1000)
 
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
     wait_settled()
 
     assert list(Tag.objects.filter(slug="deep-learning").values_list("pk", flat=True)) == [tag.pk]
@@ -149,7 +150,7 @@ def test_the_full_check_writes_a_lost_tag_page_and_removes_a_stray_one(site, mak
     stray.mkdir(parents=True)
     (stray / "index.html").write_text("old", encoding="utf-8")
 
-    StaticSitePublisher().reconcile()
+    run_full_check(StaticSitePublisher())
 
     assert tagged("kept") == ["tag-kept"]
     assert not stray.exists()

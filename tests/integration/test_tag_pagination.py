@@ -22,7 +22,7 @@ from publishing.models import Article, Refresher, Tag, TagRefresh, tags_refresh
 from publishing.reader_fields import tag_slug
 from publishing.services.refresh import FIELDS
 from tests.integration.test_site_builder import Site, site  # noqa: F401  (the fixture)
-from tests.support.site import read_listing
+from tests.support.site import read_listing, run_full_check
 from work.lease import Fence, Overtaken
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -69,7 +69,7 @@ def snapshot(site: Site) -> dict[str, bytes]:  # noqa: F811
 
 def assert_as_the_full_check_writes_them(site: Site) -> None:  # noqa: F811
     before = snapshot(site)
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
     assert snapshot(site) == before
 
 

@@ -14,6 +14,7 @@ from blogpublish.site import documents
 from publishing.models import ArticleStatus
 from publishing.services import Outcome
 from tests.integration.test_site_builder import site  # noqa: F401  (the fixture)
+from tests.support.site import run_full_check
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -69,7 +70,7 @@ def test_reconcile__a_link_to_an_outside_folder_stays_with_its_contents(site, ou
     (site.root / "outlink").symlink_to(outside)  # named like a page no article needs
     (site.root / ".x.removed-0123456789ab").symlink_to(outside)  # and like trash
 
-    site.publisher.reconcile()
+    run_full_check(site.publisher)
 
     assert (site.root / "outlink").is_symlink()
     assert contents(outside) == before
@@ -81,7 +82,7 @@ def test_reconcile__a_link_at_page_stops_the_pass_and_deletes_nothing_outside(si
     (site.root / "page").symlink_to(outside)  # 7 > the number of archive pages
 
     with pytest.raises(SymlinkRefused, match="page is a symbolic link"):
-        site.publisher.reconcile()
+        run_full_check(site.publisher)
 
     assert contents(outside) == before
 
@@ -92,7 +93,7 @@ def test_staging_a_link__sweep_leaves_the_target_and_publish_refuses(site, outsi
     (site.root / ".staging").rmdir()
     (site.root / ".staging").symlink_to(outside)
 
-    site.publisher.reconcile()  # sweeps stale staged files: not through the link
+    run_full_check(site.publisher)  # sweeps stale staged files: not through the link
     [article] = site.add(1, expect=Outcome.DEAD)
 
     assert contents(outside) == before

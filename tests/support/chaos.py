@@ -42,7 +42,7 @@ from publishing.exceptions import PermanentPublishError, TransientPublishError
 from publishing.publishers import BasePublisher
 from tests.support.waiting import wait_for
 
-# The rule (and release file) of the full check: {"(reconcile)": {"hold": 30}}.
+# The rule (and release file) of the full check's `check`: {"(reconcile)": {"hold": 30}}.
 RECONCILE_RULE = "(reconcile)"
 # The rule of a refresh pass: {"(refresh)": {"hold": 30}}.
 REFRESH_RULE = "(refresh)"
@@ -92,8 +92,9 @@ class ChaosPublisher(BasePublisher):
     def unpublish(self, article) -> None:
         return None
 
-    def reconcile(self, *, fence=None) -> None:
-        """The full check: held like an attempt by the rule of RECONCILE_RULE."""
+    def check(self) -> None:
+        """The full check's reading of the target: held like an attempt by the rule of
+        RECONCILE_RULE."""
         rule = read_chaos().get(RECONCILE_RULE)
         if rule and rule.get("hold"):
             _hold_pass(RECONCILE_RULE, rule["hold"])

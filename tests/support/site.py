@@ -150,3 +150,10 @@ def tagged(root: Path, name: str, kind: str = "tag") -> list[str] | None:
     feed = feedparser.parse((folder / "feed.xml").read_bytes())
     assert [slug_of(entry.link) for entry in feed.entries] == slugs
     return slugs
+
+
+def run_full_check(publisher) -> bool | None:
+    """The full check in this process, as the refresher runs it but with no lease: the
+    target's `check`, then its `reconcile` pass. Its pass's result."""
+    publisher.check()
+    return publisher.reconcile()

@@ -29,9 +29,12 @@ class Command(BaseCommand):
     def handle(self, *args, repair: bool = False, **options) -> None:
         if repair:
             self.stdout.write("running the full check (pages, shared documents)…")
-            # Skipped (a pass or a heavy job running): the full check once that ends. A
-            # rebuild longer than a pass goes on pass by pass: here, to the end.
-            if not shared_views_whole(full=not site_reconcile()):
+            # A rebuild longer than a pass goes on pass by pass: here, to the end. Skipped
+            # (another full check or a heavy job running): this process's own all the same.
+            done = site_reconcile(whole=True)
+            if done is None:
+                done = shared_views_whole(full=True)
+            if not done:
                 self._not_repaired()
         report = installation_check(site_storage())
         counts = ", ".join(f"{n} {status}" for status, n in sorted(report.counts.items()))
