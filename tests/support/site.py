@@ -74,8 +74,11 @@ def moved_pages(root: Path) -> dict[str, str]:
         return found
     for p in root.iterdir():
         if p.is_dir() and not is_reserved_slug(p.name) and (p / "index.html").is_file():
-            match = MOVED_RE.search((p / "index.html").read_text(encoding="utf-8"))
-            if match:
+            try:
+                text = (p / "index.html").read_text(encoding="utf-8")
+            except FileNotFoundError:  # removed since it was listed: a site still changing
+                continue
+            if match := MOVED_RE.search(text):
                 found[p.name] = slug_of(unescape(match[1]))
     return found
 
