@@ -2,6 +2,11 @@
 
 Both are claimed with a conditional UPDATE before anything is sent, so any number of
 processes may check at once (two Beats, workers, the backup executor) and one sends.
+
+A storm of deaths (a receiver down through an import of thousands: a delivery dies per
+article) sends at most ALERTS_PER_WINDOW alerts of one kind in any ALERT_WINDOW, then one
+alert per window that says how many are dead (`_deaths_folded`): every death is still
+stamped as alerted once, and listed on the dashboard and in the admin.
 """
 
 from __future__ import annotations
@@ -16,12 +21,16 @@ from django.db.models.functions import Now
 
 from publishing.alerts import send_alert
 from publishing.models import Alarm, Article, ArticleStatus, DeliveryStatus, WebhookDelivery
-from publishing.selectors import stuck_articles
+from publishing.selectors import article_counts, stuck_articles
 from work.lease import now_plus
 
 logger = logging.getLogger(__name__)
 
 STUCK = "stuck"
+# At most this many alerts of one kind of death (an article's, a delivery's) in any
+# ALERT_WINDOW seconds; the deaths past them are told of by one alert a window.
+ALERTS_PER_WINDOW = 10
+ALERT_WINDOW = 600.0
 
 
 def article_dead_alert(*, article_id: int) -> bool:
@@ -31,6 +40,9 @@ def article_dead_alert(*, article_id: int) -> bool:
     ).update(alerted_at=Now())
     if not claimed:
         return False
+    if not _alert_slot("article_dead"):
+        _deaths_folded("article_dead", "articles", dead=article_counts().get("dead", 0))
+        return True
     row = Article.objects.values("title", "slug", "attempts", "last_error").get(pk=article_id)
     send_alert(
         kind="article_dead",
@@ -54,6 +66,10 @@ def delivery_dead_alert(*, delivery_id: int) -> bool:
     ).update(alerted_at=Now())
     if not claimed:
         return False
+    if not _alert_slot("webhook_delivery_dead"):
+        dead = WebhookDelivery.objects.filter(status=DeliveryStatus.DEAD).count()
+        _deaths_folded("webhook_delivery_dead", "webhook deliveries", dead=dead)
+        return True
     row = WebhookDelivery.objects.values(
         "article_id", "event", "key", "attempts", "last_error"
     ).get(pk=delivery_id)
@@ -73,6 +89,40 @@ def delivery_dead_alert(*, delivery_id: int) -> bool:
         data={"delivery_id": delivery_id, **row},
     )
     return True
+
+
+def _alert_slot(kind: str) -> bool:
+    """May this death of `kind` have an alert of its own? Yes while fewer than
+    ALERTS_PER_WINDOW were sent in the last ALERT_WINDOW: each takes one of as many
+    slots (the Alarm rows `<kind>:<n>`), with alarm_raise's conditional UPDATE, so two
+    processes never take one slot. In a storm, one read finds them all taken."""
+    names = [f"{kind}:{n}" for n in range(ALERTS_PER_WINDOW)]
+    taken = set(
+        Alarm.objects.filter(name__in=names, raised_at__gt=now_plus(-ALERT_WINDOW)).values_list(
+            "name", flat=True
+        )
+    )
+    return any(alarm_raise(name=name, every=ALERT_WINDOW) for name in names if name not in taken)
+
+
+def _deaths_folded(kind: str, what: str, *, dead: int) -> None:
+    """A death past its kind's alerts for the window: one alert a window says how many
+    `what` are dead now (kind `<kind>_many`), the first such death's to send."""
+    if not alarm_raise(name=f"{kind}:many", every=ALERT_WINDOW):
+        return
+    minutes = ALERT_WINDOW / 60
+    send_alert(
+        kind=f"{kind}_many",
+        subject=f"{dead} {what} are dead; more died than alerts are sent for",
+        message=(
+            f"More than {ALERTS_PER_WINDOW} {what} died within {minutes:.0f} minutes: the "
+            f"ones past those get no alert of their own for {minutes:.0f} minutes, only this "
+            f"one per {minutes:.0f} minutes. {dead} {what} are dead now; the publishing "
+            "dashboard lists them. Fix the cause (often one: a receiver or a target that "
+            "is down), then requeue them there or in the admin (action “Requeue”)."
+        ),
+        data={"dead": dead, "alerts_per_window": ALERTS_PER_WINDOW, "window_s": ALERT_WINDOW},
+    )
 
 
 def alarm_raise(*, name: str, every: float, detail: str = "") -> bool:

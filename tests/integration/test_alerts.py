@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.core import mail
+from django.utils import timezone
 
-from publishing.models import Article, ArticleStatus
+from publishing.models import Alarm, Article, ArticleStatus
 from publishing.services import article_dead_alert
+from publishing.services.alarms import ALERT_WINDOW, ALERTS_PER_WINDOW
 from tests.support import documented_receiver
 from tests.support.processes import free_port
 
@@ -145,3 +148,34 @@ def test_failing_alert_hook_is_logged_and_changes_nothing(
     article.refresh_from_db()
     assert article.status == ArticleStatus.DEAD and article.alerted_at is not None
     assert any("ALERT_WEBHOOK_URL failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_storm_of_deaths_sends_ten_alerts_then_one_that_counts_them(
+    make_article, receiver, settings
+):
+    """A target down through an import of thousands: a mail per death would bury the
+    admins. At most ALERTS_PER_WINDOW of one kind a window, then one that counts them;
+    every death is stamped once all the same, and the next window alerts again."""
+    url, handler = receiver
+    settings.ALERT_WEBHOOK_URL = url
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    doomed = [dead_article(make_article) for _ in range(ALERTS_PER_WINDOW + 5)]
+
+    assert all(article_dead_alert(article_id=article.pk) for article in doomed)
+
+    kinds = [alert["kind"] for alert in handler.received]
+    assert kinds == ["article_dead"] * ALERTS_PER_WINDOW + ["article_dead_many"]
+    assert [a["article_id"] for a in handler.received[:-1]] == [
+        a.pk for a in doomed[:ALERTS_PER_WINDOW]
+    ]
+    assert handler.received[-1]["dead"] == len(doomed)
+    assert f"{len(doomed)} articles are dead" in mail.outbox[-1].subject
+    assert len(mail.outbox) == ALERTS_PER_WINDOW + 1
+    assert not Article.objects.filter(alerted_at__isnull=True).exists()
+
+    # The window over (as ALERT_WINDOW seconds later), a death has its own alert again.
+    Alarm.objects.update(raised_at=timezone.now() - timedelta(seconds=ALERT_WINDOW + 1))
+    later = dead_article(make_article)
+    assert article_dead_alert(article_id=later.pk)
+    assert handler.received[-1]["kind"] == "article_dead"
+    assert handler.received[-1]["article_id"] == later.pk

@@ -44,6 +44,7 @@ from publishing.services import (
     story_withdraw,
     webhook_deliver,
 )
+from publishing.services.alarms import ALERTS_PER_WINDOW
 from publishing.signing import sign
 from tests.support import documented_receiver
 from tests.support.api import bearer
@@ -240,6 +241,37 @@ def test_a_400_makes_the_delivery_dead_with_one_alert_and_the_article_stays_publ
     report = catch_up()
     assert report.delivery_alerts == 0
     assert len(alerts(receiver)) == 1
+
+
+def test_a_receiver_refusing_a_burst_sends_ten_alerts_and_one_that_counts_the_rest(
+    receiver, make_article
+):
+    """A receiver that refuses every event of a burst (an import) kills a delivery per
+    article: ALERTS_PER_WINDOW alerts of their own, then one that counts them, not one
+    mail and POST per death (a review's finding: 603 alerts for one import)."""
+    with receiver.lock:
+        before = len(receiver.received)
+    slugs = [f"refused-burst-{n}" for n in range(ALERTS_PER_WINDOW + 4)]
+    for slug in slugs:
+        receiver.plan(slug, 400)
+    articles = [make_article(slug=slug) for slug in slugs]
+    for article in articles:
+        wait_delivery(published_key(wait_current(article, "published")), DeliveryStatus.DEAD)
+    dead = WebhookDelivery.objects.filter(status=DeliveryStatus.DEAD)
+    wait_for(
+        lambda: not dead.filter(alerted_at__isnull=True).exists(),
+        what="every death stamped as alerted",
+    )
+
+    def kinds() -> list[str]:
+        with receiver.lock:
+            alerts = [r.json for r in receiver.received[before:] if r.json and "kind" in r.json]
+            return [alert["kind"] for alert in alerts]
+
+    wait_for(lambda: len(kinds()) >= ALERTS_PER_WINDOW + 1, what="the alerts")
+    assert sorted(kinds()) == sorted([DEAD_ALERT] * ALERTS_PER_WINDOW + [f"{DEAD_ALERT}_many"]), (
+        kinds()
+    )
 
 
 def test_a_dead_delivery_requeued_from_the_dashboard_and_the_api_is_delivered(
