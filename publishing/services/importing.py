@@ -570,7 +570,11 @@ def articles_import(
             _report(report, on_result, FileResult(found, Action.FAILED, exc.reason))
             continue
         if isinstance(result, Draft):
-            _report(report, on_result, _keep_draft(found, result.parsed, dry_run=dry_run))
+            kept = _keep_draft(found, result.parsed, dry_run=dry_run)
+            _report(report, on_result, kept)
+            if kept.action is not Action.FAILED:  # its date is kept as an article's is
+                report.ignored_keys |= result.parsed.ignored_keys
+                report.notes += [f"{found}: {note}" for note in result.parsed.notes]
             continue
         report.ignored_keys |= result.ignored_keys
         parsed.append((found, result))

@@ -197,8 +197,10 @@ def test_export_then_import_into_an_empty_database_gives_the_same_articles(
     assert sorted(Article.objects.values_list(*fields)) == before
 
 
-def test_a_date_whose_zone_has_an_unknown_name_is_imported_as_utc_and_said(blog):
-    write(blog, "moscow.md", post("Moscow", date="2020-05-01 10:00:00 MSK"))
+@pytest.mark.parametrize("draft", [False, True], ids=["article", "draft"])
+def test_a_date_whose_zone_has_an_unknown_name_is_imported_as_utc_and_said(blog, draft):
+    meta = {"draft": "true"} if draft else {}
+    write(blog, "moscow.md", post("Moscow", date="2020-05-01 10:00:00 MSK", **meta))
 
     out, err, code = run_import("--dry-run", str(blog))
 
