@@ -18,6 +18,7 @@ import logging
 import mimetypes
 import time
 from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
 
 from django.conf import settings
 from django.http import (
@@ -70,8 +71,20 @@ def content_type(name: str) -> str:
     return TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
+def site_prefix() -> str:
+    """SITE_URL's path without its slashes ("blog" for https://example.com/blog), where
+    the pages link to (their links are root-relative): this view serves SITE_ROOT there."""
+    return unquote(urlsplit(settings.SITE_URL).path).strip("/")
+
+
 @require_safe
 def site(request: HttpRequest, path: str = "") -> HttpResponse:
+    if prefix := site_prefix():
+        if path in ("", prefix):  # the host's root, or the prefix without its slash
+            return HttpResponseRedirect(f"/{quote(prefix)}/")
+        if not path.startswith(f"{prefix}/"):
+            return not_found(site_storage())
+        path = path.removeprefix(f"{prefix}/")
     parts = path_parts(path)
     if parts is None:
         raise Http404("No such page.")

@@ -221,6 +221,27 @@ def test_slug_edit_moves_the_page_and_the_old_address_sends_readers_on(site):
     assert client.get("/old-address/index.html").status_code == 200  # the file itself
 
 
+def test_with_a_path_in_site_url_the_app_serves_the_site_under_it(site, settings):
+    """SITE_URL https://…/blog: the pages link to /blog/…, and where the app serves the
+    site (make run) it serves it there; it served it at / only, so every link was a 404."""
+    settings.SITE_URL = "http://testserver/blog"
+    (article,) = site.add(1, slug="under-blog")
+    site.edit(article, slug="moved-under-blog", body="Moved.")
+    client = Client()
+
+    front = client.get("/blog/")
+    assert front.status_code == 200
+    assert b'href="/blog/moved-under-blog/"' in front.content
+    assert client.get("/blog/moved-under-blog/").status_code == 200
+    assert client.get("/blog/feed.xml").status_code == 200
+    assert (client.get("/").status_code, client.get("/")["Location"]) == (302, "/blog/")
+    assert client.get("/blog")["Location"] == "/blog/"
+    assert client.get("/moved-under-blog/").status_code == 404  # outside SITE_URL's path
+    old = client.get("/blog/under-blog/")
+    assert (old.status_code, old["Location"]) == (301, "/blog/moved-under-blog/")
+    assert client.get("/blog/moved-under-blog")["Location"] == "/blog/moved-under-blog/"
+
+
 def test_former_addresses_follow_the_article_and_give_way_to_another(site):
     """Moved twice, each former address sends readers to where it is now (no chain);
     an article that takes a former address has its page there, and the page that sends
