@@ -410,9 +410,8 @@ PUBLISH_REFRESH_BACKLOG_INTERVAL = max(
 )
 # A pass's lease: a refresher that dies lets go after this; a pass stays inside it.
 PUBLISH_REFRESH_LEASE_SECONDS = PUBLISH_LEASE_SECONDS
-# The catch-up task's hard time limit; its full check of the site (which may take
-# minutes on a large site) holds the refresher's lease that long, so no other pass can
-# begin while it may still write.
+# The catch-up task's hard time limit, and the lease of its full check's run (which
+# may read for minutes on a large site, beside the passes: it holds no lease of theirs).
 PUBLISH_CATCHUP_TIME_LIMIT = 330
 # A deferred pass not begun this long after its time is taken for lost and sent again.
 PUBLISH_REFRESH_LOST_AFTER = 5 + 2 * PUBLISH_REFRESH_INTERVAL

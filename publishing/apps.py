@@ -10,6 +10,7 @@ class PublishingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from publishing import checks  # noqa: F401  (registers the system checks)
         from publishing.counts import repair_after_migrate
         from publishing.models import Article
         from publishing.signals import article_deleted, article_saved

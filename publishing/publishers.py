@@ -62,7 +62,9 @@ built; `BasePublisher` gives the ones a target may not need):
                                  longer has, write again what is missing or stale. Runs
                                  beside publishes and passes, holding no lease of the
                                  refresher's (it may read for minutes), so it writes no
-                                 shared view and guards each write as a publish does.
+                                 shared view and guards each page as a publish does.
+                                 A publisher written before it was added is given one
+                                 that does nothing (a warning in the log).
     reconcile(*, fence=None) -> bool | None
                                  the full check's pass, run by the refresher after
                                  `check` as `refresh` is: every shared view brought in
@@ -243,13 +245,46 @@ def _takes_listed_with(kind: type[Publisher]) -> bool:
 def get_publishers() -> tuple[Publisher, ...]:
     publishers = tuple(import_string(path)() for path in settings.PUBLISH_PUBLISHERS)
     for path, publisher in zip(settings.PUBLISH_PUBLISHERS, publishers, strict=True):
+        if not hasattr(publisher, "check"):
+            # Written before `check` was added (the full check's reading, outside the
+            # refresher's lease): it has none to do, and its `reconcile` is the full
+            # check's pass, as its whole full check was (docs/operations.md, "Upgrading").
+            logger.warning(
+                "PUBLISH_PUBLISHERS: %s has no check() (added to the publisher interface "
+                "since): its full check is its reconcile() alone",
+                path,
+            )
+            publisher.check = _nothing_to_check  # its instance only
         if not isinstance(publisher, Publisher):
-            missing = [name for name in INTERFACE if not hasattr(publisher, name)]
+            missing = [
+                name
+                for name in INTERFACE
+                if not (hasattr if name == "in_groups" else _callable)(publisher, name)
+            ]
             raise ImproperlyConfigured(
                 f"PUBLISH_PUBLISHERS: {path} lacks {', '.join(missing)} of the publisher "
                 "interface (publishing.publishers; subclass BasePublisher for the defaults)"
             )
     return publishers
+
+
+def _callable(publisher: object, name: str) -> bool:
+    return callable(getattr(publisher, name, None))
+
+
+def _nothing_to_check() -> None:
+    return None
+
+
+def publishers_problems() -> list[str]:
+    """Why the publishers cannot be built (an import, a missing method), for the system
+    check: at `manage.py check` and `migrate`, not at the first publish, where every
+    attempt would fail."""
+    try:
+        get_publishers()
+    except Exception as exc:
+        return [str(exc) if "PUBLISH_PUBLISHERS" in str(exc) else f"PUBLISH_PUBLISHERS: {exc!r}"]
+    return []
 
 
 def each_publisher(call: Callable[[Publisher], object], *, what: str, raising: bool = False):

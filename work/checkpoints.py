@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import IntegrityError, transaction
+
 from work.models import Checkpoint
 
 
@@ -20,9 +22,16 @@ def checkpoint_read(name: str) -> Any | None:
 
 
 def checkpoint_save(name: str, position: Any) -> None:
-    """Record how far the job got (a JSON value: a page number, a key)."""
-    if not Checkpoint.objects.filter(name=name).update(position=position):
-        Checkpoint.objects.create(name=name, position=position)
+    """Record how far the job got (a JSON value: a page number, a key). Two first saves
+    at once (two full checks: restore_check --repair beside the catch-up's) make one row,
+    the later save's position on it."""
+    if Checkpoint.objects.filter(name=name).update(position=position):
+        return
+    try:
+        with transaction.atomic():  # a savepoint: the other's row refuses this one
+            Checkpoint.objects.create(name=name, position=position)
+    except IntegrityError:
+        Checkpoint.objects.filter(name=name).update(position=position)
 
 
 def checkpoint_clear(name: str) -> None:

@@ -434,8 +434,9 @@ class StaticSitePublisher(BasePublisher):
         It holds no lease of the refresher's: at a million pages, or in a bucket, it
         reads for minutes while publishes and their passes go on. Every write and removal
         is an article's, under its page guard, decided on what the database says under
-        it (as an attempt's); it writes no shared view (`reconcile` does, after it)."""
-        selectors.former_addresses_forget()  # of articles gone (a pass settles them too)
+        it (as an attempt's); it writes no shared view (`reconcile` does, after it). What
+        else it removes no writer shares: staged files and trash older than two leases,
+        images no article has used for IMAGE_GRACE_SECONDS."""
         owned = selectors.owned_slugs()
         moved = selectors.moved_slugs()
         scope = full_check.scope_begin()
@@ -460,8 +461,11 @@ class StaticSitePublisher(BasePublisher):
         refresher's lease (`fence`): the tag and author folders checked (only a pass
         writes them, so none is being written meanwhile), then every shared view rebuilt
         from the first page (each rewritten only if it differs; with `fence`, as
-        `refresh`, stopping at the budget: the next passes resume it)."""
-        self._check_tags()
+        `refresh`, stopping at the budget: the next passes resume it). The former
+        addresses of articles gone are forgotten here, not in `check`: a pass settling a
+        delete forgets its own, and two transactions deleting one row conflict."""
+        selectors.former_addresses_forget()
+        self._check_tags(self._shared(fence)[0])
 
         def views(site: build.Site, state: SiteState, time_left: build.TimeLeft) -> bool:
             build.adopt_look(state)  # rebuilt from the first page, tags asked for: as a new look
@@ -483,23 +487,28 @@ class StaticSitePublisher(BasePublisher):
     def rerender_status(self) -> dict:
         return rerender.rerender_status()
 
-    def _check_tags(self) -> None:
+    def _check_tags(self, site: build.Site) -> None:
         """The full check of the tag and author pages: every tag and byline a listed
         article carries is asked for (a TagRefresh each), so the rebuild below writes
         its page and feed again where they differ; a folder under tag/ or author/ that
         names no such tag or byline is removed. First the index itself is repaired
         (rows an earlier release made by its own keys, rows naming a tag merged away:
-        live_tags_heal)."""
+        live_tags_heal). A folder is removed through `site` (fenced by the pass's token:
+        a pass that outlived its lease removes nothing a newer pass wrote), each once the
+        database says again, just before, that no listed article carries its tag."""
         healed = live_tags_heal()
         if healed:
             logger.warning("reconcile: the live tags of %d articles made again", healed)
         in_use = selectors.tags_in_use()
         tags_refresh(in_use.values())
         for kind, folder in paths.TERM_DIRS.items():
-            for name in self.site.names(folder):
-                if not name.startswith(".") and (kind, name) not in in_use:
-                    logger.info("reconcile: removing %s/%s/, which no %s needs", folder, name, kind)
-                    self.site.delete_tree(f"{folder}/{name}")
+            for name in site.names(folder):
+                if name.startswith(".") or (kind, name) in in_use:
+                    continue
+                if selectors.tag_in_use(kind, name):  # tagged since the read above
+                    continue
+                logger.info("reconcile: removing %s/%s/, which no %s needs", folder, name, kind)
+                site.delete_tree(f"{folder}/{name}")
 
     def _repair_pages(
         self,

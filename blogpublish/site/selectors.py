@@ -347,6 +347,15 @@ def tags_in_use() -> dict[tuple[str, str], int]:
     return {(kind, slug): tag_id for kind, slug, tag_id in rows}
 
 
+def tag_in_use(kind: str, slug: str) -> bool:
+    """Does a listed article carry this tag (or byline) now?"""
+    return (
+        ArticleTag.objects.filter(tag__kind=kind, tag__slug=slug)
+        .exclude(article__published_hash="")
+        .exists()
+    )
+
+
 def tag_rename(tag_id: int, name: str) -> None:
     """The tag's (byline's) name as its pages now show it (build.shown_name)."""
     Tag.objects.filter(pk=tag_id).update(name=name)

@@ -399,14 +399,12 @@ def _watched(token: int) -> bool:
 
 def shared_views_pass(*, full: bool = False) -> bool:
     """A pass now, wanted or not (the catch-up, the backup executor): a refresh, or
-    with `full` the full check (`_check_targets`, then a reconcile pass, which waits up
-    to a lease for a pass running elsewhere). True when it did its work (a rebuild that
-    stopped at its budget included: the next pass resumes it); False when another pass
-    holds the lease, or this one failed or was overtaken (it says so in the log)."""
-    if full and not _check_targets():
-        return False
-    outcome = _forced_pass(full=full, wait=full)
-    return outcome in (PassOutcome.DONE, PassOutcome.MORE)
+    with `full` the full check (`_full_check`). True when it did its work (a rebuild
+    that stopped at its budget included: the next pass resumes it); False when another
+    pass holds the lease, or this one failed or was overtaken (it says so in the log)."""
+    if full:
+        return _full_check(wait=FULL_CHECK_WAIT)
+    return _forced_pass(full=False) in (PassOutcome.DONE, PassOutcome.MORE)
 
 
 def shared_views_whole(*, full: bool = False) -> bool:
@@ -415,26 +413,44 @@ def shared_views_whole(*, full: bool = False) -> bool:
     whole (`restore_check --repair`). A pass running elsewhere is waited for (a lease at
     most, each pass). False when the check or a pass failed or was overtaken, or the
     other pass outlasted its lease."""
-    if full and not _check_targets():
+    if full and not _full_check(wait=_lease_seconds()):
         return False
     outcome = PassOutcome.MORE
     while outcome is PassOutcome.MORE:
-        outcome = _forced_pass(full=full, wait=True)
-        full = False
+        outcome = _forced_pass(full=False, wait=_lease_seconds())
     return outcome is PassOutcome.DONE
 
 
-def _check_targets() -> bool:
-    """The full check's reading of every target (Publisher.check: a million pages, or a
-    bucket's, take minutes), before its pass and outside the refresher's lease, so the
-    passes that publishes ask for meanwhile keep the front page and the feed current
-    (holding the lease, it kept them as they were until it ended). False when a target's
-    check failed (logged): the full check is due again at the next catch-up."""
+# How long the catch-up's full check waits for a pass running elsewhere before its own
+# (passes keep to a budget of about a second, and leave gaps between them): well inside
+# the task's time limit, which the check itself may have used most of.
+FULL_CHECK_WAIT = 15.0
+# Tries of the full check's pass that fail (a serialization conflict with a concurrent
+# write): its reading is not done again for them.
+FULL_CHECK_PASS_TRIES = 3
+
+
+def _full_check(*, wait: float) -> bool:
+    """Every target's `check` (a million pages, or a bucket's, take minutes), before its
+    pass and outside the refresher's lease, so the passes that publishes ask for
+    meanwhile keep the front page and the feed current (holding the lease, it kept them
+    as they were until it ended); then the reconcile pass, run even when a target's
+    check failed (the others' is theirs), tried again at once if it fails. Done (and
+    `reconciled_at` stamped, so the next is due in PUBLISH_RECONCILE_EVERY) only when
+    every check and the pass did their work: else the next catch-up runs it again."""
+    checked = True
     try:
         each_publisher(lambda publisher: publisher.check(), what="check", raising=True)
     except Exception:
-        return False
-    return True
+        checked = False  # each_publisher logged it
+    for _ in range(FULL_CHECK_PASS_TRIES):
+        outcome = _forced_pass(full=True, wait=wait)
+        if outcome is not PassOutcome.FAILED:
+            break
+    done = outcome in (PassOutcome.DONE, PassOutcome.MORE)
+    if done and checked:
+        _row().update(reconciled_at=Now())
+    return done and checked
 
 
 def shared_views_lease_held_until() -> datetime | None:
@@ -446,24 +462,18 @@ def shared_views_lease_held_until() -> datetime | None:
     )
 
 
-def _forced_pass(*, full: bool, wait: bool = False) -> PassOutcome:
-    """A refresh pass now, or with `full` the full check's reconcile pass; with `wait`,
-    a pass holding the lease elsewhere is waited for, a lease at most (a pass keeps to
-    a budget of about a second, and passes leave gaps between them)."""
+def _forced_pass(*, full: bool, wait: float = 0.0) -> PassOutcome:
+    """A refresh pass now, or with `full` the full check's reconcile pass; a pass
+    holding the lease elsewhere is waited for up to `wait` seconds."""
     _want()
-    waited_until = time.monotonic() + (_lease_seconds() if wait else 0.0)
+    waited_until = time.monotonic() + wait
     while (claim := _acquire(forced=True, seconds=_lease_seconds())) is None:
         if time.monotonic() >= waited_until:
             logger.info("shared views: a pass is running elsewhere; one more is deferred")
             _defer()
             return PassOutcome.BUSY
         time.sleep(0.1)  # the other pass's end, polled: it sends nothing to say so
-    outcome = _run_pass(claim, "reconcile" if full else "refresh")
-    # A full check that failed is due again at the next catch-up, not in an hour; one
-    # that stopped at its budget is done: the refresh passes finish its rebuild.
-    if full and outcome in (PassOutcome.DONE, PassOutcome.MORE):
-        _row().update(reconciled_at=Now())
-    return outcome
+    return _run_pass(claim, "reconcile" if full else "refresh")
 
 
 def full_check_due() -> bool:

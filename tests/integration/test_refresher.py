@@ -157,11 +157,11 @@ def test_publish_reaches_the_front_page_while_a_full_check_reads_the_site(
 ):
     """The full check reads every page (minutes at a million, or in a bucket) holding
     no lease of the refresher's: a publish meanwhile is listed by its own pass, not
-    after the check. Held for the test in its `check` (the ChaosPublisher's)."""
+    after the check. Held for the test inside the site's own check, at its listing."""
     held = settings.RUN_DIR / "pids" / RECONCILE_RULE
     held.unlink(missing_ok=True)
     release_file(RECONCILE_RULE).unlink(missing_ok=True)
-    chaos(RECONCILE_RULE, hold=60)
+    chaos(RECONCILE_RULE, hold=60, hold_at="site-listing")
     Refresher.objects.filter(pk=1).update(reconciled_at=None)  # the full check is due
     done: list[bool] = []
 

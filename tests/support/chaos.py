@@ -94,9 +94,10 @@ class ChaosPublisher(BasePublisher):
 
     def check(self) -> None:
         """The full check's reading of the target: held like an attempt by the rule of
-        RECONCILE_RULE."""
+        RECONCILE_RULE (with `"hold_at": "site-listing"`, the site's own check is held
+        instead, at its listing: HeldSitePublisher)."""
         rule = read_chaos().get(RECONCILE_RULE)
-        if rule and rule.get("hold"):
+        if rule and rule.get("hold") and not rule.get("hold_at"):
             _hold_pass(RECONCILE_RULE, rule["hold"])
 
     def refresh(self, *, fence=None, busy=False) -> None:
@@ -157,9 +158,31 @@ class _HeldStorage:
         self._site.commit(staged)
 
 
+class _ListingHeld:
+    """The site's storage, its listing of the page folders held by `rule`."""
+
+    def __init__(self, site, rule: dict):
+        self._site, self._rule = site, rule
+
+    def __getattr__(self, name: str):
+        return getattr(self._site, name)
+
+    def page_dirs(self):
+        _hold_pass(RECONCILE_RULE, self._rule["hold"])
+        return self._site.page_dirs()
+
+
 class HeldSitePublisher(StaticSitePublisher):
     """The site's publisher, held inside its page write for a slug whose rule has
-    `hold_at`; exactly the site's publisher otherwise."""
+    `hold_at`, or inside its full check's reading, at the listing, by RECONCILE_RULE's
+    `"hold_at": "site-listing"`; exactly the site's publisher otherwise."""
+
+    def check(self) -> None:
+        rule = read_chaos().get(RECONCILE_RULE) or {}
+        if rule.get("hold_at") != "site-listing":
+            super().check()
+            return
+        StaticSitePublisher(_ListingHeld(self.site, rule)).check()
 
     def publish(self, article) -> None:
         rule = read_chaos().get(article.slug) or {}

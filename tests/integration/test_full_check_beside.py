@@ -1,0 +1,236 @@
+"""The full check's reading runs beside the passes and publishes (it holds no lease of
+the refresher's); what a review of that change broke, each test failing without its
+guard. In this process against the real database and a folder of the test's own (the
+`site` fixture of test_site_builder.py: each outcome's pass runs at once, here)."""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.db import connection, connections
+from django.db.models.functions import Now
+
+from blogpublish.site import build, full_check, selectors
+from blogpublish.site.publisher import StaticSitePublisher
+from publishing.models import Refresher
+from publishing.publishers import BasePublisher, get_publishers
+from publishing.services import refresh, site_reconcile
+from tests.integration.test_site_builder import site  # noqa: F401  (the fixture)
+from tests.support.site import moved_pages, tagged
+from tests.support.waiting import wait_for
+from work.models import Checkpoint
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+only_postgres = pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="SQLite runs one writer at a time"
+)
+
+
+class CheckFails(BasePublisher):
+    """A target whose storage cannot be reached during the full check."""
+
+    def check(self) -> None:
+        raise OSError("this target's storage is unreachable")
+
+
+def test_a_targets_failing_check_leaves_the_others_their_pass(site, settings):  # noqa: F811
+    site.add(2)
+    orphan = site.root / "tag" / "no-such-tag"
+    orphan.mkdir(parents=True)
+    (orphan / "index.html").write_text("a tag no article carries")
+    settings.PUBLISH_PUBLISHERS = ["blogpublish.site.StaticSitePublisher", f"{__name__}.CheckFails"]
+    Refresher.objects.filter(pk=1).update(reconciled_at=None)
+
+    assert site_reconcile() is False  # not done: due again at the next catch-up
+
+    assert not orphan.exists()  # the site's pass ran all the same
+    assert Refresher.objects.filter(pk=1, reconciled_at__isnull=True).exists()
+
+
+class PreviousInterface:
+    """A target written before `check` was added, not a BasePublisher."""
+
+    in_groups = False
+
+    def publish(self, article) -> None:
+        return None
+
+    def publish_many(self, articles, *, listed_with=()):
+        return {}
+
+    def unpublish(self, article) -> None:
+        return None
+
+    def withdraw(self, article) -> None:
+        return None
+
+    def forget(self, article) -> None:
+        return None
+
+    def readdress(self, article_ids) -> None:
+        return None
+
+    def refresh(self, *, fence=None, busy=False):
+        return None
+
+    def reconcile(self, *, fence=None):
+        return None
+
+    def rerender(self, *, fence=None, force=False, again=False):
+        return None
+
+    def rerender_due(self) -> bool:
+        return False
+
+    def rerender_status(self):
+        return None
+
+
+class NoPublish(PreviousInterface):
+    publish = None  # type: ignore[assignment]  # a target missing a method of its own
+
+
+def test_a_publisher_written_before_check_keeps_publishing(site, settings, caplog):  # noqa: F811
+    settings.PUBLISH_PUBLISHERS = [
+        "blogpublish.site.StaticSitePublisher",
+        f"{__name__}.PreviousInterface",
+    ]
+    caplog.set_level(logging.WARNING, logger="publishing.publishers")
+    call_command("check", stdout=io.StringIO())
+    (article,) = site.add(1, slug="after-the-upgrade")  # its attempt, through both
+
+    assert article.status == "published"
+    assert any("has no check()" in r.getMessage() for r in caplog.records)
+    assert site_reconcile() is True  # its full check: its reconcile pass alone
+
+
+def test_a_publisher_missing_a_method_stops_the_system_check(settings):
+    settings.PUBLISH_PUBLISHERS = ["blogpublish.site.StaticSitePublisher", f"{__name__}.NoPublish"]
+    get_publishers.cache_clear()
+
+    with pytest.raises(SystemCheckError, match=r"publishing\.E001.*NoPublish lacks publish"):
+        call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_a_reconcile_pass_past_its_lease_removes_no_tag_folder_a_newer_pass_wrote(
+    site,  # noqa: F811
+    monkeypatch,
+    settings,
+):
+    """It read which tags are in use, then stopped past its lease while a newer pass
+    wrote a new tag's folder: the folder stays (its removal is fenced by the pass's
+    token, and decided again on the database just before)."""
+    settings.PUBLISH_REFRESH_LEASE_SECONDS = 2  # short for the test
+    site.add(1, slug="old", tags=["Old"])
+    assert tagged(site.root, "Old") == ["old"]
+    original = selectors.tags_in_use
+    reading, resume = threading.Event(), threading.Event()
+
+    def paused_after_reading():
+        found = original()
+        reading.set()
+        resume.wait(30)  # a GC pause, a slow bucket listing, SIGSTOP: past its lease
+        return found
+
+    monkeypatch.setattr(selectors, "tags_in_use", paused_after_reading)
+    outcome: list = []
+
+    def reconcile_pass() -> None:
+        try:
+            outcome.append(refresh._forced_pass(full=True))
+        finally:
+            connections.close_all()
+
+    paused = threading.Thread(target=reconcile_pass)
+    paused.start()
+    try:
+        assert reading.wait(10)
+        monkeypatch.setattr(selectors, "tags_in_use", original)
+        wait_for(
+            lambda: not Refresher.objects.filter(pk=1, lease_expires_at__gt=Now()).exists(),
+            what="the paused pass's lease to run out",
+        )
+        site.add(1, slug="new", tags=["Fresh"])  # its pass writes tag/fresh/
+        assert tagged(site.root, "Fresh") == ["new"]
+    finally:
+        resume.set()
+        paused.join(30)
+
+    assert tagged(site.root, "Fresh") == ["new"]  # not removed by the paused pass
+    assert outcome  # it ended (overtaken at the removal, or having found the tag in use)
+
+
+@only_postgres
+def test_two_checks_ending_together_make_one_checkpoint(site):  # noqa: F811
+    """restore_check --repair beside the catch-up's check: both save the first checkpoint."""
+    site.add(3)
+    Checkpoint.objects.filter(name=full_check.FULL_CHECK_CHECKPOINT).delete()
+    barrier = threading.Barrier(2)
+    errors: list[Exception] = []
+    original = full_check.scope_done
+
+    def scope_done(scope, **counts):
+        barrier.wait(10)  # both have read every page; they save at the same moment
+        return original(scope, **counts)
+
+    def one_check() -> None:
+        try:
+            StaticSitePublisher().check()
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    full_check.scope_done = scope_done
+    try:
+        checks = [threading.Thread(target=one_check) for _ in range(2)]
+        for thread in checks:
+            thread.start()
+        for thread in checks:
+            thread.join(30)
+    finally:
+        full_check.scope_done = original
+    assert not errors, errors
+    assert Checkpoint.objects.filter(name=full_check.FULL_CHECK_CHECKPOINT).count() == 1
+
+
+@only_postgres
+def test_a_check_beside_a_pass_settling_a_delete_does_not_fail_that_pass(
+    site,  # noqa: F811
+    monkeypatch,
+    caplog,
+):
+    """The check forgot the former addresses of articles gone, rows the pass settling
+    a delete deletes in its snapshot: the pass failed on the conflict (and waited for
+    the next). They are the reconcile pass's now, under the lease."""
+    (article,) = site.add(1, slug="was-here")
+    site.edit(article, slug="is-here")
+    assert moved_pages(site.root) == {"was-here": "is-here"}
+    original = build.settle
+
+    def check_beside(state):
+        def check() -> None:
+            try:
+                StaticSitePublisher().check()
+            finally:
+                connections.close_all()
+
+        beside = threading.Thread(target=check)  # the pass's snapshot is taken
+        beside.start()
+        beside.join(30)
+        return original(state)
+
+    monkeypatch.setattr(build, "settle", check_beside)
+    caplog.set_level(logging.WARNING)
+
+    site.delete(article)
+
+    assert connection.vendor == "postgresql"
+    assert not [r for r in caplog.records if "pass failed" in r.getMessage()]
+    assert "is-here" not in (site.root / "index.html").read_text()
