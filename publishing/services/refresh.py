@@ -404,7 +404,7 @@ def shared_views_pass(*, full: bool = False) -> bool:
     pass holds the lease, or this one failed or was overtaken (it says so in the log)."""
     if full:
         return _full_check(wait=FULL_CHECK_WAIT)
-    return _forced_pass(full=False) in (PassOutcome.DONE, PassOutcome.MORE)
+    return _tried(full=False) in (PassOutcome.DONE, PassOutcome.MORE)
 
 
 def shared_views_whole(*, full: bool = False) -> bool:
@@ -425,9 +425,10 @@ def shared_views_whole(*, full: bool = False) -> bool:
 # (passes keep to a budget of about a second, and leave gaps between them): well inside
 # the task's time limit, which the check itself may have used most of.
 FULL_CHECK_WAIT = 15.0
-# Tries of the full check's pass that fail (a serialization conflict with a concurrent
-# write): its reading is not done again for them.
-FULL_CHECK_PASS_TRIES = 3
+# Tries of a forced pass that fails (a serialization conflict with a concurrent write:
+# a re-render beginning, a delete's rows), at once: the catch-up's pass is not left to
+# the next catch-up for it, nor the full check's reading done again.
+PASS_TRIES = 3
 
 
 def _full_check(*, wait: float) -> bool:
@@ -443,11 +444,7 @@ def _full_check(*, wait: float) -> bool:
         each_publisher(lambda publisher: publisher.check(), what="check", raising=True)
     except Exception:
         checked = False  # each_publisher logged it
-    for _ in range(FULL_CHECK_PASS_TRIES):
-        outcome = _forced_pass(full=True, wait=wait)
-        if outcome is not PassOutcome.FAILED:
-            break
-    done = outcome in (PassOutcome.DONE, PassOutcome.MORE)
+    done = _tried(full=True, wait=wait) in (PassOutcome.DONE, PassOutcome.MORE)
     if done and checked:
         _row().update(reconciled_at=Now())
     return done and checked
@@ -460,6 +457,15 @@ def shared_views_lease_held_until() -> datetime | None:
     return (
         _row().filter(lease_expires_at__gt=Now()).values_list("lease_expires_at", flat=True).first()
     )
+
+
+def _tried(*, full: bool, wait: float = 0.0) -> PassOutcome:
+    """`_forced_pass`, tried again at once when it fails, up to PASS_TRIES times."""
+    for _ in range(PASS_TRIES - 1):
+        outcome = _forced_pass(full=full, wait=wait)
+        if outcome is not PassOutcome.FAILED:
+            return outcome
+    return _forced_pass(full=full, wait=wait)
 
 
 def _forced_pass(*, full: bool, wait: float = 0.0) -> PassOutcome:

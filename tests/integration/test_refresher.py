@@ -32,7 +32,7 @@ from blogpublish.site import StaticSitePublisher
 from blogpublish.site.build import REBUILD_CHECKPOINT
 from blogpublish.site.pagination import full_pages
 from publishing.models import Article, ArticleStatus, Refresher, content_hash_of
-from publishing.services import catch_up, site_reconcile
+from publishing.services import catch_up, refresh, site_reconcile
 from publishing.services.refresh import FIELDS
 from tests.support import processes
 from tests.support.chaos import RECONCILE_RULE, REFRESH_RULE, release, release_file
@@ -119,9 +119,8 @@ def test_catch_up_runs_the_pass_whose_message_was_lost(site, make_article):
     # What only a pass can show: the front page is written from the database each pass.
     Article.objects.filter(pk=article.pk).update(published_title="Shown by the catch-up")
     # A pass is wanted and was "deferred", but its message is gone (a Redis restart).
-    # The full check not due: the catch-up's pass is the one counted (a full check's
-    # pass may fail on a concurrent write, as a re-render beginning, and be followed by
-    # a refresh: two passes, as a CI rehearsal's run had).
+    # The full check not due: the catch-up's refresh is the pass counted (tried again at
+    # once if it fails on a concurrent write, as a re-render beginning in the worker).
     Refresher.objects.filter(pk=1).update(
         wanted=True, deferred_until=timezone.now(), reconciled_at=timezone.now()
     )
@@ -129,7 +128,7 @@ def test_catch_up_runs_the_pass_whose_message_was_lost(site, make_article):
 
     catch_up()
 
-    assert passes() == before + 1
+    assert before + 1 <= passes() <= before + refresh.PASS_TRIES
     assert "Shown by the catch-up" in read_listing(site / "index.html").titles
     assert not Refresher.objects.filter(pk=1, wanted=True).exists()
 
