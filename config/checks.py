@@ -265,12 +265,36 @@ def url_problems(*, name: str, url: str, webhook: bool = False) -> list[str]:
     except ValueError:  # an invalid IPv6 literal, a port out of range
         good = False
     good = good and not any(ch.isspace() for ch in url)
-    if good and (webhook or not (parts.query or parts.fragment)):
+    if good and webhook:
         return []
+    if good and not (parts.query or parts.fragment):
+        return _site_path_problems(name, parts.path)
     shape = "with a host and no spaces" if webhook else "with a host, no spaces, query or fragment"
     return [
         f"{name}={url!r} is not an absolute http(s) address {shape} (e.g. https://blog.example.com)."
     ]
+
+
+# The app's own addresses: where the app serves the site (make run), a SITE_URL path
+# beginning with one of them would hide the site behind it, or it behind the site.
+APP_PATHS = frozenset({"admin", "api", "preview", "healthz", "status.json", "metrics", "static"})
+
+
+def _site_path_problems(name: str, path: str) -> list[str]:
+    """SITE_URL's path, where the pages link to (root-relative): no empty segment (`//`
+    would make every link `//host/…`, another host), no `.` or `..`, and not the app's."""
+    segments = path.strip("/").split("/") if path.strip("/") else []
+    if any(s in ("", ".", "..") for s in segments) or "//" in path:
+        return [
+            f"{name}'s path {path!r} has an empty, '.' or '..' segment; its pages' links would "
+            "name another address (e.g. https://example.com/blog)."
+        ]
+    if segments and segments[0].lower() in APP_PATHS:
+        return [
+            f"{name}'s path {path!r} begins with {segments[0]!r}, an address of the app "
+            f"itself ({', '.join(sorted(APP_PATHS))}); choose another (e.g. /blog)."
+        ]
+    return []
 
 
 def site_language_problems(language: str) -> list[str]:

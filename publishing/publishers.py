@@ -243,48 +243,65 @@ def _takes_listed_with(kind: type[Publisher]) -> bool:
 
 @cache
 def get_publishers() -> tuple[Publisher, ...]:
-    publishers = tuple(import_string(path)() for path in settings.PUBLISH_PUBLISHERS)
+    publishers = tuple(publisher_class(path)() for path in settings.PUBLISH_PUBLISHERS)
     for path, publisher in zip(settings.PUBLISH_PUBLISHERS, publishers, strict=True):
-        if not hasattr(publisher, "check"):
-            # Written before `check` was added (the full check's reading, outside the
-            # refresher's lease): it has none to do, and its `reconcile` is the full
-            # check's pass, as its whole full check was (docs/operations.md, "Upgrading").
-            logger.warning(
-                "PUBLISH_PUBLISHERS: %s has no check() (added to the publisher interface "
-                "since): its full check is its reconcile() alone",
-                path,
-            )
-            publisher.check = _nothing_to_check  # its instance only
         if not isinstance(publisher, Publisher):
-            missing = [
-                name
-                for name in INTERFACE
-                if not (hasattr if name == "in_groups" else _callable)(publisher, name)
-            ]
-            raise ImproperlyConfigured(
-                f"PUBLISH_PUBLISHERS: {path} lacks {', '.join(missing)} of the publisher "
-                "interface (publishing.publishers; subclass BasePublisher for the defaults)"
-            )
+            raise ImproperlyConfigured(_lacking(path, publisher))
     return publishers
+
+
+def publisher_class(path: str) -> type:
+    """The class at `path`; one written before `check` was added (the full check's
+    reading, outside the refresher's lease) as a subclass with a `check` that does
+    nothing, its `reconcile` the full check's pass, as its whole full check was
+    (docs/operations.md, "Rolling deploy")."""
+    kind = import_string(path)
+    if isinstance(kind, type) and not hasattr(kind, "check"):
+        logger.warning(
+            "PUBLISH_PUBLISHERS: %s has no check() (added to the publisher interface "
+            "since): its full check is its reconcile() alone",
+            path,
+        )
+        return type(kind.__name__, (kind,), {"check": _nothing_to_check})
+    return kind
+
+
+def _lacking(path: str, publisher: object) -> str:
+    missing = [
+        name
+        for name in INTERFACE
+        if not (hasattr if name == "in_groups" else _callable)(publisher, name)
+    ]
+    return (
+        f"PUBLISH_PUBLISHERS: {path} lacks {', '.join(missing)} of the publisher "
+        "interface (publishing.publishers; subclass BasePublisher for the defaults)"
+    )
 
 
 def _callable(publisher: object, name: str) -> bool:
     return callable(getattr(publisher, name, None))
 
 
-def _nothing_to_check() -> None:
+def _nothing_to_check(self: object) -> None:
     return None
 
 
 def publishers_problems() -> list[str]:
-    """Why the publishers cannot be built (an import, a missing method), for the system
-    check: at `manage.py check` and `migrate`, not at the first publish, where every
-    attempt would fail."""
-    try:
-        get_publishers()
-    except Exception as exc:
-        return [str(exc) if "PUBLISH_PUBLISHERS" in str(exc) else f"PUBLISH_PUBLISHERS: {exc!r}"]
-    return []
+    """Why the publishers cannot be built, for the system check (at `manage.py check` and
+    `migrate`, not at the first publish, where every attempt would fail): a path that
+    does not import, a class that lacks a method of the interface. The classes are
+    looked at, not built: a constructor may need the database `migrate` is about to
+    make, or a target that is down (that is an attempt's transient failure)."""
+    problems = []
+    for path in settings.PUBLISH_PUBLISHERS:
+        try:
+            kind = publisher_class(path)
+        except Exception as exc:
+            problems.append(f"PUBLISH_PUBLISHERS: {path} cannot be imported: {exc!r}")
+            continue
+        if any(not _callable(kind, name) for name in INTERFACE if name != "in_groups"):
+            problems.append(_lacking(path, kind))
+    return problems
 
 
 def each_publisher(call: Callable[[Publisher], object], *, what: str, raising: bool = False):
@@ -294,8 +311,11 @@ def each_publisher(call: Callable[[Publisher], object], *, what: str, raising: b
     for publisher in get_publishers():
         try:
             call(publisher)
+        except TIME_LIMITS:
+            raise  # the task's time is up: no other publisher's call begins
         except Exception as exc:
             logger.exception("%s.%s() failed", type(publisher).__name__, what)
+            exc.logged = True  # type: ignore[attr-defined]  # its caller logs no second traceback
             failure = failure or exc
     if raising and failure is not None:
         raise failure

@@ -5,23 +5,26 @@ processes may check at once (two Beats, workers, the backup executor) and one se
 
 A storm of deaths (a receiver down through an import of thousands: a delivery dies per
 article) sends at most ALERTS_PER_WINDOW alerts of one kind in any ALERT_WINDOW, then one
-alert per window that says how many are dead (`_deaths_folded`): every death is still
-stamped as alerted once, and listed on the dashboard and in the admin.
+alert that says how many are dead (`_deaths_folded`), and, once that window is over, one
+that says how many more died in it (`storm_follow_ups`, from the catch-up): every death
+is still stamped as alerted once, and listed on the dashboard and in the admin.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError
+from django.db import IntegrityError, models
 from django.db.models import Q
 from django.db.models.functions import Now
 
 from publishing.alerts import send_alert
 from publishing.models import Alarm, Article, ArticleStatus, DeliveryStatus, WebhookDelivery
-from publishing.selectors import article_counts, stuck_articles
+from publishing.selectors import stuck_articles
 from work.lease import now_plus
 
 logger = logging.getLogger(__name__)
@@ -34,15 +37,15 @@ ALERT_WINDOW = 600.0
 
 
 def article_dead_alert(*, article_id: int) -> bool:
-    """Alert that an article died, unless that death was alerted already."""
+    """Alert that an article died, unless that death was alerted already (stamped). True
+    when an alert went out: its own, or, in a storm, the one that counts them."""
     claimed = Article.objects.filter(
         pk=article_id, status=ArticleStatus.DEAD, alerted_at__isnull=True
     ).update(alerted_at=Now())
     if not claimed:
         return False
     if not _alert_slot("article_dead"):
-        _deaths_folded("article_dead", "articles", dead=article_counts().get("dead", 0))
-        return True
+        return _deaths_folded(ARTICLES)
     row = Article.objects.values("title", "slug", "attempts", "last_error").get(pk=article_id)
     send_alert(
         kind="article_dead",
@@ -60,16 +63,15 @@ def article_dead_alert(*, article_id: int) -> bool:
 
 def delivery_dead_alert(*, delivery_id: int) -> bool:
     """Alert that a webhook delivery died, unless that death was alerted already. The
-    article it announces is not affected (its page is live, or gone, as it was)."""
+    article it announces is not affected (its page is live, or gone, as it was). True
+    when an alert went out, as article_dead_alert."""
     claimed = WebhookDelivery.objects.filter(
         pk=delivery_id, status=DeliveryStatus.DEAD, alerted_at__isnull=True
     ).update(alerted_at=Now())
     if not claimed:
         return False
     if not _alert_slot("webhook_delivery_dead"):
-        dead = WebhookDelivery.objects.filter(status=DeliveryStatus.DEAD).count()
-        _deaths_folded("webhook_delivery_dead", "webhook deliveries", dead=dead)
-        return True
+        return _deaths_folded(DELIVERIES)
     row = WebhookDelivery.objects.values(
         "article_id", "event", "key", "attempts", "last_error"
     ).get(pk=delivery_id)
@@ -105,24 +107,84 @@ def _alert_slot(kind: str) -> bool:
     return any(alarm_raise(name=name, every=ALERT_WINDOW) for name in names if name not in taken)
 
 
-def _deaths_folded(kind: str, what: str, *, dead: int) -> None:
+@dataclass(frozen=True)
+class DeathKind:
+    """A kind of death whose alerts a storm folds: its alerts' kind, what it counts, and
+    its dead rows (stamped with `alerted_at` as they are alerted, or folded)."""
+
+    kind: str
+    what: str
+    model: type[models.Model]
+
+    def dead(self) -> models.QuerySet:
+        return self.model.objects.filter(status="dead")  # type: ignore[attr-defined]
+
+
+ARTICLES = DeathKind("article_dead", "articles", Article)
+DELIVERIES = DeathKind("webhook_delivery_dead", "webhook deliveries", WebhookDelivery)
+# The storm alarm's detail while the deaths folded in its window are still to be told.
+FOLLOW_UP_OWED = "follow-up owed"
+
+
+def _deaths_folded(death: DeathKind) -> bool:
     """A death past its kind's alerts for the window: one alert a window says how many
-    `what` are dead now (kind `<kind>_many`), the first such death's to send."""
-    if not alarm_raise(name=f"{kind}:many", every=ALERT_WINDOW):
-        return
+    are dead now (kind `<kind>_many`), the first such death's to send; the others are
+    told by its follow-up (`storm_follow_ups`). True when this one sent it."""
+    if not alarm_raise(name=f"{death.kind}:many", every=ALERT_WINDOW, detail=FOLLOW_UP_OWED):
+        return False
+    dead = death.dead().count()
     minutes = ALERT_WINDOW / 60
     send_alert(
-        kind=f"{kind}_many",
-        subject=f"{dead} {what} are dead; more died than alerts are sent for",
+        kind=f"{death.kind}_many",
+        subject=f"{dead} {death.what} are dead; more died than alerts are sent for",
         message=(
-            f"More than {ALERTS_PER_WINDOW} {what} died within {minutes:.0f} minutes: the "
-            f"ones past those get no alert of their own for {minutes:.0f} minutes, only this "
-            f"one per {minutes:.0f} minutes. {dead} {what} are dead now; the publishing "
-            "dashboard lists them. Fix the cause (often one: a receiver or a target that "
-            "is down), then requeue them there or in the admin (action “Requeue”)."
+            f"More than {ALERTS_PER_WINDOW} {death.what} died within {minutes:.0f} minutes: "
+            f"the ones past those get no alert of their own for {minutes:.0f} minutes; one "
+            f"alert after them says how many more died. {dead} {death.what} are dead now; "
+            "the publishing dashboard lists them. Fix the cause (often one: a receiver or "
+            "a target that is down), then requeue them there or in the admin (action "
+            "“Requeue”)."
         ),
         data={"dead": dead, "alerts_per_window": ALERTS_PER_WINDOW, "window_s": ALERT_WINDOW},
     )
+    return True
+
+
+def storm_follow_ups() -> int:
+    """For each kind whose storm alert's window is over with its follow-up owed: one
+    alert saying how many more died in that window (those stamped after it, folded) and
+    how many are dead now; nothing if none did. Claimed by a conditional UPDATE, so one
+    process sends it (the catch-up's). How many were sent."""
+    sent = 0
+    for death in (ARTICLES, DELIVERIES):
+        name = f"{death.kind}:many"
+        ended = now_plus(-ALERT_WINDOW)
+        row = (
+            Alarm.objects.filter(name=name, detail=FOLLOW_UP_OWED, raised_at__lte=ended)
+            .values_list("raised_at", flat=True)
+            .first()
+        )
+        if row is None or not Alarm.objects.filter(
+            name=name, detail=FOLLOW_UP_OWED, raised_at=row
+        ).update(detail=""):
+            continue
+        window = timedelta(seconds=ALERT_WINDOW)
+        more = death.dead().filter(alerted_at__gt=row, alerted_at__lte=row + window).count()
+        if not more:
+            continue
+        dead = death.dead().count()
+        send_alert(
+            kind=f"{death.kind}_many",
+            subject=f"{more} more {death.what} died after the last alert; {dead} are dead",
+            message=(
+                f"In the {ALERT_WINDOW / 60:.0f} minutes after the alert that {death.what} "
+                f"were dying faster than alerts are sent for, {more} more died. {dead} "
+                f"{death.what} are dead now; the publishing dashboard lists them."
+            ),
+            data={"dead": dead, "more": more, "since": row.isoformat()},
+        )
+        sent += 1
+    return sent
 
 
 def alarm_raise(*, name: str, every: float, detail: str = "") -> bool:

@@ -33,7 +33,7 @@ from publishing.selectors import (
     articles_to_arm,
     dead_unalerted_ids,
 )
-from publishing.services.alarms import article_dead_alert, stuck_check
+from publishing.services.alarms import article_dead_alert, storm_follow_ups, stuck_check
 from publishing.services.deliveries import deliveries_catch_up
 from publishing.services.publish import publish_group, suspects_due
 from publishing.services.refresh import full_check_due, shared_views_pass
@@ -181,6 +181,7 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
     run.renew()
     deliveries_sent, delivery_alerts = deliveries_catch_up(limit=limit)
     run.renew()
+    alerts += storm_follow_ups()  # how many more died in a storm's window, once it is over
     stuck = stuck_check()
     rerender_sent = rerender_wanted() and dispatch_rerender()
     report = CatchUpReport(

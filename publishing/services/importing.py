@@ -575,6 +575,9 @@ def articles_import(
             if kept.action is not Action.FAILED:  # its date is kept as an article's is
                 report.ignored_keys |= result.parsed.ignored_keys
                 report.notes += [f"{found}: {note}" for note in result.parsed.notes]
+                for alias in [*result.parsed.aliases, *result.parsed.not_aliases]:
+                    # A draft is on no page: no address sends readers to it.
+                    report.aliases_not_kept.append(f"{found}: {alias} (a draft has no page)")
             continue
         report.ignored_keys |= result.ignored_keys
         parsed.append((found, result))

@@ -41,6 +41,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from publishing.dispatch import dispatch_refresh
+from publishing.exceptions import TIME_LIMITS
 from publishing.models import Refresher, TagRefresh
 from publishing.publishers import Publisher, each_publisher
 from publishing.selectors import backlog_waiting, publish_work_due
@@ -135,6 +136,9 @@ class PassOutcome(StrEnum):
     MORE = "more"
     # A publisher raised: the pass is wanted again and sent within an interval.
     FAILED = "failed"
+    # A write met a concurrent one (a serialization failure, a deadlock, SQLite's lock):
+    # as FAILED, and a forced pass is tried again at once (`_tried`).
+    CONFLICT = "conflict"
     # The lease ran out or a newer pass took it: this pass stopped, and wrote nothing
     # after it found out (work.lease.Fence).
     OVERTAKEN = "overtaken"
@@ -176,11 +180,20 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
             "shared views: the %s pass %d was overtaken and stopped: %s", hook, token, exc
         )
         outcome = PassOutcome.OVERTAKEN
-    except Exception:
+    except TIME_LIMITS:
+        _want()  # cut short: wanted again, never taken for done or tried again here
+        raise
+    except Exception as exc:
         # A failed pass (a serialization conflict with an attempt, a full disk) is
-        # wanted again, and sent below.
-        logger.warning("shared views: the %s pass failed; another is wanted", hook, exc_info=True)
-        outcome = PassOutcome.FAILED
+        # wanted again, and sent below. Its traceback is logged where it was raised
+        # (each_publisher), or here if it was not a publisher's.
+        logger.warning(
+            "shared views: the %s pass failed; another is wanted: %r",
+            hook,
+            exc,
+            exc_info=not getattr(exc, "logged", False),
+        )
+        outcome = PassOutcome.CONFLICT if _conflict(exc) else PassOutcome.FAILED
     finally:
         fence.close()
         lease.release(_row(), token, fields=FIELDS)
@@ -201,7 +214,7 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
     # (None: no pass wanted; else whether a request made meanwhile wants it soon.)
     soon = _row().filter(wanted=True).values_list("wanted_soon", flat=True).first()
     if soon is not None:
-        if outcome is PassOutcome.FAILED:
+        if outcome in (PassOutcome.FAILED, PassOutcome.CONFLICT):
             _defer(_retry_after())
         else:
             _defer(_next_interval(yielding and outcome is PassOutcome.DONE and not soon))
@@ -211,6 +224,21 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
         _want()
         _defer(settings.PUBLISH_REFRESH_BACKLOG_INTERVAL)
     return outcome
+
+
+# SQLSTATEs of a transaction the database rolled back for a concurrent one.
+CONFLICT_STATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
+
+
+def _conflict(exc: BaseException) -> bool:
+    """Did `exc` come from a write that met a concurrent one (worth trying again at
+    once), not from the pass's own work (a full disk: not)?"""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "sqlstate", None) in CONFLICT_STATES or "database is locked" in str(seen):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def _next_interval(backlog_only: bool) -> float | None:
@@ -425,10 +453,14 @@ def shared_views_whole(*, full: bool = False) -> bool:
 # (passes keep to a budget of about a second, and leave gaps between them): well inside
 # the task's time limit, which the check itself may have used most of.
 FULL_CHECK_WAIT = 15.0
-# Tries of a forced pass that fails (a serialization conflict with a concurrent write:
-# a re-render beginning, a delete's rows), at once: the catch-up's pass is not left to
-# the next catch-up for it, nor the full check's reading done again.
+# Tries of a forced pass that meets a concurrent write (PassOutcome.CONFLICT: a
+# re-render beginning, a delete's rows), at once: the catch-up's pass is not left to
+# the next catch-up for it, nor the full check's reading done again. Any other failure
+# is not tried again here.
 PASS_TRIES = 3
+# A full check not done (a target's check failed, its pass failed or found the lease
+# held) is due again this much later.
+FULL_CHECK_RETRY_AFTER = 600.0
 
 
 def _full_check(*, wait: float) -> bool:
@@ -442,12 +474,16 @@ def _full_check(*, wait: float) -> bool:
     checked = True
     try:
         each_publisher(lambda publisher: publisher.check(), what="check", raising=True)
+    except TIME_LIMITS:
+        raise
     except Exception:
         checked = False  # each_publisher logged it
-    done = _tried(full=True, wait=wait) in (PassOutcome.DONE, PassOutcome.MORE)
-    if done and checked:
-        _row().update(reconciled_at=Now())
-    return done and checked
+    done = _tried(full=True, wait=wait) in (PassOutcome.DONE, PassOutcome.MORE) and checked
+    # Not done: tried again in FULL_CHECK_RETRY_AFTER, not at every catch-up (a target
+    # down, a full disk: the whole site read again every few minutes for nothing).
+    retry = min(0.0, FULL_CHECK_RETRY_AFTER - settings.PUBLISH_RECONCILE_EVERY)
+    _row().update(reconciled_at=Now() if done else now_plus(retry))
+    return done
 
 
 def shared_views_lease_held_until() -> datetime | None:
@@ -460,10 +496,11 @@ def shared_views_lease_held_until() -> datetime | None:
 
 
 def _tried(*, full: bool, wait: float = 0.0) -> PassOutcome:
-    """`_forced_pass`, tried again at once when it fails, up to PASS_TRIES times."""
+    """`_forced_pass`, tried again at once when it meets a concurrent write, up to
+    PASS_TRIES times."""
     for _ in range(PASS_TRIES - 1):
         outcome = _forced_pass(full=full, wait=wait)
-        if outcome is not PassOutcome.FAILED:
+        if outcome is not PassOutcome.CONFLICT:
             return outcome
     return _forced_pass(full=full, wait=wait)
 

@@ -10,11 +10,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.core import mail
-from django.utils import timezone
+from django.db.models import F
 
 from publishing.models import Alarm, Article, ArticleStatus
 from publishing.services import article_dead_alert
-from publishing.services.alarms import ALERT_WINDOW, ALERTS_PER_WINDOW
+from publishing.services.alarms import ALERT_WINDOW, ALERTS_PER_WINDOW, storm_follow_ups
 from tests.support import documented_receiver
 from tests.support.processes import free_port
 
@@ -161,8 +161,9 @@ def test_a_storm_of_deaths_sends_ten_alerts_then_one_that_counts_them(
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     doomed = [dead_article(make_article) for _ in range(ALERTS_PER_WINDOW + 5)]
 
-    assert all(article_dead_alert(article_id=article.pk) for article in doomed)
+    sent = [article_dead_alert(article_id=article.pk) for article in doomed]
 
+    assert sent == [True] * (ALERTS_PER_WINDOW + 1) + [False] * 4  # 10, the count, then quiet
     kinds = [alert["kind"] for alert in handler.received]
     assert kinds == ["article_dead"] * ALERTS_PER_WINDOW + ["article_dead_many"]
     assert [a["article_id"] for a in handler.received[:-1]] == [
@@ -172,9 +173,17 @@ def test_a_storm_of_deaths_sends_ten_alerts_then_one_that_counts_them(
     assert f"{len(doomed)} articles are dead" in mail.outbox[-1].subject
     assert len(mail.outbox) == ALERTS_PER_WINDOW + 1
     assert not Article.objects.filter(alerted_at__isnull=True).exists()
+    assert storm_follow_ups() == 0  # its window is not over
 
-    # The window over (as ALERT_WINDOW seconds later), a death has its own alert again.
-    Alarm.objects.update(raised_at=timezone.now() - timedelta(seconds=ALERT_WINDOW + 1))
+    # The window over (as ALERT_WINDOW seconds later): the catch-up's follow-up says how
+    # many more died in it, once; then a death has its own alert again.
+    earlier = timedelta(seconds=ALERT_WINDOW + 1)
+    Alarm.objects.update(raised_at=F("raised_at") - earlier)
+    Article.objects.update(alerted_at=F("alerted_at") - earlier)
+    assert storm_follow_ups() == 1
+    assert handler.received[-1]["kind"] == "article_dead_many"
+    assert (handler.received[-1]["more"], handler.received[-1]["dead"]) == (4, len(doomed))
+    assert storm_follow_ups() == 0
     later = dead_article(make_article)
     assert article_dead_alert(article_id=later.pk)
     assert handler.received[-1]["kind"] == "article_dead"

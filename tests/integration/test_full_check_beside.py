@@ -8,11 +8,14 @@ from __future__ import annotations
 import io
 import logging
 import threading
+from datetime import timedelta
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.db import connection, connections
+from django.db.models import F
 from django.db.models.functions import Now
 
 from blogpublish.site import build, full_check, selectors
@@ -26,6 +29,8 @@ from tests.support.waiting import wait_for
 from work.models import Checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+RETRY = refresh.FULL_CHECK_RETRY_AFTER
 
 only_postgres = pytest.mark.skipif(
     "connection.vendor != 'postgresql'", reason="SQLite runs one writer at a time"
@@ -47,10 +52,63 @@ def test_a_targets_failing_check_leaves_the_others_their_pass(site, settings):  
     settings.PUBLISH_PUBLISHERS = ["blogpublish.site.StaticSitePublisher", f"{__name__}.CheckFails"]
     Refresher.objects.filter(pk=1).update(reconciled_at=None)
 
-    assert site_reconcile() is False  # not done: due again at the next catch-up
+    assert site_reconcile() is False  # not done: due again, in FULL_CHECK_RETRY_AFTER
 
     assert not orphan.exists()  # the site's pass ran all the same
-    assert Refresher.objects.filter(pk=1, reconciled_at__isnull=True).exists()
+    assert not refresh.full_check_due()  # not at every catch-up while the target is down
+    Refresher.objects.update(reconciled_at=F("reconciled_at") - timedelta(seconds=RETRY + 1))
+    assert refresh.full_check_due()
+
+
+class ReconcileFails(BasePublisher):
+    """A target whose disk is full: every pass of its fails the same way."""
+
+    calls: list[str] = []
+
+    def check(self) -> None:
+        type(self).calls.append("check")
+
+    def reconcile(self, *, fence=None):
+        type(self).calls.append("reconcile")
+        raise OSError(28, "No space left on device")
+
+
+def test_a_pass_failing_on_its_own_is_not_tried_again_at_once(site, settings):  # noqa: F811
+    """Only a conflict with a concurrent write is tried again at once (PASS_TRIES); a full
+    disk would fail the same way, and the healthy target's pass would be run again."""
+    site.add(1)
+    ReconcileFails.calls.clear()
+    settings.PUBLISH_PUBLISHERS = [
+        "blogpublish.site.StaticSitePublisher",
+        f"{__name__}.ReconcileFails",
+    ]
+
+    assert site_reconcile() is False
+
+    assert ReconcileFails.calls == ["check", "reconcile"]
+
+
+class CheckOutOfTime(BasePublisher):
+    def check(self) -> None:
+        raise SoftTimeLimitExceeded()
+
+
+def test_the_tasks_time_limit_in_a_check_is_raised_not_taken_for_a_failure(
+    site,  # noqa: F811
+    settings,
+):
+    site.add(1)
+    settings.PUBLISH_PUBLISHERS = [
+        f"{__name__}.CheckOutOfTime",
+        "blogpublish.site.StaticSitePublisher",
+    ]
+    passes = Refresher.objects.get(pk=1).passes
+
+    with pytest.raises(SoftTimeLimitExceeded):
+        site_reconcile()
+
+    # Neither the next target's check nor a pass began after it.
+    assert Refresher.objects.get(pk=1).passes == passes
 
 
 class PreviousInterface:
@@ -234,3 +292,20 @@ def test_a_check_beside_a_pass_settling_a_delete_does_not_fail_that_pass(
     assert connection.vendor == "postgresql"
     assert not [r for r in caplog.records if "pass failed" in r.getMessage()]
     assert "is-here" not in (site.root / "index.html").read_text()
+
+
+class BuiltOnlyWhenUsed(BasePublisher):
+    """A target whose constructor needs what `migrate` is about to make, or a network
+    target that may be down at a deploy."""
+
+    def __init__(self) -> None:
+        raise RuntimeError("built by the system check")
+
+
+def test_the_system_check_looks_at_the_publishers_classes_without_building_them(settings):
+    settings.PUBLISH_PUBLISHERS = [
+        "blogpublish.site.StaticSitePublisher",
+        f"{__name__}.BuiltOnlyWhenUsed",
+    ]
+
+    call_command("check", stdout=io.StringIO())  # no SystemCheckError

@@ -209,6 +209,15 @@ def test_a_date_whose_zone_has_an_unknown_name_is_imported_as_utc_and_said(blog,
     assert "read as UTC" in out
 
 
+def test_a_draft_files_aliases_are_said_not_kept(blog):
+    write(blog, "later.md", post("Later", draft="true", aliases="[/old-later/]"))
+
+    out, err, code = run_import("--dry-run", str(blog))
+
+    assert code == 0, err
+    assert "later.md: old-later (a draft has no page)" in out
+
+
 def test_a_new_alias_of_an_article_left_unchanged_is_written_by_the_next_pass(
     worker, blog, settings
 ):

@@ -328,6 +328,37 @@ def test_site_url__anything_else_stops_start_up(url):
     assert problem.startswith("SITE_URL=") and "absolute http(s) address" in problem
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://x//evil.example",  # links "//evil.example/…": another host (a review's)
+        "https://example.com/blog//x",
+        "https://example.com/./blog",
+        "https://example.com/blog/..",
+        "https://example.com/admin",  # the site hidden behind the app's own addresses
+        "https://example.com/API/blog",
+        "https://example.com/preview",
+        "https://example.com/healthz",
+    ],
+)
+def test_site_url__a_path_that_names_another_address_stops_start_up(url):
+    [problem] = url_problems(name="SITE_URL", url=url)
+    assert problem.startswith("SITE_URL's path")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/",
+        "https://example.com/blog/",
+        "https://example.com/a/b",
+        "https://example.com/blög",
+    ],
+)
+def test_site_url__a_path_of_its_own_is_accepted(url):
+    assert url_problems(name="SITE_URL", url=url) == []
+
+
 def test_webhook_url__may_be_empty_or_carry_a_query_never_lack_a_host():
     assert url_problems(name="PUBLISH_WEBHOOK_URL", url="", webhook=True) == []
     ok = "https://hooks.example.com/in?token=abc"
