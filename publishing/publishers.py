@@ -88,8 +88,9 @@ built; `BasePublisher` gives the ones a target may not need):
 `publish`, `unpublish` and `withdraw` raise `TransientPublishError` or `PermanentPublishError`
 (publishing.exceptions); any other exception is treated as transient: a bug is
 retried, then lands in dead. `refresh` and `reconcile` failures are logged and the
-pass is wanted again; a `check` failing is logged and the full check is due again at the
-next catch-up; `forget` failing fails the delete.
+pass is wanted again; a `check` failing is logged, the others' checks and the pass go on,
+and the full check is due again in 10 minutes; `forget` failing fails the delete. A time
+limit (exceptions.TIME_LIMITS) is raised at once, from any of them.
 """
 
 from __future__ import annotations

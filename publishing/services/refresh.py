@@ -468,9 +468,10 @@ def _full_check(*, wait: float) -> bool:
     pass and outside the refresher's lease, so the passes that publishes ask for
     meanwhile keep the front page and the feed current (holding the lease, it kept them
     as they were until it ended); then the reconcile pass, run even when a target's
-    check failed (the others' is theirs), tried again at once if it fails. Done (and
-    `reconciled_at` stamped, so the next is due in PUBLISH_RECONCILE_EVERY) only when
-    every check and the pass did their work: else the next catch-up runs it again."""
+    check failed (the others' is theirs), tried again at once if it meets a concurrent
+    write. Done (and `reconciled_at` stamped, so the next is due in
+    PUBLISH_RECONCILE_EVERY) only when every check and the pass did their work: else it
+    is due again in FULL_CHECK_RETRY_AFTER. A time limit is raised through."""
     checked = True
     try:
         each_publisher(lambda publisher: publisher.check(), what="check", raising=True)
