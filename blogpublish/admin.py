@@ -193,6 +193,10 @@ class DeskArticleAdmin(ArticleAdmin):
             )
         except images.ImageRefused as exc:
             return JsonResponse({"error": str(exc)}, status=400)
+        except images.ImageBusy as exc:
+            busy = JsonResponse({"error": str(exc)}, status=503)
+            busy["Retry-After"] = "5"
+            return busy
         except Exception:  # a decoder or encoder failing on a file it accepted: a bug
             logger.exception("the image %r could not be stored", upload.name)
             return JsonResponse(

@@ -28,6 +28,7 @@ import hashlib
 import io
 import logging
 import re
+import threading
 import warnings
 from dataclasses import dataclass
 from datetime import timedelta
@@ -280,12 +281,31 @@ def alt_text(name: str) -> str:
     return " ".join(re.sub(r"[\[\]\\`*_<>]+", " ", stem).split())[:100] or "image"
 
 
+# Uploads cleaned and made into copies at once in one process: each may hold a few
+# hundred MB of pixels while it is (a 50-megapixel PNG about 230 MB, a JPEG about 50:
+# docs/writing.md), and a web process serves several requests at once (gunicorn's
+# threads), so eight uploads at once could take two gigabytes. The next waits for its
+# turn up to IMAGE_WAIT_SECONDS, then is told to try again (ImageBusy: 503).
+IMAGES_AT_ONCE = 1
+IMAGE_WAIT_SECONDS = 30.0
+_cleaning = threading.BoundedSemaphore(IMAGES_AT_ONCE)
+
+
+class ImageBusy(BlogpublishError):
+    """Other uploads took the server's turn for longer than IMAGE_WAIT_SECONDS."""
+
+
 def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage:
     """Check, clean and store an upload with its smaller copies (blogpublish.desk.renditions);
-    ImageRefused (nothing stored) when refused."""
-    cleaned, ext, width, height = check(data, name=name, content_type=content_type)
-    rel = f"{MEDIA_DIR}/{hashlib.sha256(cleaned).hexdigest()}.{ext}"
-    made, copies = renditions.make(cleaned, path=rel)  # outside the transaction: CPU only
+    ImageRefused (nothing stored) when refused, ImageBusy when others held its turn."""
+    if not _cleaning.acquire(timeout=IMAGE_WAIT_SECONDS):
+        raise ImageBusy("The server is cleaning other images; try this one again in a moment.")
+    try:
+        cleaned, ext, width, height = check(data, name=name, content_type=content_type)
+        rel = f"{MEDIA_DIR}/{hashlib.sha256(cleaned).hexdigest()}.{ext}"
+        made, copies = renditions.make(cleaned, path=rel)  # outside the transaction: CPU only
+    finally:
+        _cleaning.release()
     site = site_storage()
     # The row first, then the files, in one transaction: the sweep deletes a row under
     # the row's lock and unlinks inside it, so it can never unlink a file being stored.

@@ -19,6 +19,7 @@ from django.test import Client
 from django.utils import timezone
 from PIL import Image as Pil
 
+from blogpublish.desk import images
 from blogpublish.models import Image, PageNote
 from blogpublish.site import documents
 from blogpublish.site.figures import SIZES
@@ -229,6 +230,23 @@ def test_image__refused_with_its_reason_and_nothing_stored(
     assert not (settings.SITE_ROOT / "media").exists() or not any(
         (settings.SITE_ROOT / "media").iterdir()
     )
+
+
+@pytest.mark.django_db
+def test_image__waits_for_its_turn_then_is_told_to_try_again(admin_client, monkeypatch):
+    """One upload cleaned at a time in a process (each may hold hundreds of MB of pixels):
+    the next waits, and past IMAGE_WAIT_SECONDS is told to try again, nothing stored."""
+    monkeypatch.setattr(images, "IMAGE_WAIT_SECONDS", 0.2)
+    assert images._cleaning.acquire(timeout=5)  # another upload being cleaned
+    try:
+        busy = upload(admin_client, image_bytes("JPEG"), "waits.jpg")
+    finally:
+        images._cleaning.release()
+
+    assert busy.status_code == 503 and busy["Retry-After"] == "5"
+    assert "try this one again" in busy.json()["error"]
+    assert Image.objects.count() == 0
+    assert upload(admin_client, image_bytes("JPEG"), "waits.jpg").status_code == 201
 
 
 @pytest.mark.django_db
