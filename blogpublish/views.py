@@ -18,7 +18,7 @@ import logging
 import mimetypes
 import time
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 from django.conf import settings
 from django.http import (
@@ -74,7 +74,7 @@ def content_type(name: str) -> str:
 def site_prefix() -> str:
     """SITE_URL's path without its slashes ("blog" for https://example.com/blog), where
     the pages link to (their links are root-relative): this view serves SITE_ROOT there."""
-    return unquote(urlsplit(settings.SITE_URL).path).strip("/")
+    return unquote(paths.site_path()).strip("/")
 
 
 @require_safe

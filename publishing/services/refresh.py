@@ -499,11 +499,11 @@ def shared_views_lease_held_until() -> datetime | None:
 def _tried(*, full: bool, wait: float = 0.0) -> PassOutcome:
     """`_forced_pass`, tried again at once when it meets a concurrent write, up to
     PASS_TRIES times."""
-    for _ in range(PASS_TRIES - 1):
+    for _ in range(PASS_TRIES):
         outcome = _forced_pass(full=full, wait=wait)
         if outcome is not PassOutcome.CONFLICT:
-            return outcome
-    return _forced_pass(full=full, wait=wait)
+            break
+    return outcome
 
 
 def _forced_pass(*, full: bool, wait: float = 0.0) -> PassOutcome:
