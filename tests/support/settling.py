@@ -39,6 +39,16 @@ def refresher_is_idle() -> bool:
     return not Refresher.objects.filter(busy).exists()
 
 
+def refresher_is_quiet() -> bool:
+    """No pass of the shared views wanted or running. A deferred pass's message may
+    still be on its way: one a stopped host reserved (its ETA held in the stopped main
+    process) comes when the host resumes, finds no pass wanted and runs none
+    (publishing.services.refresh.shared_views_deferred), while `refresher_is_idle`
+    counts its `deferred_until` as busy until then, or until a request re-sends it."""
+    busy = Q(wanted=True) | Q(lease_expires_at__gt=Now())
+    return not Refresher.objects.filter(busy).exists()
+
+
 def wait_settled(timeout: float = 90.0) -> None:
     """Every article published or dead, every message (publishes, unpublishes) consumed
     and finished, and the shared views' last pass done."""
