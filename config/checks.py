@@ -282,12 +282,17 @@ APP_PATHS = frozenset({"admin", "api", "preview", "healthz", "status.json", "met
 
 def _site_path_problems(name: str, path: str) -> list[str]:
     """SITE_URL's path, where the pages link to (root-relative): no empty segment (`//`
-    would make every link `//host/…`, another host), no `.` or `..`, and not the app's."""
-    segments = path.strip("/").split("/") if path.strip("/") else []
-    if any(s in ("", ".", "..") for s in segments) or "//" in path:
+    would make every link `//host/…`, another host), no `.` or `..` (percent-encoded
+    too: browsers read `%2e%2e` as `..`), no encoded `/` or any `\\` (read as `/`), and
+    not the app's."""
+    from urllib.parse import unquote
+
+    segments = [unquote(s) for s in path.strip("/").split("/")] if path.strip("/") else []
+    named = any(s.lower() in ("", ".", "..") or "/" in s for s in segments)
+    if named or "//" in path or "\\" in unquote(path):
         return [
-            f"{name}'s path {path!r} has an empty, '.' or '..' segment; its pages' links would "
-            "name another address (e.g. https://example.com/blog)."
+            f"{name}'s path {path!r} has an empty, '.' or '..' segment, or a '/' or '\\' "
+            "in one; its pages' links would name another address (e.g. https://example.com/blog)."
         ]
     if segments and segments[0].lower() in APP_PATHS:
         return [

@@ -335,6 +335,10 @@ def test_site_url__anything_else_stops_start_up(url):
         "https://example.com/blog//x",
         "https://example.com/./blog",
         "https://example.com/blog/..",
+        "https://example.com/blog/%2e%2E",  # browsers read it as ".."
+        "https://example.com/%2E/blog",
+        "https://example.com/a%2F%2Fevil.example",  # an encoded "/"
+        "https://example.com/a%5Cb",  # "\\", which browsers read as "/"
         "https://example.com/admin",  # the site hidden behind the app's own addresses
         "https://example.com/API/blog",
         "https://example.com/preview",
@@ -353,6 +357,8 @@ def test_site_url__a_path_that_names_another_address_stops_start_up(url):
         "https://example.com/blog/",
         "https://example.com/a/b",
         "https://example.com/blög",
+        "https://example.com/%E5%8D%9A%E5%AE%A2",  # 博客, percent-encoded
+        "https://example.com/a%20b",
     ],
 )
 def test_site_url__a_path_of_its_own_is_accepted(url):
