@@ -30,6 +30,8 @@ import logging
 import re
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -284,28 +286,62 @@ def alt_text(name: str) -> str:
 # Uploads cleaned and made into copies at once in one process: each may hold a few
 # hundred MB of pixels while it is (a 50-megapixel PNG about 230 MB, a JPEG about 50:
 # docs/writing.md), and a web process serves several requests at once (gunicorn's
-# threads), so eight uploads at once could take two gigabytes. The next waits for its
-# turn up to IMAGE_WAIT_SECONDS, then is told to try again (ImageBusy: 503).
+# threads), so eight uploads at once could take two gigabytes. IMAGES_WAITING more wait
+# for their turn, up to IMAGE_WAIT_SECONDS; any other is told at once to try again
+# (ImageBusy: 503), as the preview is: a waiting upload holds one of the process's
+# threads, and uploads waiting in every thread stalled every other request (a review's:
+# a 27 s `/healthz` with 14 uploads at once on 4 threads).
 IMAGES_AT_ONCE = 1
-IMAGE_WAIT_SECONDS = 30.0
-_cleaning = threading.BoundedSemaphore(IMAGES_AT_ONCE)
+IMAGES_WAITING = 1
+IMAGE_WAIT_SECONDS = 15.0
 
 
 class ImageBusy(BlogpublishError):
-    """Other uploads took the server's turn for longer than IMAGE_WAIT_SECONDS."""
+    """Other uploads hold the server's turns, or held them past IMAGE_WAIT_SECONDS."""
+
+
+class Turns:
+    """`at_once` holders, and at most `waiting` waiting in line for a turn, first come
+    first served (a newcomer takes a free turn only when nobody waits for it)."""
+
+    def __init__(self, at_once: int, waiting: int) -> None:
+        self._free = threading.BoundedSemaphore(at_once)
+        self._lock = threading.Lock()
+        self.waiting = 0
+        self.most_waiting = waiting
+
+    @contextmanager
+    def turn(self, timeout: float) -> Iterator[None]:
+        with self._lock:
+            taken = self.waiting == 0 and self._free.acquire(blocking=False)
+            if not taken and self.waiting >= self.most_waiting:
+                raise ImageBusy(BUSY)
+            self.waiting += 0 if taken else 1
+        if not taken:
+            try:
+                taken = self._free.acquire(timeout=timeout)
+            finally:
+                with self._lock:
+                    self.waiting -= 1
+            if not taken:
+                raise ImageBusy(BUSY)
+        try:
+            yield
+        finally:
+            self._free.release()
+
+
+BUSY = "The server is cleaning other images; try this one again in a moment."
+_cleaning = Turns(IMAGES_AT_ONCE, IMAGES_WAITING)
 
 
 def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage:
     """Check, clean and store an upload with its smaller copies (blogpublish.desk.renditions);
     ImageRefused (nothing stored) when refused, ImageBusy when others held its turn."""
-    if not _cleaning.acquire(timeout=IMAGE_WAIT_SECONDS):
-        raise ImageBusy("The server is cleaning other images; try this one again in a moment.")
-    try:
+    with _cleaning.turn(IMAGE_WAIT_SECONDS):
         cleaned, ext, width, height = check(data, name=name, content_type=content_type)
         rel = f"{MEDIA_DIR}/{hashlib.sha256(cleaned).hexdigest()}.{ext}"
         made, copies = renditions.make(cleaned, path=rel)  # outside the transaction: CPU only
-    finally:
-        _cleaning.release()
     site = site_storage()
     # The row first, then the files, in one transaction: the sweep deletes a row under
     # the row's lock and unlinks inside it, so it can never unlink a file being stored.

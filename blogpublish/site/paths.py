@@ -98,8 +98,9 @@ def is_article_dir_name(name: str) -> bool:
 
 
 def site_path() -> str:
-    """The path part of SITE_URL without its trailing slash: '' when served at the root."""
-    return urlsplit(settings.SITE_URL).path.rstrip("/")
+    """The path part of SITE_URL without its trailing slash: '' when served at the root;
+    percent-encoded as every address in the pages is (`/博客` is `/%E5%8D%9A%E5%AE%A2`)."""
+    return iri_to_uri(urlsplit(settings.SITE_URL).path.rstrip("/"))
 
 
 def article_href(slug: str) -> str:

@@ -9,11 +9,13 @@ import hashlib
 import html
 import io
 import re
+import threading
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.forms.models import model_to_dict
 from django.test import Client
 from django.utils import timezone
@@ -26,7 +28,7 @@ from blogpublish.site.figures import SIZES
 from publishing.models import Article, ArticleStatus, PublishAttempt
 from tests.support.desk import article_form, image_bytes
 from tests.support.site import without_json_ld
-from tests.support.waiting import wait_status
+from tests.support.waiting import wait_for, wait_status
 
 PREVIEW = "/admin/publishing/article/preview/"
 IMAGE = "/admin/publishing/article/image/"
@@ -237,16 +239,61 @@ def test_image__waits_for_its_turn_then_is_told_to_try_again(admin_client, monke
     """One upload cleaned at a time in a process (each may hold hundreds of MB of pixels):
     the next waits, and past IMAGE_WAIT_SECONDS is told to try again, nothing stored."""
     monkeypatch.setattr(images, "IMAGE_WAIT_SECONDS", 0.2)
-    assert images._cleaning.acquire(timeout=5)  # another upload being cleaned
-    try:
+    with images._cleaning.turn(timeout=5):  # another upload being cleaned
         busy = upload(admin_client, image_bytes("JPEG"), "waits.jpg")
-    finally:
-        images._cleaning.release()
 
     assert busy.status_code == 503 and busy["Retry-After"] == "5"
     assert "try this one again" in busy.json()["error"]
     assert Image.objects.count() == 0
     assert upload(admin_client, image_bytes("JPEG"), "waits.jpg").status_code == 201
+
+
+@pytest.mark.django_db(transaction=True)
+def test_image__uploads_past_the_one_waiting_are_told_at_once(monkeypatch):
+    """One upload waits for the turn; the next is answered 503 at once, not after the
+    wait: each waiting upload holds one of the web process's threads (a review's: 14
+    uploads at once on 4 threads kept `/healthz` waiting 27 s)."""
+    monkeypatch.setattr(images, "IMAGE_WAIT_SECONDS", 120.0)
+    outcomes: dict[str, object] = {}
+
+    def store(name: str) -> None:
+        try:
+            outcomes[name] = images.store(image_bytes("JPEG", colour=name), name=f"{name}.jpg")
+        except images.ImageBusy as exc:
+            outcomes[name] = exc
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=store, args=("red",), daemon=True)
+    second = threading.Thread(target=store, args=("blue",), daemon=True)
+    with images._cleaning.turn(timeout=5):  # another upload being cleaned
+        first.start()
+        wait_for(lambda: images._cleaning.waiting == 1, timeout=10, what="the first to wait")
+        second.start()
+        # Within the 120 s wait: told at once, while the first still waits.
+        wait_for(lambda: "blue" in outcomes, timeout=20, what="the second to be told")
+        assert isinstance(outcomes["blue"], images.ImageBusy)
+        assert first.is_alive() and images._cleaning.waiting == 1
+    first.join(timeout=30)  # the turn let go: the first is cleaned and stored
+    assert isinstance(outcomes["red"], images.StoredImage)
+    assert Image.objects.count() == 1 and images._cleaning.waiting == 0
+
+
+@pytest.mark.django_db
+def test_image__an_upload_under_a_unicode_site_path_is_linked_as_every_address_is(settings):
+    """SITE_URL https://…/博客: the upload's link is percent-encoded as the pages' links are,
+    and the article's page finds it as an upload (its size and copies)."""
+    settings.SITE_URL = "https://blog.example.com/博客"
+    stored = images.store(image_bytes("JPEG", size=(900, 600)), name="view.jpg")
+
+    assert stored.href == f"/%E5%8D%9A%E5%AE%A2/{stored.path}"
+    page = documents.article_page(
+        Article(title="图", slug="tu", body=stored.markdown, publish_at=timezone.now()),
+        around=None,
+    )
+    [img] = re.findall(r"<img [^>]*>", page)
+    assert f'src="/%E5%8D%9A%E5%AE%A2/{stored.path}"' in img
+    assert 'width="900" height="600"' in img and "srcset=" in img, img
 
 
 @pytest.mark.django_db
