@@ -283,13 +283,23 @@ APP_PATHS = frozenset({"admin", "api", "preview", "healthz", "status.json", "met
 def _site_path_problems(name: str, path: str) -> list[str]:
     """SITE_URL's path, where the pages link to (root-relative): no empty segment (`//`
     would make every link `//host/…`, another host), no `.` or `..` (percent-encoded
-    too: browsers read `%2e%2e` as `..`), no encoded `/` or any `\\` (read as `/`), and
-    not the app's."""
+    too: browsers read `%2e%2e` as `..`), no encoded `/` or any `\\` (read as `/`), not
+    the app's, and UTF-8 text without control characters once decoded (`%FF`: the app's
+    view and the pages' links would disagree on it; `%0A`: no address matches it)."""
     from urllib.parse import unquote
 
+    try:
+        decoded = unquote(path, errors="strict")
+    except UnicodeDecodeError:
+        decoded = None
+    if decoded is None or any(ord(c) < 32 or ord(c) == 127 for c in decoded):
+        return [
+            f"{name}'s path {path!r} is not UTF-8 text once decoded, or has a control "
+            "character; its pages could not be served there (e.g. https://example.com/blog)."
+        ]
     segments = [unquote(s) for s in path.strip("/").split("/")] if path.strip("/") else []
     named = any(s.lower() in ("", ".", "..") or "/" in s for s in segments)
-    if named or "//" in path or "\\" in unquote(path):
+    if named or "//" in path or "\\" in decoded:
         return [
             f"{name}'s path {path!r} has an empty, '.' or '..' segment, or a '/' or '\\' "
             "in one; its pages' links would name another address (e.g. https://example.com/blog)."

@@ -353,6 +353,20 @@ def test_site_url__a_path_that_names_another_address_stops_start_up(url):
 @pytest.mark.parametrize(
     "url",
     [
+        "https://example.com/%FF",  # not UTF-8: the view and the links disagreed (a review's)
+        "https://example.com/a%0Ab",  # no request's path matches a newline
+        "https://example.com/a%00b",
+        "https://example.com/a%7Fb",
+    ],
+)
+def test_site_url__a_path_not_utf8_or_with_a_control_character_stops_start_up(url):
+    [problem] = url_problems(name="SITE_URL", url=url)
+    assert problem.startswith("SITE_URL's path")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
         "https://example.com/",
         "https://example.com/blog/",
         "https://example.com/a/b",
