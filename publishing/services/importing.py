@@ -504,7 +504,45 @@ def _record_aliases(planned: Iterable[_Planned]) -> set[int]:
     return {pk for alias, pk in rows if (alias, pk) not in had}
 
 
+def _report_same_slug(
+    group: list[_Planned | tuple[Path, ParsedFile]],
+    report: ImportReport,
+    on_result: Callable[[FileResult], None],
+) -> None:
+    """Each of the files that share one slug fails, naming the others."""
+
+    def path_slug(file: _Planned | tuple[Path, ParsedFile]) -> tuple[Path, str]:
+        if isinstance(file, _Planned):
+            return file.path, file.article.slug
+        return file[0], normalize_slug(file[1].slug)
+
+    for file in group:
+        path, slug = path_slug(file)
+        others = ", ".join(str(path_slug(other)[0]) for other in group if other is not file)
+        reason = f"slug: {slug!r} is also the slug of {others}"
+        _report(report, on_result, FileResult(path, Action.FAILED, reason, slug))
+
+
 # --- drafts --------------------------------------------------------------------------------
+
+
+def _report_draft(
+    path: Path,
+    parsed: ParsedFile,
+    report: ImportReport,
+    on_result: Callable[[FileResult], None],
+    *,
+    dry_run: bool,
+) -> None:
+    """A draft file kept (`_keep_draft`), reported with its notes."""
+    kept = _keep_draft(path, parsed, dry_run=dry_run)
+    _report(report, on_result, kept)
+    if kept.action is not Action.FAILED:  # its date is kept as an article's is
+        report.ignored_keys |= parsed.ignored_keys
+        report.notes += [f"{path}: {note}" for note in parsed.notes]
+        for alias in [*parsed.aliases, *parsed.not_aliases]:
+            # A draft is on no page: no address sends readers to it.
+            report.aliases_not_kept.append(f"{path}: {alias} (a draft has no page)")
 
 
 def _keep_draft(path: Path, parsed: ParsedFile, *, dry_run: bool) -> FileResult:
@@ -560,6 +598,7 @@ def articles_import(
     report = ImportReport()
     now = timezone.now().replace(microsecond=0)
     parsed: list[tuple[Path, ParsedFile]] = []
+    drafts: list[tuple[Path, ParsedFile]] = []
     for found in find_files(paths):
         if isinstance(found, FileResult):
             _report(report, on_result, found)
@@ -570,14 +609,7 @@ def articles_import(
             _report(report, on_result, FileResult(found, Action.FAILED, exc.reason))
             continue
         if isinstance(result, Draft):
-            kept = _keep_draft(found, result.parsed, dry_run=dry_run)
-            _report(report, on_result, kept)
-            if kept.action is not Action.FAILED:  # its date is kept as an article's is
-                report.ignored_keys |= result.parsed.ignored_keys
-                report.notes += [f"{found}: {note}" for note in result.parsed.notes]
-                for alias in [*result.parsed.aliases, *result.parsed.not_aliases]:
-                    # A draft is on no page: no address sends readers to it.
-                    report.aliases_not_kept.append(f"{found}: {alias} (a draft has no page)")
+            drafts.append((found, result.parsed))
             continue
         report.ignored_keys |= result.ignored_keys
         parsed.append((found, result))
@@ -596,20 +628,21 @@ def articles_import(
             _Planned(path, article, dated=result.publish_at is not None, aliases=aliases)
         )
 
-    # Two files with one slug (up to case and width): which one is meant is not ours to
-    # guess, so neither is imported, and each names the other.
-    by_key: dict[str, list[_Planned]] = {}
+    # Two files with one slug (up to case and width), drafts or not: which one is meant
+    # is not ours to guess, so neither is imported, and each names the other.
+    by_key: dict[str, list[_Planned | tuple[Path, ParsedFile]]] = {}
     for p in planned:
         by_key.setdefault(p.article.slug_key, []).append(p)
+    for draft in drafts:
+        by_key.setdefault(key_of(normalize_slug(draft[1].slug)), []).append(draft)
     unique = []
     for group in by_key.values():
-        if len(group) == 1:
-            unique.append(group[0])
-            continue
-        for p in group:
-            others = ", ".join(str(o.path) for o in group if o is not p)
-            reason = f"slug: {p.article.slug!r} is also the slug of {others}"
-            _report(report, on_result, FileResult(p.path, Action.FAILED, reason, p.article.slug))
+        if len(group) > 1:
+            _report_same_slug(group, report, on_result)
+        elif isinstance(planned_one := group[0], _Planned):
+            unique.append(planned_one)
+        else:
+            _report_draft(*planned_one, report, on_result, dry_run=dry_run)
     unique.sort(key=lambda p: str(p.path))
 
     for start in range(0, len(unique), chunk):

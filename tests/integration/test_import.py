@@ -218,6 +218,27 @@ def test_a_draft_files_aliases_are_said_not_kept(blog):
     assert "later.md: old-later (a draft has no page)" in out
 
 
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "import"])
+@pytest.mark.parametrize("second_a_draft", [True, False], ids=["two drafts", "draft, article"])
+def test_a_draft_file_sharing_its_slug_fails_with_the_other_as_articles_do(
+    blog, dry_run, second_a_draft
+):
+    """Which one is meant is not ours to guess: neither is kept, each names the other,
+    and the dry run says what the import does (a review's: the last draft won, or the
+    draft took the address and the article failed, while the dry run said created 2)."""
+    write(blog, "a.md", post("First", slug="same", draft="true"))
+    second = {"draft": "true"} if second_a_draft else {}
+    write(blog, "b.md", post("Second", slug="same", **second))
+
+    out, err, code = run_import(*(["--dry-run"] if dry_run else []), str(blog))
+
+    assert code == 1, out
+    assert f"{blog / 'a.md'}: slug: 'same' is also the slug of {blog / 'b.md'}" in err + out
+    assert f"{blog / 'b.md'}: slug: 'same' is also the slug of {blog / 'a.md'}" in err + out
+    assert "created 0, updated 0" in out
+    assert not Story.objects.exists() and not Article.objects.exists()
+
+
 def test_a_new_alias_of_an_article_left_unchanged_is_written_by_the_next_pass(
     worker, blog, settings
 ):
