@@ -288,7 +288,8 @@ def parse_date_noting(value: object) -> tuple[datetime, str]:
     try:
         return when.astimezone(UTC), note
     except (OverflowError, ValueError):  # ValueError: an offset of a day or more (GMT+24)
-        raise BadFile(f"date {shown(value)} is out of range") from None
+        written = value.isoformat(sep=" ") if isinstance(value, datetime) else value
+        raise BadFile(f"date {shown(written)} is out of range") from None
 
 
 def _parse_date_text(value: str) -> tuple[datetime, str]:

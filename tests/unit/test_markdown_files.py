@@ -358,3 +358,15 @@ def test_an_offset_of_a_day_or_more_is_a_bad_file_not_a_crash(value):
 
     with pytest.raises(BadFile, match="out of range"):
         parse_date(value)
+
+
+def test_a_date_past_the_calendar_is_quoted_as_written_not_as_a_python_object():
+    """YAML reads `0001-01-01 00:00:00 +05:00` as a datetime, a year 0 in UTC (a review's:
+    the message showed `datetime.datetime(1, 1, 1, 0…`)."""
+    from datetime import datetime, timedelta, timezone
+
+    from publishing.markdown_files import BadFile, parse_date
+
+    written = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))
+    with pytest.raises(BadFile, match=r"^date '0001-01-01 00:00:00\+05:00' is out of range$"):
+        parse_date(written)
