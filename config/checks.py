@@ -86,7 +86,9 @@ def webhook_delivery_problems(
 
 # --- The preview's guards ----------------------------------------------------------------
 
-# gunicorn kills a worker that answers nothing for 30 s (its default --timeout).
+# A request's bound, well under a client's patience and gunicorn's 30 s --timeout (which
+# kills a sync worker busy that long; a threaded one, as the Dockerfile runs, only when
+# its main loop stalls: a render holding the GIL could).
 PREVIEW_TIME_LIMIT_MAX = 10.0
 
 
