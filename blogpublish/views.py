@@ -81,13 +81,14 @@ def site_prefix() -> str:
 def site(request: HttpRequest, path: str = "") -> HttpResponse:
     if prefix := site_prefix():
         if path in ("", prefix):  # the host's root, or the prefix without its slash
-            return HttpResponseRedirect(f"/{quote(prefix)}/")
+            query = request.META.get("QUERY_STRING", "")
+            return HttpResponseRedirect(f"/{quote(prefix)}/" + (f"?{query}" if query else ""))
         if not path.startswith(f"{prefix}/"):
             return not_found(site_storage())
         path = path.removeprefix(f"{prefix}/")
     parts = path_parts(path)
     if parts is None:
-        raise Http404("No such page.")
+        return not_found(site_storage())
     folder_wanted = path == "" or path.endswith("/")
     rel = "/".join([*parts, "index.html"] if folder_wanted else parts)
     storage = site_storage()

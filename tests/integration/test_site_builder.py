@@ -237,6 +237,13 @@ def test_with_a_path_in_site_url_the_app_serves_the_site_under_it(site, settings
     assert (client.get("/").status_code, client.get("/")["Location"]) == (302, "/blog/")
     assert client.get("/blog")["Location"] == "/blog/"
     assert client.get("/moved-under-blog/").status_code == 404  # outside SITE_URL's path
+    # The query kept on the way in; a bad path answered with the site's own 404 page, as
+    # any other page it does not have (a review's: Django's bare 404 for these).
+    assert client.get("/blog?utm_source=feed")["Location"] == "/blog/?utm_source=feed"
+    not_found = (settings.SITE_ROOT / "404.html").read_bytes()
+    for bad in ("/blog/../x", "/blog//moved-under-blog/", "/blog/.staging/x"):
+        response = client.get(bad)
+        assert (response.status_code, response.content) == (404, not_found), bad
     old = client.get("/blog/under-blog/")
     assert (old.status_code, old["Location"]) == (301, "/blog/moved-under-blog/")
     assert client.get("/blog/moved-under-blog")["Location"] == "/blog/moved-under-blog/"
