@@ -50,7 +50,9 @@ from blogpublish import rendering
 # 3: an element of the body with an id of the page's own (`content`, the skip link's
 # target) loses it (rendering.PAGE_IDS).
 # 4: tags' and bylines' links by their folders of migration 0030 (marks kept).
-PAGE_FORMAT = 4
+# 5: an <input>'s attributes in one order (rendering._inputs_in_order; nh3's changed
+# from one process to the next).
+PAGE_FORMAT = 5
 
 # The templates an article's page is made of.
 PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
@@ -63,7 +65,8 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # their address without `rel`, excerpts without bidirectional controls.
 # 5: the feeds' content without the page's own ids (rendering.PAGE_IDS), as the pages.
 # 6: tags' and bylines' links by their folders of migration 0030 (marks kept).
-SHARED_FORMAT = 6
+# 7: the feeds' content with an <input>'s attributes in one order, as the pages.
+SHARED_FORMAT = 7
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)
 SHARED_TEMPLATES = (
