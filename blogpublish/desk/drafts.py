@@ -22,7 +22,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from blogpublish.desk import cheatsheet, images
-from blogpublish.site.paths import article_url
+from blogpublish.site.paths import absolute, article_url
 from publishing import selectors as publishing_selectors
 from publishing.admin import warn_of_a_moved_address
 from publishing.exceptions import NotOnTheBlog, StoryConflict
@@ -317,7 +317,9 @@ class StoryAdmin(admin.ModelAdmin):
                 share,
                 _duration(settings.STORY_PREVIEW_SECONDS),
             )
-        url = settings.SITE_URL + reverse("story-preview", args=[token])
+        # At the app's own address, the host's root, whatever SITE_URL's path (the app
+        # serves the site under it, and its own addresses beside it).
+        url = absolute(reverse("story-preview", args=[token]))
         return format_html(
             '<a id="desk-share-link" href="{}" target="_blank" rel="noopener noreferrer">{}</a> '
             '<span class="help">until {} UTC</span> '

@@ -91,7 +91,14 @@ def test_a_forged_or_garbled_token_shows_nothing(token):
     assert response.status_code == 404 and "Hidden." not in response.content.decode()
 
 
-def test_the_story_page_shares_and_revokes(admin_client):
+@pytest.mark.parametrize(
+    "site_url", ["http://testserver", "http://testserver/", "http://testserver/blog"]
+)
+def test_the_story_page_shares_and_revokes(admin_client, settings, site_url):
+    """The link is the app's address, the host's root whatever SITE_URL's path (a
+    review's: /blog/preview/… under SITE_URL …/blog, a 404; and `//preview` with a
+    trailing slash)."""
+    settings.SITE_URL = site_url
     story = story_save(title="From the desk", body="Text.")
     page = f"/admin/publishing/story/{story.pk}/change/"
     assert "Share preview" in admin_client.get(page).content.decode()
@@ -99,6 +106,7 @@ def test_the_story_page_shares_and_revokes(admin_client):
     admin_client.post(f"/admin/publishing/story/{story.pk}/share/")
     html = admin_client.get(page).content.decode()
     link = html.split('id="desk-share-link" href="', 1)[1].split('"', 1)[0]
+    assert link.startswith("http://testserver/preview/"), link
     path = link.split("/preview/", 1)[1]
     assert Client().get(f"/preview/{path}").status_code == 200
 
