@@ -138,8 +138,17 @@ def main() -> int:
         "WEB_PORT": str(web_port),
         "FLOWER_PORT": str(flower_port),
     }
-    honcho = shutil.which("honcho", path=env["PATH"]) or "honcho"
-    return run_until_stopped([honcho, "-f", "Procfile", "start"], env)
+    return run_until_stopped(honcho_command(env["PATH"]), env)
+
+
+def honcho_command(path: str, procfile: str = "Procfile") -> list[str]:
+    """honcho starting the Procfile's processes with this process's environment alone:
+    not the `.env` honcho reads by default, which is docker compose's (.env.example:
+    production's defaults, DEBUG off). Read, it overrode what this script sets (DEBUG,
+    SITE_URL, Flower's password), and the processes ran on other settings than the
+    migrate above (a review's: `cp .env.example .env` stopped `make run`)."""
+    honcho = shutil.which("honcho", path=path) or "honcho"
+    return [honcho, "-f", procfile, "-e", os.devnull, "start"]
 
 
 def run_until_stopped(command: list[str], env: dict[str, str]) -> int:
