@@ -591,34 +591,43 @@ class FullAtom1Feed(Atom1Feed):
 # and a burst's tags' feeds hold each of its articles (and their older ones) once a tag
 # (docs/performance.md, "Tags in use").
 CONTENT_CACHE_CHARS = 16_000_000
-_contents: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+# None: longer than CONTENT_MAX_CHARS (its HTML not kept).
+_contents: OrderedDict[tuple[str, str, str], str | None] = OrderedDict()
 _contents_chars = 0
 _contents_lock = threading.Lock()  # a web process renders in threads
 
 
-def _content_html(published_hash: str, url: str, body: str) -> str:
+# An entry whose article's HTML is longer than this carries its summary alone, as with
+# FEED_FULL_CONTENT off: a valid 1 MiB body can render to megabytes of HTML (7.5 MB for
+# `[a](b)` repeated, 3 s for `>` repeated), and fifty of them made a 31 MB feed that
+# every pass rendered again (past the cache), holding SQLite's write lock for 20 s (a
+# review's). About 50 times an 8 KB post's; feed readers fetch the whole feed each time.
+CONTENT_MAX_CHARS = 400_000
+
+
+def _content_html(published_hash: str, url: str, body: str) -> str | None:
     """An entry's whole article as HTML: the page's sanitised rendering, its relative
     addresses made absolute against `url`, the page's own address (a footnote's `#fn-1`
-    is `<url>#fn-1`). Cached by the content and that address (which the slug and
-    SITE_URL make, so the same in the site's, a tag's and a byline's feed),
-    `published_hash` first so two versions never share a line; the least recently used
-    go past CONTENT_CACHE_CHARS."""
+    is `<url>#fn-1`); None past CONTENT_MAX_CHARS. Cached by the content and that
+    address (which the slug and SITE_URL make, so the same in the site's, a tag's and a
+    byline's feed), `published_hash` first so two versions never share a line; the
+    least recently used go past CONTENT_CACHE_CHARS."""
     global _contents_chars
     key = (published_hash, url, body)
     with _contents_lock:
-        found = _contents.get(key)
-        if found is not None:
+        if key in _contents:
             _contents.move_to_end(key)
-            return found
+            return _contents[key]
     html = strip_xml_illegal(render_markdown_absolute(body, base_url=url))
+    kept = html if len(html) <= CONTENT_MAX_CHARS else None
     with _contents_lock:
         if key not in _contents:
-            _contents[key] = html
-            _contents_chars += len(html)
+            _contents[key] = kept
+            _contents_chars += len(kept or "")
         while _contents_chars > CONTENT_CACHE_CHARS and len(_contents) > 1:
             _key, dropped = _contents.popitem(last=False)
-            _contents_chars -= len(dropped)
-    return html
+            _contents_chars -= len(dropped or "")
+    return kept
 
 
 @dataclass(frozen=True)

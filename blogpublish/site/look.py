@@ -65,7 +65,8 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # their address without `rel`, excerpts without bidirectional controls.
 # 5: the feeds' content without the page's own ids (rendering.PAGE_IDS), as the pages.
 # 6: tags' and bylines' links by their folders of migration 0030 (marks kept).
-# 7: the feeds' content with an <input>'s attributes in one order, as the pages.
+# 7: the feeds' content with an <input>'s attributes in one order, as the pages; an
+# entry past documents.CONTENT_MAX_CHARS with its summary alone.
 SHARED_FORMAT = 7
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)

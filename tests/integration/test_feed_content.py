@@ -162,6 +162,26 @@ def test_feed_content__cached_per_page_address(site, settings):
     assert article.published_hash == entries[0].published_hash
 
 
+def test_feed_content__an_article_of_megabytes_of_html_carries_its_summary(site):
+    """A valid body that renders to more than CONTENT_MAX_CHARS of HTML: its entries carry
+    the summary, as with FEED_FULL_CONTENT off (a review's: fifty 1 MiB bodies made a
+    31 MB feed, rendered again at every pass past the cache, holding SQLite's write lock
+    for 20 s). The others keep their whole content."""
+    publish(title="Big", slug="big", body="Opening line.\n\n" + "[a](b)" * 100_000)
+    publish(title="Small", slug="small", body="Whole *content*.")
+    entries = selectors.feed_entries(2)
+
+    atom = {e.link: e for e in feedparser.parse(documents.atom_feed(entries)).entries}
+    items = {i["url"]: i for i in json.loads(documents.json_feed(entries))["items"]}
+
+    assert "content" not in atom[f"{SITE}/big/"]
+    assert atom[f"{SITE}/big/"].summary.startswith("Opening line.")
+    assert "content_html" not in items[f"{SITE}/big/"]
+    assert items[f"{SITE}/big/"]["content_text"].startswith("Opening line.")
+    assert "<em>content</em>" in atom[f"{SITE}/small/"].content[0].value
+    assert "<em>content</em>" in items[f"{SITE}/small/"]["content_html"]
+
+
 def test_excerpts__references_defined_past_the_head_resolve_on_the_front_page_and_feeds(site):
     """The front page and the feeds make an article's excerpt from the first 2,000
     characters of its body (EXCERPT_SOURCE_CHARS); its footnote's and reference
