@@ -152,7 +152,27 @@ def _bounded(text: str) -> str:
     """Markdown as cmark-gfm's HTML with its nesting bounded: what the page's HTML and
     the plain excerpt are both made from."""
     check_size(text)
-    return bounded_nesting(to_html(text))
+    return bounded_nesting(_unclosed_raw_text_escaped(to_html(text)))
+
+
+# nh3 drops <script> and <style> with their content (OPTIONS). One never closed took
+# everything after it, the rest of the article, with it: `the <script> tag` written in
+# prose left the page its first words (a review's). Such an opening tag is written as
+# text instead (GFM's tagfilter does so with every one: kept for the closed ones, whose
+# content is code, never text to show).
+_RAW_TEXT_OPEN = re.compile(r"<(script|style)(?=[\s/>])", re.IGNORECASE)
+
+
+def _unclosed_raw_text_escaped(html: str) -> str:
+    if "<s" not in html and "<S" not in html:
+        return html
+    lowered = html.lower()
+
+    def escaped(match: re.Match[str]) -> str:
+        closed = lowered.find(f"</{match.group(1).lower()}", match.end()) != -1
+        return match.group(0) if closed else "&lt;" + match.group(0)[1:]
+
+    return _RAW_TEXT_OPEN.sub(escaped, html)
 
 
 # The site's policy.

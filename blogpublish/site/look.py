@@ -51,7 +51,8 @@ from blogpublish import rendering
 # target) loses it (rendering.PAGE_IDS).
 # 4: tags' and bylines' links by their folders of migration 0030 (marks kept).
 # 5: an <input>'s attributes in one order (rendering._inputs_in_order; nh3's changed
-# from one process to the next).
+# from one process to the next); a <script> or <style> never closed shown as text
+# (rendering._unclosed_raw_text_escaped).
 PAGE_FORMAT = 5
 
 # The templates an article's page is made of.
@@ -65,7 +66,7 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # their address without `rel`, excerpts without bidirectional controls.
 # 5: the feeds' content without the page's own ids (rendering.PAGE_IDS), as the pages.
 # 6: tags' and bylines' links by their folders of migration 0030 (marks kept).
-# 7: the feeds' content with an <input>'s attributes in one order, as the pages; an
+# 7: the feeds' content (and excerpts) as the pages of PAGE_FORMAT 5; an
 # entry past documents.CONTENT_MAX_CHARS with its summary alone.
 SHARED_FORMAT = 7
 # The templates of the shared views the site writes. (empty.html is not one: the site

@@ -72,6 +72,23 @@ def test_render_markdown__github_extensions():
     assert '<a href="http://www.example.com" rel="noopener noreferrer">www.example.com</a>' in html
 
 
+@pytest.mark.parametrize("tag", ["<script>", "<style>", "<SCRIPT type=module>", "<style\n"])
+def test_render_markdown__a_tag_that_runs_never_closed_is_text_and_the_rest_stays(tag):
+    """nh3 drops <script> and <style> with their content: one never closed took the rest
+    of the article with it (a review's: the page kept its first words)."""
+    html = render_markdown(f"The {tag} tag, written in prose.\n\nThe next *paragraph*.")
+
+    assert "The next <em>paragraph</em>." in html
+    assert "&lt;" + tag[1:].split()[0].rstrip(">") in html
+    assert "<script" not in html.lower() and "<style" not in html.lower()
+
+
+def test_render_markdown__a_closed_script_still_goes_with_its_content():
+    html = render_markdown("Before <script>alert(1)</script> after.\n\nMore.")
+
+    assert html == "<p>Before  after.</p>\n<p>More.</p>\n"
+
+
 def test_render_markdown__the_same_in_every_process():
     """nh3 writes the attributes it sets (an <input>'s) in an order that changes from one
     process to the next: pages rendered by two workers, or by a worker and the full
