@@ -192,6 +192,11 @@ def rerender_pass(
                 if len(chunk) < size and progress.failed and progress.walk < WALKS:
                     _walk_again(progress, fence)
                 elif len(chunk) < size:  # the last one
+                    # The former addresses' pages carry no look, but name the article's
+                    # address, which SITE_URL (a setting of the look) makes: each is
+                    # written again if it differs (a review's: after a new SITE_URL
+                    # they sent readers to the old one until the full check).
+                    build.settle_page_dirs(site, selectors.moved_slugs())
                     _finish(progress, fence)
                     return True
                 if fence is not None and fence.time_left() <= 0:

@@ -106,6 +106,22 @@ def test_a_new_look_rewrites_every_page_and_changes_no_article(site, settings): 
     assert status["run"]["left"] == 0
 
 
+def test_a_new_site_url_sends_the_former_addresses_readers_to_the_new_one(site, settings):  # noqa: F811
+    """A former address's page carries no look, but names the article's address, which
+    SITE_URL makes: the re-render a new SITE_URL begins writes it again (a review's: it
+    sent readers to the old address until the full check, an hour later)."""
+    (article,) = site.add(1, slug="first-home")
+    site.edit(article, slug="second-home")
+    run_to_the_end()
+    assert 'href="/second-home/"' in page("first-home")
+
+    settings.SITE_URL = "https://blog.example.com/blog"
+    run_to_the_end()
+
+    assert 'href="/blog/second-home/"' in page("first-home")
+    assert "/blog/second-home/" in page("second-home")
+
+
 def test_a_pass_stops_after_its_budget_and_the_next_resumes_from_the_checkpoint(
     site,  # noqa: F811
     settings,
