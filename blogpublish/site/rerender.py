@@ -196,7 +196,7 @@ def rerender_pass(
                     # address, which SITE_URL (a setting of the look) makes: each is
                     # written again if it differs (a review's: after a new SITE_URL
                     # they sent readers to the old one until the full check).
-                    build.settle_page_dirs(site, selectors.moved_slugs())
+                    _former_addresses_written(site, fence)
                     _finish(progress, fence)
                     return True
                 if fence is not None and fence.time_left() <= 0:
@@ -210,6 +210,19 @@ def rerender_pass(
         progress.done,
     )
     return False
+
+
+def _former_addresses_written(site: SiteStorage, fence: Fence | None) -> None:
+    """Each former address's page, written again if it differs, within the pass's
+    budget (an import's aliases may be many): the rest are the full check's, which
+    writes every one that sends readers elsewhere."""
+    moved = sorted(selectors.moved_slugs())
+    for done, slug in enumerate(moved):
+        if fence is not None and fence.time_left() <= 0:
+            left = len(moved) - done
+            logger.info("re-render: %d former address(es) left to the full check", left)
+            return
+        build.settle_page_dirs(site, [slug])
 
 
 def _ahead(
