@@ -40,7 +40,9 @@ VAR_DIR = BASE_DIR / "var"
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default).strip()
+    """The variable's text; empty is the default, as unset is (`NAME=` in .env.example
+    means "the default": `CELERY_BROKER_URL=` stopped every process)."""
+    return os.environ.get(name, "").strip() or default
 
 
 def env_bool(name: str, default: bool) -> bool:

@@ -89,8 +89,13 @@ def main() -> int:
         return 1
     os.environ.setdefault("SITE_URL", f"http://127.0.0.1:{web_port}")
     import django
+    from django.core.exceptions import ImproperlyConfigured
 
-    django.setup()
+    try:
+        django.setup()
+    except ImproperlyConfigured as exc:  # a setting's own message, not its traceback
+        print(f"blogpublish cannot start: {exc}", file=sys.stderr)
+        return 1
     from django.conf import settings
     from django.core.management import call_command
     from kombu.utils.url import maybe_sanitize_url

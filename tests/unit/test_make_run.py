@@ -34,3 +34,36 @@ def test_a_dot_env_file_of_docker_compose_is_not_read_by_the_processes(tmp_path)
 
     assert "| DEBUG=1" in out, out
     assert "DIGEST_SCHEDULE" not in out
+
+
+def test_a_bad_setting_stops_it_with_its_message_not_a_traceback():
+    env = {**os.environ, "CELERY_BROKER_URL": "redis//no-scheme"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "run.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert "blogpublish cannot start: CELERY_BROKER_URL='redis//no-scheme'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_empty_variable_is_its_default_as_an_unset_one_is():
+    """`CELERY_BROKER_URL=` (.env.example: empty means the default) stopped every process."""
+    env = {**os.environ, "CELERY_BROKER_URL": "", "SITE_TITLE": " ", "DEBUG": "1"}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.CELERY_BROKER_URL, settings.SITE_TITLE)"
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+    assert done.stdout.split() == ["redis://127.0.0.1:6379/0", "blogpublish"], done.stderr
