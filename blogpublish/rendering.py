@@ -167,9 +167,12 @@ def _unclosed_raw_text_escaped(html: str) -> str:
     if "<s" not in html and "<S" not in html:
         return html
     lowered = html.lower()
+    # Closed: a closing tag of its name comes after it, so before the last one (one
+    # search a name, not one an opening: a body of openings stays linear).
+    last_close = {name: lowered.rfind(f"</{name}") for name in ("script", "style")}
 
     def escaped(match: re.Match[str]) -> str:
-        closed = lowered.find(f"</{match.group(1).lower()}", match.end()) != -1
+        closed = match.end() <= last_close[match.group(1).lower()]
         return match.group(0) if closed else "&lt;" + match.group(0)[1:]
 
     return _RAW_TEXT_OPEN.sub(escaped, html)
