@@ -104,3 +104,19 @@ def test_publish_pending_loop_goes_on_after_its_database_session_is_dropped(
     assert "publish_pending: the pass failed, tried again" in err.getvalue()
     assert out.getvalue().splitlines()[-1] == "publish_pending: 1 published", out.getvalue()
     assert Article.objects.get(slug="after-the-restart").status == ArticleStatus.PUBLISHED
+
+
+def test_publish_pending_loop_stops_on_ctrl_c_with_a_line_not_a_traceback(
+    undispatched, monkeypatch
+):
+    from publishing.management.commands import publish_pending as command
+
+    def pause(seconds: float) -> None:  # Ctrl-C between passes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command.time, "sleep", pause)
+    out = io.StringIO()
+
+    call_command("publish_pending", "--loop", stdout=out, stderr=io.StringIO())
+
+    assert out.getvalue().splitlines()[-1] == "publish_pending: stopped", out.getvalue()
