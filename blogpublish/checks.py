@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Warning, register
+from django.core.checks import Tags, Warning, register
 from django.db import connections
 
 from work.site_root import parse_site_root
@@ -27,5 +27,25 @@ def sqlite_with_object_storage(app_configs, **kwargs) -> list[Warning]:
                 "are kept apart (docs/operations.md, 'Where the site lives')."
             ),
             id="blogpublish.W001",
+        )
+    ]
+
+
+# What SITE_URL is when nothing sets it: `make run`'s address.
+LOCAL_SITE_URL = "http://127.0.0.1:8000"
+
+
+@register(Tags.security, deploy=True)
+def site_url_set(app_configs, **kwargs) -> list[Warning]:
+    """A deployment that sets no SITE_URL names `make run`'s local address in every feed,
+    sitemap, canonical link and webhook (`check --deploy`)."""
+    if settings.DEBUG or settings.SITE_URL != LOCAL_SITE_URL:
+        return []
+    return [
+        Warning(
+            f"SITE_URL is not set: the feeds, sitemap, canonical links and webhooks name "
+            f"{LOCAL_SITE_URL}.",
+            hint="Set SITE_URL to the blog's public address (e.g. https://blog.example.com).",
+            id="blogpublish.W002",
         )
     ]

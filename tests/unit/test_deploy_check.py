@@ -27,6 +27,7 @@ def test_the_documented_block_sets_what_check_deploy_asks_for():
         assert env[name] == "1"
     assert int(env["SECURE_HSTS_SECONDS"]) >= 31536000
     assert env["SECURE_PROXY_SSL_HEADER"] == "X-Forwarded-Proto"
+    assert env["SITE_URL"].startswith("https://")
 
 
 def test_check_deploy_is_clean_with_the_documented_production_settings():
@@ -63,3 +64,21 @@ def test_check_deploy_warns_without_them():
 
     assert result.returncode != 0
     assert "security.W004" in result.stderr and "security.W008" in result.stderr
+
+
+def test_check_deploy_warns_without_site_url():
+    """Without it every feed, sitemap and webhook names make run's local address."""
+    env = documented_production_env()
+    del env["SITE_URL"]
+    inherited = {k: v for k, v in os.environ.items() if k != "SITE_URL"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env={**inherited, "DJANGO_SETTINGS_MODULE": "config.settings"} | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode != 0
+    assert "blogpublish.W002" in result.stderr and "SITE_URL is not set" in result.stderr
