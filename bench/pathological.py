@@ -121,6 +121,12 @@ SHAPES: dict[str, Shape] = {
     "<p><b> unclosed": repeat("<p><b>x"),
     "<!-- unclosed comments": repeat("<!--"),
     "<a unclosed tags": repeat('<a b="'),
+    # <script>/<style> never closed: each is text, the rest read again after it (a
+    # review's: a search of the rest at each opening, a minute at 1 MiB)
+    "<script> unclosed in prose": repeat("a <script> "),
+    "<style> unclosed, lines": repeat("<style>\n"),
+    "<style>s, one closer at the end": lambda size: repeat("a <style> ")(size - 8) + "</style>",
+    "<script> with false closers": repeat("<script></scripts>"),
     # every ASCII punctuation mark, in one run
     **{f"run of {mark}": repeat(mark) for mark in string.punctuation},
     "every punctuation mark, cycled": repeat(string.punctuation),

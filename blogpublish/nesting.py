@@ -119,72 +119,98 @@ def bounded_nesting(html: str) -> str:
 
     What is kept is copied from `html` in runs, from `kept` up to the next change
     (a token dropped, escaped or split, an end tag written): most HTML, cmark-gfm's
-    own above all, needs no change, and then nothing is copied token by token."""
+    own above all, needs no change, and then nothing is copied token by token.
+
+    A <script> or <style> is dropped with its content up to its end tag; one whose end
+    tag never comes (`the <script> tag` written in prose) is written as text instead,
+    and the rest read again after it, where it took the rest of the article with it
+    (a review's finding). That happens once a name at most (no end tag of that name
+    comes after the first: every later one is text at once), so it stays linear."""
     out: list[str] = []
     kept = 0  # html[kept:] is not written yet
     stack: list[str] = []
     open_count: dict[str, int] = {}
     formatting = 0
     skipping = ""  # in a <script> or <style>: dropped up to its end tag
-    for match in _TOKENS.finditer(html):
-        which = match.lastindex or _TEXT_ONLY  # group 1 always takes part: never None
-        if which == _UNFINISHED:
-            # And stop: every later "<" would be read up to the end again. The text
-            # before it goes too, as it always has here.
-            if not skipping:
+    skipped_from = (0, 0)  # the span of the tag that began it
+    unclosed: set[str] = set()  # names whose end tag never comes
+    position = 0
+    while True:
+        for match in _TOKENS.finditer(html, position):
+            which = match.lastindex or _TEXT_ONLY  # group 1 always takes part: never None
+            if which == _UNFINISHED and not skipping:
+                # And stop: every later "<" would be read up to the end again. The text
+                # before it goes too, as it always has here.
                 out.append(html[kept : match.start()])
-            return "".join(out)
-        if skipping:
-            if which == _TAG and match.group(5) and _lower(match.group(6)) == skipping:
-                skipping = ""
-                kept = match.end()
-            continue
-        if match.end(1) - match.start() > TEXT_RUN:
-            out.append(html[kept : match.start()])
-            out.append(_split(match.group(1)))
-            kept = match.end(1)
-        if which == _TAG:
-            end, name = match.group(5, 6)
-            name = _lower(name)
-            if end:
-                if not open_count.get(name):
-                    out.append(html[kept : match.start(4)])  # nothing to close: dropped
+                return "".join(out)
+            if skipping:
+                if which == _UNFINISHED:
+                    break  # the end: its end tag never came
+                if which == _TAG and match.group(5) and _lower(match.group(6)) == skipping:
+                    skipping = ""
                     kept = match.end()
-                    continue
-                closed = []
-                while True:  # close what is open above it, then it
-                    top = stack.pop()
-                    open_count[top] -= 1
-                    formatting -= top in FORMATTING
-                    if top == name:
-                        break
-                    if top not in IMPLIED_END:
-                        closed.append(f"</{top}>")
-                if closed:
+                continue
+            if match.end(1) - match.start() > TEXT_RUN:
+                out.append(html[kept : match.start()])
+                out.append(_split(match.group(1)))
+                kept = match.end(1)
+            if which == _TAG:
+                end, name = match.group(5, 6)
+                name = _lower(name)
+                if end:
+                    if not open_count.get(name):
+                        out.append(html[kept : match.start(4)])  # nothing to close: dropped
+                        kept = match.end()
+                        continue
+                    closed = []
+                    while True:  # close what is open above it, then it
+                        top = stack.pop()
+                        open_count[top] -= 1
+                        formatting -= top in FORMATTING
+                        if top == name:
+                            break
+                        if top not in IMPLIED_END:
+                            closed.append(f"</{top}>")
+                    if closed:
+                        out.append(html[kept : match.start(4)])
+                        out.extend(closed)
+                        kept = match.start(4)
+                elif name in VOID:
+                    pass
+                elif name in DROPPED_WITH_CONTENT and name in unclosed:
                     out.append(html[kept : match.start(4)])
-                    out.extend(closed)
-                    kept = match.start(4)
-            elif name in VOID:
-                pass
-            elif name in DROPPED_WITH_CONTENT:
-                out.append(html[kept : match.start(4)])
-                skipping = name
-            elif name not in RAW_TEXT and (
-                len(stack) < MAX_DEPTH and (name not in FORMATTING or formatting < MAX_FORMATTING)
-            ):
-                stack.append(name)
-                open_count[name] = open_count.get(name, 0) + 1
-                formatting += name in FORMATTING
-            else:  # a raw-text element's tag, or past the bounds: dropped, its text stays
-                out.append(html[kept : match.start(4)])
+                    out.append(_as_text(html[match.start(4) : match.end()]))
+                    kept = match.end()
+                elif name in DROPPED_WITH_CONTENT:
+                    out.append(html[kept : match.start(4)])
+                    skipping, skipped_from = name, (match.start(4), match.end())
+                elif name not in RAW_TEXT and (
+                    len(stack) < MAX_DEPTH
+                    and (name not in FORMATTING or formatting < MAX_FORMATTING)
+                ):
+                    stack.append(name)
+                    open_count[name] = open_count.get(name, 0) + 1
+                    formatting += name in FORMATTING
+                else:  # a raw-text element's tag, or past the bounds: dropped, its text stays
+                    out.append(html[kept : match.start(4)])
+                    kept = match.end()
+            elif which == _LT:
+                out.append(html[kept : match.start(8)])
+                out.append("&lt;")
                 kept = match.end()
-        elif which == _LT:
-            out.append(html[kept : match.start(8)])
-            out.append("&lt;")
-            kept = match.end()
-        elif which != _TEXT_ONLY:  # a comment or a bogus comment: dropped
-            out.append(html[kept : match.start(which)])
-            kept = match.end()
-    if not skipping:
-        out.append(html[kept:])
-    return "".join(out)
+            elif which != _TEXT_ONLY:  # a comment or a bogus comment: dropped
+                out.append(html[kept : match.start(which)])
+                kept = match.end()
+        if not skipping:
+            out.append(html[kept:])
+            return "".join(out)
+        # Its end tag never came: the tag as text, and the rest read again after it.
+        start, end = skipped_from
+        out.append(_as_text(html[start:end]))
+        unclosed.add(skipping)
+        skipping, kept, position = "", end, end
+
+
+def _as_text(tag: str) -> str:
+    """A tag written as the text it is (its "<"s escaped, an attribute's among them)."""
+    return tag.replace("<", "&lt;")

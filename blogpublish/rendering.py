@@ -29,7 +29,8 @@ from publishing.validators import BODY_MAX_BYTES
 
 # UNSAFE: raw HTML reaches nh3, which removes what can run (as it always has); cmark
 # alone would replace every raw tag with a comment. The GFM "tagfilter" extension is
-# left out for the same reason: nh3 drops <script> and <style> with their content.
+# left out for the same reason: nh3 drops <script> and <style> with their content (one
+# never closed is written as text: blogpublish.nesting.bounded_nesting).
 OPTIONS = (
     Options.CMARK_OPT_UNSAFE
     | Options.CMARK_OPT_FOOTNOTES
@@ -152,30 +153,7 @@ def _bounded(text: str) -> str:
     """Markdown as cmark-gfm's HTML with its nesting bounded: what the page's HTML and
     the plain excerpt are both made from."""
     check_size(text)
-    return bounded_nesting(_unclosed_raw_text_escaped(to_html(text)))
-
-
-# nh3 drops <script> and <style> with their content (OPTIONS). One never closed took
-# everything after it, the rest of the article, with it: `the <script> tag` written in
-# prose left the page its first words (a review's). Such an opening tag is written as
-# text instead (GFM's tagfilter does so with every one: kept for the closed ones, whose
-# content is code, never text to show).
-_RAW_TEXT_OPEN = re.compile(r"<(script|style)(?=[\s/>])", re.IGNORECASE)
-
-
-def _unclosed_raw_text_escaped(html: str) -> str:
-    if "<s" not in html and "<S" not in html:
-        return html
-    lowered = html.lower()
-    # Closed: a closing tag of its name comes after it, so before the last one (one
-    # search a name, not one an opening: a body of openings stays linear).
-    last_close = {name: lowered.rfind(f"</{name}") for name in ("script", "style")}
-
-    def escaped(match: re.Match[str]) -> str:
-        closed = match.end() <= last_close[match.group(1).lower()]
-        return match.group(0) if closed else "&lt;" + match.group(0)[1:]
-
-    return _RAW_TEXT_OPEN.sub(escaped, html)
+    return bounded_nesting(to_html(text))
 
 
 # The site's policy.
@@ -192,24 +170,31 @@ _POLICY: dict[str, Any] = {
 _CLEANER = nh3.Cleaner(**_POLICY)
 
 
-def _clean(bounded: str) -> str:
-    return _inputs_in_order(_without_page_ids(_without_stray_rel(_CLEANER.clean(bounded))))
+def _clean(bounded: str, cleaner: nh3.Cleaner = _CLEANER) -> str:
+    """The sanitiser's HTML, and what it leaves to mend (the page's and the feeds')."""
+    return _inputs_in_order(_without_page_ids(_without_stray_rel(cleaner.clean(bounded))))
 
 
-# Every <input> nh3 leaves: SET_ATTRIBUTES's, and `checked` or not. nh3 writes the ones
-# it sets in an order that changes from one process to the next (a hash map's), so a
-# page rendered by one worker differed byte for byte from the same page rendered by
-# another, and by the full check or restore_check (a review's finding): written again
-# here in one order.
+# Every <input> nh3 leaves: SET_ATTRIBUTES's, `checked` or not, and the policy's `lang`
+# and `title` (every element's). nh3 writes the ones it sets in an order that changes
+# from one process to the next (a hash map's), so a page rendered by one worker differed
+# byte for byte from the same page rendered by another, and by the full check or
+# restore_check (a review's finding): written again here in one order.
 _INPUT = re.compile(r"<input( [^>]*)?>")
-_CHECKBOX = '<input type="checkbox" disabled="" aria-label="task">'
-_CHECKED = '<input type="checkbox" checked="" disabled="" aria-label="task">'
+_ATTRIBUTE = re.compile(r'([^\s=]+)(?:="([^"]*)")?')
+_INPUT_ORDER = ("type", "checked", "disabled", "aria-label", "lang", "title")
 
 
 def _inputs_in_order(html: str) -> str:
     if "<input" not in html:
         return html
-    return _INPUT.sub(lambda m: _CHECKED if " checked" in (m.group(1) or "") else _CHECKBOX, html)
+
+    def in_order(match: re.Match[str]) -> str:
+        found = {a[1]: a[2] or "" for a in _ATTRIBUTE.finditer(match.group(1) or "")}
+        attributes = "".join(f' {name}="{found[name]}"' for name in _INPUT_ORDER if name in found)
+        return f"<input{attributes}>"
+
+    return _INPUT.sub(in_order, html)
 
 
 # The ids the page's own templates give (the skip link's target, the related articles'
@@ -249,7 +234,7 @@ def render_markdown_absolute(text: str, *, base_url: str) -> str:
     blogpublish.site.documents keeps the result). The policy keeps no `srcset`, so
     `href` and `src` are every address a reader follows."""
     cleaner = nh3.Cleaner(**_POLICY, url_relative=("rewrite_with_base", base_url))
-    return _without_stray_rel(cleaner.clean(_bounded(text)))
+    return _clean(_bounded(text), cleaner)
 
 
 EXCERPT_CHARS = 240

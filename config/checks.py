@@ -288,16 +288,18 @@ def _site_path_problems(name: str, path: str) -> list[str]:
     too: browsers read `%2e%2e` as `..`), no encoded `/` or any `\\` (read as `/`), not
     the app's, and UTF-8 text without control characters once decoded (`%FF`: the app's
     view and the pages' links would disagree on it; `%0A`: no address matches it)."""
+    import unicodedata
     from urllib.parse import unquote
 
     try:
         decoded = unquote(path, errors="strict")
     except UnicodeDecodeError:
         decoded = None
-    if decoded is None or any(ord(c) < 32 or ord(c) == 127 for c in decoded):
+    # Cc: C0, DEL and C1 (NEL); Cf: the invisible ones (U+202E reverses what follows).
+    if decoded is None or any(unicodedata.category(c) in ("Cc", "Cf") for c in decoded):
         return [
-            f"{name}'s path {path!r} is not UTF-8 text once decoded, or has a control "
-            "character; its pages could not be served there (e.g. https://example.com/blog)."
+            f"{name}'s path {path!r} is not UTF-8 text once decoded, or has a control or "
+            "invisible formatting character; its pages could not be served there (e.g. https://example.com/blog)."
         ]
     segments = [unquote(s) for s in path.strip("/").split("/")] if path.strip("/") else []
     named = any(s.lower() in ("", ".", "..") or "/" in s for s in segments)

@@ -586,11 +586,11 @@ class FullAtom1Feed(Atom1Feed):
             handler.addQuickElement("content", item["content"], {"type": "html"})
 
 
-# The rendered contents the feeds keep, in characters (about 1,600 articles of 10 KB of
-# HTML, 16 MB to 64 MB a process): the site's feed reads the same 50 entries every pass,
-# and a burst's tags' feeds hold each of its articles (and their older ones) once a tag
-# (docs/performance.md, "Tags in use").
-CONTENT_CACHE_CHARS = 16_000_000
+# The rendered contents the feeds keep, with their Markdown, in characters (about 1,300
+# articles of 8 KB of Markdown and 10 KB of HTML, 24 MB to 96 MB a process): the site's
+# feed reads the same 50 entries every pass, and a burst's tags' feeds hold each of its
+# articles (and their older ones) once a tag (docs/performance.md, "Tags in use").
+CONTENT_CACHE_CHARS = 24_000_000
 # None: longer than CONTENT_MAX_CHARS (its HTML not kept).
 _contents: OrderedDict[tuple[str, str, str], str | None] = OrderedDict()
 _contents_chars = 0
@@ -621,12 +621,14 @@ def _content_html(published_hash: str, url: str, body: str) -> str | None:
     html = strip_xml_illegal(render_markdown_absolute(body, base_url=url))
     kept = html if len(html) <= CONTENT_MAX_CHARS else None
     with _contents_lock:
+        # Its key holds the body: counted too (an article past the limit keeps no HTML,
+        # and uncounted its bodies were never dropped; a review's finding).
         if key not in _contents:
             _contents[key] = kept
-            _contents_chars += len(kept or "")
+            _contents_chars += len(body) + len(kept or "")
         while _contents_chars > CONTENT_CACHE_CHARS and len(_contents) > 1:
-            _key, dropped = _contents.popitem(last=False)
-            _contents_chars -= len(dropped or "")
+            (_hash, _url, dropped_body), dropped = _contents.popitem(last=False)
+            _contents_chars -= len(dropped_body) + len(dropped or "")
     return kept
 
 

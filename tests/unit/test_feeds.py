@@ -164,3 +164,22 @@ def test_a_language_written_past_validation_is_left_out_and_the_feed_stays_reada
     assert atom_schema().validate(feed)
     data = json.loads(documents.json_feed([broken]))
     assert "language" not in data["items"][0]
+
+
+def test_the_feeds_content_cache_counts_the_markdown_it_keeps(monkeypatch):
+    """Its keys hold each body: uncounted, an article past CONTENT_MAX_CHARS (no HTML
+    kept) was never dropped, and every version of one stayed (a review's: 40 of them,
+    19.6 MB, past a 16 MB cache)."""
+    from collections import OrderedDict
+
+    monkeypatch.setattr(documents, "_contents", OrderedDict())
+    monkeypatch.setattr(documents, "_contents_chars", 0)
+    monkeypatch.setattr(documents, "CONTENT_CACHE_CHARS", 1_000_000)
+    monkeypatch.setattr(documents, "CONTENT_MAX_CHARS", 1_000)  # past it: no HTML kept
+    body = "Some words. " * 20_000  # 240,000 characters
+
+    for version in range(20):
+        assert documents._content_html(f"hash{version}", "https://e.com/a/", body) is None
+
+    assert sum(len(key[2]) for key in documents._contents) <= 1_000_000
+    assert len(documents._contents) == 4

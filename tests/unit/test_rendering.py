@@ -73,14 +73,32 @@ def test_render_markdown__github_extensions():
 
 
 @pytest.mark.parametrize("tag", ["<script>", "<style>", "<SCRIPT type=module>", "<style\n"])
-def test_render_markdown__a_tag_that_runs_never_closed_is_text_and_the_rest_stays(tag):
+@pytest.mark.parametrize(
+    "later",
+    [
+        "",
+        # What is no end tag of it (a review's): another name, one in a comment, in an
+        # attribute's value, in a code span.
+        "\n\nFiles in </scripts> and </style-guide>.",
+        "\n\n<!-- </script> </style> -->",
+        '\n\n<a title="</script></style>">x</a>',
+        "\n\n`</script></style>`",
+    ],
+)
+def test_render_markdown__a_tag_that_runs_never_closed_is_text_and_the_rest_stays(tag, later):
     """nh3 drops <script> and <style> with their content: one never closed took the rest
     of the article with it (a review's: the page kept its first words)."""
-    html = render_markdown(f"The {tag} tag, written in prose.\n\nThe next *paragraph*.")
+    html = render_markdown(f"The {tag} tag, written in prose.{later}\n\nThe next *paragraph*.")
 
     assert "The next <em>paragraph</em>." in html
     assert "&lt;" + tag[1:].split()[0].rstrip(">") in html
     assert "<script" not in html.lower() and "<style" not in html.lower()
+
+
+def test_render_markdown__a_tag_in_an_unclosed_tags_attribute_stays_text():
+    html = render_markdown('The <script title="<b>bold</b>"> tag.\n\nNext.')
+
+    assert "<b>" not in html and "<p>Next.</p>" in html
 
 
 def test_render_markdown__a_closed_script_still_goes_with_its_content():
@@ -89,13 +107,23 @@ def test_render_markdown__a_closed_script_still_goes_with_its_content():
     assert html == "<p>Before  after.</p>\n<p>More.</p>\n"
 
 
+def test_render_markdown__an_input_keeps_its_title_and_is_checked_only_if_checked():
+    html = render_markdown('<input title="not checked yet" lang="fr"> <input checked>')
+
+    assert '<input type="checkbox" disabled="" aria-label="task" lang="fr" ' in html
+    assert 'title="not checked yet">' in html
+    assert '<input type="checkbox" checked="" disabled="" aria-label="task">' in html
+
+
 def test_render_markdown__the_same_in_every_process():
     """nh3 writes the attributes it sets (an <input>'s) in an order that changes from one
     process to the next: pages rendered by two workers, or by a worker and the full
     check, differed byte for byte (a review's: four orders in six processes)."""
+    body = "'- [ ] one\\n- [x] two\\n\\n<input name=a value=b>'"
     code = (
-        "from blogpublish.rendering import render_markdown; "
-        "print(render_markdown('- [ ] one\\n- [x] two\\n\\n<input name=a value=b>'))"
+        "from blogpublish.rendering import render_markdown, render_markdown_absolute; "
+        f"print(render_markdown({body})); "  # the page's, and the feeds' (a review's)
+        f"print(render_markdown_absolute({body}, base_url='https://e.com/a/'))"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
     runs = [
@@ -105,7 +133,7 @@ def test_render_markdown__the_same_in_every_process():
         for _ in range(8)
     ]
     assert len(set(runs)) == 1, runs
-    assert runs[0].count('<input type="checkbox"') == 3
+    assert runs[0].count('<input type="checkbox"') == 6
 
 
 def test_render_markdown__html_nested_past_the_limit_is_flattened_keeping_its_text():

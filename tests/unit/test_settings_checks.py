@@ -357,6 +357,8 @@ def test_site_url__a_path_that_names_another_address_stops_start_up(url):
         "https://example.com/a%0Ab",  # no request's path matches a newline
         "https://example.com/a%00b",
         "https://example.com/a%7Fb",
+        "https://example.com/a%C2%85b",  # NEL, a C1 control (a review's)
+        "https://example.com/a%E2%80%AEb",  # U+202E, which reverses what follows
     ],
 )
 def test_site_url__a_path_not_utf8_or_with_a_control_character_stops_start_up(url):
