@@ -91,6 +91,9 @@ class Progress:
     # counted here when the run finishes (`rerender_site --again` tries once more).
     failed: int = 0
     walk: int = 1
+    # The last former address written again as the run ends (`_former_addresses_written`:
+    # a pass that ran out of time there resumes after it).
+    former_after: str = ""
 
     @property
     def rate(self) -> float:
@@ -196,7 +199,8 @@ def rerender_pass(
                     # address, which SITE_URL (a setting of the look) makes: each is
                     # written again if it differs (a review's: after a new SITE_URL
                     # they sent readers to the old one until the full check).
-                    _former_addresses_written(site, fence)
+                    if not _former_addresses_written(site, progress, fence):
+                        break
                     _finish(progress, fence)
                     return True
                 if fence is not None and fence.time_left() <= 0:
@@ -212,17 +216,19 @@ def rerender_pass(
     return False
 
 
-def _former_addresses_written(site: SiteStorage, fence: Fence | None) -> None:
-    """Each former address's page, written again if it differs, within the pass's
-    budget (an import's aliases may be many): the rest are the full check's, which
-    writes every one that sends readers elsewhere."""
-    moved = sorted(selectors.moved_slugs())
-    for done, slug in enumerate(moved):
+def _former_addresses_written(site: SiteStorage, progress: Progress, fence: Fence | None) -> bool:
+    """Each former address's page, written again if it differs, in the order of their
+    slugs from where the last pass stopped; False when the pass's budget ran out first
+    (its place kept in the checkpoint: the next pass resumes there)."""
+    for slug in sorted(s for s in selectors.moved_slugs() if s > progress.former_after):
         if fence is not None and fence.time_left() <= 0:
-            left = len(moved) - done
-            logger.info("re-render: %d former address(es) left to the full check", left)
-            return
+            with transaction.atomic():
+                fence.hold("keeping the former addresses' place")
+                checkpoint_save(RERENDER_CHECKPOINT, asdict(progress))
+            return False
         build.settle_page_dirs(site, [slug])
+        progress.former_after = slug
+    return True
 
 
 def _ahead(

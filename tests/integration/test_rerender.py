@@ -122,6 +122,36 @@ def test_a_new_site_url_sends_the_former_addresses_readers_to_the_new_one(site, 
     assert "/blog/second-home/" in page("second-home")
 
 
+def test_the_former_addresses_resume_where_a_pass_ran_out_of_time(site, settings):  # noqa: F811
+    """Many former addresses (an import's aliases) may outlast a pass: the next goes on
+    from the last one written, not from the first, and the run is not finished before
+    (a review's: what the budget did not reach waited for the full check)."""
+    for name in ("a", "b"):
+        (article,) = site.add(1, slug=f"first-{name}")
+        site.edit(article, slug=f"second-{name}")
+    settings.SITE_URL = "https://blog.example.com/blog"
+    progress = rerender.Progress(look=look.look(), born=look.BORN, total=2, started_at="")
+
+    class OneWriteOfTime:  # the budget of one former address's page
+        def __init__(self) -> None:
+            self.left = [1.0, 0.0]
+
+        def time_left(self) -> float:
+            return self.left.pop(0) if self.left else 0.0
+
+        def hold(self, what: str) -> None:
+            pass
+
+    assert not rerender._former_addresses_written(site_storage(), progress, OneWriteOfTime())
+    assert progress.former_after == "first-a"
+    assert 'href="/blog/second-a/"' in page("first-a")
+    assert 'href="/second-b/"' in page("first-b")  # not reached
+
+    # The next pass, as short: it begins after first-a, so first-b's is its one write.
+    assert rerender._former_addresses_written(site_storage(), progress, OneWriteOfTime())
+    assert 'href="/blog/second-b/"' in page("first-b")
+
+
 def test_a_pass_stops_after_its_budget_and_the_next_resumes_from_the_checkpoint(
     site,  # noqa: F811
     settings,
