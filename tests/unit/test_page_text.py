@@ -56,7 +56,9 @@ def test_figures_fit__no_image_leaves_the_text_as_it_is(markdown):
         ("<div><b><i>x</div>y", "<div><b><i>x</i></b></div>y"),  # closed above it
         ("<ul><li>a<li>b</ul>", "<ul><li>a<li>b</ul>"),  # implied ends not written
         ("a<script>x</p>y</script>b<STYLE>q</style>c", "abc"),  # dropped with content
-        ("a<script>never closed <b>", "a"),
+        # Never closed: the tag as text, the rest read again after it (a review's: the
+        # rest of the article went with it).
+        ("a<script>never closed <b>", "a&lt;script>never closed <b>"),
         ("<textarea><b>t</b></textarea>", "<b>t</b>"),  # raw-text tags dropped
         ("<DIV>x</Div>", "<DIV>x</Div>"),  # names in any case, kept as written
         ("<p>text <b", "<p>"),  # an unfinished tag ends it (and the text before it)
