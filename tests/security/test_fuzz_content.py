@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from blogpublish.site import documents
 from blogpublish.site.selectors import EXCERPT_SOURCE_CHARS, Entry, Neighbours
 from publishing.models import Article
-from publishing.text_limits import first_xml_illegal
+from publishing.text_limits import amplification_problem, first_xml_illegal
 from tests.support.site import without_json_ld
 
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -68,6 +68,12 @@ def validated(title: str, body: str) -> Article | None:
         article.clean_fields(exclude={"slug"})
     except ValidationError as exc:
         event(f"refused: {sorted(exc.message_dict)}")
+        return None
+    # What Article.clean() refuses besides the slug's checks (which read the database):
+    # a body that would render many times its size (a rehearsal's example: 5,001
+    # footnote references passed clean_fields, and the render refused them).
+    if body and amplification_problem(body):
+        event("refused: ['body'] (amplification)")
         return None
     return article
 
