@@ -301,8 +301,9 @@ class ImageBusy(BlogpublishError):
 
 
 class Turns:
-    """`at_once` holders, and at most `waiting` waiting in line for a turn, first come
-    first served (a newcomer takes a free turn only when nobody waits for it)."""
+    """`at_once` holders, and at most `waiting` waiting in line for a turn. A newcomer
+    takes a free turn only when nobody waits for it, so with one waiting (IMAGES_WAITING)
+    it is first come, first served; among several, the order is the semaphore's."""
 
     def __init__(self, at_once: int, waiting: int) -> None:
         self._free = threading.BoundedSemaphore(at_once)
