@@ -31,20 +31,16 @@ def sqlite_with_object_storage(app_configs, **kwargs) -> list[Warning]:
     ]
 
 
-# What SITE_URL is when nothing sets it: `make run`'s address.
-LOCAL_SITE_URL = "http://127.0.0.1:8000"
-
-
 @register(Tags.security, deploy=True)
 def site_url_set(app_configs, **kwargs) -> list[Warning]:
     """A deployment that sets no SITE_URL names `make run`'s local address in every feed,
     sitemap, canonical link and webhook (`check --deploy`)."""
-    if settings.DEBUG or settings.SITE_URL != LOCAL_SITE_URL:
+    if settings.DEBUG or settings.SITE_URL != settings.SITE_URL_DEFAULT:
         return []
     return [
         Warning(
             f"SITE_URL is not set: the feeds, sitemap, canonical links and webhooks name "
-            f"{LOCAL_SITE_URL}.",
+            f"{settings.SITE_URL_DEFAULT}.",
             hint="Set SITE_URL to the blog's public address (e.g. https://blog.example.com).",
             id="blogpublish.W002",
         )

@@ -310,7 +310,9 @@ if AWS_S3_ADDRESSING_STYLE not in {None, "path", "virtual", "auto"}:
 # CDN or browser may keep a document this long, so an edit shows within it.
 SITE_CACHE_CONTROL = env_str("SITE_CACHE_CONTROL", "public, max-age=60")
 # The address under which SITE_ROOT is served; used for links in the feed and webhook.
-SITE_URL = (env_str("SITE_URL") or "http://127.0.0.1:8000").rstrip("/")  # empty: the default
+# Where `make run` serves the site: SITE_URL when nothing sets it (check --deploy warns).
+SITE_URL_DEFAULT = "http://127.0.0.1:8000"
+SITE_URL = (env_str("SITE_URL") or SITE_URL_DEFAULT).rstrip("/")  # empty: the default
 SITE_TITLE = env_str("SITE_TITLE", "blogpublish")
 # The re-render of the whole site in a new look (issue 20, blogpublish.site.rerender)
 # writes this many pages under one page guard and one checkpoint commit: larger is

@@ -52,7 +52,7 @@ from blogpublish import rendering
 # 4: tags' and bylines' links by their folders of migration 0030 (marks kept).
 # 5: an <input>'s attributes in one order (rendering._inputs_in_order; nh3's changed
 # from one process to the next); a <script> or <style> never closed shown as text
-# (rendering._unclosed_raw_text_escaped).
+# (nesting.bounded_nesting).
 PAGE_FORMAT = 5
 
 # The templates an article's page is made of.
