@@ -379,20 +379,37 @@ def bench_rerender(args: argparse.Namespace) -> None:
             print(f"(the {storage} run failed: exit {done.returncode})", flush=True)
 
 
+TAG_VARIANTS = ("none", "few", "tagged", "untagged")
+
+
+def tag_variants(value: str) -> str:
+    names = value.split(",")
+    unknown = [name for name in names if name not in TAG_VARIANTS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"not variants: {', '.join(unknown)} (of {TAG_VARIANTS})")
+    return value
+
+
 def bench_tags(args: argparse.Namespace) -> None:
     """A burst drain with 1,000 tags in use against the same burst with none, on
     PostgreSQL, each run on a fresh database, the variants alternating (bench/tags.py)."""
     from bench.pipeline import run_child
     from bench.support import private_redis
-    from bench.tags import tags_report
+    from bench.tags import FEW_TAGS, tags_report
 
     burst = args.tags_burst or (200 if args.quick else 1_000)
     background = args.tags_background or (2_000 if args.quick else 10_000)
     print(
-        f"\nTags: bursts of {burst:,} on a site of {background:,} listed articles, with no"
-        f" tag and with {args.tags:,} tags in use (3 an article), {args.tags_runs} runs each"
+        f"\nTags: bursts of {burst:,} on a site of {background:,} listed articles, variants"
+        f" {args.tags_variants} (tagged: {args.tags:,} tags in use, few: {FEW_TAGS}; 3 an"
+        f" article), {args.tags_runs} runs each"
     )
-    every = {"none": (0, 0), "tagged": (args.tags, args.tags), "untagged": (args.tags, 0)}
+    every = {
+        "none": (0, 0),
+        "tagged": (args.tags, args.tags),
+        "untagged": (args.tags, 0),
+        "few": (FEW_TAGS, FEW_TAGS),
+    }
     variants = [every[name] for name in args.tags_variants.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-tags-"))
     runs = []
@@ -486,9 +503,9 @@ def main() -> None:
     tags.add_argument("--tags-database", default="postgres", help="postgres or sqlite")
     tags.add_argument(
         "--tags-variants",
-        default="none,tagged,untagged",
-        choices=["none,tagged,untagged", "none,tagged"],
-        help="the variants run (the untagged burst on the tagged site: one tagged seed more)",
+        default="none,few,tagged,untagged",
+        type=tag_variants,
+        help="the variants run, of none, few, tagged, untagged (bench/tags.py)",
     )
     operator = parser.add_argument_group("operator (1 M / 5 M; quick: 100 k / 500 k)")
     operator.add_argument("--operator-articles", type=int, help="articles in the table")

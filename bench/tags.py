@@ -14,8 +14,10 @@ database and SITE_ROOT against the run's private Redis:
          tags' pages' lag: from the last published_at to when no request for a tag's
          pages is left (tag pages yield to publishes while a burst drains).
 
-Three variants (VARIANTS): none (no tag on the site or in the burst), the burst tagged
-on a site with `tags` tags in use, and the same untagged burst as none's on that site.
+The variants (bench/run.py `--tags-variants`): none (no tag on the site or in the
+burst), tagged (the burst tagged, on a site with `tags` tags in use), untagged (the same
+untagged burst as none's on that site) and few (the burst tagged the same way, on a site
+with FEW_TAGS tags in use: the number of tags alone changes between few and tagged).
 They alternate, run after run, so that the load of a shared machine, which moves,
 falls on each alike.
 """
@@ -164,11 +166,16 @@ def save(prefix: str, n: int, tags: int) -> tuple[int, float]:
     return article.pk, started
 
 
-VARIANTS = {
-    (0, 0): "none: no tag on the site or the burst",
-    (1, 1): "the burst tagged, 3 of the tags in use each",
-    (1, 0): "the same untagged burst as none",
-}
+# A small blog's taxonomy: the `few` variant's tags in use.
+FEW_TAGS = 10
+
+
+def variant_name(tags: int, burst_tags: int) -> str:
+    if not tags:
+        return "none: no tag on the site or the burst"
+    if not burst_tags:
+        return f"the same untagged burst as none, on a site with {tags:,} tags in use"
+    return f"the burst tagged, 3 of the {tags:,} tags in use each"
 
 
 def tags_report(runs: list[dict]) -> list[str]:
@@ -197,11 +204,15 @@ def tags_report(runs: list[dict]) -> list[str]:
             f"{per_second:>11.1f} {'-' if lag is None else f'{lag:.0f}':>13} "
             f"{'-' if tag_lag is None else f'{tag_lag:.0f}':>17}"
         )
-        variant = (int(bool(run["tags"])), int(bool(run["burst_tags"])))
+        variant = (run["tags"], run["burst_tags"])
         by_variant.setdefault(variant, []).append(per_second)
     medians = {variant: statistics.median(rates) for variant, rates in by_variant.items()}
     none = medians.get((0, 0))
+    # The same tagged burst on the site with the fewest tags in use, for the others.
+    fewest = min((v for v in medians if v[1]), default=None)
     for variant, rate in medians.items():
         ratio = f": ratio {rate / none:.2f} to none (target ≥ 0.90)" if none else ""
-        lines.append(f"median {rate:.1f} articles/s, {VARIANTS[variant]}{ratio}")
+        if variant[1] and fewest and variant != fewest:
+            ratio += f", {rate / medians[fewest]:.2f} to {fewest[0]:,} tags in use"
+        lines.append(f"median {rate:.1f} articles/s, {variant_name(*variant)}{ratio}")
     return lines
