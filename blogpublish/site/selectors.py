@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, connections
-from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet, Subquery
 from django.db.models.functions import Now, Substr
 
 from blogpublish import rendering
@@ -723,17 +723,8 @@ def _related_candidates(keys: list[str]) -> dict[str, list[Candidate]]:
     ALL: a LIMIT per tag, which both databases take inside a subquery)."""
     if not keys:
         return {}
-
-    def candidates(key: str) -> QuerySet:
-        return (
-            ArticleTag.objects.filter(tag__kind=TagKind.TAG, tag__key=key)
-            .order_by("-publish_at", "-article_id")
-            .annotate(at=EpochMicroseconds("publish_at"))
-            .values("article_id", "at")[:RELATED_PER_TAG]
-        )
-
     sql, params = _union_per(
-        candidates, keys, sentinels=("a", "b"), key=("related", RELATED_PER_TAG)
+        _candidates, keys, sentinels=("a", "b"), key=("related", RELATED_PER_TAG)
     )
     found: dict[str, list[Candidate]] = {key: [] for key in keys}
     with connection.cursor() as cursor:
@@ -741,6 +732,20 @@ def _related_candidates(keys: list[str]) -> dict[str, list[Candidate]]:
         for number, article_id, at in cursor.fetchall():
             found[keys[number]].append((article_id, at))
     return found
+
+
+def _candidates(key: str) -> QuerySet:
+    """The newest RELATED_PER_TAG index entries of the tag `key`. The tag's id is a
+    subquery, not a join: with the id known before the index is read, the range is read
+    backwards from its end and stopped at the limit; joined, PostgreSQL read the tag's
+    whole range and sorted it (a publish's cost grew with the articles of its tags)."""
+    tag = Tag.objects.filter(kind=TagKind.TAG, key=key).values("pk")
+    return (
+        ArticleTag.objects.filter(tag_id=Subquery(tag))
+        .order_by("-publish_at", "-article_id")
+        .annotate(at=EpochMicroseconds("publish_at"))
+        .values("article_id", "at")[:RELATED_PER_TAG]
+    )
 
 
 def _rank_related(
