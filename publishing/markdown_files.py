@@ -13,7 +13,8 @@ laughs") and nesting deeper than `MAX_DEPTH`; and no message ever quotes more th
     title: Hello, world
     slug: hello-world            # optional: else the file's name
     date: 2024-05-01 09:30:00    # optional: publish_at; UTC when it names no zone; else
-                                 # the file name's date (Jekyll's 2024-05-01-hello.md)
+                                 # the file name's date (Jekyll's 2024-05-01-hello.md);
+                                 # Hugo's publishDate (pubdate) when later: then
     draft: true                  # optional: kept as a draft, not published (so is
                                  # Jekyll's `published: false`, Hugo's past `expiryDate`,
                                  # and a file under Jekyll's `_drafts/`)
@@ -25,6 +26,8 @@ laughs") and nesting deeper than `MAX_DEPTH`; and no message ever quotes more th
     layout: post                 # anything else is ignored (and named in the summary)
     ---
     The body, *Markdown*, kept as written.
+
+Keys are read in any case, as Hugo reads them (`Draft:`, `Date:`, `publishDate:`).
 
 Dates are read as leniently as the systems that wrote them: Ruby's `Time.parse`
 (Jekyll) and Hugo take `2024-05-01 09:30:00 +0200`, `May 1, 2024`, `Wed, 01 May 2024
@@ -80,7 +83,8 @@ KNOWN_KEYS = frozenset(
         "aliases",
         "redirect_from",
         "published",
-        "expiryDate",
+        "publishdate",
+        "pubdate",
         "expirydate",
         "unpublishdate",
     }
@@ -115,6 +119,12 @@ _RUBY_LOOSE = re.compile(
 # A zone's name as its last word, in any case (Ruby's Time.parse reads `pst` as PST;
 # dateutil's parser takes only capitals for a zone).
 _LAST_WORD = re.compile(r"(?<=\s)([A-Za-z]{1,5})$")
+
+
+# `GMT+0200`, `UTC-3` (JavaScript's Date.toString() writes the first): the offset as
+# written, as Ruby's Time.parse reads it. dateutil reads `GMT+3` as POSIX TZ does, the
+# other way round (UTC-3), so the name is dropped before it parses (a review's finding).
+_NAMED_OFFSET = re.compile(r"\b(?:GMT|UTC)\s*(?=[+-]\d)", re.IGNORECASE)
 
 
 def _zone_in_capitals(text: str) -> str:
@@ -299,7 +309,7 @@ def _parse_date_text(value: str) -> tuple[datetime, str]:
     picks the parts it recognises, an ISO day (and time) at the start and a numeric
     zone at the end with anything between (`2023-01-29 18:30:22 2023 -0800`, a post of
     Jekyll's own blog)."""
-    text = _zone_in_capitals(value.strip())
+    text = _NAMED_OFFSET.sub("", _zone_in_capitals(value.strip()))
     try:
         return datetime.fromisoformat(text), ""
     except ValueError:
@@ -444,17 +454,17 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         meta = {}
     if not isinstance(meta, dict):
         raise BadFile("the front matter must be a mapping of keys to values (title: …)")
+    original = meta
+    meta = _keys_in_any_case(meta)
     # Kept from the blog, as its own build keeps it: Hugo's and Jekyll's `draft`,
     # Jekyll's `published: false`, Hugo's `expiryDate` passed (a review's finding: all
-    # went live, with only the key named as ignored).
-    # (Hugo reads its keys in any case; its `published` is also a name of publishDate,
-    # a date: not a flag then; `unpublishdate` a name of expiryDate.)
-    lowered = {key.lower(): value for key, value in meta.items() if isinstance(key, str)}
-    published = lowered.get("published")
+    # went live, with only the key named as ignored). Hugo's `published` is also a name
+    # of publishDate, a date: not a flag then; `unpublishdate` a name of expiryDate.
+    published = meta.get("published")
     is_draft = (
         _flag(meta, "draft", False)
-        or (not isinstance(published, date) and not _flag(lowered, "published", True))
-        or _expired(lowered.get("expirydate", lowered.get("unpublishdate")))
+        or (not isinstance(published, date) and not _flag(meta, "published", True))
+        or _expired(meta.get("expirydate", meta.get("unpublishdate")))
     )
     title = meta.get("title")
     if title is None or (isinstance(title, str) and not title.strip()):
@@ -465,7 +475,7 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         body=normalize_body(text[match.end() :]),
         slug="" if slug is None else _text("slug", slug),
         publish_at=None,
-        ignored_keys={_key_name(key) for key in meta if not _known(key)},
+        ignored_keys={_key_name(key) for key in original if not _known(key)},
         description=_optional_text(meta, "description", "summary"),
         language=_optional_text(meta, "lang", "language"),
         byline=_byline(meta),
@@ -475,10 +485,55 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
         ),
     )
     parsed.aliases, parsed.not_aliases = _aliases(meta)
-    if meta.get("date") is not None:
-        parsed.publish_at, note = parse_date_noting(meta["date"])
-        parsed.notes += [note] if note else []
+    _dates(meta, parsed)
     return Draft(parsed) if is_draft else parsed
+
+
+def _keys_in_any_case(meta: dict) -> dict:
+    """The front matter with its keys in lower case, as Hugo reads every key (`Draft:
+    true` is a draft, `Date:` the date: a review found both went live, the draft
+    published and the date the import's). Two keys that are one in lower case
+    (`date:` and `Date:`) are refused: which one the blog meant is not known."""
+    lowered: dict = {}
+    written: dict[str, str] = {}
+    for key, value in meta.items():
+        if not isinstance(key, str):
+            lowered[key] = value
+            continue
+        name = key.lower()
+        if name in written:
+            raise BadFile(
+                f"the front matter gives {_key_name(written[name])!r} and"
+                f" {_key_name(key)!r}: one key in any case (Hugo reads keys so); keep one"
+            )
+        written[name] = key
+        lowered[name] = value
+    return lowered
+
+
+def _dates(meta: dict, parsed: ParsedFile) -> None:
+    """The article's date from `date`, and Hugo's publishDate (`publishDate`, `pubdate`,
+    or `published` as a date), before which Hugo builds no page: the later of the two,
+    so that nothing goes live before the blog put it live (the date readers see is then
+    the publish date: a note says so when they differ)."""
+    found: dict[str, datetime] = {}
+    for key in ("date", "publishdate", "pubdate", "published"):
+        value = meta.get(key)
+        if value is None or (key == "published" and not isinstance(value, date)):
+            continue  # `published: false`: Jekyll's flag (parse reads it)
+        when, note = parse_date_noting(value)
+        parsed.notes += [note] if note else []
+        found.setdefault(key, when)
+    if not found:
+        return
+    later = max(found.values())
+    parsed.publish_at = later
+    if "date" in found and found["date"] != later:
+        key = next(k for k in ("publishdate", "pubdate", "published") if found.get(k) == later)
+        parsed.notes.append(
+            f"date {found['date'].isoformat()} is before its {key} {later.isoformat()}:"
+            " published then, as Hugo publishes it, and dated then (an article has one date)"
+        )
 
 
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
@@ -506,12 +561,9 @@ def _expired(value: object) -> bool:
     return parse_date(value) <= datetime.now(UTC)
 
 
-# Read in any case, as Hugo reads them (the draft rules' keys).
-_ANY_CASE_KEYS = frozenset({"published", "expirydate", "unpublishdate"})
-
-
 def _known(key: object) -> bool:
-    return key in KNOWN_KEYS or (isinstance(key, str) and key.lower() in _ANY_CASE_KEYS)
+    """A key the import reads, in any case (Hugo's way)."""
+    return isinstance(key, str) and key.lower() in KNOWN_KEYS
 
 
 def _key_name(key: object) -> str:

@@ -224,7 +224,11 @@ def read_file(path: Path) -> ParsedFile | Draft:
     if isinstance(result, ParsedFile) and "_drafts" in path.parts:
         result = Draft(result)  # Jekyll builds its drafts only when asked to
     parsed = result.parsed if isinstance(result, Draft) else result
-    if parsed.publish_at is None:  # Jekyll's fallback: the file name's date
+    if parsed.publish_at is None and not isinstance(result, Draft):
+        # Jekyll's fallback for a post: the file name's date. Not a draft's: Jekyll's
+        # drafts have none in their names (it dates them by the file's time), Hugo never
+        # reads it, and an undated draft the export wrote as `<slug>.md` would take one
+        # from a slug such as `2024-05-01-notes` (a review's finding).
         parsed.publish_at = markdown_files.date_from_path(path)
     if not parsed.slug:
         parsed.slug = markdown_files.slug_from_path(path)

@@ -272,6 +272,9 @@ def test_render_writes_aliases_as_hugo_does_and_parse_reads_them_back():
         "expiryDate: 2020-01-01",
         "ExpiryDate: 2020-01-01",  # Hugo reads keys in any case
         "unpublishdate: 2020-01-01",  # Hugo's other name for it
+        "Draft: true",  # every key in any case, as Hugo reads them (a review's finding)
+        "DRAFT: yes",
+        "Published: false",
     ],
 )
 def test_what_the_blog_itself_keeps_unpublished_is_a_draft(front):
@@ -370,3 +373,57 @@ def test_a_date_past_the_calendar_is_quoted_as_written_not_as_a_python_object():
     written = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))
     with pytest.raises(BadFile, match=r"^date '0001-01-01 00:00:00\+05:00' is out of range$"):
         parse_date(written)
+
+
+def test_keys_are_read_in_any_case_as_hugo_reads_them():
+    found = parse(
+        "---\nTitle: Hugo's way\nDate: 2019-03-04T10:00:00+01:00\nTags: [a, b]\n"
+        "Slug: hugos-way\nDescription: One line.\n---\nText.\n"
+    )
+
+    assert (found.title, found.slug, found.tags) == ("Hugo's way", "hugos-way", ["a", "b"])
+    assert found.publish_at == datetime(2019, 3, 4, 9, tzinfo=UTC)
+    assert found.description == "One line."
+    assert found.ignored_keys == set()
+
+
+def test_one_key_twice_in_two_cases_is_refused():
+    with pytest.raises(BadFile, match="gives 'date' and 'Date': one key in any case"):
+        parse("---\ntitle: T\ndate: 2020-01-01\nDate: 2021-01-01\n---\nText.\n")
+
+
+@pytest.mark.parametrize(
+    "front, when, noted",
+    [
+        # Hugo builds no page before its publishDate: published (and dated) then.
+        ("date: 2019-03-04\npublishDate: 2031-01-01T09:00:00Z", datetime(2031, 1, 1, 9), True),
+        ("date: 2019-03-04\npubdate: 2031-01-01", datetime(2031, 1, 1), True),
+        ("date: 2019-03-04\npublished: 2031-01-01", datetime(2031, 1, 1), True),
+        ("publishDate: 2018-06-01T08:00:00Z", datetime(2018, 6, 1, 8), False),  # no date
+        # An earlier publishDate: the date, the later (nothing goes live early).
+        ("date: 2031-01-01\nPublishDate: 2019-03-04", datetime(2031, 1, 1), False),
+    ],
+)
+def test_hugos_publish_date_when_later_is_the_articles(front, when, noted):
+    found = parse(f"---\ntitle: Embargoed\n{front}\n---\nText.\n")
+
+    assert found.publish_at == when.replace(tzinfo=UTC)
+    assert any("published then, as Hugo publishes it" in note for note in found.notes) is noted
+    assert found.ignored_keys == set()
+
+
+@pytest.mark.parametrize(
+    "text, utc",
+    [
+        # The offset as written, as Ruby's Time.parse reads it (dateutil alone reads
+        # `GMT+2` as POSIX TZ does: UTC-2). JavaScript's Date.toString() writes the third.
+        ("2024-05-01 09:30:00 GMT+0200", datetime(2024, 5, 1, 7, 30)),
+        ("2024-05-01 09:30 UTC-3", datetime(2024, 5, 1, 12, 30)),
+        ("Wed May 01 2024 09:30:00 GMT+0200", datetime(2024, 5, 1, 7, 30)),
+        ("2024-05-01 09:30:00 GMT-05:00", datetime(2024, 5, 1, 14, 30)),
+        ("2024-05-01 09:30 utc+2", datetime(2024, 5, 1, 7, 30)),
+        ("2024-05-01 09:30:00 GMT", datetime(2024, 5, 1, 9, 30)),
+    ],
+)
+def test_a_named_zone_with_an_offset_is_the_offset_as_written(text, utc):
+    assert parse_date(text) == utc.replace(tzinfo=UTC)

@@ -6,7 +6,8 @@ One `<slug>.md` per article in DIR (made if missing), in the format `import_arti
 reads: `title`, `slug`, `date` (publish_at, UTC), then the body as stored; and one per
 draft on no page (a story never published, or withdrawn; not in the trash), with
 `draft: true`. Importing the folder into an empty database gives the same articles and
-drafts.
+drafts. An article whose draft holds changes not published yet is written as readers
+see it, and named on stderr: its draft's text is in no file.
 
 Each file is written to `.<slug>.md.tmp` beside it, created new (`O_CREAT | O_EXCL |
 O_NOFOLLOW`: never through a link, never into a file already there), then renamed into
@@ -35,6 +36,8 @@ from publishing.models import (
 )
 
 FILE_MODE = 0o644
+# The articles with unpublished draft changes named by slug, at most (then how many more).
+UNPUBLISHED_SHOWN = 20
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -87,6 +90,31 @@ class Command(BaseCommand):
         articles, drafts = written
         self.stdout.write(
             f"export_articles: {articles} article(s) and {drafts} draft(s) written to {folder}"
+        )
+        self._unpublished_changes()
+
+    def _unpublished_changes(self) -> None:
+        """Name the articles whose story holds changes not published yet: the export
+        writes an article's live version, and its draft's text is in no file (a review's
+        finding: an export taken for a move would leave it behind without a word)."""
+        edited = list(
+            Story.objects.filter(
+                pk__in=Article.objects.values("pk"),
+                version__gt=F("published_version"),
+                trashed_at__isnull=True,
+            )
+            .order_by("slug")
+            .values_list("slug", flat=True)
+        )
+        if not edited:
+            return
+        shown = ", ".join(edited[:UNPUBLISHED_SHOWN])
+        left = len(edited) - UNPUBLISHED_SHOWN
+        more = f" and {left} more" if left > 0 else ""
+        self.stderr.write(
+            f"export_articles: {len(edited)} article(s) have draft changes not published,"
+            f" which the export leaves out (it writes what readers see): {shown}{more}."
+            " Publish or discard them first to export them."
         )
 
     def _export(self, folder: Path, dir_fd: int) -> tuple[int, int]:
