@@ -14,6 +14,7 @@ from api.exceptions import TokenRefused
 from api.models import ApiToken
 from api.permissions import check_token_allowed
 from api.tokens import token_create, tokens_revoke
+from work.admin import BadLookupsAreBadLinks
 
 
 class ApiTokenAddForm(forms.ModelForm):
@@ -52,7 +53,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(BadLookupsAreBadLinks):
     list_display = ("token", "user", "name", "scope", "created_at", "last_used_at", "revoked_at")
     list_filter = (StateFilter, "scope")
     search_fields = ("user__username", "name", "prefix")

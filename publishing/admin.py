@@ -7,11 +7,11 @@ from typing import ClassVar
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import widgets
-from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin import helpers, widgets
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
@@ -24,6 +24,7 @@ from publishing.models import (
     ArticleStatus,
     DeliveryStatus,
     PublishAttempt,
+    Story,
     WebhookDelivery,
 )
 from publishing.services import (
@@ -32,7 +33,9 @@ from publishing.services import (
     article_requeue,
     article_update,
     delivery_requeue,
+    story_trash,
 )
+from work.admin import BadLookupsAreBadLinks
 
 
 def requeue_each(
@@ -155,8 +158,57 @@ def warn_of_a_moved_address(model_admin, request: HttpRequest, article_id: int) 
         )
 
 
+SAVED_ELSEWHERE = (
+    "This article was saved elsewhere (another tab, another writer, or the API) since "
+    "you opened it; saving this form would undo that. Nothing was saved: copy your text, "
+    "reload the page, and merge."
+)
+
+
+class ArticleForm(forms.ModelForm):
+    """The article's content, with the content hash it was opened at: a save over
+    content changed since (another tab, the API) is refused, with the writer's text
+    still in the form, as the story form refuses a stale version (desk/drafts.py)."""
+
+    base_hash = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.instance._state.adding:
+            self.fields["base_hash"].initial = self.instance.content_hash
+
+    def clean(self):
+        cleaned = super().clean()
+        base = (cleaned or {}).get("base_hash")
+        if base and not self.instance._state.adding:
+            # Locked until the save in the admin's transaction (changeform_view): no
+            # other save can come between this check and ours.
+            rows = Article.objects.select_for_update().filter(pk=self.instance.pk)
+            current = rows.values_list("content_hash", flat=True).first()
+            if current is None:
+                raise ValidationError(withdrawn_meanwhile(self.instance.pk), code="gone")
+            if current != base:
+                raise ValidationError(SAVED_ELSEWHERE, code="conflict")
+        return cleaned
+
+
+def withdrawn_meanwhile(article_id: int) -> str:  # HTML: a link to the story
+    """Why a form's save of an article gone since it was opened stored nothing."""
+    story = Story.objects.filter(pk=article_id).values("trashed_at").first()
+    if story is None:
+        return "This article was deleted since you opened it. Nothing was saved: copy your text."
+    return format_html(
+        'This article was taken off the blog since you opened it: it is {}, <a href="{}">'
+        "story {}</a>. Nothing was saved: copy your text into that draft.",
+        "in the trash" if story["trashed_at"] else "a draft again",
+        reverse("admin:publishing_story_change", args=[article_id]),
+        article_id,
+    )
+
+
 @admin.register(Article)
-class ArticleAdmin(admin.ModelAdmin):
+class ArticleAdmin(BadLookupsAreBadLinks):
+    form = ArticleForm
     # tuple[str, ...]: the writer's desk (blogpublish.admin) shows more of each.
     list_display: tuple[str, ...] = (
         "title",
@@ -182,7 +234,7 @@ class ArticleAdmin(admin.ModelAdmin):
         "updated_at",
     )
     fieldsets = (
-        (None, {"fields": ("title", "slug", "body", "publish_at")}),
+        (None, {"fields": ("title", "slug", "body", "publish_at", "base_hash")}),
         ("For readers", {"fields": ("description", "byline", "tags", "language")}),
         ("Publishing", {"fields": readonly_fields}),
     )
@@ -199,6 +251,43 @@ class ArticleAdmin(admin.ModelAdmin):
             kwargs["strip"] = False
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field=None):
+        """The article; for a Save of one taken off the blog (withdrawn, deleted) since
+        its form was opened, a stand-in of it, so the form is shown again with the
+        writer's text and where the article went (ArticleForm.clean) rather than a
+        redirect that throws the text away. Only its change page's POST gets one."""
+        obj = super().get_object(request, object_id, from_field)
+        change_page = f"{self.opts.app_label}_{self.opts.model_name}_change"
+        match = request.resolver_match
+        saving = request.method == "POST" and match is not None and match.url_name == change_page
+        number = str(object_id)
+        stand_in = obj is None and saving and from_field is None
+        if stand_in and number.isascii() and number.isdigit() and _has_story(int(number)):
+            obj = Article(pk=int(number))
+            obj._state.adding = False
+        return obj
+
+    def delete_model(self, request: HttpRequest, obj: Article) -> None:
+        """The article and, as any delete, its story into the trash; also when a
+        withdraw took the article between the confirmation and this delete: the draft
+        it left goes to the trash, as the writer asked, instead of "deleted" said of
+        nothing."""
+        deleted, _rows = obj.delete()
+        if not deleted:
+            _trash_what_was_withdrawn([obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
+        """The same for "Delete selected": the articles its confirmation listed (and
+        posted back) that a withdraw took since, their drafts to the trash."""
+        ids = set(queryset.values_list("pk", flat=True))
+        # A posted id is a draft's only when withdrawn: trashing a draft is the
+        # story's delete, its permission's (StoryAdmin).
+        if request.user.has_perm("publishing.delete_story"):
+            confirmed = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+            ids |= {int(pk) for pk in confirmed if pk.isascii() and pk.isdigit()}
+        queryset.delete()
+        _trash_what_was_withdrawn(sorted(ids))
+
     def save_model(self, request: HttpRequest, obj: Article, form, change: bool) -> None:
         """Through the services, as every way in (the form has validated already)."""
         fields = {name: form.cleaned_data[name] for name in CONTENT_FIELDS}
@@ -213,14 +302,7 @@ class ArticleAdmin(admin.ModelAdmin):
         obj._state.adding, obj._state.db = False, created._state.db
 
     def get_changelist_instance(self, request: HttpRequest):
-        try:
-            changelist = super().get_changelist_instance(request)
-        except (ValueError, OverflowError) as exc:
-            # Django computes the year (month, day) after a date hierarchy link's, which
-            # does not exist after 9999 (`?publish_at__year=9999`): a bad link, not a 500.
-            if not any(name.startswith(f"{self.date_hierarchy}__") for name in request.GET):
-                raise
-            raise IncorrectLookupParameters(exc) from exc
+        changelist = super().get_changelist_instance(request)
         # The date hierarchy shows the list's first and last dates in the current zone
         # and groups by year there: impossible for a date stored past validation at the
         # calendar's edge (dates.py). Until it is corrected, the list goes without it.
@@ -279,6 +361,19 @@ class ArticleAdmin(admin.ModelAdmin):
         requeue_each(self, request, queryset, lambda pk: article_requeue(article_id=pk), "article")
 
 
+def _has_story(article_id: int) -> bool:
+    return Story.objects.filter(pk=article_id).exists()
+
+
+def _trash_what_was_withdrawn(article_ids: list[int]) -> None:
+    """The drafts a withdraw left of articles a delete was asked for: to the trash."""
+    withdrawn = Story.objects.filter(pk__in=article_ids, trashed_at__isnull=True).exclude(
+        pk__in=Article.objects.filter(pk__in=article_ids).values("pk")
+    )
+    for pk in withdrawn.values_list("pk", flat=True):
+        story_trash(story_id=pk)
+
+
 DELIVERY_COLOURS: dict[str, str] = {
     DeliveryStatus.PENDING: "#b26b00",
     DeliveryStatus.DELIVERED: "#2e7d32",
@@ -287,7 +382,7 @@ DELIVERY_COLOURS: dict[str, str] = {
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(admin.ModelAdmin):
+class WebhookDeliveryAdmin(BadLookupsAreBadLinks):
     """The webhook outbox: what was sent to PUBLISH_WEBHOOK_URL, what waits, what died.
     Read-only but for the Requeue action (a dead delivery never changes its article)."""
 

@@ -3,11 +3,40 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR
+from django.http import HttpRequest
 
 from work.models import JobRun
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class BadLookupsAreBadLinks(admin.ModelAdmin):
+    """A list's filter the database cannot run is a bad link, not a 500.
+
+    Django builds a date lookup's bounds only when the query runs, after the list has
+    taken the filters from the address: `?created_at__year=99999` (or `=0`) raises
+    ValueError ("year 99999 is out of range") there, and an integer past the database's
+    range OverflowError. Raised as IncorrectLookupParameters, the list answers as it does
+    for any bad filter: back to itself with `?e=1`. Every ModelAdmin of the project takes
+    this as a base (tests/security/test_admin_lookups.py walks them all); it is here, in
+    the package every other imports, so that each can."""
+
+    def get_changelist_instance(self, request: HttpRequest):
+        try:
+            return super().get_changelist_instance(request)
+        except (ValueError, OverflowError) as exc:
+            if not _has_lookups(request):
+                raise  # a plain list failing is a bug to see, not a link to correct
+            raise IncorrectLookupParameters(exc) from exc
+
+
+def _has_lookups(request: HttpRequest) -> bool:
+    """The address filters the list (beyond its order, search, page and such)."""
+    own = {*IGNORED_PARAMS, PAGE_VAR, ERROR_FLAG}
+    return any(name not in own for name in request.GET)
+
+
+class ReadOnlyAdmin(BadLookupsAreBadLinks):
     def has_add_permission(self, request) -> bool:
         return False
 

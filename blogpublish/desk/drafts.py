@@ -13,7 +13,13 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -41,6 +47,7 @@ from publishing.services import (
     story_untrash,
     story_withdraw,
 )
+from work.admin import BadLookupsAreBadLinks
 
 method_post = method_decorator(require_POST)
 PUBLISH_PERMISSION = "publishing.change_article"
@@ -153,7 +160,7 @@ class ShelfFilter(admin.SimpleListFilter):
         return queryset
 
 
-class StoryAdmin(admin.ModelAdmin):
+class StoryAdmin(BadLookupsAreBadLinks):
     form = StoryForm
     change_form_template = "blogpublish/desk/story_change_form.html"
     list_display = ("title", "state", "changes", "slug", "version", "updated_at")
@@ -393,12 +400,20 @@ class StoryAdmin(admin.ModelAdmin):
 
     # --- views -----------------------------------------------------------------------------
 
-    def diff_view(self, request: HttpRequest, object_id: int) -> TemplateResponse:
+    def diff_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         story = get_object_or_404(Story, pk=object_id)
         if not self.has_view_or_change_permission(request, story):
             raise PermissionDenied
         numbers = list(story.revisions.values_list("number", flat=True))
-        old, new = _version(story, request.GET.get("old")), _version(story, request.GET.get("new"))
+        asked = {name: request.GET.get(name) or "" for name in ("old", "new")}
+        bad = [
+            f"{name}={value!r}" for name, value in asked.items() if value and _number(value) is None
+        ]
+        if bad:
+            return HttpResponseBadRequest(
+                f"Not a version number: {', '.join(bad)}.", content_type="text/plain"
+            )
+        old, new = _version(story, asked["old"]), _version(story, asked["new"])
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -433,7 +448,10 @@ class StoryAdmin(admin.ModelAdmin):
         when another tab or writer saved since, 400 while the text is not a valid
         draft yet. A new story is made by its first autosave."""
         story_id = request.POST.get("story_id", "")
-        obj = get_object_or_404(Story, pk=int(story_id)) if story_id.isdigit() else None
+        number = _number(story_id)
+        if story_id and number is None:
+            return JsonResponse({"error": f"story_id {story_id!r} is not a number."}, status=400)
+        obj = get_object_or_404(Story, pk=number) if number is not None else None
         allowed = (
             self.has_add_permission(request)
             if obj is None
@@ -506,10 +524,19 @@ def withdraw(model_admin: admin.ModelAdmin, request: HttpRequest, article_id: in
     return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[article_id]))
 
 
-def _version(story: Story, number: str | None) -> Revision | Story:
+def _number(value: str) -> int | None:
+    """A number sent in a request (0-9 only: `"²".isdigit()` is true, and int() of it
+    raises), or None."""
+    if value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
+def _version(story: Story, number: str) -> Revision | Story:
     """Revision `number`, or the current draft when none (or no such) is asked for."""
-    if number and number.isdigit():
-        revision = story.revisions.filter(number=int(number)).first()
+    wanted = _number(number)
+    if wanted is not None:
+        revision = story.revisions.filter(number=wanted).first()
         if revision is not None:
             return revision
     return story

@@ -128,9 +128,13 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
         raise
     except (PIL.Image.DecompressionBombWarning, PIL.Image.DecompressionBombError):
         raise ImageRefused(f"“{name}” has too many pixels.") from None
+    except PIL.UnidentifiedImageError:  # its text names only an in-memory object
+        raise ImageRefused(
+            f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read."
+        ) from None
     except Exception as exc:  # Pillow raises many kinds for what it cannot read
         raise ImageRefused(
-            f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read ({exc})."
+            f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read ({_plain(exc)})."
         ) from None
     # Opened with `formats`, an image has one of them (Pillow's format is None only for
     # an image made in memory).
@@ -146,6 +150,12 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
             f"“{name}” cannot be read: it is truncated or corrupt ({exc})."
         ) from None
     return cleaned, extension, width, height
+
+
+def _plain(exc: Exception) -> str:
+    """An error's text without the Python reprs some carry (`<_io.BytesIO object at
+    0x7f…>`), which say nothing to a writer."""
+    return re.sub(r"\s*<[^<>]* at 0x[0-9a-fA-F]+>", "", str(exc)).strip() or type(exc).__name__
 
 
 # --- metadata: only what showing the image needs is kept ----------------------------

@@ -162,3 +162,20 @@ def test_an_animation_is_bounded_by_the_pixels_of_all_its_frames():
     cleaned, ext, width, height = check(gif(20, (320, 240)), name="short.gif")
     assert (ext, width, height) == ("gif", 320, 240)
     assert PIL.Image.open(io.BytesIO(cleaned)).n_frames == 20
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"just some text, no image at all", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n"],
+    ids=["text", "pdf"],
+)
+def test_a_file_that_is_no_image_is_refused_in_plain_words(data):
+    """Pillow's own message names an in-memory object (`<_io.BytesIO object at 0x7f…>`):
+    the writer reads which formats are taken instead."""
+    with pytest.raises(ImageRefused) as refused:
+        check(data, name="notes.png")
+
+    assert (
+        str(refused.value)
+        == "“notes.png” is not a PNG, JPEG, GIF or WebP image that Pillow can read."
+    )
