@@ -10,9 +10,11 @@ before anything else of the request is looked at.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from functools import partial
+from typing import NoReturn
 
 from django.contrib.auth.models import User
 from django.core.exceptions import RequestDataTooBig
@@ -21,7 +23,6 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from ninja import Header, NinjaAPI, Query, Status
 from ninja import Path as PathParam
 from ninja.errors import AuthenticationError, HttpError
@@ -286,17 +287,19 @@ def _known_query(request: HttpRequest, *allowed: str) -> None:
         )
 
 
-def _content(payload, *, article: Article | None = None) -> dict:
-    """The fields given (all of them for a new article), publish_at parsed. When
-    publish_at does not parse, a 400 names it together with whatever the model's
-    validation says of the other fields, as one response."""
-    fields = payload.model_dump(exclude_unset=article is not None)
+def _content(payload, *, base: Article | Story | None = None, draft: bool = False) -> dict:
+    """The content fields given (all of them for a new article or draft; never
+    `status`), publish_at parsed. `base` is the article or draft edited (None: a new
+    one, a draft when `draft`). When publish_at does not parse, a 400 names it together
+    with whatever the validation of `base`'s kind (an article's, or a draft's, whose
+    body may be empty) says of the other fields, as one response."""
+    fields = payload.model_dump(exclude_unset=base is not None, exclude={"status"})
     # As the admin's form fields refuse them (ProhibitNullCharactersValidator), before
     # any query: PostgreSQL cannot even compare a string holding one.
     nul = {name: [NUL_MESSAGE] for name, value in fields.items() if "\x00" in (value or "")}
     if nul:
         raise DjangoValidationError(nul)
-    if article is None and fields.get("publish_at") is None:
+    if base is None and fields.get("publish_at") is None:
         fields.pop("publish_at", None)
     if "publish_at" not in fields:
         return fields
@@ -305,21 +308,29 @@ def _content(payload, *, article: Article | None = None) -> dict:
     except ValueError as exc:
         errors = {"publish_at": [str(exc)]}
         del fields["publish_at"]
+        if base is None:
+            base = Story() if draft else Article()
         try:
-            _check_without_saving(fields, article)
+            _check_without_saving(fields, base)
         except DjangoValidationError as others:
             errors = {**_messages(others), **errors}
         raise DjangoValidationError(errors) from None
     return fields
 
 
-def _check_without_saving(fields: dict, article: Article | None) -> None:
-    """full_clean() of `fields` on a copy (of `article`, or a new one): the validation
-    the service would run, for the messages only."""
-    candidate = copy.copy(article) if article is not None else Article()
+def _check_without_saving(fields: dict, base: Article | Story) -> None:
+    """The validation the service would run, of `fields` on a copy of `base` (an
+    article, or a draft: story_save's), for the messages only."""
+    candidate = copy.copy(base)
     for name, value in fields.items():
         setattr(candidate, name, value)
-    candidate.full_clean()
+    if isinstance(candidate, Story):
+        with contextlib.suppress(DjangoValidationError):  # full_clean runs it again
+            candidate.clean()  # normalised first, as story_save does
+        # A new draft has no id yet; its address is checked as it is saved.
+        candidate.full_clean(exclude=["id", "slug_key"], validate_unique=False)
+    else:
+        candidate.full_clean()
 
 
 def _messages(exc: DjangoValidationError) -> dict[str, list[str]]:
@@ -360,8 +371,9 @@ def create_article(
     ),
 ):
     _known_query(request)
-    fields = _content(payload)
-    if fields.pop("status", None) == CreateStatus.draft:
+    draft = payload.status == CreateStatus.draft
+    fields = _content(payload, draft=draft)  # a draft's rules for a draft: its body may be empty
+    if draft:
         if idempotency_key is not None:
             raise ApiError(
                 "An Idempotency-Key is not taken with status=draft: save the draft without "
@@ -463,9 +475,10 @@ def get_article(request: HttpRequest, id: int = ArticleId):
     return draft_out(_draft(id))
 
 
-def _draft(story_id: int) -> Story:
-    """The story of this id that is a draft on no page (not in the trash), or 404."""
-    return get_object_or_404(Story, pk=story_id, trashed_at__isnull=True)
+def _draft(story_id: int, *, lock: bool = False) -> Story:
+    """The story of this id that is not in the trash (locked, with `lock`), or 404."""
+    stories = Story.objects.select_for_update() if lock else Story.objects.all()
+    return get_object_or_404(stories, pk=story_id, trashed_at__isnull=True)
 
 
 @api.patch(
@@ -475,7 +488,8 @@ def _draft(story_id: int) -> Story:
     summary="Edit an article (only the fields given); changed content is published again",
     description=(
         "A draft's edit stays a draft. `If-Match: <version>` (the draft's `version`) "
-        "refuses the edit with 412 when the draft was saved since."
+        "refuses the edit with 412 when the draft was saved since. An article has no "
+        "version: an If-Match other than `*` is a 412 there."
     ),
 )
 def patch_article(
@@ -498,14 +512,34 @@ def patch_article(
     # (The row's lock, then in the save the address's: the order every save takes.)
     with transaction.atomic():
         article = Article.objects.select_for_update().filter(pk=id).first()
-        if article is not None:
-            fields = _content(payload, article=article)
-            if fields:
-                article_update(article=article, **fields)
-                article.refresh_from_db()
-    if article is None:
-        return draft_out(_patch_draft(request, payload, _draft(id), version))
+        if article is None:
+            # A draft, read under its story's lock for the same reason: story_save
+            # writes every field of the copy it is given (a review's finding: three
+            # PATCHes at once kept one's change). No article's row is held here, so this
+            # keeps the order of story_publish and story_withdraw: the story's, then
+            # the article's (docs/design.md, "Drafts").
+            story = _patch_draft(request, payload, _draft(id, lock=True), version)
+            return draft_out(story)
+        fields = _content(payload, base=article)
+        if version is not None:
+            _refuse_version(if_match, fields, article)
+        if fields:
+            article_update(article=article, **fields)
+            article.refresh_from_db()
     return article_out(article)
+
+
+def _refuse_version(if_match: str | None, fields: dict, article: Article) -> NoReturn:
+    """An article has no version, so If-Match (but `*`) cannot match: RFC 9110 §13.1.1's
+    412, not ignored (a review's finding: an If-Match naming a draft that was published
+    meanwhile edited the live article). Invalid content is a 400 first, as for a draft
+    (story_save validates before it compares versions)."""
+    _check_without_saving(fields, article)
+    raise DraftConflict(
+        f"If-Match: {if_match} names a draft's version, but this is an article "
+        "(published, or on its way), which has no version. GET it again to see it as it "
+        "is now; a PATCH without If-Match changes only the fields it names."
+    )
 
 
 def _version(if_match: str | None) -> int | None:
@@ -530,10 +564,9 @@ def _version(if_match: str | None) -> int | None:
 
 
 def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | None) -> Story:
-    # The draft's content as an unsaved article of its id, for _content's messages.
+    """The draft `story` (read under its lock) with the fields given changed."""
     current = {name: getattr(story, name) for name in DRAFT_FIELDS}
-    probe = Article(pk=story.pk, **{**current, "publish_at": story.publish_at or timezone.now()})
-    fields = _content(payload, article=probe)
+    fields = _content(payload, base=story)
     try:
         return story_save(
             story_id=story.pk,
@@ -557,9 +590,11 @@ def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | No
 def delete_article(request: HttpRequest, id: int = ArticleId):
     _known_query(request)
     article = Article.objects.filter(pk=id).first()
-    if article is not None:
-        article.delete()  # the trash keeps its story (publishing.signals)
-    else:
+    # The trash keeps a deleted article's story (publishing.signals). A delete that
+    # finds the row gone (a withdraw took it meanwhile, leaving the draft) deletes
+    # nothing: the draft goes to the trash then, or this is a 404 (another delete took
+    # it). A review's finding: 204, and the draft kept for a later publish.
+    if article is None or not article.delete()[0]:
         story_trash(story_id=_draft(id).pk)
     return Status(204, None)
 
@@ -567,19 +602,49 @@ def delete_article(request: HttpRequest, id: int = ArticleId):
 @api.post(
     "/articles/{id}/publish",
     auth=BearerToken(PUBLISH),
-    response={200: ArticleOut, **ONE},
+    response={200: ArticleOut, 412: ErrorOut, **ONE},
     summary="Publish the draft of this id (its article is made, or updated, and published)",
+    description=(
+        "`If-Match: <version>` (the draft's `version`) refuses the publish with 412 when "
+        "the draft was saved since: what was reviewed is what goes live."
+    ),
 )
-def publish_article(request: HttpRequest, id: int = ArticleId):
+def publish_article(
+    request: HttpRequest,
+    id: int = ArticleId,
+    if_match: str = Header(
+        None,
+        alias="If-Match",
+        max_length=40,
+        description='The draft\'s version: 3, or as an entity tag, "3" or W/"3".',
+    ),
+):
     _known_query(request)
+    version = _version(if_match)
     article = Article.objects.filter(pk=id).first()
     if article is not None:
         story_of_article(article)  # an article without a story: publishing changes nothing
     else:
         _draft(id)
-    article = story_publish(story_id=id)
+    with transaction.atomic():
+        if version is not None:
+            # Under the story's lock, which story_publish takes again: no save can come
+            # between the check and the publish (a review's finding: If-Match was
+            # ignored, and a writer's later text went live instead of the reviewed one).
+            _check_version(_draft(id, lock=True), version)
+        article = story_publish(story_id=id)
     article.refresh_from_db()
     return article_out(article)
+
+
+def _check_version(story: Story, version: int) -> None:
+    """DraftConflict (412) unless the draft is at `version`."""
+    if story.version != version:
+        raise DraftConflict(
+            f"The draft was saved since version {version}: it is at version "
+            f"{story.version}. GET it, review it, and publish with If-Match: "
+            f"{story.version}; nothing was published."
+        )
 
 
 @api.post(
@@ -607,12 +672,14 @@ def withdraw_article(request: HttpRequest, id: int = ArticleId):
 )
 def requeue_article(request: HttpRequest, id: int = ArticleId):
     _known_query(request)
-    article = get_object_or_404(Article, pk=id)
     # The answer is the row as the requeue left it, read before its message goes (on
-    # commit): read after, a quick worker had often published it already.
+    # commit): read after, a quick worker had often published it already. None: there
+    # is none, or it was deleted meanwhile (a review's finding: a 500).
     with transaction.atomic():
-        requeued = article_requeue(article_id=article.pk)
-        article.refresh_from_db()
+        requeued = article_requeue(article_id=id)
+        article = Article.objects.filter(pk=id).first()
+    if article is None:
+        raise Http404
     if not requeued:
         raise NotRequeueable(f"Only a dead article can be requeued; this one is {article.status}.")
     return article_out(article)
@@ -626,10 +693,11 @@ def requeue_article(request: HttpRequest, id: int = ArticleId):
 )
 def requeue_delivery(request: HttpRequest, id: int = DeliveryId):
     _known_query(request)
-    delivery = get_object_or_404(WebhookDelivery, pk=id)
     with transaction.atomic():  # as requeue_article: the row as the requeue left it
-        requeued = delivery_requeue(delivery_id=delivery.pk)
-        delivery.refresh_from_db()
+        requeued = delivery_requeue(delivery_id=id)
+        delivery = WebhookDelivery.objects.filter(pk=id).first()
+    if delivery is None:  # none, or deleted meanwhile
+        return Status(404, {"detail": "No webhook delivery with this id.", "errors": {}})
     if not requeued:
         raise DeliveryNotRequeueable(
             f"Only a dead webhook delivery can be requeued; this one is {delivery.status}."

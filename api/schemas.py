@@ -147,7 +147,9 @@ class ReaderFieldsOut(Schema):
     tags: list[str]
 
 
-class ArticleSummaryOut(Schema):
+class ArticleSummaryOut(ReaderFieldsOut):
+    """An article in a list: every field but the body (docs/api.md)."""
+
     id: int
     slug: str
     title: str
@@ -165,7 +167,7 @@ class ArticleSummaryOut(Schema):
     updated_at: datetime
 
 
-class ArticleOut(ArticleSummaryOut, ReaderFieldsOut):
+class ArticleOut(ArticleSummaryOut):
     body: str
 
 

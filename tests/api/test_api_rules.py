@@ -9,11 +9,13 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from api.models import ApiToken, IdempotencyKey
 from api.tokens import tokens_revoke
-from publishing.models import Article, ArticleStatus
+from publishing.models import Article, ArticleStatus, Story
 from publishing.services import article_create
 
 pytestmark = pytest.mark.django_db
@@ -679,3 +681,66 @@ def test_a_request_django_refuses_itself_is_a_json_400_under_the_api(api):
     assert response["Content-Type"] == "application/json"
     assert response.json() == {"detail": "Bad request.", "errors": {}}
     assert "text/html" in Client().get("/", headers={"host": "G&>"})["Content-Type"]
+
+
+# --- drafts: a bad date names the date only (a review's finding) --------------------
+
+
+@pytest.mark.parametrize(
+    ("draft", "errors"),
+    [
+        # An empty body is a draft's right; status is no content to validate.
+        ({"title": "t", "body": ""}, {"publish_at"}),
+        # The draft's other rules still speak, in the same answer.
+        ({"title": "", "body": ""}, {"title", "publish_at"}),
+    ],
+)
+def test_a_draft_with_a_bad_publish_at_is_400_naming_what_a_draft_has_wrong(api, draft, errors):
+    response = post(api, {**draft, "status": "draft", "publish_at": "x"})
+
+    assert response.status_code == 400, response.content
+    assert set(response.json()["errors"]) == errors, response.json()
+    assert not Story.objects.exists()
+
+
+def test_a_patch_of_a_draft_with_an_empty_body_and_a_bad_publish_at_names_the_date_only(api):
+    created = post(api, {"title": "t", "body": "", "status": "draft"}).json()
+
+    response = patch(api, created["id"], {"publish_at": "x", "byline": "Ann"})
+
+    assert response.status_code == 400, response.content
+    assert set(response.json()["errors"]) == {"publish_at"}, response.json()
+    assert Story.objects.get(pk=created["id"]).version == 1
+
+
+# --- the list's items carry the reader fields (a review's finding) -------------------
+
+
+def test_list_items_carry_the_reader_fields_read_in_one_query(api):
+    def listed() -> tuple[list[dict], int]:
+        with CaptureQueriesContext(connection) as queries:
+            response = api.get(ARTICLES)
+        assert response.status_code == 200
+        return response.json()["items"], len(queries)
+
+    stored(title="First", slug="first", byline="Ann", tags=["web", "db"], language="fr")
+    one, queries_for_one = listed()
+    for n in range(3):
+        stored(title=f"More {n}", slug=f"more-{n}", description=f"About {n}.")
+    four, queries_for_four = listed()
+
+    assert {k: one[0][k] for k in ("description", "language", "byline", "tags")} == {
+        "description": "",
+        "language": "fr",
+        "byline": "Ann",
+        "tags": ["web", "db"],
+    }
+    assert four[0]["description"] == "About 2." and four[0]["tags"] == []
+    assert queries_for_four == queries_for_one  # none per item
+
+
+def test_requeue_of_an_unknown_delivery_is_404_naming_a_delivery(api):
+    response = api.post("/api/webhook-deliveries/987654/requeue")
+
+    assert response.status_code == 404
+    assert response.json()["detail"] == "No webhook delivery with this id."

@@ -14,8 +14,9 @@ from django.db import connection
 from django.test import Client
 
 from api import endpoints
-from publishing.models import Article
+from publishing.models import Article, Story
 from publishing.services.authoring import article_update
+from publishing.services.stories import story_save
 from tests.support.waiting import wait_for
 
 pytestmark = [
@@ -53,8 +54,8 @@ def beside_a_held_patch(monkeypatch, token, article_id, fields, other: Callable[
     read, go_on = threading.Event(), threading.Event()
     outcomes: dict[str, object] = {}
 
-    def held_after_the_read(payload, *, article=None):
-        found = real_content(payload, article=article)
+    def held_after_the_read(payload, **kwargs):
+        found = real_content(payload, **kwargs)
         if threading.current_thread().name == "held":
             read.set()
             go_on.wait(30)
@@ -123,3 +124,22 @@ def test_a_patch_beside_an_admin_save_of_the_same_article_waits_instead_of_deadl
 
     assert outcomes == (200, "saved")
     assert Article.objects.get(pk=article.pk).body == "admin body"
+
+
+def test_patches_of_a_draft_at_once_each_of_another_field_all_land(make_token, monkeypatch):
+    """A draft's PATCH read the story without its lock, then saved every field of its
+    copy (a review: of three PATCHes at once, one or two changes were lost, each
+    answered 200). The PATCH of the title is held after its read while the body's and
+    the tags' are sent: they wait for the story's lock, then each edits the draft as
+    the one before left it."""
+    _user, token = make_token()
+    draft = story_save(title="Original", body="original body", slug="three-patches")
+
+    def body_then_tags() -> tuple[int, int]:
+        return patch(token, draft.pk, {"body": "new body"}), patch(token, draft.pk, {"tags": ["x"]})
+
+    answers = beside_a_held_patch(monkeypatch, token, draft.pk, {"title": "T"}, body_then_tags)
+
+    assert answers == (200, (200, 200))
+    row = Story.objects.get(pk=draft.pk)
+    assert (row.title, row.body, row.tags, row.version) == ("T", "new body", ["x"], 4)

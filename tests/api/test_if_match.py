@@ -1,0 +1,122 @@
+"""If-Match is honoured or refused, never ignored (RFC 9110 §13.1.1; a review's finding:
+a PATCH whose If-Match named the draft went live on the article published meanwhile,
+and a publish with the reviewed version put a later text live)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from publishing.models import Article, Story
+from publishing.services.stories import story_publish, story_save
+
+pytestmark = pytest.mark.django_db
+
+ARTICLES = "/api/articles"
+
+
+def patch(api, story_id: int, fields: dict, if_match: str | None = None):
+    headers = {"If-Match": if_match} if if_match is not None else {}
+    return api.patch(
+        f"{ARTICLES}/{story_id}",
+        json.dumps(fields),
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def publish(api, story_id: int, if_match: str | None = None):
+    headers = {"If-Match": if_match} if if_match is not None else {}
+    return api.post(f"{ARTICLES}/{story_id}/publish", headers=headers)
+
+
+@pytest.mark.parametrize(
+    "if_match",
+    [
+        "1",  # the draft's version when the writer read it
+        '"1"',
+        'W/"1"',
+        '"999"',
+    ],
+)
+def test_a_patch_with_if_match_of_an_article_is_412_and_changes_nothing(api, if_match):
+    """The draft was published since the writer read it: the PATCH is refused, not
+    applied to the live article."""
+    story = story_save(title="T", body="Reviewed.", slug="published-meanwhile")
+    story_publish(story_id=story.pk)
+
+    response = patch(api, story.pk, {"body": "WIP"}, if_match)
+
+    assert response.status_code == 412, response.content
+    detail = response.json()["detail"]
+    assert "no version" in detail and "GET it again" in detail
+    assert Article.objects.get(pk=story.pk).body == "Reviewed."
+
+
+def test_a_patch_of_an_article_with_if_match_and_invalid_content_is_400(api):
+    """What the request's content has wrong is said first (schemathesis expects a 400
+    for a body its schema refuses), as for a draft."""
+    story = story_save(title="T", body="Reviewed.", slug="invalid-and-if-match")
+    story_publish(story_id=story.pk)
+
+    for fields in ({"title": ""}, {"publish_at": ""}):
+        response = patch(api, story.pk, fields, "1")
+        assert response.status_code == 400, response.content
+        assert set(response.json()["errors"]) == set(fields)
+
+
+def test_a_patch_of_an_article_with_if_match_any_or_none_is_applied(api):
+    story = story_save(title="T", body="Reviewed.", slug="any-version")
+    story_publish(story_id=story.pk)
+
+    assert patch(api, story.pk, {"body": "One."}, "*").status_code == 200
+    assert patch(api, story.pk, {"title": "Two"}).status_code == 200
+    article = Article.objects.get(pk=story.pk)
+    assert (article.title, article.body) == ("Two", "One.")
+
+
+def test_a_publish_with_if_match_of_an_older_version_is_412_and_publishes_nothing(api):
+    story = story_save(title="T", body="Reviewed.", slug="edited-after-review")
+    assert patch(api, story.pk, {"body": "WIP"}, "1").json()["version"] == 2
+
+    response = publish(api, story.pk, "1")
+
+    assert response.status_code == 412, response.content
+    assert "version 2" in response.json()["detail"]
+    assert not Article.objects.filter(pk=story.pk).exists()
+    assert Story.objects.get(pk=story.pk).state == "draft"
+
+
+@pytest.mark.parametrize("if_match", ["2", '"2"', 'W/"2"', "*", None])
+def test_a_publish_with_if_match_of_the_current_version_or_none_publishes(api, if_match):
+    story = story_save(title="T", body="First.", slug="publish-current")
+    patch(api, story.pk, {"body": "Reviewed."}, "1")
+
+    response = publish(api, story.pk, if_match)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "pending"
+    assert Article.objects.get(pk=story.pk).body == "Reviewed."
+
+
+def test_a_publish_with_if_match_checks_the_draft_of_a_published_article(api):
+    story = story_save(title="T", body="Live.", slug="published-draft-edited")
+    story_publish(story_id=story.pk)
+    story_save(story_id=story.pk, title="T", body="Unreviewed.", slug="published-draft-edited")
+
+    response = publish(api, story.pk, "1")
+
+    assert response.status_code == 412, response.content
+    assert Article.objects.get(pk=story.pk).body == "Live."
+
+
+@pytest.mark.parametrize("if_match", ["one", '"1', "1.0", "W/1"])
+def test_a_publish_with_an_if_match_that_is_no_version_is_400(api, if_match):
+    story = story_save(title="T", body="x", slug="publish-bad-if-match")
+
+    response = publish(api, story.pk, if_match)
+
+    assert response.status_code == 400
+    assert "If-Match" in response.json()["errors"]
+    assert not Article.objects.filter(pk=story.pk).exists()
