@@ -44,6 +44,7 @@ from publishing.reader_fields import (
 from publishing.text_limits import (
     amplification_problem,
     validate_display_chars,
+    validate_html_chars,
     validate_visible,
     validate_xml_chars,
 )
@@ -70,6 +71,7 @@ TITLE_VALIDATORS = [
     validate_single_line,
     validate_xml_chars,
     validate_display_chars,
+    validate_html_chars,
     validate_visible,
 ]
 SLUG_VALIDATORS = [
@@ -78,15 +80,22 @@ SLUG_VALIDATORS = [
     validate_xml_chars,  # a lone surrogate (a 500 from the database, before)
     validate_display_chars,
 ]
-BODY_VALIDATORS = [validate_body_size, validate_xml_chars]
+BODY_VALIDATORS = [validate_body_size, validate_xml_chars, validate_html_chars]
 BODY_HELP = _("Markdown, at most %(mb)s MiB.") % {"mb": BODY_MAX_BYTES // 2**20}
 DESCRIPTION_VALIDATORS = [
     validate_description,
     validate_xml_chars,
     validate_display_chars,
+    validate_html_chars,
     validate_visible,
 ]
-BYLINE_VALIDATORS = [validate_byline, validate_xml_chars, validate_display_chars, validate_visible]
+BYLINE_VALIDATORS = [
+    validate_byline,
+    validate_xml_chars,
+    validate_display_chars,
+    validate_html_chars,
+    validate_visible,
+]
 # What readers see beside the text (issue 21); content too (reader_fields).
 READER_FIELDS = ("description", "language", "byline", "tags")
 # What a writer edits; save() validates these, whichever way the row is saved.

@@ -17,7 +17,12 @@ from collections.abc import Iterable
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from publishing.text_limits import validate_display_chars, validate_visible, validate_xml_chars
+from publishing.text_limits import (
+    validate_display_chars,
+    validate_html_chars,
+    validate_visible,
+    validate_xml_chars,
+)
 from publishing.validators import SLUG_MAX_BYTES, slugify_keeping_marks
 
 DESCRIPTION_MAX_LENGTH = 1000
@@ -30,8 +35,21 @@ TAGS_MAX = 50
 # within TAG_MAX_LENGTH can have a longer key: refused when it is, at validation,
 # instead of failing its publish's completion on PostgreSQL (SQLite keeps any length).
 TAG_KEY_MAX_LENGTH = 4 * max(TAG_MAX_LENGTH, BYLINE_MAX_LENGTH)
-# RFC 4287's atomLanguageTag (BCP 47's shape, which `lang` and JSON Feed take too).
-LANGUAGE_RE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
+# A well-formed BCP 47 tag (RFC 5646, section 2.1: the subtags in their order and
+# sizes; the registry is not read), which is also RFC 4287's atomLanguageTag, as `lang`
+# and JSON Feed take it. The primary subtag is 2 or 3 letters (those of 4 to 8 are
+# reserved, none registered: `english` is no tag, and the Nu checker refuses it, a
+# review's finding); a singleton is followed by its subtags (`en-x` is not a tag).
+LANGUAGE_RE = re.compile(
+    r"(?:[A-Za-z]{2,3}(?:-[A-Za-z]{3}){0,3}"  # language, extended language subtags
+    r"(?:-[A-Za-z]{4})?"  # script
+    r"(?:-(?:[A-Za-z]{2}|[0-9]{3}))?"  # region
+    r"(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*"  # variants
+    r"(?:-[0-9A-WYZa-wyz](?:-[A-Za-z0-9]{2,8})+)*"  # extensions
+    r"(?:-[Xx](?:-[A-Za-z0-9]{1,8})+)?"  # private use
+    r"|[Xx](?:-[A-Za-z0-9]{1,8})+"  # private use alone
+    r"|[Ii]-[A-Za-z]{2,8})"  # the grandfathered i- tags (i-klingon)
+)
 
 
 def _one_line(value: str, what: str) -> None:
@@ -166,6 +184,7 @@ def validate_tags(value: object) -> None:
         _key_fits(tag, "tag")
         validate_xml_chars(tag)
         validate_display_chars(tag)
+        validate_html_chars(tag)
         validate_visible(tag)
 
 

@@ -35,6 +35,25 @@ from django.utils.translation import gettext_lazy as _
 XML_ILLEGAL_RE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+# What an HTML page may not hold besides what XML 1.0 cannot carry (the HTML standard's
+# "control-character-in-input-stream" and "noncharacter-in-input-stream" parse errors,
+# which the Nu checker reports): DEL, the C1 controls and the noncharacters. Text in
+# Windows-1252 read as Latin-1 has C1 controls for ’ “ ” … (a review's finding: one
+# such body made the front page invalid).
+_NONCHARACTERS = "\ufdd0-\ufdef\ufffe\uffff" + "".join(
+    f"{chr(plane << 16 | 0xFFFE)}{chr(plane << 16 | 0xFFFF)}" for plane in range(1, 17)
+)
+HTML_ILLEGAL_RE = re.compile(f"[\x7f-\x9f{_NONCHARACTERS}]")
+# Both: what a page is written without.
+PAGE_ILLEGAL_RE = re.compile(f"{XML_ILLEGAL_RE.pattern}|{HTML_ILLEGAL_RE.pattern}")
+
+
+def strip_page_illegal(value: str) -> str:
+    """`value` without what an HTML page may not hold (PAGE_ILLEGAL_RE): a row saved
+    before validation refused it still makes a valid page."""
+    return PAGE_ILLEGAL_RE.sub("", value) if PAGE_ILLEGAL_RE.search(value) else value
+
+
 def first_xml_illegal(value: str) -> tuple[int, str] | None:
     """The first character XML 1.0 cannot carry, as (1-based position, character)."""
     match = XML_ILLEGAL_RE.search(value)
@@ -62,7 +81,11 @@ def _refuse_first(pattern: re.Pattern, value: str, message, code: str) -> None:
 def char_name(char: str) -> str:
     """U+202E RIGHT-TO-LEFT OVERRIDE; a control character has no name in Unicode."""
     name = unicodedata.name(char, "")
-    return f"U+{ord(char):04X} {name or 'a control character'}"
+    if not name:
+        code = ord(char)
+        nonchar = 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
+        name = "a noncharacter" if nonchar else "a control character"
+    return f"U+{ord(char):04X} {name}"
 
 
 def validate_xml_chars(value: str) -> None:
@@ -72,6 +95,16 @@ def validate_xml_chars(value: str) -> None:
         "cannot carry; remove it."
     )
     _refuse_first(XML_ILLEGAL_RE, value, message, "xml_char")
+
+
+def validate_html_chars(value: str) -> None:
+    """Refuse what a web page may not hold (HTML_ILLEGAL_RE), naming the first."""
+    message = _(
+        "%(char)s at position %(position)d is a character a web page may not hold "
+        "(text in Windows-1252 read as Latin-1 has such control characters for ’ “ ” …); "
+        "remove it, or fix the text's encoding."
+    )
+    _refuse_first(HTML_ILLEGAL_RE, value, message, "html_char")
 
 
 # C0 controls, DEL, C1 controls; the bidirectional embeddings, overrides (U+202A-U+202E)

@@ -111,13 +111,32 @@ def validate_slug_chars(value: str) -> None:
         )
 
 
+def _variation_selector(ch: str) -> bool:
+    return "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef"
+
+
 def slugify_keeping_marks(value: str) -> str:
     """Django's `slugify(allow_unicode=True)`, keeping the marks letters carry: NFKC,
     lowercase, what is not a slug's character dropped, spaces and hyphens one hyphen,
-    none at either end."""
+    none at either end. A mark is kept after a letter or a digit it was written on, not
+    after what was dropped, and a variation selector never (an emoji's: "☕️ Coffee"
+    made a slug that began with an invisible U+FE0F, a review's finding)."""
     text = unicodedata.normalize("NFKC", str(value)).lower()
-    text = "".join(ch for ch in text if _slug_char(ch) or ch.isspace())
-    return re.sub(r"[-\s]+", "-", text).strip("-_")
+    kept: list[str] = []
+    carried = False  # the last character kept can carry a mark
+    for ch in text:
+        if _variation_selector(ch):
+            continue
+        if unicodedata.category(ch) in _MARKS:
+            if carried:
+                kept.append(ch)
+            continue
+        if _slug_char(ch) or ch.isspace():
+            kept.append(ch)
+            carried = ch.isalnum()
+        else:
+            carried = False
+    return re.sub(r"[-\s]+", "-", "".join(kept)).strip("-_")
 
 
 def validate_slug_bytes(value: str) -> None:

@@ -45,7 +45,7 @@ from blogpublish.site import figures, look, paths, selectors
 from blogpublish.site.selectors import Entry
 from publishing.models import content_hash_of
 from publishing.reader_fields import LANGUAGE_RE, distinct_tags, tag_slug
-from publishing.text_limits import first_xml_illegal, strip_xml_illegal
+from publishing.text_limits import first_xml_illegal, strip_page_illegal, strip_xml_illegal
 
 logger = logging.getLogger(__name__)
 
@@ -310,37 +310,18 @@ def _tag_meta(tags: list[str]) -> SafeString:
 
 
 # Written right to left: languages whose script is, unless a script subtag says
-# otherwise (BCP 47: "az-Arab" is, "ku" is not, "ckb" is), and those scripts.
+# otherwise (BCP 47: "az-Arab" is, "ku" is not, "ckb" is), and those scripts. With the
+# individual languages of the macrolanguages among them (BCP 47 prefers `arz` to
+# `ar-arz`; a review found Egyptian Arabic laid out left to right): Arabic's, Persian's
+# (pes), Pashto's, Yiddish's, Baluchi's and Southern Uzbek's (Arabic script).
 _RTL_LANGUAGES = frozenset(
-    [
-        "ar",
-        "arc",
-        "azb",
-        "bal",
-        "ckb",
-        "dv",
-        "fa",
-        "glk",
-        "he",
-        "iw",
-        "ji",
-        "khw",
-        "ks",
-        "lrc",
-        "mzn",
-        "nqo",
-        "ota",
-        "pnb",
-        "prs",
-        "ps",
-        "sd",
-        "sdh",
-        "skr",
-        "syr",
-        "ug",
-        "ur",
-        "yi",
-    ]
+    """
+    ar arc azb bal ckb dv fa glk he iw ji khw ks lrc mzn nqo ota pnb prs ps sd sdh skr syr
+    ug ur yi
+    aao abh abv acm acq acw acx acy adf aeb aec afb ajp apc apd arb arq ars ary arz auz
+    avl ayh ayl ayn ayp bbz pga shu ssh
+    pes pbt pbu pst ydd yih bcc bgn bgp uzs syc
+    """.split()  # noqa: SIM905 (a table, as one block of words)
 )
 _RTL_SCRIPTS = frozenset(
     ["Adlm", "Arab", "Hebr", "Mand", "Nkoo", "Rohg", "Samr", "Syrc", "Thaa", "Yezi"]
@@ -426,7 +407,8 @@ def article_page(
     related: list[Entry] | None = None,
 ) -> str:
     """The article's own page. HTML5 reads most characters, but a control character is
-    a parse error there too: stripped with the rest of what XML 1.0 cannot carry.
+    a parse error there too: stripped with the rest of what XML 1.0 cannot carry, and
+    what HTML forbids besides (DEL, C1 controls, noncharacters: PAGE_ILLEGAL_RE).
     `around`: its neighbours, `related`: its related articles (selectors.related), each
     read from the database when not given."""
     body = strip_xml_illegal(article.body)
@@ -517,7 +499,7 @@ def article_page(
             ),
         },
     )
-    return strip_xml_illegal(page)
+    return strip_page_illegal(page)
 
 
 def listing_page(
@@ -546,20 +528,22 @@ def listing_page(
         }
 
     items = [built for _entry, built in _each(entries, item, document=document, report=report)]
-    return render_to_string(
-        "blogpublish/listing.html",
-        {
-            **site_context(),
-            "page": page,
-            "entries": items,
-            "newer_href": newer_href,
-            "older_href": older_href,
-            "canonical_url": paths.absolute(paths.archive_href(page)),
-            "og_type": "website",
-            "description": (
-                f"{settings.SITE_TITLE}: archive, page {page}" if page else settings.SITE_TITLE
-            ),
-        },
+    return strip_page_illegal(
+        render_to_string(
+            "blogpublish/listing.html",
+            {
+                **site_context(),
+                "page": page,
+                "entries": items,
+                "newer_href": newer_href,
+                "older_href": older_href,
+                "canonical_url": paths.absolute(paths.archive_href(page)),
+                "og_type": "website",
+                "description": (
+                    f"{settings.SITE_TITLE}: archive, page {page}" if page else settings.SITE_TITLE
+                ),
+            },
+        )
     )
 
 
@@ -795,21 +779,23 @@ def tag_page(
 
     items = [built for _entry, built in _each(entries, item, document=document, report=report)]
     described = f"{settings.SITE_TITLE}: {term.heading.lower()} {name}"
-    return render_to_string(
-        "blogpublish/tag.html",
-        {
-            **site_context(),
-            "tag": name,
-            "heading": term.heading,
-            "page": number,
-            "entries": items,
-            "newer_href": newer_href,
-            "older_href": older_href,
-            "canonical_url": paths.absolute(term.page_href(number)),
-            "og_type": "website",
-            "description": f"{described}, page {number}" if number else described,
-            "tag_feed_href": f"{term.href}{paths.FEED}",
-        },
+    return strip_page_illegal(
+        render_to_string(
+            "blogpublish/tag.html",
+            {
+                **site_context(),
+                "tag": name,
+                "heading": term.heading,
+                "page": number,
+                "entries": items,
+                "newer_href": newer_href,
+                "older_href": older_href,
+                "canonical_url": paths.absolute(term.page_href(number)),
+                "og_type": "website",
+                "description": f"{described}, page {number}" if number else described,
+                "tag_feed_href": f"{term.href}{paths.FEED}",
+            },
+        )
     )
 
 

@@ -53,7 +53,10 @@ from blogpublish import rendering
 # 5: an <input>'s attributes in one order (rendering._inputs_in_order; nh3's changed
 # from one process to the next); a <script> or <style> never closed shown as text
 # (nesting.bounded_nesting).
-PAGE_FORMAT = 5
+# 6: the individual languages of the right-to-left macrolanguages (`arz`, `pes`, …)
+# turn the page; a stored language that is not a well-formed BCP 47 tag (`english`) is
+# none (reader_fields.LANGUAGE_RE).
+PAGE_FORMAT = 6
 
 # The templates an article's page is made of.
 PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
@@ -68,7 +71,8 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # 6: tags' and bylines' links by their folders of migration 0030 (marks kept).
 # 7: the feeds' content (and excerpts) as the pages of PAGE_FORMAT 5; an
 # entry past documents.CONTENT_MAX_CHARS with its summary alone.
-SHARED_FORMAT = 7
+# 8: a stored language that is not a well-formed BCP 47 tag is none (as PAGE_FORMAT 6).
+SHARED_FORMAT = 8
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)
 SHARED_TEMPLATES = (

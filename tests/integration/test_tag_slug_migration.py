@@ -2,7 +2,8 @@
 the slug reader_fields.tag_slug now gives it; the others are left as they are.
 Migration 0026: the rows of spellings that are now one tag (tag_key) are merged, and a
 tag named like a hash gets a folder of its own.
-Migration 0030: a tag whose letters carry marks (Hindi, Thai) gets them in its folder."""
+Migration 0030: a tag whose letters carry marks (Hindi, Thai) gets them in its folder.
+Migration 0031: a tag whose folder began with an emoji's variation selector loses it."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.django_db
 migration = importlib.import_module("publishing.migrations.0023_tag_slugs_fit_a_file_name")
 one_per_slug = importlib.import_module("publishing.migrations.0026_tags_one_per_slug")
 keep_marks = importlib.import_module("publishing.migrations.0030_tag_slugs_keep_marks")
+no_stray_marks = importlib.import_module("publishing.migrations.0031_tag_slugs_without_stray_marks")
 # What the migration uses of its schema editor: the connection, and running a statement.
 EDITOR = SimpleNamespace(
     connection=connection, execute=lambda sql: connection.cursor().execute(sql)
@@ -145,3 +147,21 @@ def test_a_tag_whose_letters_carry_marks_moves_to_a_folder_with_them():
     slugs = dict(Tag.objects.values_list("pk", "slug"))
     assert slugs == {hindi.pk: "हिन्दी", thai.pk: "สมชาย-ใจดี", plain.pk: "python"}
     assert set(TagRefresh.objects.values_list("tag_id", flat=True)) == {hindi.pk, thai.pk}
+
+
+def test_a_tag_whose_folder_kept_an_emojis_variation_selector_moves():
+    """Before 0031 "☕️ coffee" had the folder "\ufe0f-coffee-<hash>": the emoji dropped,
+    its variation selector (a mark) kept. The row moves to "coffee-<hash>", its pages
+    are asked for; "हिन्दी" keeps its folder."""
+    key = tag_key("☕️ coffee")
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    coffee = Tag.objects.create(kind="tag", key=key, name="☕️ coffee", slug="")
+    Tag.objects.filter(pk=coffee.pk).update(slug=f"\ufe0f-coffee-{digest}")
+    hindi = Tag.objects.create(kind="tag", key="हिन्दी", name="हिन्दी", slug="हिन्दी")
+    live_article("coffee", coffee, hindi)
+
+    no_stray_marks.folders_without_stray_marks(apps, EDITOR)
+
+    slugs = dict(Tag.objects.values_list("pk", "slug"))
+    assert slugs == {coffee.pk: f"coffee-{digest}", hindi.pk: "हिन्दी"}
+    assert set(TagRefresh.objects.values_list("tag_id", flat=True)) == {coffee.pk}

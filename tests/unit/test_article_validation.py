@@ -111,6 +111,12 @@ def test_body_of_exactly_one_mebibyte_is_accepted():
         ("Admin", "admin-1"),
         ("Sitemap", "article-sitemap"),  # sitemap-1 is a sitemap chunk's name
         ("Sitemap 2", "sitemap-2-1"),
+        # an emoji's variation selector (a mark) is not kept once the emoji is dropped,
+        # nor a mark after what is (the slug began with an invisible U+FE0F)
+        ("☕️ Coffee break", "coffee-break"),
+        ("❤️", "article"),
+        ("a ☕️ b", "a-b"),
+        ("- \u0301x", "x"),
     ],
 )
 def test_slug_from_title(title, slug):

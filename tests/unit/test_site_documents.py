@@ -115,6 +115,32 @@ def test_article_page__control_characters_are_stripped():
     assert not any(ord(ch) < 32 and ch not in "\t\n\r" for ch in page)
 
 
+def test_pages_leave_out_what_html_forbids_from_rows_saved_before_it_was_refused():
+    """DEL, C1 controls and noncharacters are XML 1.0 characters but HTML parse errors
+    (the Nu checker's "forbidden code point"): a row saved before validation refused
+    them still makes valid pages, the article's and the front page (a review's)."""
+    forbidden = "\x7f\x85\x92\x9f\ufdd0\ufdef\U0001fffe\U0010ffff"
+    article = SimpleNamespace(
+        title=f"Old{forbidden} title",
+        slug="old",
+        body=f"It{forbidden}s a body.",
+        publish_at=MOMENT,
+        description=f"Said{forbidden} so.",
+    )
+    listed = entry(2, title=f"Listed{forbidden}", head=f"Its{forbidden} head.")
+
+    pages = [
+        documents.article_page(article, around=ALONE),
+        documents.listing_page([listed], page=None, newer_href="", older_href=""),
+        documents.listing_page([listed], page=2, newer_href="", older_href=""),
+    ]
+
+    for page in pages:
+        assert not set(forbidden) & set(page)
+    assert "Its a body." in pages[0] and "Old title" in pages[0]
+    assert "Listed</a>" in pages[1] or ">Listed<" in pages[1]
+
+
 def test_article_page__two_spellings_of_one_tag_are_one_link():
     """An article saved before "Machine learning" and "machine-learning" were one tag
     (migration 0026) may carry both: its page names the tag once."""
@@ -196,6 +222,9 @@ def test_article_page__a_language_written_right_to_left_turns_the_page():
         "ltr",
         "rtl",
     ]
+    # The individual languages of the macrolanguages (BCP 47 prefers `arz` to `ar-arz`):
+    # Egyptian and Moroccan Arabic, Iranian Persian, Eastern Yiddish, Southern Pashto.
+    assert {documents.text_direction(t) for t in ("arz", "ary", "pes", "ydd", "pbt")} == {"rtl"}
 
 
 def test_tag_feed__a_name_saved_past_validation_is_stripped_not_fatal():
