@@ -55,7 +55,8 @@ from blogpublish import rendering
 # (nesting.bounded_nesting).
 # 6: the individual languages of the right-to-left macrolanguages (`arz`, `pes`, …)
 # turn the page; a stored language that is not a well-formed BCP 47 tag (`english`) is
-# none (reader_fields.LANGUAGE_RE).
+# none (reader_fields.LANGUAGE_RE); an excerpt (the description's default) never cut
+# inside a character a reader sees (rendering._character_start).
 PAGE_FORMAT = 6
 
 # The templates an article's page is made of.
@@ -71,7 +72,8 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # 6: tags' and bylines' links by their folders of migration 0030 (marks kept).
 # 7: the feeds' content (and excerpts) as the pages of PAGE_FORMAT 5; an
 # entry past documents.CONTENT_MAX_CHARS with its summary alone.
-# 8: a stored language that is not a well-formed BCP 47 tag is none (as PAGE_FORMAT 6).
+# 8: a stored language that is not a well-formed BCP 47 tag is none, and excerpts cut
+# at a character a reader sees, not inside one (as PAGE_FORMAT 6).
 SHARED_FORMAT = 8
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)

@@ -187,6 +187,27 @@ def test_plain_excerpt__prose_only_cut_at_a_word():
     assert "<" not in excerpt and "x()" not in excerpt
 
 
+@pytest.mark.parametrize(
+    ("tail", "kept"),
+    [
+        ("🇫🇷 France", ""),  # a flag's two letters: neither kept alone
+        ("🇫🇷🇩🇪", "🇫🇷"),  # two flags: the whole first one
+        ("e\u0301té", ""),  # an accent stays on its letter
+        ("👨\u200d👩\u200d👧 family", ""),  # an emoji sequence, joined
+        ("👍🏽 yes", ""),  # a skin tone
+        ("☕\ufe0f cup", ""),  # a variation selector
+    ],
+)
+def test_plain_excerpt__never_cuts_inside_a_character_a_reader_sees(tail, kept):
+    """Text without a space to cut at is cut at the limit, but never inside a character
+    a reader sees (a grapheme cluster): "🇫🇷" was cut to a lone "🇫", an accent dropped
+    from its letter (a review's finding)."""
+    head = "x" * (60 - len(kept) - 1) if kept else "x" * 59
+    excerpt = plain_excerpt(head + tail, limit=60)
+
+    assert excerpt == head + kept + "…"
+
+
 def test_plain_excerpt__short_text_is_whole():
     assert plain_excerpt("Just *this*.") == "Just this."
 
