@@ -162,6 +162,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "publishing.middleware.AdminQueryNulMiddleware",
+    # A 405 under /api/ in the API's JSON (django-ninja's is plain text).
+    "api.middleware.JsonMethodNotAllowed",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

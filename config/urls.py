@@ -1,14 +1,26 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.urls import path, re_path
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 
 from api.endpoints import api
 from blogpublish.views import site, story_preview
 from publishing.dashboard import dashboard, dashboard_requeue
 from publishing.views import healthz, metrics, status_json
+
+
+@csrf_exempt
+def api_not_found(request: HttpRequest) -> JsonResponse:
+    """A 404 in the API's shape for an address the API does not have, whatever the
+    method; one ending in a slash is told the API's addresses have none."""
+    detail = f"The API has no address {request.path}"
+    if request.path.endswith("/") and request.path.strip("/") != "api":
+        detail += f": its addresses end without a slash ({request.path.rstrip('/')})"
+    return JsonResponse({"detail": f"{detail}.", "errors": {}}, status=404)
+
 
 urlpatterns = [
     # Before admin.site.urls, whose catch-all would take these; admin_view sends
@@ -26,6 +38,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The HTTP API (docs/api.md), before the blog's catch-all.
     path("api/", api.urls),
+    # Any other address under /api/: the API's JSON 404, not the blog's catch-all (a
+    # POST to `/api/articles/`, slash and all, got the site's CSRF page: a review's).
+    re_path(r"^api(?:/.*)?$", api_not_found),
     path("healthz", healthz, name="healthz"),
     path("status.json", status_json, name="status-json"),
     path("metrics", metrics, name="metrics"),
