@@ -176,6 +176,13 @@ COMMON = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut}
 ONE = {**COMMON, 404: ErrorOut}
 ArticleId = PathParam(..., ge=1, le=MAX_ID, description="The article's id.")
 DeliveryId = PathParam(..., ge=1, le=MAX_ID, description="The webhook delivery's id.")
+# A draft's version the request was made against (_version reads it).
+IfMatch = Header(
+    None,
+    alias="If-Match",
+    max_length=40,
+    description='The draft\'s version: 3, or as an entity tag, "3" or W/"3".',
+)
 
 
 # --- errors: one shape, {"detail": …, "errors": {field: [messages]}} ---------------------
@@ -496,12 +503,7 @@ def patch_article(
     request: HttpRequest,
     payload: ArticlePatchIn,
     id: int = ArticleId,
-    if_match: str = Header(
-        None,
-        alias="If-Match",
-        max_length=40,
-        description='A draft\'s version: 3, or as an entity tag, "3" or W/"3".',
-    ),
+    if_match: str = IfMatch,
 ):
     _known_query(request)
     version = _version(if_match)  # refused when it is not one, as for a draft
@@ -612,12 +614,7 @@ def delete_article(request: HttpRequest, id: int = ArticleId):
 def publish_article(
     request: HttpRequest,
     id: int = ArticleId,
-    if_match: str = Header(
-        None,
-        alias="If-Match",
-        max_length=40,
-        description='The draft\'s version: 3, or as an entity tag, "3" or W/"3".',
-    ),
+    if_match: str = IfMatch,
 ):
     _known_query(request)
     version = _version(if_match)

@@ -14,7 +14,7 @@ laughs") and nesting deeper than `MAX_DEPTH`; and no message ever quotes more th
     slug: hello-world            # optional: else the file's name
     date: 2024-05-01 09:30:00    # optional: publish_at; UTC when it names no zone; else
                                  # the file name's date (Jekyll's 2024-05-01-hello.md);
-                                 # Hugo's publishDate (pubdate) when later: then
+                                 # a later Hugo publishDate (pubdate) wins
     draft: true                  # optional: kept as a draft, not published (so is
                                  # Jekyll's `published: false`, Hugo's past `expiryDate`,
                                  # and a file under Jekyll's `_drafts/`)
