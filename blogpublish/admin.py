@@ -12,6 +12,8 @@ import logging
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
@@ -30,6 +32,7 @@ from blogpublish.site.paths import article_url
 from publishing.admin import ArticleAdmin
 from publishing.models import Article, ArticleStatus, Story
 from publishing.services import article_requeue
+from work.admin import BadLookupsAreBadLinks
 
 logger = logging.getLogger(__name__)
 method_post = method_decorator(require_POST)
@@ -214,3 +217,21 @@ class DeskArticleAdmin(ArticleAdmin):
 admin.site.unregister(Article)
 admin.site.register(Article, DeskArticleAdmin)
 admin.site.register(Story, drafts.StoryAdmin)
+
+
+def _bad_lookups_are_bad_links(model) -> None:
+    """Django's own lists (users, groups) answer a filter the database cannot run as the
+    project's do (work.admin.BadLookupsAreBadLinks): `?date_joined__year=99999` was a
+    500 on the users' list. The admin registered for `model` (django.contrib.auth's,
+    or a project's own user admin) is kept, with the mixin put before it."""
+    if not admin.site.is_registered(model):
+        return
+    registered = type(admin.site.get_model_admin(model))
+    if issubclass(registered, BadLookupsAreBadLinks):
+        return
+    admin.site.unregister(model)
+    admin.site.register(model, type(registered.__name__, (BadLookupsAreBadLinks, registered), {}))
+
+
+for _model in (get_user_model(), Group):
+    _bad_lookups_are_bad_links(_model)
