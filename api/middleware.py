@@ -23,7 +23,7 @@ class JsonMethodNotAllowed:
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response
-        allowed = response.get("Allow", "")
+        allowed = _with_head(response.get("Allow", ""))
         answer = JsonResponse(
             {
                 "detail": f"{request.method} is not a method of {request.path}: "
@@ -34,3 +34,35 @@ class JsonMethodNotAllowed:
         )
         answer["Allow"] = allowed
         return answer
+
+
+def _with_head(allowed: str) -> str:
+    """`Allow` as django-ninja writes it, with HEAD wherever GET is (HeadAsGet)."""
+    methods = [m.strip() for m in allowed.split(",") if m.strip()]
+    if "GET" in methods and "HEAD" not in methods:
+        methods.insert(methods.index("GET") + 1, "HEAD")
+    return ", ".join(methods)
+
+
+class HeadAsGet:
+    """A HEAD under /api/ is answered as its GET is, without the body but with the
+    body's length (RFC 9110 9.3.2: a server that takes GET takes HEAD; monitors and
+    link checkers send it). django-ninja routes by method and answered 405. Placed
+    after JsonMethodNotAllowed, which names the method asked (HEAD) and adds HEAD to a
+    405's Allow wherever GET is."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method != "HEAD" or not request.path.startswith(API_PREFIX):
+            return self.get_response(request)
+        request.method = "GET"
+        try:
+            response = self.get_response(request)
+        finally:
+            request.method = "HEAD"
+        if not response.streaming:
+            response["Content-Length"] = str(len(response.content))
+            response.content = b""
+        return response

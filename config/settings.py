@@ -164,6 +164,8 @@ MIDDLEWARE = [
     "publishing.middleware.AdminQueryNulMiddleware",
     # A 405 under /api/ in the API's JSON (django-ninja's is plain text).
     "api.middleware.JsonMethodNotAllowed",
+    # A HEAD under /api/ answered as its GET, without the body (django-ninja: 405).
+    "api.middleware.HeadAsGet",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
