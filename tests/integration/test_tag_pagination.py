@@ -171,6 +171,34 @@ def test_requests_past_those_a_pass_reads_ask_for_the_next_pass(site, monkeypatc
     assert not TagRefresh.objects.exists()
 
 
+def test_a_pass_takes_every_request_of_the_tags_it_writes(site, monkeypatch):  # noqa: F811
+    """Each group of a burst asks for the tags it touched: a tag with requests from
+    several groups is written once for them all, not again for each group's (a pass
+    that took only the oldest TAG_REFRESH_BATCH requests wrote every tag of a burst of
+    5,000 on 1,000 tags about ten times, docs/performance.md)."""
+    site.add(1, tags=["a", "b", "c"])
+    ids = list(Tag.objects.values_list("id", flat=True))
+    TagRefresh.objects.all().delete()
+    for _group in range(3):  # three groups, each touching the three tags
+        tags_refresh(ids)
+    monkeypatch.setattr(build, "TAG_REFRESH_BATCH", 2)
+    written: list[int] = []
+    write_tag = build.write_tag
+    monkeypatch.setattr(
+        build,
+        "write_tag",
+        lambda site, tag, **kw: written.append(tag["id"]) or write_tag(site, tag, **kw),
+    )
+    passes = []
+
+    while not passes or not passes[-1]:
+        passes.append(build.write_tag_pages(site_storage(), write=build.atomic_write))
+
+    assert sorted(written) == sorted(ids)  # each tag once
+    assert passes == [False, True]  # two tags, then the third
+    assert not TagRefresh.objects.exists()
+
+
 def test_a_passs_tags_are_written_together_each_exactly(site, monkeypatch):  # noqa: F811
     """A pass reads its tags' listings a few tags at a time (one statement for their
     newest entries) and writes their documents together (SiteStorage.write_many): each
