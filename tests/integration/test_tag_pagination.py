@@ -16,6 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from blogpublish.site import build, check, pagination
+from blogpublish.site import selectors as site_selectors
 from blogpublish.site.fenced import FencedSite
 from blogpublish.storage import site_storage
 from publishing.models import Article, Refresher, Tag, TagRefresh, tags_refresh
@@ -196,6 +197,28 @@ def test_a_pass_takes_every_request_of_the_tags_it_writes(site, monkeypatch):  #
 
     assert sorted(written) == sorted(ids)  # each tag once
     assert passes == [False, True]  # two tags, then the third
+    assert not TagRefresh.objects.exists()
+
+
+def test_a_pass_reads_a_bounded_number_of_requests(site, monkeypatch):  # noqa: F811
+    """Every request of a tag, but at most REQUESTS_READ_PER_TAG a tag it may name, the
+    oldest first (their ids go in one DELETE, bounded in parameters); the rest are
+    written by the passes after it, and none is left."""
+    site.add(1, tags=["a", "b", "c"])
+    ids = sorted(Tag.objects.values_list("id", flat=True))
+    TagRefresh.objects.all().delete()
+    for _group in range(5):
+        tags_refresh(ids)
+    monkeypatch.setattr(site_selectors, "REQUESTS_READ_PER_TAG", 2)
+
+    tags = site_selectors.tag_refresh_requests(2)
+
+    assert [tag["id"] for tag in tags] == ids[:2]
+    assert sum(len(tag["requests"]) for tag in tags) == 4  # of the 10 of these two tags
+    monkeypatch.setattr(build, "TAG_REFRESH_BATCH", 2)
+    for _pass in range(20):
+        if build.write_tag_pages(site_storage(), write=build.atomic_write):
+            break
     assert not TagRefresh.objects.exists()
 
 
