@@ -48,8 +48,9 @@ class HeadAsGet:
     """A HEAD under /api/ is answered as its GET is, without the body but with the
     body's length (RFC 9110 9.3.2: a server that takes GET takes HEAD; monitors and
     link checkers send it). django-ninja routes by method and answered 405. Placed
-    after JsonMethodNotAllowed, which names the method asked (HEAD) and adds HEAD to a
-    405's Allow wherever GET is."""
+    before JsonMethodNotAllowed, so that the JSON 405 of an address without GET loses
+    its body too (Django's test client drops a HEAD's body itself; a WSGI server
+    sends what it is given)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response

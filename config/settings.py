@@ -162,10 +162,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "publishing.middleware.AdminQueryNulMiddleware",
+    # A HEAD under /api/ answered as its GET, without the body (django-ninja: 405);
+    # before the next, so that a HEAD's JSON 405 loses its body too.
+    "api.middleware.HeadAsGet",
     # A 405 under /api/ in the API's JSON (django-ninja's is plain text).
     "api.middleware.JsonMethodNotAllowed",
-    # A HEAD under /api/ answered as its GET, without the body (django-ninja: 405).
-    "api.middleware.HeadAsGet",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
