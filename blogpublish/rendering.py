@@ -14,12 +14,12 @@ from __future__ import annotations
 import bisect
 import ctypes
 import re
-import unicodedata
 from functools import lru_cache
 from html import unescape
 from typing import Any
 
 import nh3
+import regex
 from cmarkgfm import _cmark
 from cmarkgfm.cmark import Options
 
@@ -367,42 +367,20 @@ def _excerpt(bounded: str, limit: int) -> str:
     return cut.rstrip(" ,;:.-–—") + "…"
 
 
-_ZWJ = "\u200d"
-
-
-def _continues(ch: str) -> bool:
-    """Is `ch` part of the character a reader sees before it (a grapheme cluster):
-    a combining mark, a variation selector, an emoji's skin tone or tag, a joiner?"""
-    code = ord(ch)
-    return (
-        ch == _ZWJ
-        or 0xFE00 <= code <= 0xFE0F
-        or 0xE0100 <= code <= 0xE01EF
-        or 0x1F3FB <= code <= 0x1F3FF
-        or 0xE0020 <= code <= 0xE007F
-        or unicodedata.category(ch) in ("Mn", "Me", "Mc")
-    )
-
-
-def _regional(ch: str) -> bool:
-    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
+# A character a reader sees: an extended grapheme cluster (Unicode's UAX #29), as the
+# regex module reads it.
+_GRAPHEME = regex.compile(r"\X")
 
 
 def _character_start(text: str, index: int) -> int:
     """`index`, or the start of the character a reader sees that it falls inside, so a
     cut there splits none: an accent from its letter, a flag's two letters, an emoji
-    sequence's parts (a review's finding: "🇫🇷" cut to a lone "🇫"). Text without a
-    space to cut at (Chinese, a long word) is cut so."""
-    while 0 < index < len(text):
-        if _continues(text[index]) or text[index - 1] == _ZWJ:
-            index -= 1
-            continue
-        if _regional(text[index]):
-            run = index
-            while run > 0 and _regional(text[run - 1]):
-                run -= 1
-            if (index - run) % 2:  # the second letter of a flag: cut before the first
-                index -= 1
-                continue
-        break
+    sequence's parts, a Hangul syllable's jamo (a review's finding: "🇫🇷" cut to a lone
+    "🇫"). Text without a space to cut at (Chinese, a long word) is cut so. Reads the
+    text's clusters up to the one holding `index`, not the rest."""
+    if index >= len(text):
+        return index
+    for cluster in _GRAPHEME.finditer(text):
+        if cluster.end() > index:
+            return cluster.start()
     return index

@@ -196,6 +196,8 @@ def test_plain_excerpt__prose_only_cut_at_a_word():
         ("👨\u200d👩\u200d👧 family", ""),  # an emoji sequence, joined
         ("👍🏽 yes", ""),  # a skin tone
         ("☕\ufe0f cup", ""),  # a variation selector
+        ("\u1100\u1161\u11a8 hangul", ""),  # a syllable written as its three jamo
+        ("क्षि text", ""),  # a conjunct with its vowel sign
     ],
 )
 def test_plain_excerpt__never_cuts_inside_a_character_a_reader_sees(tail, kept):
