@@ -9,6 +9,7 @@ republishes the article as an edit of its body does (publishing.models).
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import re
 import unicodedata
@@ -126,6 +127,7 @@ def distinct_tags(names: Iterable[str]) -> list[str]:
     return kept
 
 
+@functools.lru_cache(maxsize=4096)  # pure; every page of a tagged burst asks again
 def tag_slug(name: str) -> str:
     """The folder of a tag's page (tag/<slug>/): its key when that is a slug already,
     unicode letters kept with the marks they carry (हिन्दी: migration 0030); otherwise

@@ -37,15 +37,25 @@ XML_ILLEGAL_RE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ff
 
 # What an HTML page may not hold besides what XML 1.0 cannot carry (the HTML standard's
 # "control-character-in-input-stream" and "noncharacter-in-input-stream" parse errors,
-# which the Nu checker reports): DEL, the C1 controls and the noncharacters. Text in
-# Windows-1252 read as Latin-1 has C1 controls for ’ “ ” … (a review's finding: one
-# such body made the front page invalid).
-_NONCHARACTERS = "\ufdd0-\ufdef\ufffe\uffff" + "".join(
-    f"{chr(plane << 16 | 0xFFFE)}{chr(plane << 16 | 0xFFFF)}" for plane in range(1, 17)
+# which the Nu checker reports): DEL, the C1 controls and the noncharacters (U+FDD0–
+# U+FDEF and the last two code points of every plane). Text in Windows-1252 read as
+# Latin-1 has C1 controls for ’ “ ” … (a review's finding: one such body made the front
+# page invalid).
+#
+# Each pattern is one class of what is *allowed*, negated: written as a class of the 34
+# astral noncharacters instead, Python's `re` tests every one of them at every character,
+# and the whole page's check cost 0.75 ms on a 7 KB page (12x this form; a burst's
+# profile, docs/performance.md). tests/unit/test_text_limits.py compares every code point
+# with the definition.
+_EVERY_PLANE_BUT_ITS_LAST_TWO = "".join(
+    f"{chr(plane << 16)}-{chr(plane << 16 | 0xFFFD)}" for plane in range(1, 17)
 )
-HTML_ILLEGAL_RE = re.compile(f"[\x7f-\x9f{_NONCHARACTERS}]")
+_HTML_ALLOWED = "\x00-\x7e\xa0-\ufdcf\ufdf0-\ufffd" + _EVERY_PLANE_BUT_ITS_LAST_TWO
+HTML_ILLEGAL_RE = re.compile(f"[^{_HTML_ALLOWED}]")
 # Both: what a page is written without.
-PAGE_ILLEGAL_RE = re.compile(f"{XML_ILLEGAL_RE.pattern}|{HTML_ILLEGAL_RE.pattern}")
+PAGE_ILLEGAL_RE = re.compile(
+    f"[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufdcf\ufdf0-\ufffd{_EVERY_PLANE_BUT_ITS_LAST_TWO}]"
+)
 
 
 def strip_page_illegal(value: str) -> str:

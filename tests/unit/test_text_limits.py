@@ -114,3 +114,35 @@ def test_markdown_over_the_size_limit_is_refused_by_its_size(body):
 
 def test_the_name_migration_0009_imports_is_kept_and_accepts_everything():
     assert validate_markdown_limits("[" * 16384) is None
+
+
+def _xml_char(code: int) -> bool:
+    """XML 1.0 (Fifth Edition) §2.2's Char production, as written there."""
+    return code in (0x9, 0xA, 0xD) or any(
+        low <= code <= high for low, high in ((0x20, 0xD7FF), (0xE000, 0xFFFD), (0x10000, 0x10FFFF))
+    )
+
+
+def _html_parse_error(code: int) -> bool:
+    """The HTML standard's control and noncharacter input stream errors beyond XML's:
+    DEL and the C1 controls, U+FDD0-U+FDEF and every plane's last two code points."""
+    return 0x7F <= code <= 0x9F or 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
+
+
+def test_the_character_patterns_match_their_definitions_at_every_code_point():
+    """The patterns are written as negated classes of what is allowed, for speed
+    (text_limits); each must still match exactly the code points its definition names."""
+    from publishing.text_limits import HTML_ILLEGAL_RE, PAGE_ILLEGAL_RE, XML_ILLEGAL_RE
+
+    expected: dict[str, list[int]] = {"xml": [], "html": [], "page": []}
+    found: dict[str, list[int]] = {"xml": [], "html": [], "page": []}
+    patterns = {"xml": XML_ILLEGAL_RE, "html": HTML_ILLEGAL_RE, "page": PAGE_ILLEGAL_RE}
+    for code in range(0x110000):
+        xml_bad, html_bad = not _xml_char(code), _html_parse_error(code)
+        for name, bad in (("xml", xml_bad), ("html", html_bad), ("page", xml_bad or html_bad)):
+            if bad:
+                expected[name].append(code)
+            if patterns[name].fullmatch(chr(code)):
+                found[name].append(code)
+    assert found == expected
+    assert len(expected["html"]) == 33 + 32 + 34  # DEL and C1, U+FDD0-U+FDEF, 17 planes' two
