@@ -1,10 +1,11 @@
 """`make run`: everything a newcomer needs, on local defaults, in one command.
 
 Sets DEBUG=1 (unless DEBUG is set: production is the default everywhere else), checks
-that a broker answers, migrates, makes sure the local admin exists with a generated
-password, and generates Flower's credentials (both kept in var/local-credentials.json,
-printed every time), then starts web, worker (and the webhook's own), beat and Flower
-from the Procfile with honcho. Ctrl-C stops them all.
+that a broker answers, migrates, makes the local admin with a generated password when
+there is none (a password changed since is left alone), and generates Flower's
+credentials (both kept in var/local-credentials.json, printed every time), then
+starts web, worker (and the webhook's own), beat and Flower from the Procfile with
+honcho. Ctrl-C stops them all.
 """
 
 from __future__ import annotations
@@ -62,16 +63,21 @@ def credentials() -> dict:
     return creds
 
 
-def ensure_admin(username: str, password: str) -> None:
+def ensure_admin(username: str, password: str) -> bool:
+    """The local admin made with the kept password when there is none. One that is there
+    is left as it is: a password changed in the admin since (or a right taken away)
+    stays changed; `make run` restarted every time must not set it back. Whether the
+    kept password is the admin's."""
     from django.contrib.auth import get_user_model
 
-    user, _ = get_user_model().objects.get_or_create(
+    user, made = get_user_model().objects.get_or_create(
         username=username, defaults={"is_staff": True, "is_superuser": True}
     )
-    if not user.check_password(password) or not user.is_superuser:
-        user.is_staff = user.is_superuser = True
+    if made:
         user.set_password(password)
-        user.save()
+        user.save(update_fields=["password"])
+        return True
+    return user.check_password(password)
 
 
 def main() -> int:
@@ -116,7 +122,7 @@ def main() -> int:
 
     call_command("migrate", interactive=False, verbosity=0)
     creds = credentials()
-    ensure_admin(creds["admin_user"], creds["admin_password"])
+    kept_password = ensure_admin(creds["admin_user"], creds["admin_password"])
     if isinstance(settings.SITE_ROOT, Path):  # a folder (the default), not s3://…
         settings.SITE_ROOT.mkdir(parents=True, exist_ok=True)
     settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)
@@ -128,8 +134,13 @@ def main() -> int:
         f"  Admin:  http://127.0.0.1:{web_port}/admin/\n"
         f"  Flower: http://127.0.0.1:{flower_port}/\n"
         f"Admin user: {creds['admin_user']}\n"
-        f"Admin password: {creds['admin_password']}\n"
-        f"Flower user: {creds['flower_user']}\n"
+        + (
+            f"Admin password: {creds['admin_password']}\n"
+            if kept_password
+            else "Admin password: yours (changed since `make run` made it; `DEBUG=1 "
+            f".venv/bin/python manage.py changepassword {creds['admin_user']}` sets another)\n"
+        )
+        + f"Flower user: {creds['flower_user']}\n"
         f"Flower password: {creds['flower_password']}\n"
         f"(kept in {CREDENTIALS.relative_to(ROOT)})\n",
         flush=True,

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -67,3 +69,22 @@ def test_an_empty_variable_is_its_default_as_an_unset_one_is():
     )
 
     assert done.stdout.split() == ["redis://127.0.0.1:6379/0", "blogpublish"], done.stderr
+
+
+@pytest.mark.django_db
+def test_the_admin_is_made_once_and_a_password_changed_since_is_kept():
+    """`make run` made the local admin with the kept password, and set that password
+    back at every start: a password changed in the admin was lost on the next run."""
+    from django.contrib.auth import get_user_model
+
+    ensure_admin = run_script().ensure_admin
+    assert ensure_admin("admin", "kept-password-1") is True
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.is_superuser and admin.check_password("kept-password-1")
+
+    admin.set_password("mine-since-then")
+    admin.save()
+    assert ensure_admin("admin", "kept-password-1") is False
+    admin.refresh_from_db()
+    assert admin.check_password("mine-since-then")
+    assert ensure_admin("admin", "mine-since-then") is True
