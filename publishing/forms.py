@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
-from publishing.reader_fields import normalize_tags, tags_text
+from publishing.reader_fields import normalize_tags, tags_text, unclosed_quote
 
 
 class TagsField(forms.CharField):
@@ -26,7 +27,20 @@ class TagsField(forms.CharField):
         return value
 
     def to_python(self, value):
-        return normalize_tags(super().to_python(value))
+        text = super().to_python(value)
+        if isinstance(text, str) and (rest := unclosed_quote(text)) is not None:
+            raise forms.ValidationError(
+                _(
+                    'This double quote is not closed: %(rest)s. Close it ("Hello, World") '
+                    "or leave it out; as it is, everything after it would be one tag."
+                ),
+                code="tags_quote",
+                params={"rest": rest},
+            )
+        return normalize_tags(text)
 
     def has_changed(self, initial, data) -> bool:
-        return normalize_tags(initial or []) != self.to_python(data)
+        try:
+            return normalize_tags(initial or []) != self.to_python(data)
+        except forms.ValidationError:
+            return True

@@ -200,6 +200,32 @@ def _split_tags(text: str) -> list[str]:
         return line.split(",")
 
 
+def unclosed_quote(text: str) -> str | None:
+    """Where a list of tags typed as one line opens a double quote at a tag's start and
+    never closes it, the text from that quote on (cut to 40 characters); else None.
+    Read as it is, such a quote takes the rest of the line as one tag ('python, "Hello,
+    World' → "Hello, World"), which is rarely what was meant: the form refuses it."""
+    line = " ".join(text.splitlines())
+    at = 0
+    while True:
+        while line[at : at + 1] == " ":  # CSV's skipinitialspace, as _split_tags reads
+            at += 1
+        if line[at : at + 1] == '"':
+            opened, at = at, at + 1
+            while True:
+                at = line.find('"', at)
+                if at < 0:
+                    rest = line[opened:]
+                    return rest if len(rest) <= 40 else rest[:39] + "…"
+                if line[at + 1 : at + 2] != '"':  # "" is a quote inside the tag
+                    break
+                at += 2
+        at = line.find(",", at)
+        if at < 0:
+            return None
+        at += 1
+
+
 def tags_text(tags: Iterable[str]) -> str:
     """Tags as a form field shows them: "python, 数据库, web"; a tag with a comma in it
     (or that starts with a double quote) quoted, so saving the form unchanged keeps

@@ -236,6 +236,50 @@ def test_normalize_tags__text_is_split_at_commas_outside_quotes():
     assert normalize_tags('"Hello, World", python') == ["Hello, World", "python"]
 
 
+@pytest.mark.parametrize(
+    ("text", "rest"),
+    [
+        ('python, "Hello, World', '"Hello, World'),
+        ('"Hello, World", "C, the', '"C, the'),
+        ('python, "', '"'),
+        ('  "a""b', '"a""b'),
+        ('"' + "x" * 60, '"' + "x" * 38 + "…"),
+        ('"Hello, World", python', None),
+        ('say "hi", b', None),  # a quote inside a tag opens nothing
+        ('"a""b", c', None),
+        ("python, 数据库", None),
+        ("", None),
+    ],
+)
+def test_unclosed_quote__a_quote_opened_at_a_tags_start_and_never_closed(text, rest):
+    from publishing.reader_fields import unclosed_quote
+
+    assert unclosed_quote(text) == rest
+
+
+def test_a_tags_field_refuses_an_unclosed_quote_naming_it():
+    """Read as CSV reads it, 'python, "Hello, World' made "Hello, World" one tag: the
+    form says what is wrong instead, and the line stays as typed to mend."""
+    from django import forms
+
+    from publishing.forms import TagsField
+
+    field = TagsField()
+    with pytest.raises(forms.ValidationError) as refused:
+        field.clean('python, "Hello, World')
+    assert refused.value.code == "tags_quote"
+    assert 'not closed: "Hello, World.' in str(refused.value.messages)
+    assert field.has_changed(["python"], 'python, "Hello, World')
+    assert field.clean('python, "Hello, World"') == ["python", "Hello, World"]
+
+    class Form(forms.Form):
+        tags = TagsField()
+
+    form = Form(data={"tags": 'python, "Hello, World'})
+    assert not form.is_valid() and "tags" in form.errors
+    assert 'value="python, &quot;Hello, World"' in str(form["tags"])
+
+
 def test_normalize_tags__a_field_past_csvs_limit_is_read_not_an_error():
     """Python's csv refuses a field over 128 KiB; the form's line can be 8 MiB: the tag
     is read, and the validator names its length (a review's finding: a 500)."""
