@@ -25,7 +25,7 @@ from blogpublish.desk import images
 from blogpublish.models import Image, PageNote
 from blogpublish.site import documents
 from blogpublish.site.figures import SIZES
-from publishing.models import Article, ArticleStatus, PublishAttempt
+from publishing.models import Article, ArticleStatus, PublishAttempt, Story
 from tests.support.desk import article_form, image_bytes
 from tests.support.site import without_json_ld
 from tests.support.waiting import wait_for, wait_status
@@ -493,3 +493,28 @@ def test_image__without_a_file_says_so(admin_client):
     response = admin_client.post(IMAGE, {})
     assert response.status_code == 400
     assert response.json() == {"error": "Choose an image file to upload."}
+
+
+@pytest.mark.parametrize("address", ["/admin/publishing/story/autosave/", PREVIEW])
+def test_a_form_too_large_to_read_is_told_so_and_nothing_is_saved(admin_user, address):
+    """Over DATA_UPLOAD_MAX_MEMORY_SIZE Django cannot read the fields at all and
+    answered a bare 400 (the desk's autosave showed "Not saved yet: 400"): now a 413
+    that names the limits, JSON to the desk's fetches, text to a form's submit. With
+    CSRF checked, as a browser's request is: the check reads the fields first."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    client.get("/admin/publishing/story/add/")
+    token = client.cookies[settings.CSRF_COOKIE_NAME].value
+    body = "长" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 3 + 1)  # 3 bytes each in UTF-8
+    form = article_form(title="Too large", body=body) | {"csrfmiddlewaretoken": token}
+    stories_before = Story.objects.count()
+
+    asked = client.post(address, form, headers={"X-CSRFToken": token, "Accept": "application/json"})
+    submitted = client.post(address, form, headers={"X-CSRFToken": token})
+
+    assert asked.status_code == 413, asked.content[:300]
+    assert "too large to send" in asked.json()["error"]
+    assert "at most 1 MiB" in asked.json()["error"]
+    assert submitted.status_code == 413
+    assert "Nothing was saved" in submitted.content.decode()
+    assert Story.objects.count() == stories_before

@@ -116,7 +116,7 @@
         const response = await fetch(panel.dataset.autosaveUrl, {
           method: "POST",
           body: data(),
-          headers: {"X-CSRFToken": csrf},
+          headers: {"X-CSRFToken": csrf, "Accept": "application/json"},
           credentials: "same-origin",
         });
         const answer = await response.json().catch(() => ({}));
@@ -264,7 +264,7 @@
         const response = await fetch(panel.dataset.previewUrl, {
           method: "POST",
           body: fields(),
-          headers: {"X-CSRFToken": csrf},
+          headers: {"X-CSRFToken": csrf, "Accept": "application/json"},
           credentials: "same-origin",
         });
         if (response.status === 429 || response.status === 503) {
@@ -280,7 +280,8 @@
           return;
         }
         if (!response.ok) {
-          throw new Error("the server answered " + response.status);
+          const refused = await response.json().catch(() => ({}));
+          throw new Error(refused.error || "the server answered " + response.status);
         }
         const answer = await response.json();
         show(answer.problems);
@@ -328,7 +329,7 @@
         const response = await fetch(url, {
           method: "POST",
           body: data,
-          headers: {"X-CSRFToken": csrf},
+          headers: {"X-CSRFToken": csrf, "Accept": "application/json"},
           credentials: "same-origin",
         });
         const answer = await response.json();
