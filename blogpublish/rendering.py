@@ -25,7 +25,7 @@ from cmarkgfm.cmark import Options
 
 from blogpublish.nesting import bounded_nesting
 from publishing.exceptions import PermanentPublishError
-from publishing.text_limits import amplification_problem
+from publishing.text_limits import amplification_problem, one_line
 from publishing.validators import BODY_MAX_BYTES
 
 # UNSAFE: raw HTML reaches nh3, which removes what can run (as it always has); cmark
@@ -358,13 +358,22 @@ _BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 def _excerpt(bounded: str, limit: int) -> str:
     # Prose only: headings, code and footnotes would read as noise in a summary.
     prose = _PROSE.clean(bounded)
-    plain = " ".join(unescape(prose).translate(_BIDI_CONTROLS).split())
+    plain = one_line(unescape(prose).translate(_BIDI_CONTROLS))
     if len(plain) <= limit:
         return plain
     cut = plain[: _character_start(plain, limit)]
     if " " in cut[limit // 2 :]:
         cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip(" ,;:.-–—") + "…"
+    # The space cut at and the punctuation trimmed may belong to a character a reader
+    # sees with what is before them (after a prepended mark such as U+0600, UAX #29
+    # GB9b): back to the start of that character, until the end is one.
+    while (end := _character_start(plain, len(cut := cut.rstrip(_TRIMMED)))) != len(cut):
+        cut = plain[:end]
+    return cut + "…"
+
+
+# What an excerpt's cut does not end with: spaces (no-break ones too) and punctuation.
+_TRIMMED = " \u00a0\u2007\u202f,;:.-–—"
 
 
 # A character a reader sees: an extended grapheme cluster (Unicode's UAX #29), as the

@@ -43,6 +43,7 @@ from publishing.reader_fields import (
 )
 from publishing.text_limits import (
     amplification_problem,
+    one_line,
     validate_display_chars,
     validate_html_chars,
     validate_visible,
@@ -167,8 +168,9 @@ def new_message_id() -> str:
 
 
 def normalize_one_line(value: str) -> str:
-    """A description or a byline as stored: one line, single spaces."""
-    return " ".join((value or "").split())
+    """A description or a byline as stored: one line, single spaces (text_limits.one_line:
+    a no-break space kept)."""
+    return one_line(value or "")
 
 
 # The reader fields of an article and of its story's draft, made alike. Each with a

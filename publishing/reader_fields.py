@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from publishing.text_limits import (
+    one_line,
     validate_display_chars,
     validate_html_chars,
     validate_visible,
@@ -162,8 +163,8 @@ def normalize_tags(value: object) -> list[str]:
         return value  # type: ignore[return-value]
     if not all(isinstance(tag, str) for tag in value):
         return list(value)  # the validator names it
-    one_line = (" ".join(tag.split()) for tag in value)  # single spaces
-    return distinct_tags(tag for tag in one_line if tag)
+    lines = (one_line(tag) for tag in value)  # single spaces, a no-break one kept
+    return distinct_tags(tag for tag in lines if tag)
 
 
 def validate_tags(value: object) -> None:

@@ -58,6 +58,18 @@ PAGE_ILLEGAL_RE = re.compile(
 )
 
 
+# Whitespace but the no-break spaces (U+00A0, the figure space U+2007, the narrow
+# U+202F): French writes "M.\u00a0Dupont" and "Bonjour\u202f!", English "10\u00a0km";
+# str.split() took them for spaces and made them places a line may break.
+_BREAKING_SPACES_RE = re.compile(r"[^\S\u00a0\u2007\u202f]+")
+
+
+def one_line(value: str) -> str:
+    """`value` as one line: each run of spaces and line breaks one space, none at either
+    end; the no-break spaces kept as written."""
+    return _BREAKING_SPACES_RE.sub(" ", value).strip()
+
+
 def strip_page_illegal(value: str) -> str:
     """`value` without what an HTML page may not hold (PAGE_ILLEGAL_RE): a row saved
     before validation refused it still makes a valid page."""

@@ -127,6 +127,25 @@ def test_language__other_text_refused(tag):
         validate_language(tag)
 
 
+def test_article_full_clean__keeps_the_no_break_spaces_a_writer_typed():
+    """One line, single spaces, but a no-break space stays one: "M.\u00a0Dupont",
+    "Bonjour\u202f!" and "10\u00a0km" were made plain spaces, places a line may break."""
+    article = Article(
+        title="T",
+        body="B",
+        slug="t",
+        byline=" M.\u00a0Dupont \n",
+        description="Bonjour\u202f!  10\u00a0km\u2007/ h\n\tensuite",
+        tags=["10\u00a0km", " a \u00a0 b "],
+    )
+
+    article.clean_fields()
+
+    assert article.byline == "M.\u00a0Dupont"
+    assert article.description == "Bonjour\u202f! 10\u00a0km\u2007/ h ensuite"
+    assert article.tags == ["10\u00a0km", "a \u00a0 b"]
+
+
 def test_article_full_clean__normalises_and_names_the_bad_field():
     article = Article(
         title="T",

@@ -210,6 +210,27 @@ def test_plain_excerpt__never_cuts_inside_a_character_a_reader_sees(tail, kept):
     assert excerpt == head + kept + "…"
 
 
+def test_plain_excerpt__keeps_no_break_spaces_and_cuts_at_a_space_that_breaks():
+    """An excerpt is one line, but "Bonjour&nbsp;!" keeps its no-break space (the
+    excerpt is a description and a feed's summary) and is never cut there."""
+    assert (
+        plain_excerpt("Bonjour&nbsp;! Il fait 10\u202fkm.") == "Bonjour\u00a0! Il fait 10\u202fkm."
+    )
+    excerpt = plain_excerpt("Un mot " + "de\u00a0plus " * 20, limit=40)
+    assert excerpt.endswith("de\u00a0plus…"), excerpt
+
+
+def test_plain_excerpt__a_cut_at_a_space_never_splits_a_character_either():
+    """U+0600 (a prepended mark, UAX #29 GB9b) is one character a reader sees with what
+    follows it, a "." or a space: the cut at the space and the trimmed "." left it to
+    join the "…" (a review's finding)."""
+    import regex
+
+    excerpt = plain_excerpt("w" * 230 + " y\u0600. " + "z" * 100)
+
+    assert regex.findall(r"\X", excerpt)[-2:] == ["y", "…"]
+
+
 def test_plain_excerpt__short_text_is_whole():
     assert plain_excerpt("Just *this*.") == "Just this."
 
