@@ -25,7 +25,12 @@ from cmarkgfm.cmark import Options
 
 from blogpublish.nesting import bounded_nesting
 from publishing.exceptions import PermanentPublishError
-from publishing.text_limits import amplification_problem, one_line
+from publishing.text_limits import (
+    PAGE_ILLEGAL_RE,
+    amplification_problem,
+    one_line,
+    strip_page_illegal,
+)
 from publishing.validators import BODY_MAX_BYTES
 
 # UNSAFE: raw HTML reaches nh3, which removes what can run (as it always has); cmark
@@ -172,8 +177,19 @@ _CLEANER = nh3.Cleaner(**_POLICY)
 
 
 def _clean(bounded: str, cleaner: nh3.Cleaner = _CLEANER) -> str:
-    """The sanitiser's HTML, and what it leaves to mend (the page's and the feeds')."""
-    return _inputs_in_order(_without_page_ids(_without_stray_rel(cleaner.clean(bounded))))
+    """The sanitiser's HTML, and what it leaves to mend (the page's and the feeds').
+
+    The sanitiser writes a character reference out as its character, whatever it is:
+    `href="java&#127;script:…"` has no scheme it knows, so it is kept as a relative
+    address, with a DEL in it. The page is written without such characters
+    (`strip_page_illegal`), and without it that address was `javascript:…` (a review's
+    finding; `<h2 id="con&#127;tent">` became the page's own id the same way). So what
+    the sanitiser gives back with such a character is cleared of them and judged again:
+    nothing is taken out of sanitised HTML without sanitising it again."""
+    html = cleaner.clean(bounded)
+    if PAGE_ILLEGAL_RE.search(html):
+        html = cleaner.clean(strip_page_illegal(html))
+    return _inputs_in_order(_without_page_ids(_without_stray_rel(html)))
 
 
 # Every <input> nh3 leaves: SET_ATTRIBUTES's, `checked` or not, and the policy's `lang`

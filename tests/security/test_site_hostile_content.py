@@ -101,3 +101,30 @@ def test_bodies_the_old_renderer_choked_on_are_published(site, body):
 
     assert article.status == ArticleStatus.PUBLISHED
     assert (site.root / "hostile" / "index.html").exists()
+
+
+# Character references to what a page may not hold (DEL, a C1 control, noncharacters,
+# a C0 control): a valid body (no validator sees a raw one), which the sanitiser writes
+# out as the characters themselves.
+REFERENCES = ["&#127;", "&#x81;", "&#xFDD0;", "&#1;", "&#xFFFE;", "&#x1FFFF;"]
+
+
+@pytest.mark.parametrize("reference", REFERENCES)
+def test_a_reference_the_page_cannot_hold_never_makes_a_script_address(site, reference):
+    """The sanitiser keeps `java&#127;script:…` as a relative address (no scheme it
+    knows) with a DEL in it, and the page's strip of such characters made it
+    `javascript:…` after the sanitiser had judged it (a review's finding, with a
+    `<h2 id>` made the skip link's target the same way). On the page and in the feed,
+    as the real services write them."""
+    body = (
+        f'Read <a href="java{reference}script:alert(document.domain)">this</a>.\n\n'
+        f'<h2 id="con{reference}tent">A heading</h2>'
+    )
+    (article,) = site.add(1, body=body)
+    article.full_clean()  # valid: the admin, the API and an import accept it
+
+    page = (site.root / article.slug / "index.html").read_text()
+    feed = (site.root / "feed.xml").read_text()
+
+    assert "javascript:" not in page.lower() and "javascript:" not in feed.lower()
+    assert page.count('id="content"') == 1  # the skip link's own target, once
