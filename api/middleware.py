@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 API_PREFIX = "/api/"
+
+
+def under_api(path: str) -> bool:
+    """/api/… and /api itself (config/urls.py answers both with the API's 404)."""
+    return path == API_PREFIX.rstrip("/") or path.startswith(API_PREFIX)
 
 
 class JsonMethodNotAllowed:
@@ -19,7 +25,7 @@ class JsonMethodNotAllowed:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if response.status_code != 405 or not request.path.startswith(API_PREFIX):
+        if response.status_code != 405 or not under_api(request.path):
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response
@@ -52,18 +58,20 @@ class HeadAsGet:
     its body too (Django's test client drops a HEAD's body itself; a WSGI server
     sends what it is given)."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]):
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method != "HEAD" or not request.path.startswith(API_PREFIX):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if request.method != "HEAD" or not under_api(request.path):
             return self.get_response(request)
         request.method = "GET"
         try:
             response = self.get_response(request)
         finally:
             request.method = "HEAD"
-        if not response.streaming:
+        if isinstance(response, StreamingHttpResponse):  # its length unknown: none given
+            response.streaming_content = []
+        elif isinstance(response, HttpResponse):
             response["Content-Length"] = str(len(response.content))
             response.content = b""
         return response

@@ -93,7 +93,12 @@ def test_head_is_answered_as_get_without_the_body(token):
 
 @pytest.mark.parametrize(
     ("path", "status"),
-    [("/api/articles/987654", 404), ("/api/articles/abc", 400), ("/api/nothing-here", 404)],
+    [
+        ("/api/articles/987654", 404),
+        ("/api/articles/abc", 400),
+        ("/api/nothing-here", 404),
+        ("/api", 404),  # the API's 404 too (config/urls.py), not the site's
+    ],
 )
 def test_head_of_what_get_refuses_is_refused_alike(token, path, status):
     assert _served("GET", path, token)[0] == status
@@ -111,3 +116,23 @@ def test_head_of_an_address_without_get_is_a_405_with_its_allow():
     assert status == 405
     assert headers["Allow"] == "POST"
     assert body == b""
+
+
+def test_head_of_a_streamed_answer_sends_no_body():
+    """No API address streams today; one that does (an export) must not send its whole
+    body to a HEAD (a review's suspicion): the middleware alone, with such an answer."""
+    from django.http import StreamingHttpResponse
+    from django.test import RequestFactory
+
+    from api.middleware import HeadAsGet
+
+    seen = []
+
+    def streamed(request):
+        seen.append(request.method)
+        return StreamingHttpResponse(iter([b"a" * 10, b"b" * 10]))
+
+    response = HeadAsGet(streamed)(RequestFactory().head("/api/export"))
+
+    assert seen == ["GET"]
+    assert b"".join(response.streaming_content) == b""
