@@ -57,7 +57,12 @@ from blogpublish import rendering
 # turn the page; a stored language that is not a well-formed BCP 47 tag (`english`) is
 # none (reader_fields.LANGUAGE_RE); an excerpt (the description's default) never cut
 # inside a character a reader sees (rendering._character_start).
-PAGE_FORMAT = 6
+# 7: a character reference to what a page may not hold is U+FFFD inside a tag, never
+# taken out of an address (`java&#127;script:` made `javascript:`:
+# rendering._without_page_illegal); no-break spaces kept in the description, byline,
+# tags and excerpt (text_limits.one_line); an excerpt's cut at a space never inside a
+# character a reader sees.
+PAGE_FORMAT = 7
 
 # The templates an article's page is made of.
 PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
@@ -74,7 +79,8 @@ PAGE_TEMPLATES = ("blogpublish/article.html", "blogpublish/base.html")
 # entry past documents.CONTENT_MAX_CHARS with its summary alone.
 # 8: a stored language that is not a well-formed BCP 47 tag is none, and excerpts cut
 # at a character a reader sees, not inside one (as PAGE_FORMAT 6).
-SHARED_FORMAT = 8
+# 9: the feeds' content and excerpts as the pages of PAGE_FORMAT 7.
+SHARED_FORMAT = 9
 # The templates of the shared views the site writes. (empty.html is not one: the site
 # view renders it on each request while SITE_ROOT holds no front page.)
 SHARED_TEMPLATES = (

@@ -231,6 +231,14 @@ def test_plain_excerpt__a_cut_at_a_space_never_splits_a_character_either():
     assert regex.findall(r"\X", excerpt)[-2:] == ["y", "…"]
 
 
+def test_plain_excerpt__text_whose_characters_all_end_in_a_space_is_cut_at_the_limit():
+    """Each "\u0600 " is one character a reader sees, ending in a space: backing off to
+    the start of each left nothing but the "…" (a review's finding)."""
+    excerpt = plain_excerpt("\u0600 " * 2000, limit=60)
+
+    assert len(excerpt) == 61 and excerpt.endswith(" …")
+
+
 def test_plain_excerpt__short_text_is_whole():
     assert plain_excerpt("Just *this*.") == "Just this."
 
