@@ -1,15 +1,15 @@
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.urls import path, re_path
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from api.endpoints import api
 from blogpublish.views import site, story_preview
+from config.middleware import too_large
 from publishing.dashboard import dashboard, dashboard_requeue
 from publishing.views import healthz, metrics, status_json
 
@@ -54,27 +54,14 @@ urlpatterns = [
 ]
 
 
-# What a request too large for Django to read (DATA_UPLOAD_MAX_MEMORY_SIZE, 8 MiB of
-# fields) is told: Django's own answer is a bare "Bad Request (400)" (an autosave showed
-# "Not saved yet: 400"). An article's body is at most 1 MiB (validate_body_size).
-TOO_LARGE = (
-    "This is too large to send: more than {limit} MiB of text, and an article's body is "
-    "at most 1 MiB. Nothing was saved; the text is still in the form you sent it from."
-)
-
-
 def bad_request(request, exception):
     """A 400 Django answers itself (a Host header it refuses, a request it cannot read):
     JSON in the API's own shape under /api/, so a client gets what the API documents
-    (schemathesis found an HTML page there); Django's page elsewhere. A request too
-    large to read is a 413 that says so (JSON to the desk's fetches, which ask for it)."""
+    (schemathesis found an HTML page there); Django's page elsewhere. A form too large
+    to read is a 413 that says so (config.middleware, which reads it first; here for
+    one read elsewhere)."""
     if isinstance(exception, RequestDataTooBig):
-        message = TOO_LARGE.format(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20)
-        if request.path.startswith("/api/"):
-            return JsonResponse({"detail": message, "errors": {}}, status=413)
-        if "application/json" in request.headers.get("Accept", ""):
-            return JsonResponse({"error": message}, status=413)
-        return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+        return too_large(request)
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Bad request.", "errors": {}}, status=400)
     return defaults.bad_request(request, exception)

@@ -22,6 +22,7 @@ from django.utils.html import escape
 from blogpublish.csp import meta_policy
 from blogpublish.desk import limits
 from blogpublish.site import documents
+from publishing.forms import TagsField
 from publishing.models import (
     READER_FIELDS,
     TITLE_MAX_LENGTH,
@@ -76,7 +77,13 @@ def preview_of(data) -> Preview:
     problems += body_problems(body)
     if len(body.encode("utf-8", "surrogatepass")) > BODY_MAX_BYTES:
         return Preview(html="", problems=problems)  # over 1 MiB: not worth rendering
-    article = Article(title=title, slug=slug, body=body, publish_at=publish_at, **_shown(data))
+    shown = _shown(data)
+    try:  # what the form's field refuses before the article's validators see a list
+        TagsField().clean(data.get("tags") or "")
+    except ValidationError as exc:
+        problems += exc.messages
+        shown.pop("tags", None)
+    article = Article(title=title, slug=slug, body=body, publish_at=publish_at, **shown)
     page = documents.article_page(article)  # under the size limit, any Markdown renders
     return Preview(html=with_policy_meta(page), problems=problems)
 

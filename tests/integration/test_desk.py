@@ -160,6 +160,18 @@ def test_preview__says_what_publishing_would_refuse(admin_client):
 
 
 @pytest.mark.django_db
+def test_preview__names_the_unclosed_quote_a_save_refuses(admin_client):
+    """The save refuses 'python, "Hello, World' (the quote would make the rest one
+    tag); the preview showed that tag, saying nothing (a review's finding)."""
+    form = article_form(title="Quoted", body="Body.") | {"tags": 'python, "Hello, World'}
+
+    answer = admin_client.post(PREVIEW, form).json()
+
+    assert any("double quote is not closed" in p for p in answer["problems"]), answer
+    assert "Hello, World" not in answer["html"]
+
+
+@pytest.mark.django_db
 def test_preview__renders_markdown_the_old_renderer_refused(admin_client):
     """Issue 20: a body's one limit is its size; the old denylist refused this."""
     answer = admin_client.post(PREVIEW, article_form(title="x", body="[" * 10_001)).json()
@@ -495,12 +507,17 @@ def test_image__without_a_file_says_so(admin_client):
     assert response.json() == {"error": "Choose an image file to upload."}
 
 
+@pytest.mark.parametrize("debug", [False, True], ids=["production", "make-run"])
 @pytest.mark.parametrize("address", ["/admin/publishing/story/autosave/", PREVIEW])
-def test_a_form_too_large_to_read_is_told_so_and_nothing_is_saved(admin_user, address):
+def test_a_form_too_large_to_read_is_told_so_and_nothing_is_saved(
+    admin_user, address, debug, settings
+):
     """Over DATA_UPLOAD_MAX_MEMORY_SIZE Django cannot read the fields at all and
     answered a bare 400 (the desk's autosave showed "Not saved yet: 400"): now a 413
     that names the limits, JSON to the desk's fetches, text to a form's submit. With
-    CSRF checked, as a browser's request is: the check reads the fields first."""
+    CSRF checked, as a browser's request is: the check reads the fields first. With
+    DEBUG on too (`make run`), where Django answers its own technical 400 page."""
+    settings.DEBUG = debug
     client = Client(enforce_csrf_checks=True)
     client.force_login(admin_user)
     client.get("/admin/publishing/story/add/")
