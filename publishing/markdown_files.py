@@ -385,13 +385,19 @@ def _byline(meta: dict) -> str:
     return _text(key, value)
 
 
+_ASCII_SPACES_RE = re.compile(r"[ \t\n\v\f\r]+")
+
+
 def _tag_list(key: str, value: object) -> list[str]:
-    """Tags as Jekyll and Hugo write them: a list, or text (Jekyll splits it at spaces;
-    text with commas is split at the commas)."""
+    """Tags as Jekyll and Hugo write them: a list, or text (Jekyll splits it at spaces,
+    ASCII ones as Ruby's String#split does: a no-break space is part of a tag; text with
+    commas is split at the commas)."""
     if value is None:
         return []
     if isinstance(value, str):
-        return [tag.strip() for tag in value.split(",")] if "," in value else value.split()
+        if "," in value:
+            return [tag.strip() for tag in value.split(",")]
+        return [tag for tag in _ASCII_SPACES_RE.split(value) if tag]
     if isinstance(value, list):
         return [_text(key, tag) for tag in value]
     return [_text(key, value)]

@@ -191,6 +191,14 @@ def test_date_from_path__jekylls_fallback():
         date_from_path(PurePath("2024-02-30-hello.md"))
 
 
+def test_parse__jekyll_tags_text_is_split_at_ascii_spaces_only():
+    """Jekyll splits a `tags` string with Ruby's String#split, at ASCII whitespace: a
+    no-break space is part of a tag ("10\u00a0km"), as the site keeps it."""
+    parsed = parse('---\ntitle: T\ntags: "10\u00a0km  python\\tweb"\n---\nb')
+
+    assert parsed.tags == ["10\u00a0km", "python", "web"]
+
+
 def test_parse__reader_keys_of_jekyll_and_hugo():
     jekyll = parse(
         "---\ntitle: T\nauthor:\n  name: Ann Writer\ndescription: Short.\nlang: en_US\n"
