@@ -64,10 +64,11 @@ def credentials() -> dict:
 
 
 def ensure_admin(username: str, password: str) -> bool:
-    """The local admin made with the kept password when there is none. One that is there
-    is left as it is: a password changed in the admin since (or a right taken away)
-    stays changed; `make run` restarted every time must not set it back. Whether the
-    kept password is the admin's."""
+    """The local admin made with the kept password when there is none, and given back
+    the rights to sign in to the admin (active, staff, superuser) while it has that
+    password: it is `make run`'s own. One whose password is another is left as it is:
+    a password changed in the admin since stays changed; `make run` restarted every time
+    must not set it back. Whether the kept password is the admin's."""
     from django.contrib.auth import get_user_model
 
     user, made = get_user_model().objects.get_or_create(
@@ -77,7 +78,12 @@ def ensure_admin(username: str, password: str) -> bool:
         user.set_password(password)
         user.save(update_fields=["password"])
         return True
-    return user.check_password(password)
+    if not user.check_password(password):
+        return False
+    if not (user.is_active and user.is_staff and user.is_superuser):
+        user.is_active = user.is_staff = user.is_superuser = True
+        user.save(update_fields=["is_active", "is_staff", "is_superuser"])
+    return True
 
 
 def main() -> int:
@@ -137,7 +143,7 @@ def main() -> int:
         + (
             f"Admin password: {creds['admin_password']}\n"
             if kept_password
-            else "Admin password: yours (changed since `make run` made it; `DEBUG=1 "
+            else "Admin password: not the one kept here (changed since; `DEBUG=1 "
             f".venv/bin/python manage.py changepassword {creds['admin_user']}` sets another)\n"
         )
         + f"Flower user: {creds['flower_user']}\n"

@@ -88,3 +88,9 @@ def test_the_admin_is_made_once_and_a_password_changed_since_is_kept():
     admin.refresh_from_db()
     assert admin.check_password("mine-since-then")
     assert ensure_admin("admin", "mine-since-then") is True
+
+    admin.is_active = admin.is_staff = False  # its rights taken: the kept password is ours
+    admin.save()
+    assert ensure_admin("admin", "mine-since-then") is True
+    admin.refresh_from_db()
+    assert admin.is_active and admin.is_staff and admin.is_superuser
