@@ -147,7 +147,9 @@ def test_catch_up_runs_a_pass_when_its_full_check_is_skipped(site, make_article)
     finally:
         lease_release(held)
 
-    assert passes() == before + 1
+    # One pass, tried again at once if it met a concurrent write (a re-render beginning
+    # in the worker: a CI run's, serialization failure and all), as the test above.
+    assert before + 1 <= passes() <= before + refresh.PASS_TRIES
     assert "Shown by the catch-up" in read_listing(site / "index.html").titles
 
 
