@@ -41,16 +41,10 @@ class FormTooLargeToRead:
         try:
             request.POST  # noqa: B018  (read: a form's fields, none for a JSON body)
         except RequestDataTooBig:
-            return too_large(request)
+            message = TOO_LARGE.format(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20)
+            if "application/json" in request.headers.get("Accept", ""):
+                return JsonResponse({"error": message}, status=413)
+            return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
         except OSError:  # the client went away (UnreadablePostError): the view's to answer
             return None
         return None
-
-
-def too_large(request: HttpRequest) -> HttpResponse:
-    message = TOO_LARGE.format(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 2**20)
-    if under_api(request.path):
-        return JsonResponse({"detail": message, "errors": {}}, status=413)
-    if "application/json" in request.headers.get("Accept", ""):
-        return JsonResponse({"error": message}, status=413)
-    return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from django.urls import path, re_path
 from django.views import defaults
@@ -9,7 +8,6 @@ from django.views.decorators.csrf import csrf_exempt
 
 from api.endpoints import api
 from blogpublish.views import site, story_preview
-from config.middleware import too_large
 from publishing.dashboard import dashboard, dashboard_requeue
 from publishing.views import healthz, metrics, status_json
 
@@ -57,11 +55,7 @@ urlpatterns = [
 def bad_request(request, exception):
     """A 400 Django answers itself (a Host header it refuses, a request it cannot read):
     JSON in the API's own shape under /api/, so a client gets what the API documents
-    (schemathesis found an HTML page there); Django's page elsewhere. A form too large
-    to read is a 413 that says so (config.middleware, which reads it first; here for
-    one read elsewhere)."""
-    if isinstance(exception, RequestDataTooBig):
-        return too_large(request)
+    (schemathesis found an HTML page there); Django's page elsewhere."""
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Bad request.", "errors": {}}, status=400)
     return defaults.bad_request(request, exception)
