@@ -12,6 +12,7 @@
 # RabbitMQ run the integration tests that do not depend on the broker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+self="$PWD/scripts/test.sh"
 which="${1:-all}"; [[ $# -gt 0 ]] && shift
 export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379}"
 export TEST_POSTGRES_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
@@ -51,28 +52,52 @@ case "$which" in
     postgres) run_postgres "$@" || status=$? ;;
     rabbitmq) run_rabbitmq "$@" || status=$? ;;
     all)
-        # The PostgreSQL run (mostly system tests: processes waiting on kills, leases and
-        # outages) side by side with the SQLite run then the RabbitMQ run: the runs share
-        # nothing (tests/settings.py), and their waits overlap instead of adding up. The
-        # PostgreSQL run's output is kept in a file and printed when it is over.
-        # Two Redis db numbers of their own, so that neither run's workers hear the
-        # other's broadcasts (remote control, events).
+        # Three runs side by side: SQLite; the PostgreSQL run's system tests (processes
+        # waiting on kills, leases and outages); the rest of the PostgreSQL run. As each
+        # is over, the next of the RabbitMQ run's two halves starts in its place (its
+        # integration tests, then its system tests): three at a time keep the two cores
+        # busy, where two runs side by side left them idle half the time. The runs share
+        # nothing (tests/settings.py: a database, queues and run folder each; a vhost
+        # each), and their waits overlap instead of adding up. Each run's output is kept
+        # in var/ and printed as soon as the run is over.
+        # Each Redis run gets a db number of its own, so that no run's workers hear
+        # another's broadcasts (remote control, events).
         mkdir -p var
         db=$((RANDOM % 15 + 1))
+        broker() { echo "${TEST_REDIS_URL%/}/$(( (db + $1 - 1) % 15 + 1 ))"; }
         # First, alone: the test that compares rendering times (n against 8n, CPU time)
         # is skewed by the other runs' load on the shared caches of two cores.
         growth=tests/security/test_render_growth.py
-        BLOGPUBLISH_TEST_BROKER="${TEST_REDIS_URL%/}/$db" run_sqlite "$growth" "$@" || status=$?
-        log="var/test-postgres-$$.log"
-        BLOGPUBLISH_TEST_BROKER="${TEST_REDIS_URL%/}/$db" run_postgres "$@" >"$log" 2>&1 &
-        pg=$!
-        trap 'kill -INT $pg 2>/dev/null || true' INT TERM
-        BLOGPUBLISH_TEST_BROKER="${TEST_REDIS_URL%/}/$((db % 15 + 1))" \
-            run_sqlite --ignore="$growth" "$@" || status=$?
-        run_rabbitmq "$@" || status=$?
-        wait $pg || status=$?
-        cat "$log"
-        rm -f "$log"
+        BLOGPUBLISH_TEST_BROKER="$(broker 0)" run_sqlite "$growth" "$@" || status=$?
+        declare -A name_of=()
+        start() {  # start NAME COMMAND…: a run in the background, its output in var/
+            "${@:2}" >"var/test-$1-$$.log" 2>&1 &
+            name_of[$!]=$1
+        }
+        start sqlite env BLOGPUBLISH_TEST_BROKER="$(broker 1)" \
+            "$self" sqlite --ignore="$growth" "$@"
+        start postgres-system env BLOGPUBLISH_TEST_BROKER="$(broker 2)" \
+            "$self" postgres tests/system "$@"
+        start postgres-rest env BLOGPUBLISH_TEST_BROKER="$(broker 3)" \
+            "$self" postgres --ignore=tests/system "$@"
+        trap 'kill -INT "${!name_of[@]}" 2>/dev/null || true' INT TERM
+        # The RabbitMQ run's two halves, the longer first.
+        queued=(integration:tests/integration system:tests/system/test_rabbitmq.py)
+        while [[ ${#name_of[@]} -gt 0 ]]; do
+            pid=""
+            wait -n -p pid "${!name_of[@]}" || status=$?
+            [[ -n "$pid" ]] || continue
+            name=${name_of[$pid]}
+            unset "name_of[$pid]"
+            echo "### The $name run is over; its output:"
+            cat "var/test-$name-$$.log"
+            rm -f "var/test-$name-$$.log"
+            if [[ ${#queued[@]} -gt 0 ]]; then
+                start "rabbitmq-${queued[0]%%:*}" env -u BLOGPUBLISH_TEST_BROKER \
+                    "$self" rabbitmq "${queued[0]#*:}" "$@"
+                queued=("${queued[@]:1}")
+            fi
+        done
         ;;
     *) echo "usage: scripts/test.sh [sqlite|postgres|rabbitmq|all] [pytest args…]" >&2; exit 2 ;;
 esac

@@ -1,5 +1,6 @@
-"""Which of CI's three runs runs a test (scripts/test.sh: SQLite, PostgreSQL, then
-tests/integration and the RabbitMQ system tests on RabbitMQ with PostgreSQL).
+"""Which of CI's three runs runs a test (scripts/test.sh: SQLite, PostgreSQL, and
+tests/integration and the RabbitMQ system tests on RabbitMQ with PostgreSQL; the
+PostgreSQL and RabbitMQ runs each go in two processes, split by path).
 
 A test runs again in another run only where that run's database or broker can change
 its outcome; elsewhere it is deselected (never deleted: each one runs in at least one
