@@ -130,6 +130,10 @@ SHAPES: dict[str, Shape] = {
     # every ASCII punctuation mark, in one run
     **{f"run of {mark}": repeat(mark) for mark in string.punctuation},
     "every punctuation mark, cycled": repeat(string.punctuation),
+    # characters html5ever appends to a text node one at a time (blogpublish.nesting)
+    "run of no-break spaces": repeat("\u00a0"),
+    "French guillemets and no-break spaces": repeat("\u00ab\u00a0oui\u00a0\u00bb "),
+    "run of U+0080-U+00BF": repeat("".join(map(chr, range(0x80, 0xC0)))),
 }
 
 

@@ -70,6 +70,10 @@ def test_figures_fit__no_image_leaves_the_text_as_it_is(markdown):
             "<p>" + "a" * 5000 + "&" + "b" * 10 + "&c</p>",
             "<p>" + "a" * 5000 + "<!---->&" + "b" * 10 + "&c</p>",
         ),
+        (  # and before a character of U+0080–U+00BF (a no-break space, «, »)
+            "<p>" + "a" * 5000 + "\u00a0b\u00ab" + "c" * 4096 + "\u00bb</p>",
+            "<p>" + "a" * 5000 + "<!---->\u00a0b\u00ab" + "c" * 4096 + "<!---->\u00bb</p>",
+        ),
     ],
 )
 def test_bounded_nesting__each_change(html, bounded):
@@ -82,3 +86,11 @@ def test_bounded_nesting__leaves_cmark_gfms_html_of_the_corpus_unchanged(markdow
     if "<!--" in html or "<script" in html or "<style" in html:
         pytest.skip("raw HTML the bound changes on purpose")
     assert bounded_nesting(html) == html
+
+
+def test_a_long_text_cut_into_nodes_reads_as_one():
+    """The comments that cut a long text (blogpublish.nesting._split) leave no trace on
+    the page: nh3 drops them, and the nodes are written one after the other."""
+    text = "Oui" + "\u00a0\u00bb x & y" * 3000
+    assert "<!---->" in bounded_nesting(to_html(text))
+    assert render_markdown(text) == "<p>Oui" + "&nbsp;» x &amp; y" * 3000 + "</p>\n"
