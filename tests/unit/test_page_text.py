@@ -74,6 +74,10 @@ def test_figures_fit__no_image_leaves_the_text_as_it_is(markdown):
             "<p>" + "a" * 5000 + "\u00a0b\u00ab" + "c" * 4096 + "\u00bb</p>",
             "<p>" + "a" * 5000 + "<!---->\u00a0b\u00ab" + "c" * 4096 + "<!---->\u00bb</p>",
         ),
+        (  # never a first node of spaces alone (see the test below)
+            "<p>" + " " * 5000 + "\u00ab" + "x" * 5000 + "\u00bb</p>",
+            "<p>" + " " * 5000 + "\u00ab" + "x" * 5000 + "<!---->\u00bb</p>",
+        ),
     ],
 )
 def test_bounded_nesting__each_change(html, bounded):
@@ -94,3 +98,11 @@ def test_a_long_text_cut_into_nodes_reads_as_one():
     text = "Oui" + "\u00a0\u00bb x & y" * 3000
     assert "<!---->" in bounded_nesting(to_html(text))
     assert render_markdown(text) == "<p>Oui" + "&nbsp;» x &amp; y" * 3000 + "</p>\n"
+
+
+def test_a_long_text_in_a_table_keeps_its_spaces_in_front_of_it():
+    """In a table the parser keeps a text of spaces alone inside it and moves other text
+    out in front of it: a first node of spaces alone stayed behind, and the page read
+    "dit«oui»" (a review's finding)."""
+    html = "<div>Il a dit<table>" + " " * 4100 + "«oui»</table></div>\n"
+    assert render_markdown(html) == "<div>Il a dit" + " " * 4100 + "«oui»<table></table></div>\n"
