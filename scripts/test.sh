@@ -25,20 +25,31 @@ run_postgres() {
     echo "=== PostgreSQL ==="
     env -u DATABASE_URL BLOGPUBLISH_TEST_DB=postgres .venv/bin/pytest "$@"
 }
+# Whether pytest's arguments name paths (options alone do not), and whether they select
+# tests by keyword or marker (-k, -m: a part may then select none, pytest's exit 5).
+has_paths() {
+    local skip=0 arg
+    for arg in "$@"; do
+        if [[ $skip -eq 1 ]]; then skip=0
+        elif [[ "$arg" =~ ^-[kmpo]$ ]]; then skip=1  # an option whose value follows
+        elif [[ "$arg" != -* ]]; then return 0
+        fi
+    done
+    return 1
+}
+selects() {
+    local arg
+    for arg in "$@"; do [[ "$arg" =~ ^-[km] ]] && return 0; done
+    return 1
+}
 run_rabbitmq() {
     echo "=== RabbitMQ (PostgreSQL) ==="
     local vhost="bp-test-$(date +%s)-$$" status=0
     rabbitmqctl -q add_vhost "$vhost" >/dev/null
     rabbitmqctl -q set_permissions -p "$vhost" guest ".*" ".*" ".*" >/dev/null
     # The broker-dependent tests, unless paths were given (options alone keep them).
-    local args=("$@") paths=0 skip=0 arg
-    for arg in "$@"; do
-        if [[ $skip -eq 1 ]]; then skip=0
-        elif [[ "$arg" =~ ^-[kmpo]$ ]]; then skip=1  # an option whose value follows
-        elif [[ "$arg" != -* ]]; then paths=1
-        fi
-    done
-    [[ $paths -eq 0 ]] && args=(tests/integration tests/system/test_rabbitmq.py "$@")
+    local args=("$@")
+    has_paths "$@" || args=(tests/integration tests/system/test_rabbitmq.py "$@")
     env -u DATABASE_URL BLOGPUBLISH_TEST_DB=postgres \
         TEST_AMQP_URL="amqp://guest:guest@${RABBITMQ_HOST}/${vhost}" \
         .venv/bin/pytest "${args[@]}" || status=$?
@@ -52,44 +63,69 @@ case "$which" in
     postgres) run_postgres "$@" || status=$? ;;
     rabbitmq) run_rabbitmq "$@" || status=$? ;;
     all)
-        # Three runs side by side: SQLite; the PostgreSQL run's system tests (processes
+        # Three parts side by side: SQLite; the PostgreSQL run's system tests (processes
         # waiting on kills, leases and outages); the rest of the PostgreSQL run. As each
         # is over, the next of the RabbitMQ run's two halves starts in its place (its
         # integration tests, then its system tests): three at a time keep the two cores
-        # busy, where two runs side by side left them idle half the time. The runs share
-        # nothing (tests/settings.py: a database, queues and run folder each; a vhost
-        # each), and their waits overlap instead of adding up. Each run's output is kept
-        # in var/ and printed as soon as the run is over.
-        # Each Redis run gets a db number of its own, so that no run's workers hear
+        # busy, where two runs side by side left them idle half the time. Paths given:
+        # the three runs side by side, each whole. The parts share nothing
+        # (tests/settings.py: a database, queues and run folder each, from a run id of
+        # their own; a vhost each), and their waits overlap instead of adding up. Each
+        # part's output is kept in var/ and printed as soon as the part is over.
+        # Each Redis part gets a db number of its own, so that no part's workers hear
         # another's broadcasts (remote control, events).
+        unset BLOGPUBLISH_TEST_RUN
         mkdir -p var
         db=$((RANDOM % 15 + 1))
         broker() { echo "${TEST_REDIS_URL%/}/$(( (db + $1 - 1) % 15 + 1 ))"; }
+        # A part that selects no test under -k or -m (pytest's exit 5) has not failed.
+        counts() { [[ $1 -ne 0 ]] && ! { [[ $1 -eq 5 ]] && selects "${@:2}"; }; }
         # First, alone: the test that compares rendering times (n against 8n, CPU time)
         # is skewed by the other runs' load on the shared caches of two cores.
         growth=tests/security/test_render_growth.py
-        BLOGPUBLISH_TEST_BROKER="$(broker 0)" run_sqlite "$growth" "$@" || status=$?
+        if ! has_paths "$@"; then
+            code=0
+            BLOGPUBLISH_TEST_BROKER="$(broker 0)" run_sqlite "$growth" "$@" || code=$?
+            if counts $code "$@"; then status=$code; fi
+        fi
+        # Each part in a process group of its own (job control), so that an interrupt
+        # reaches it: a background job of a script otherwise ignores SIGINT.
+        set -m
         declare -A name_of=()
-        start() {  # start NAME COMMAND…: a run in the background, its output in var/
+        start() {  # start NAME COMMAND…: a part in the background, its output in var/
             "${@:2}" >"var/test-$1-$$.log" 2>&1 &
             name_of[$!]=$1
         }
-        start sqlite env BLOGPUBLISH_TEST_BROKER="$(broker 1)" \
-            "$self" sqlite --ignore="$growth" "$@"
-        start postgres-system env BLOGPUBLISH_TEST_BROKER="$(broker 2)" \
-            "$self" postgres tests/system "$@"
-        start postgres-rest env BLOGPUBLISH_TEST_BROKER="$(broker 3)" \
-            "$self" postgres --ignore=tests/system "$@"
-        trap 'kill -INT "${!name_of[@]}" 2>/dev/null || true' INT TERM
-        # The RabbitMQ run's two halves, the longer first.
-        queued=(integration:tests/integration system:tests/system/test_rabbitmq.py)
+        queued=()  # NAME:PATH, started one at a time as places are free
+        # Interrupted (Ctrl-C, CI's timeout): each part told, nothing more started, and
+        # the parts' output still printed as each stops.
+        interrupted() {
+            status=130 queued=()
+            for pid in "${!name_of[@]}"; do kill -INT -- "-$pid" 2>/dev/null || true; done
+        }
+        trap interrupted INT TERM
+        if has_paths "$@"; then
+            start sqlite env BLOGPUBLISH_TEST_BROKER="$(broker 1)" "$self" sqlite "$@"
+            start postgres env BLOGPUBLISH_TEST_BROKER="$(broker 2)" "$self" postgres "$@"
+            start rabbitmq env -u BLOGPUBLISH_TEST_BROKER "$self" rabbitmq "$@"
+        else
+            start sqlite env BLOGPUBLISH_TEST_BROKER="$(broker 1)" \
+                "$self" sqlite --ignore="$growth" "$@"
+            start postgres-system env BLOGPUBLISH_TEST_BROKER="$(broker 2)" \
+                "$self" postgres tests/system "$@"
+            start postgres-rest env BLOGPUBLISH_TEST_BROKER="$(broker 3)" \
+                "$self" postgres --ignore=tests/system "$@"
+            # The RabbitMQ run's two halves, the longer first.
+            queued=(integration:tests/integration system:tests/system/test_rabbitmq.py)
+        fi
         while [[ ${#name_of[@]} -gt 0 ]]; do
-            pid=""
-            wait -n -p pid "${!name_of[@]}" || status=$?
-            [[ -n "$pid" ]] || continue
+            code=0
+            wait -n -p pid "${!name_of[@]}" || code=$?
+            [[ -n "${pid:-}" ]] || continue  # the wait was interrupted
+            if counts $code "$@"; then status=$code; fi
             name=${name_of[$pid]}
             unset "name_of[$pid]"
-            echo "### The $name run is over; its output:"
+            echo "### The $name part is over; its output:"
             cat "var/test-$name-$$.log"
             rm -f "var/test-$name-$$.log"
             if [[ ${#queued[@]} -gt 0 ]]; then
