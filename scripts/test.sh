@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The suite, once on SQLite and once on PostgreSQL, against this machine's Redis; then
+# The suite, once on SQLite and once on PostgreSQL, against this machine's Redis, and
 # the broker-dependent tests (integration, and the RabbitMQ system tests) once more on
-# this machine's RabbitMQ, with PostgreSQL.
+# this machine's RabbitMQ, with PostgreSQL; `all` (make test) runs them side by side.
 # Each run makes its own database and picks its own Redis db number and queue
 # (tests/settings.py); the RabbitMQ run also gets a vhost of its own, made here with
 # rabbitmqctl and deleted when the run ends, so runs never see each other's data.
@@ -99,9 +99,10 @@ case "$which" in
         queued=()  # NAME:PATH, started one at a time as places are free
         # Interrupted (Ctrl-C, CI's timeout): each part told, nothing more started, and
         # the parts' output still printed as each stops.
-        interrupted() {
+        interrupted() {  # (its own variable: the loop below reads `pid` after a wait)
+            local part
             status=130 queued=()
-            for pid in "${!name_of[@]}"; do kill -INT -- "-$pid" 2>/dev/null || true; done
+            for part in "${!name_of[@]}"; do kill -INT -- "-$part" 2>/dev/null || true; done
         }
         trap interrupted INT TERM
         if has_paths "$@"; then
