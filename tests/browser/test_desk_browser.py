@@ -144,3 +144,50 @@ def test_write_preview_add_image_save_and_read_it_on_the_site(
         what="the requeued article to be published again",
     )
     assert Article.objects.get(pk=article.pk).title == "First day of spring"
+
+
+# What nginx answers a body over its client_max_body_size (1 MiB unless told otherwise).
+NGINX_413 = (
+    "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n"
+    "<center><h1>413 Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    "</body>\r\n</html>\r\n"
+)
+
+
+def test_an_image_a_proxy_refuses_is_said_too_large_and_the_text_is_kept(
+    live_server, admin_user, browser, settings, monkeypatch, request
+):
+    """A proxy in front of the site refuses the upload with a page of its own, not the
+    site's JSON: the desk says the image is too large for it (it said "Not added:
+    Unexpected token '<'…", a JSON parse error), and the text is as it was. The proxy
+    is played by the browser's own routing, the one part here that is not the site."""
+    from playwright.sync_api import expect
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    request.addfinalizer(connections.close_all)
+    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    log_in(
+        page,
+        live_server.url,
+        admin_user.username,
+        "password",
+        then="/admin/publishing/article/add/",
+    )
+    page.route(
+        "**/admin/publishing/article/image/",
+        lambda route: route.fulfill(status=413, content_type="text/html", body=NGINX_413),
+    )
+    page.fill("#id_body", "A photo of the blossom:")
+    page.set_input_files(
+        "#desk-image-input",
+        files=[{"name": "blossom.png", "mimeType": "image/png", "buffer": image_bytes()}],
+    )
+    error = page.locator("#desk-image-error")
+    expect(error).to_be_visible()
+    expect(error).to_have_text(
+        "Not added: the image is larger than the server in front of the site accepts (413)"
+    )
+    expect(page.locator("#id_body")).to_have_value("A photo of the blossom:")

@@ -332,9 +332,19 @@
           headers: {"X-CSRFToken": csrf, "Accept": "application/json"},
           credentials: "same-origin",
         });
-        const answer = await response.json();
+        // The site answers in JSON; a proxy in front of it may not (nginx refuses a body
+        // over 1 MiB with a page of its own: docs/writing.md).
+        const answer = await response.json().catch(() => null);
         if (!response.ok) {
-          throw new Error(answer.error || "the server answered " + response.status);
+          if (answer && answer.error) {
+            throw new Error(answer.error);
+          }
+          throw new Error(response.status === 413
+            ? "the image is larger than the server in front of the site accepts (413)"
+            : "the server answered " + response.status);
+        }
+        if (!answer || !answer.markdown) {
+          throw new Error("the server's answer was not the site's (" + response.status + ")");
         }
         insert(body, answer.markdown);
         refresh();
