@@ -44,29 +44,40 @@ def save_shot(page, folders: list[Path], name: str, **options) -> None:
         shutil.copyfile(folders[0] / name, folder / name)
 
 
-def test_write_preview_add_image_save_and_read_it_on_the_site(
-    worker, live_server, admin_user, browser, screenshots, settings, monkeypatch, request
+def new_article_page(
+    browser, live_server, admin_user, settings, monkeypatch, request, *, width: int = 1280
 ):
+    """A page signed in as `admin_user`, on the desk's form of a new article."""
     from playwright.sync_api import expect
 
-    # Playwright's sync API runs an event loop in this thread; the ORM calls below are
-    # ordinary blocking ones (Django would refuse them in a real async context). Their
+    # Playwright's sync API runs an event loop in this thread; the ORM calls of the tests
+    # are ordinary blocking ones (Django would refuse them in a real async context). Their
     # connections belong to that loop's context, so they are closed here, or PostgreSQL
     # would refuse to drop the test database.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     request.addfinalizer(connections.close_all)
-    settings.SITE_URL = live_server.url  # the admin's "View" links point at this server
     settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page = browser.new_page(viewport={"width": width, "height": 1000})
     page.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
-
     log_in(
         page,
         live_server.url,
         admin_user.username,
         "password",
         then="/admin/publishing/article/add/",
+    )
+    return page
+
+
+def test_write_preview_add_image_save_and_read_it_on_the_site(
+    worker, live_server, admin_user, browser, screenshots, settings, monkeypatch, request
+):
+    from playwright.sync_api import expect
+
+    settings.SITE_URL = live_server.url  # the admin's "View" links point at this server
+    page = new_article_page(
+        browser, live_server, admin_user, settings, monkeypatch, request, width=1440
     )
 
     # Write: the preview follows, rendered by the site (sanitised: no script).
@@ -163,19 +174,7 @@ def test_an_image_a_proxy_refuses_is_said_too_large_and_the_text_is_kept(
     is played by the browser's own routing, the one part here that is not the site."""
     from playwright.sync_api import expect
 
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    request.addfinalizer(connections.close_all)
-    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False  # plain http
-    page = browser.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
-    log_in(
-        page,
-        live_server.url,
-        admin_user.username,
-        "password",
-        then="/admin/publishing/article/add/",
-    )
+    page = new_article_page(browser, live_server, admin_user, settings, monkeypatch, request)
     page.route(
         "**/admin/publishing/article/image/",
         lambda route: route.fulfill(status=413, content_type="text/html", body=NGINX_413),
