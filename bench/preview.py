@@ -23,7 +23,7 @@ from pathlib import Path
 
 import requests
 
-from bench.support import SETTINGS_ENV, free_port, progress, running, wait_until
+from bench.support import free_port, progress, running, wait_until
 
 WRITER, PASSWORD = "writer", "bench-writer-password-0123456789"
 WITHOUT_LIMITS = {
@@ -127,8 +127,7 @@ def measure(url: str, seconds: float, streams: int) -> tuple[list[float], list[f
     return idle, loaded, got
 
 
-def prepare(workdir: Path) -> dict[str, str]:
-    """A database with a published front page and the writer; the env gunicorn needs."""
+def _publish_front_page(workdir: Path) -> None:
     from bench.run import create_articles, django_in
 
     with django_in(workdir):
@@ -139,15 +138,31 @@ def prepare(workdir: Path) -> dict[str, str]:
         for article_id in create_articles(20, start=0):
             article_publish(article_id=article_id, retry_in=lambda n: 0)
         get_user_model().objects.create_superuser(WRITER, "w@example.com", PASSWORD)
-    return {
+
+
+def prepare(workdir: Path) -> dict[str, str]:
+    """A database with a published front page and the writer; the env gunicorn needs.
+    Made in a process of its own: `make bench` has set Django up on another database in
+    this one already (bench_site), and Django reads its settings once."""
+    from bench.run import django_env
+
+    child = multiprocessing.get_context("spawn").Process(
+        target=_publish_front_page, args=(workdir,)
+    )
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        raise RuntimeError(f"preparing the preview bench's site failed ({child.exitcode})")
+    env = {
         **os.environ,
-        **SETTINGS_ENV,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
+        **django_env(workdir),
         "ALLOWED_HOSTS": "127.0.0.1",
         # Plain http on loopback: the cookies must come back without TLS.
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
     }
+    env.pop("PUBLISH_WEBHOOK_URL", None)
+    return env
 
 
 def bench_preview(args: argparse.Namespace) -> None:

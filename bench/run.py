@@ -31,23 +31,35 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def django_env(workdir: Path) -> dict[str, str]:
+    """The environment of config.settings on a SQLite database and SITE_ROOT in workdir."""
+    from bench.support import SETTINGS_ENV
+
+    return {
+        **SETTINGS_ENV,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+        "SITE_ROOT": str(workdir / "site"),
+        "SITE_URL": "https://blog.example.com",
+        "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",  # never contacted
+        # One process publishing in turn: every outcome's refresh runs at once, so each
+        # row of the table costs what a publish and its refresh cost.
+        "PUBLISH_REFRESH_INTERVAL": "0",
+    }
+
+
 @contextmanager
 def django_in(workdir: Path):
     """Django with config.settings on a fresh SQLite database and SITE_ROOT in workdir.
-    No broker is needed: articles are created without signals and published in-process."""
-    from bench.support import SETTINGS_ENV
+    No broker is needed: articles are created without signals and published in-process.
+    Once a process: Django's settings are read once, so a second call in the same
+    process would use the first one's database (a bench needing its own runs this in a
+    process of its own, as bench/preview.py does)."""
+    from django.apps import apps
 
-    os.environ.update(
-        **SETTINGS_ENV,
-        DJANGO_SETTINGS_MODULE="config.settings",
-        DATABASE_URL=f"sqlite:///{workdir / 'bench.sqlite3'}",
-        SITE_ROOT=str(workdir / "site"),
-        SITE_URL="https://blog.example.com",
-        CELERY_BROKER_URL="redis://127.0.0.1:1/0",  # never contacted
-        # One process publishing in turn: every outcome's refresh runs at once, so each
-        # row of the table costs what a publish and its refresh cost.
-        PUBLISH_REFRESH_INTERVAL="0",
-    )
+    if apps.ready:
+        raise RuntimeError("django_in: Django is set up already in this process")
+    os.environ.update(django_env(workdir))
     os.environ.pop("PUBLISH_WEBHOOK_URL", None)
     import django
     from django.core.management import call_command
@@ -225,9 +237,12 @@ def bench_render(args: argparse.Namespace) -> None:
     from bench.pathological import SHAPES, best_of, real_post, render_times, renderers
 
     limit, small = (2**17, 2**12) if args.quick else (2**20, 2**13)
+    from django.apps import apps
+
     workdir = Path(tempfile.mkdtemp(prefix="blogpublish-bench-render-"))
     try:
-        with django_in(workdir):
+        # Rendering reads no database: after bench_site, its Django does.
+        with contextlib.nullcontext() if apps.ready else django_in(workdir):
             candidates = renderers()
             post = real_post()
             print(f"\nRendering an {len(post):,}-character post (best of 50, CPU time)")
