@@ -13,7 +13,9 @@ blogpublish
          wait in the queue), then the worker started; articles per second from the first
          to the last published_at. Meanwhile the front page and the feed are polled every
          10 ms until both list the burst's newest articles: the shared-page lag is that
-         moment minus the burst's last published_at.
+         moment minus the burst's last published_at (negative when the newest went live
+         before the burst's older articles: groups take the newest first), and minus
+         the newest's own last published_at.
   rss: the worker's RSS (main process + pool children, /proc VmRSS) after the burst,
        and after more publishes bring its count to rss_total (rows made by bulk_create,
        `publish_article` sent for each: the worker does what it does for saves, while
@@ -222,17 +224,21 @@ def drain(ids: list[int], site_root: Path, *, ready: float, timeout: float = 180
         if time.monotonic() > deadline:
             raise SystemExit(f"the burst of {len(ids)} was not published in {timeout:.0f} s")
         time.sleep(POLL_PAGES_EVERY)
-    return drain_result(ids, listed_at, ready=ready)
+    return drain_result(ids, listed_at, ready=ready, newest=slugs)
 
 
-def drain_result(ids: list[int], listed_at: float | None, *, ready: float) -> dict:
+def drain_result(
+    ids: list[int], listed_at: float | None, *, ready: float, newest: list[str]
+) -> dict:
     from publishing.models import Article
 
-    times = [
-        t.timestamp()
-        for t in Article.objects.filter(pk__in=ids).values_list("published_at", flat=True)
-    ]
+    rows = Article.objects.filter(pk__in=ids).values_list("slug", "published_at")
+    times = [published.timestamp() for _, published in rows]
     last = max(times)
+    # Groups take the newest first, so the newest can be live before the burst's older
+    # articles are: the lag after the last publish is then negative. The lag after the
+    # newest's own publish is how far the pages trail what they wait for.
+    newest_last = max(published.timestamp() for slug, published in rows if slug in newest)
     return {
         "n": len(ids),
         "per_second": rate(times),
@@ -242,6 +248,9 @@ def drain_result(ids: list[int], listed_at: float | None, *, ready: float) -> di
         "from_ready_per_second": len(ids) / (last - ready),
         # None: the pages did not list the newest articles within 30 s of the drain.
         "pages_lag_ms": (listed_at - last) * 1000 if listed_at is not None else None,
+        "pages_lag_after_newest_ms": (
+            (listed_at - newest_last) * 1000 if listed_at is not None else None
+        ),
         "pages_checked": f"index.html and feed.xml link to the burst's {LISTED_NEWEST} newest",
     }
 

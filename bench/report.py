@@ -60,7 +60,7 @@ def short(n: int) -> str:
 def pipeline_rows(pipe: dict, r: dict) -> list[Row]:
     bare, blog = pipe["bare"], pipe["blogpublish"]
     burst, idle, trip = blog["burst"], blog["idle"], bare["round_trip"]
-    lag = burst["pages_lag_ms"]
+    lag, lag_newest = burst["pages_lag_ms"], burst.get("pages_lag_after_newest_ms")
     rss_after, rss = blog["rss"]["after"], blog["rss"]["rss_bytes"]
     mb = [f"{b / 2**20:,.0f} MB" for b in rss]
     return [
@@ -105,6 +105,13 @@ def pipeline_rows(pipe: dict, r: dict) -> list[Row]:
             "",
             "",
             "≤ 1,000 ms",
+        ),
+        (
+            "the same, after the newest's own publish",
+            "-" if lag_newest is None else f"{lag_newest:,.0f} ms",
+            "",
+            "",
+            "",
         ),
         (f"worker RSS after {short(rss_after[0])} publishes", mb[0], "", "", ""),
         (
