@@ -382,27 +382,31 @@ def tag_refresh_requests(limit: int) -> list[dict]:
     REQUESTS_READ_PER_TAG times `limit` rows, oldest first (their ids are deleted in
     one statement, which SQLite and PostgreSQL bound in parameters); a tag's requests
     past them stay, and the next pass writes it once more."""
-    oldest = TagRefresh.objects.order_by("id").values("tag_id")[:limit]
-    rows = (
-        TagRefresh.objects.filter(tag_id__in=oldest)
-        .order_by("id")
-        .values_list("id", "tag_id", "since")[: limit * REQUESTS_READ_PER_TAG]
-    )
-    found: dict[int, dict] = {}
-    for request_id, tag_id, moment in rows:
-        tag = found.setdefault(tag_id, {"requests": [], "since": moment})
-        tag["requests"].append(request_id)
-        before = tag["since"]
-        # None (every page) wins over any date.
-        tag["since"] = None if before is None or moment is None else min(before, moment)
-    names = Tag.objects.filter(pk__in=found).values("id", "kind", "name", "slug")
-    named = {row["id"]: row for row in names}
-    # A tag deleted meanwhile (its requests with it, by the cascade) is left out; the
-    # requests of one deleted outside the ORM (no constraint: models.TagRefresh) go.
-    gone = [i for tag_id, tag in found.items() if tag_id not in named for i in tag["requests"]]
-    if gone:
-        TagRefresh.objects.filter(pk__in=gone).delete()
-    return [{**named[tag_id], **tag} for tag_id, tag in found.items() if tag_id in named]
+    while True:
+        oldest = TagRefresh.objects.order_by("id").values("tag_id")[:limit]
+        rows = (
+            TagRefresh.objects.filter(tag_id__in=oldest)
+            .order_by("id")
+            .values_list("id", "tag_id", "since")[: limit * REQUESTS_READ_PER_TAG]
+        )
+        found: dict[int, dict] = {}
+        for request_id, tag_id, moment in rows:
+            tag = found.setdefault(tag_id, {"requests": [], "since": moment})
+            tag["requests"].append(request_id)
+            before = tag["since"]
+            # None (every page) wins over any date.
+            tag["since"] = None if before is None or moment is None else min(before, moment)
+        names = Tag.objects.filter(pk__in=found).values("id", "kind", "name", "slug")
+        named = {row["id"]: row for row in names}
+        # A tag deleted meanwhile (its requests with it, by the cascade) is left out; the
+        # requests of one deleted outside the ORM (no constraint: models.TagRefresh) go.
+        gone = [i for tag_id, tag in found.items() if tag_id not in named for i in tag["requests"]]
+        if gone:
+            TagRefresh.objects.filter(pk__in=gone).delete()
+        if named or not gone:
+            return [{**named[tag_id], **tag} for tag_id, tag in found.items() if tag_id in named]
+        # Every tag read was gone: the requests after them, or the pass would end as if
+        # none were left and theirs would wait for the catch-up.
 
 
 def _of_tag(tag_id: int, **dated: datetime) -> QuerySet[Article]:

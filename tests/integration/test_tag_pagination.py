@@ -200,6 +200,26 @@ def test_a_pass_takes_every_request_of_the_tags_it_writes(site, monkeypatch):  #
     assert not TagRefresh.objects.exists()
 
 
+def test_requests_of_tags_deleted_outside_the_orm_do_not_end_the_pass(site, monkeypatch):  # noqa: F811
+    """A tag deleted by SQL leaves its requests (no constraint ties them to it). When
+    every request a pass read was such a tag's, the pass reads on rather than end as if
+    none were left: a live tag's request after them waited for the catch-up."""
+    site.add(1, tags=["gone", "kept"])
+    gone = Tag.objects.get(name="gone").pk
+    kept = Tag.objects.get(name="kept").pk
+    TagRefresh.objects.all().delete()
+    tags_refresh([gone])  # the oldest request
+    tags_refresh([kept])
+    Tag.objects.filter(pk=gone)._raw_delete(Tag.objects.db)  # no cascade: SQL's DELETE
+    monkeypatch.setattr(build, "TAG_REFRESH_BATCH", 1)
+
+    done = build.write_tag_pages(site_storage(), write=build.atomic_write)
+
+    assert not (done and TagRefresh.objects.exists())  # "done" leaves none behind
+    assert not TagRefresh.objects.exists()
+    assert pages(site, "kept")[""]  # the live tag's page was written
+
+
 def test_a_pass_reads_a_bounded_number_of_requests(site, monkeypatch):  # noqa: F811
     """Every request of a tag, but at most REQUESTS_READ_PER_TAG a tag it may name, the
     oldest first (their ids go in one DELETE, bounded in parameters); the rest are
