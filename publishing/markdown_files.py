@@ -112,10 +112,16 @@ _ZONES = {
 # An ISO day (and time) first, a numeric zone last, anything between.
 _RUBY_LOOSE = re.compile(
     r"(?P<day>\d{4}-\d{1,2}-\d{1,2})(?:[ T]+(?P<time>\d{1,2}:\d{2}(?::\d{2})?))?"
-    r"\s+(?P<between>[^+-]*?)(?P<zone>[+-]\d{2}:?\d{2})?"
+    r"\s*(?P<between>[^+-]*?)(?P<zone>[+-]\d{2}:?\d{2})?"
     # and the zone's name after its offset, as `date "+%F %T %z %Z"` writes it
     r"(?:(?<=\d)\s+\(?[A-Za-z]{1,6}\)?)?"
 )
+# Hugo's page bundle in a language of a multilingual site: `index.en`, `_index.pt-br`.
+_BUNDLE_LANGUAGE = re.compile(r"_?index\.[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
+# Something like a time of day, which the lenient parse must not leave out.
+_TIME_LIKE = re.compile(r"\d[:.]\d")
+# No date written in any format this import reads is longer.
+DATE_LENGTH = 100
 # A zone's name as its last word, in any case (Ruby's Time.parse reads `pst` as PST;
 # dateutil's parser takes only capitals for a zone).
 _LAST_WORD = re.compile(r"(?<=\s)([A-Za-z]{1,5})$")
@@ -228,6 +234,30 @@ class PureSafeLoader(_FrontMatterComposer, yaml.SafeLoader):
     _loader = yaml.SafeLoader
 
 
+# YAML 1.1's base-60 numbers (`12:30` read as 750, `1:30:00` as 5400), which Hugo and
+# YAML 1.2 read as text: a title or tag like a time stays as written (a review's finding).
+_BASE_60 = ":"
+_NUMBERS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+
+
+def _without_base_60(loader: type) -> None:
+    resolvers = {}
+    for first, found in loader.yaml_implicit_resolvers.items():
+        resolvers[first] = [
+            (tag, _no_base_60(pattern) if tag in _NUMBERS else pattern) for tag, pattern in found
+        ]
+    loader.yaml_implicit_resolvers = resolvers
+
+
+def _no_base_60(pattern: re.Pattern) -> re.Pattern:
+    """The number pattern refusing what holds a colon: only its base-60 forms do."""
+    return re.compile(r"(?![\s\S]*" + _BASE_60 + ")" + pattern.pattern, pattern.flags)
+
+
+_without_base_60(SafeLoader)
+_without_base_60(PureSafeLoader)
+
+
 @dataclass
 class ParsedFile:
     title: str
@@ -309,6 +339,10 @@ def _parse_date_text(value: str) -> tuple[datetime, str]:
     picks the parts it recognises, an ISO day (and time) at the start and a numeric
     zone at the end with anything between (`2023-01-29 18:30:22 2023 -0800`, a post of
     Jekyll's own blog)."""
+    if len(value.strip()) > DATE_LENGTH:
+        # The lenient patterns below backtrack on long runs of spaces: a 20,000-space
+        # date took 19 s (a review's finding); no date of any format is this long.
+        raise BadFile(f"date {shown(value)} is not a date: longer than {DATE_LENGTH} characters")
     text = _NAMED_OFFSET.sub("", _zone_in_capitals(value.strip()))
     try:
         return datetime.fromisoformat(text), ""
@@ -319,7 +353,10 @@ def _parse_date_text(value: str) -> tuple[datetime, str]:
     # finding: it was today's day of the month).
     today = datetime(datetime.now(UTC).year, 1, 1)
     attempts = [(text, "")]
-    if loose := _RUBY_LOOSE.fullmatch(text):
+    loose = _RUBY_LOOSE.fullmatch(text)
+    # A time it would leave out is a time it cannot read (`25:00`, `09:61`, `9.30`):
+    # refused, not the day's midnight.
+    if loose and not _TIME_LIKE.search(loose.group("between") or ""):
         kept = " ".join(part for part in loose.group("day", "time", "zone") if part)
         attempts.append((kept, loose.group("between") or ""))
     for attempt, dropped in attempts:
@@ -421,7 +458,11 @@ def _aliases(meta: dict) -> tuple[list[str], list[str]]:
     for key in ("aliases", "redirect_from"):
         value = meta.get(key)
         for alias in [value] if isinstance(value, str) else _tag_list(key, value):
-            path = urlsplit(alias.strip()).path.strip("/")
+            try:
+                path = urlsplit(alias.strip()).path.strip("/")
+            except ValueError:  # `http://[::1`: not an address (a review's finding)
+                others.append(_cut(alias.strip(), VALUE_SHOWN))
+                continue
             path = path.removesuffix("/index.html").removesuffix(".html")
             if path and "/" not in path:
                 slugs.append(unquote(path))
@@ -466,11 +507,11 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
     # Jekyll's `published: false`, Hugo's `expiryDate` passed (a review's finding: all
     # went live, with only the key named as ignored). Hugo's `published` is also a name
     # of publishDate, a date: not a flag then; `unpublishdate` a name of expiryDate.
-    published = meta.get("published")
+    expiry = meta.get("expirydate", meta.get("unpublishdate"))
     is_draft = (
         _flag(meta, "draft", False)
-        or (not isinstance(published, date) and not _flag(meta, "published", True))
-        or _expired(meta.get("expirydate", meta.get("unpublishdate")))
+        or (not _a_date(meta.get("published")) and not _flag(meta, "published", True))
+        or _expired(expiry)
     )
     title = meta.get("title")
     if title is None or (isinstance(title, str) and not title.strip()):
@@ -492,7 +533,20 @@ def parse(text: str, *, loader: type = SafeLoader) -> ParsedFile | Draft:
     )
     parsed.aliases, parsed.not_aliases = _aliases(meta)
     _dates(meta, parsed)
+    if expiry not in (None, "") and not is_draft:
+        parsed.notes.append(
+            f"expiryDate {parse_date(expiry).isoformat()}: not kept; the article stays up "
+            "after it (withdraw it then): this blog takes nothing down by a date"
+        )
     return Draft(parsed) if is_draft else parsed
+
+
+def _a_date(value: object) -> bool:
+    """Hugo's `published` given as a date (a name of publishDate), YAML's or quoted
+    (`"2030-05-01T10:00:00Z"`, which Hugo reads as one), not Jekyll's flag."""
+    if isinstance(value, date):
+        return True
+    return isinstance(value, str) and value.strip().lower() not in _TRUE | _FALSE | {""}
 
 
 def _keys_in_any_case(meta: dict) -> dict:
@@ -525,7 +579,7 @@ def _dates(meta: dict, parsed: ParsedFile) -> None:
     found: dict[str, datetime] = {}
     for key in ("date", "publishdate", "pubdate", "published"):
         value = meta.get(key)
-        if value is None or (key == "published" and not isinstance(value, date)):
+        if value is None or (key == "published" and not _a_date(value)):
             continue  # `published: false`: Jekyll's flag (parse reads it)
         when, note = parse_date_noting(value)
         parsed.notes += [note] if note else []
@@ -583,6 +637,10 @@ def slug_from_path(path: PurePath) -> str:
     Jekyll's date prefix; a Hugo bundle's `index.md` gives its folder's name), made a
     slug as a title is (lowercase, spaces to hyphens, unicode letters kept)."""
     stem = path.stem
+    # A multilingual Hugo bundle's `index.en.md` is its folder's too (a review's
+    # finding: every such bundle was `indexen`).
+    if _BUNDLE_LANGUAGE.fullmatch(stem) and path.parent.name:
+        stem = path.parent.name
     if stem in _BUNDLE_NAMES and path.parent.name:
         stem = path.parent.name
     stem = _JEKYLL_DATE_PREFIX.sub("", stem)

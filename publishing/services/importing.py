@@ -134,6 +134,20 @@ class ImportReport:
 
 
 def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
+    """`_find_files`, each file once: a file named and also found in a folder named
+    (`import_articles posts ./posts/a.md`, overlapping globs) was read twice and
+    refused as its own duplicate slug (a review's finding)."""
+    seen: set[str] = set()
+    for item in _find_files(paths):
+        if isinstance(item, Path):
+            where = os.path.abspath(item)
+            if where in seen:
+                continue
+            seen.add(where)
+        yield item
+
+
+def _find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
     """Each file named, and each Markdown file (.md, .markdown) under each folder named,
     recursively, in name order; hidden files and folders are left out. A path that
     does not exist gives a failure, not an exception. A folder named may be a link (the
@@ -565,7 +579,9 @@ def _keep_draft(path: Path, parsed: ParsedFile, *, dry_run: bool) -> FileResult:
         "title": parsed.title,
         "body": parsed.body,
         "slug": slug,
-        "publish_at": parsed.publish_at,
+        # A file without a date keeps the draft's own, as an article's is kept: a date
+        # set in the desk is not undone by importing the same file again.
+        "publish_at": parsed.publish_at if parsed.publish_at or not story else story.publish_at,
         **{name: getattr(parsed, name) for name in READER_FIELDS},
     }
     try:

@@ -218,6 +218,38 @@ def test_a_draft_files_aliases_are_said_not_kept(blog):
     assert "later.md: old-later (a draft has no page)" in out
 
 
+def test_an_undated_draft_file_imported_again_keeps_the_date_set_since(blog):
+    """An article keeps its own date when its file gives none; a draft does too (a
+    review's finding: importing the same undated file again undid a date the writer had
+    set in the desk)."""
+    write(blog, "later.md", post("Later", slug="later-draft", draft="true"))
+    _out, err, code = run_import(str(blog))
+    assert code == 0, err
+    story = Story.objects.get(slug="later-draft")
+    when = datetime(2030, 1, 1, tzinfo=UTC)
+    story_save(
+        story_id=story.pk, title="Later", slug="later-draft", body=story.body, publish_at=when
+    )
+
+    out, err, code = run_import(str(blog))
+
+    assert code == 0, err
+    assert "unchanged 1" in out.splitlines()[-1]
+    assert Story.objects.get(pk=story.pk).publish_at == when
+
+
+def test_a_file_named_and_found_in_a_folder_named_is_imported_once(blog):
+    """Overlapping paths (a folder and a file in it) read the file twice, which then
+    failed as its own duplicate slug (a review's finding)."""
+    path = write(blog, "twice.md", post("Twice", slug="twice-draft", draft="true"))
+
+    out, err, code = run_import(str(blog), str(path.parent / "." / path.name))
+
+    assert code == 0, err + out
+    assert out.splitlines()[-1].startswith("import_articles: created 1, updated 0, unchanged 0")
+    assert Story.objects.filter(slug="twice-draft").count() == 1
+
+
 @pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "import"])
 @pytest.mark.parametrize("second_a_draft", [True, False], ids=["two drafts", "draft, article"])
 def test_a_draft_file_sharing_its_slug_fails_with_the_other_as_articles_do(
