@@ -240,7 +240,7 @@ _BASE_60 = ":"
 _NUMBERS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
 
 
-def _without_base_60(loader: type) -> None:
+def _without_base_60(loader: type[yaml.resolver.BaseResolver]) -> None:
     resolvers = {}
     for first, found in loader.yaml_implicit_resolvers.items():
         resolvers[first] = [
