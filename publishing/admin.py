@@ -165,6 +165,12 @@ SAVED_ELSEWHERE = (
 )
 
 
+NO_BASE = (
+    "This form does not say which version it was opened at, so saving "
+    "it could undo an edit made since. Copy your text, reload the page, and save again."
+)
+
+
 class ArticleForm(forms.ModelForm):
     """The article's content, with the content hash it was opened at: a save over
     content changed since (another tab, the API) is refused, with the writer's text
@@ -180,6 +186,10 @@ class ArticleForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         base = (cleaned or {}).get("base_hash")
+        if not self.instance._state.adding and not base:
+            # Without it no save could be checked: a tab opened before the field, a
+            # script's post (a review's finding: either undid another writer's edit).
+            raise ValidationError(NO_BASE, code="stale")
         if base and not self.instance._state.adding:
             # Locked until the save in the admin's transaction (changeform_view): no
             # other save can come between this check and ours.

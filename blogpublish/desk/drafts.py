@@ -30,7 +30,7 @@ from django.views.decorators.http import require_POST
 from blogpublish.desk import cheatsheet, images
 from blogpublish.site.paths import absolute, article_url
 from publishing import selectors as publishing_selectors
-from publishing.admin import warn_of_a_moved_address
+from publishing.admin import NO_BASE, warn_of_a_moved_address
 from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.forms import TagsField
 from publishing.models import DRAFT_FIELDS, Article, Revision, Story, StoryState
@@ -106,6 +106,10 @@ class StoryForm(forms.ModelForm):
         if self.errors:
             return cleaned
         existing = self.instance.pk is not None and not self.instance._state.adding
+        if existing and cleaned.get("base_version") is None:
+            # Without it no save could be checked against a newer version (a review's
+            # finding: a post without it undid another writer's edit).
+            raise ValidationError(NO_BASE, code="stale")
         try:
             self.saved = story_save(
                 story_id=self.instance.pk if existing else None,

@@ -83,6 +83,32 @@ def test_article_form__a_tab_opened_before_an_api_edit_does_not_wipe_it(admin_cl
     assert (article.tags, article.description, article.body) == (["breaking"], "Why", "Body.")
 
 
+@pytest.mark.parametrize("base", [None, ""], ids=["left out", "empty"])
+def test_article_form__a_save_without_the_hash_it_was_opened_at_is_refused(
+    admin_client, settings, base
+):
+    """A form that does not say what it was opened at (a tab older than the field, a
+    script's post) could be checked against nothing: it was saved, and undid an API
+    edit (a review's finding). Refused, its text kept in the form."""
+    settings.TIME_ZONE = "UTC"
+    article = article_create(title="No base", body="Body.", slug="no-base")
+    tab = opened(admin_client, article)
+    article_update(article=Article.objects.get(pk=article.pk), title="Renamed by the API")
+    tab.pop("base_hash")
+
+    refused = admin_client.post(
+        change_page(article.pk),
+        {**tab, "body": "Edited in the tab."} | ({} if base is None else {"base_hash": base}),
+    )
+
+    assert refused.status_code == 200
+    page = errors_of(refused)
+    assert "does not say which version it was opened at" in page
+    assert "Edited in the tab." in page
+    article.refresh_from_db()
+    assert (article.title, article.body) == ("Renamed by the API", "Body.")
+
+
 def test_article_form__a_tab_opened_at_the_current_content_saves(admin_client, settings):
     settings.TIME_ZONE = "UTC"
     article = article_create(title="One tab", body="Body.", slug="one-tab")

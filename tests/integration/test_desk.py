@@ -143,7 +143,14 @@ def test_admin__saving_an_article_keeps_a_tag_with_a_comma_whole(admin_client):
     form = article_form(title="Tagged", slug="tagged", body="Body, edited.", when=when)
     response = admin_client.post(
         f"/admin/publishing/article/{article.pk}/change/",
-        form | {"tags": shown, "description": "", "byline": "", "language": ""},
+        form
+        | {
+            "tags": shown,
+            "description": "",
+            "byline": "",
+            "language": "",
+            "base_hash": article.content_hash,
+        },
     )
 
     assert response.status_code == 302, response.content[:2000]

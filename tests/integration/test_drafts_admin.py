@@ -5,6 +5,7 @@ worker, Redis and database."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -157,6 +158,24 @@ def test_a_stale_tab_is_refused_with_its_text_kept(admin_client):
     assert response.status_code == 200
     page = response.content.decode()
     assert "saved elsewhere" in page and "The first tab&#x27;s words." in page
+    assert Story.objects.get(pk=story.pk).body == "Newer."
+
+
+def test_a_story_form_without_its_version_is_refused_with_its_text_kept(admin_client):
+    """Without `base_version` a save was checked against nothing and overwrote a newer
+    version (a review's finding)."""
+    admin_client.post(STORY_ADD, {**article_form(title="No version", body="One."), "_save": "1"})
+    story = Story.objects.get()
+    stale = story_form(story, body="The old tab's words.", _continue="1")
+    stale.pop("base_version")
+    admin_client.post(story_page(story.pk), {**story_form(story, body="Newer."), "_continue": "1"})
+
+    response = admin_client.post(story_page(story.pk), stale)
+
+    assert response.status_code == 200
+    page = html.unescape(response.content.decode())
+    assert "does not say which version it was opened at" in page
+    assert "The old tab's words." in page
     assert Story.objects.get(pk=story.pk).body == "Newer."
 
 

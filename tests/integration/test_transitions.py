@@ -124,6 +124,7 @@ def test_saving_unchanged_from_the_admin_publishes_nothing(quiet_article, sent_t
         {
             "title": "admin-unchanged",
             "slug": "admin-unchanged",
+            "base_hash": Article.objects.get(pk=article.pk).content_hash,
             "body": "Line one.\r\n\r\nLine two.\r\n",  # what a browser sends
             "publish_at_0": local.strftime("%Y-%m-%d"),
             "publish_at_1": local.strftime("%H:%M:%S"),
@@ -236,7 +237,8 @@ def test_the_article_form_warns_when_a_live_articles_slug_moves(quiet_article, s
     def save(slug: str, body: str) -> list[str]:
         response = client.post(
             f"/admin/publishing/article/{article.pk}/change/",
-            article_form(title="form-moving", body=body, slug=slug, when=when),
+            article_form(title="form-moving", body=body, slug=slug, when=when)
+            | {"base_hash": Article.objects.get(pk=article.pk).content_hash},
             follow=True,
         )
         assert response.status_code == 200, response.content.decode()[:2000]
