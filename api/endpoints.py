@@ -281,16 +281,19 @@ def _message(problem: dict) -> str:
     return str(problem.get("msg", "Not valid."))
 
 
+UNKNOWN_QUERY = "Not a query parameter of this operation."
+
+
 def _known_query(request: HttpRequest, *allowed: str) -> None:
     """Refuse query parameters the operation does not have: a typo (`?stauts=dead`)
     would otherwise answer as if no filter had been asked for."""
     unknown = sorted(set(request.GET) - set(allowed))
     if unknown:
-        raise DjangoValidationError(
-            {
-                name or "(empty name)": ["Not a query parameter of this operation."]
-                for name in unknown
-            }
+        # The request's shape, not the article's content: "The request is not valid",
+        # on a read or a delete too (a review's finding: "The article is not valid;
+        # nothing was stored").
+        raise NinjaValidationError(
+            [{"loc": ("query", name or "(empty name)"), "msg": UNKNOWN_QUERY} for name in unknown]
         )
 
 
@@ -624,11 +627,14 @@ def publish_article(
     else:
         _draft(id)
     with transaction.atomic():
+        # Under the story's lock, which story_publish takes again: no save can come
+        # between the check and the publish (a review's finding: If-Match was ignored,
+        # and a writer's later text went live instead of the reviewed one), and a delete
+        # that came first is a 404 here, as it is after it (another review's: a 400
+        # saying the story "is not valid", in the trash).
+        story = _draft(id, lock=True)
         if version is not None:
-            # Under the story's lock, which story_publish takes again: no save can come
-            # between the check and the publish (a review's finding: If-Match was
-            # ignored, and a writer's later text went live instead of the reviewed one).
-            _check_version(_draft(id, lock=True), version)
+            _check_version(story, version)
         article = story_publish(story_id=id)
     article.refresh_from_db()
     return article_out(article)

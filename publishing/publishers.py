@@ -305,9 +305,18 @@ def publishers_problems() -> list[str]:
     return problems
 
 
-def each_publisher(call: Callable[[Publisher], object], *, what: str, raising: bool = False):
+def each_publisher(
+    call: Callable[[Publisher], object],
+    *,
+    what: str,
+    raising: bool = False,
+    expected: Callable[[Exception], bool] = lambda exc: False,
+):
     """`call(publisher)` for every publisher; failures are logged and, with `raising`, the
-    first one is raised once every publisher had its call."""
+    first one is raised once every publisher had its call. Those `expected` (a write
+    that met a concurrent one, which the caller tries again) are left to the caller to
+    say, without a traceback: an ERROR for each paged operators for nothing (a review's
+    finding)."""
     failure: Exception | None = None
     for publisher in get_publishers():
         try:
@@ -315,8 +324,9 @@ def each_publisher(call: Callable[[Publisher], object], *, what: str, raising: b
         except TIME_LIMITS:
             raise  # the task's time is up: no other publisher's call begins
         except Exception as exc:
-            logger.exception("%s.%s() failed", type(publisher).__name__, what)
-            exc.logged = True  # type: ignore[attr-defined]  # its caller logs no second traceback
+            if not expected(exc):
+                logger.exception("%s.%s() failed", type(publisher).__name__, what)
+                exc.logged = True  # type: ignore[attr-defined]  # its caller logs no second traceback
             failure = failure or exc
     if raising and failure is not None:
         raise failure

@@ -173,6 +173,7 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
             lambda publisher: finished.append(PASSES[hook](publisher, fence, busy)),
             what=hook,
             raising=True,
+            expected=lambda exc: isinstance(exc, lease.Overtaken) or _conflict(exc),
         )
         outcome = PassOutcome.MORE if False in finished else PassOutcome.DONE
     except lease.Overtaken as exc:
@@ -186,14 +187,17 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
     except Exception as exc:
         # A failed pass (a serialization conflict with an attempt, a full disk) is
         # wanted again, and sent below. Its traceback is logged where it was raised
-        # (each_publisher), or here if it was not a publisher's.
+        # (each_publisher), or here if it was not a publisher's; a conflict's, which
+        # is expected while writers work and tried again, is not.
+        conflict = _conflict(exc)
         logger.warning(
-            "shared views: the %s pass failed; another is wanted: %r",
+            "shared views: the %s pass %s; another is wanted: %r",
             hook,
+            "met a concurrent write" if conflict else "failed",
             exc,
-            exc_info=not getattr(exc, "logged", False),
+            exc_info=not (getattr(exc, "logged", False) or conflict),
         )
-        outcome = PassOutcome.CONFLICT if _conflict(exc) else PassOutcome.FAILED
+        outcome = PassOutcome.CONFLICT if conflict else PassOutcome.FAILED
     finally:
         fence.close()
         lease.release(_row(), token, fields=FIELDS)

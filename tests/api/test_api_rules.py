@@ -532,6 +532,20 @@ def test_list_with_a_bad_query_is_400_naming_it(api, query, field):
     assert field in response.json()["errors"]
 
 
+@pytest.mark.parametrize("method", ["get", "delete"])
+def test_an_unknown_query_parameter_is_the_requests_fault_not_the_articles(api, method):
+    """A read or a delete with a typo in its query said "The article is not valid;
+    nothing was stored" (a review's finding): it is the request that is not valid."""
+    article = stored(title="Kept", slug="kept-by-a-typo")
+
+    response = getattr(api, method)(f"{ARTICLES}/{article.pk}?x=1")
+
+    assert response.status_code == 400
+    assert response.json()["detail"] == "The request is not valid."
+    assert response.json()["errors"] == {"x": ["Not a query parameter of this operation."]}
+    assert Article.objects.filter(pk=article.pk).exists()
+
+
 def test_patch_changes_only_the_fields_given(api):
     article = stored(title="Before", slug="before")
 

@@ -37,20 +37,33 @@ def call(token: str, method: str, path: str) -> int:
 
 
 def held_at(
-    monkeypatch, owner, name: str, request: Callable[[], object], other: Callable[[], object]
+    monkeypatch,
+    owner,
+    name: str | tuple[str, ...],
+    request: Callable[[], object],
+    other: Callable[[], object],
+    *,
+    when: Callable[[str, dict], bool] = lambda name, kwargs: True,
 ):
-    """`request()` in a thread, held when it calls `owner.name` until `other()` has run
-    on a connection of its own; then it goes on. (What request() returned, or the repr
-    of its error; what other() returned.)"""
-    real = getattr(owner, name)
+    """`request()` in a thread, held when it first calls `owner.name` (one of the names;
+    `when(name, kwargs)` says which calls count) until `other()` has run on a connection
+    of its own; then it goes on. (What request() returned, or the repr of its error;
+    what other() returned.)"""
     reached, go_on = threading.Event(), threading.Event()
     outcome: dict[str, object] = {}
 
-    def held(*args, **kwargs):
-        if threading.current_thread().name == "held" and not reached.is_set():
-            reached.set()
-            assert go_on.wait(30), "never let go"
-        return real(*args, **kwargs)
+    def holding(name: str, real: Callable):
+        def held(*args, **kwargs):
+            if (
+                threading.current_thread().name == "held"
+                and not reached.is_set()
+                and when(name, kwargs)
+            ):
+                reached.set()
+                assert go_on.wait(30), "never let go"
+            return real(*args, **kwargs)
+
+        return held
 
     def run() -> None:
         try:
@@ -58,7 +71,8 @@ def held_at(
         except Exception as exc:  # what the tests are about: a lost race's error
             outcome["request"] = repr(exc)
 
-    monkeypatch.setattr(owner, name, held)
+    for one in (name,) if isinstance(name, str) else name:
+        monkeypatch.setattr(owner, one, holding(one, getattr(owner, one)))
     thread = threading.Thread(target=run, name="held")
     thread.start()
     try:
@@ -99,6 +113,29 @@ def test_a_delete_that_meets_a_withdraw_puts_the_draft_in_the_trash(make_token, 
     assert not Article.objects.filter(pk=story.pk).exists()
     assert Story.objects.get(pk=story.pk).trashed_at is not None
     assert call(token, "get", f"{ARTICLES}/{story.pk}") == 404
+
+
+@POSTGRESQL_ONLY
+def test_a_publish_that_meets_a_delete_is_404(make_token, monkeypatch):
+    """The review: a DELETE between the publish's check of the draft and its publish
+    made it a 400, "The article is not valid … This story is in the trash", where the
+    same publish after the delete is a 404. Held before the publish locks the draft
+    (or, without that lock, before it publishes)."""
+    _user, token = make_token()
+    story = story_save(title="Draft", body="Text.", slug="published-while-deleted")
+
+    answers = held_at(
+        monkeypatch,
+        endpoints,
+        ("_draft", "story_publish"),
+        lambda: call(token, "post", f"{ARTICLES}/{story.pk}/publish"),
+        lambda: call(token, "delete", f"{ARTICLES}/{story.pk}"),
+        when=lambda name, kwargs: name == "story_publish" or kwargs.get("lock", False),
+    )
+
+    assert answers == (404, 204)
+    assert Story.objects.get(pk=story.pk).trashed_at is not None
+    assert not Article.objects.filter(pk=story.pk).exists()
 
 
 def test_a_delete_that_meets_another_delete_is_404(make_token, monkeypatch):
