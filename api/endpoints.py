@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import re
 from functools import partial
 from typing import NoReturn
 
@@ -180,9 +181,14 @@ DeliveryId = PathParam(..., ge=1, le=MAX_ID, description="The webhook delivery's
 IfMatch = Header(
     None,
     alias="If-Match",
-    max_length=40,
-    description='The draft\'s version: 3, or as an entity tag, "3" or W/"3".',
+    max_length=80,
+    description=(
+        'A draft\'s version: 3, or as an entity tag, "3" or W/"3"; an article\'s ETag '
+        "(its content's hash, quoted as GET gives it)."
+    ),
 )
+# An article's entity tag: the hash of its content (`content_hash`), as GET sends it.
+CONTENT_TAG = re.compile(r"[0-9a-f]{64}")
 
 
 # --- errors: one shape, {"detail": …, "errors": {field: [messages]}} ---------------------
@@ -477,12 +483,20 @@ def _page(rows, page: int, page_size: int, out) -> dict:
     response={200: ArticleOut | DraftOut, **ONE},
     summary="One article, or a draft (status draft) of that id",
 )
-def get_article(request: HttpRequest, id: int = ArticleId):
+def get_article(request: HttpRequest, response: HttpResponse, id: int = ArticleId):
     _known_query(request)
     article = Article.objects.filter(pk=id).first()
     if article is not None:
-        return article_out(article)
-    return draft_out(_draft(id))
+        return _tagged(response, article_out(article), article.content_hash)
+    story = _draft(id)
+    return _tagged(response, draft_out(story), story.version)
+
+
+def _tagged(response: HttpResponse, out: dict, tag: str | int) -> dict:
+    """`out`, its ETag on the response: an article's content hash, a draft's version;
+    what a PATCH's or a publish's If-Match names to be refused (412) if it changed."""
+    response["ETag"] = f'"{tag}"'
+    return out
 
 
 def _draft(story_id: int, *, lock: bool = False) -> Story:
@@ -504,12 +518,13 @@ def _draft(story_id: int, *, lock: bool = False) -> Story:
 )
 def patch_article(
     request: HttpRequest,
+    response: HttpResponse,
     payload: ArticlePatchIn,
     id: int = ArticleId,
     if_match: str = IfMatch,
 ):
     _known_query(request)
-    version = _version(if_match)  # refused when it is not one, as for a draft
+    version = _version(if_match)  # refused when it is neither, as for a draft
     # Read under the row's lock, so that concurrent PATCHes of one article each change
     # only their own fields: a save writes every content field from the copy it holds,
     # and two PATCHes that read before either wrote lost one's change (a review's
@@ -524,59 +539,81 @@ def patch_article(
             # keeps the order of story_publish and story_withdraw: the story's, then
             # the article's (docs/design.md, "Drafts").
             story = _patch_draft(request, payload, _draft(id, lock=True), version)
-            return draft_out(story)
+            return _tagged(response, draft_out(story), story.version)
         fields = _content(payload, base=article)
-        if version is not None:
+        if version is not None and version != article.content_hash:
             _refuse_version(if_match, fields, article)
         if fields:
             article_update(article=article, **fields)
             article.refresh_from_db()
-    return article_out(article)
+    return _tagged(response, article_out(article), article.content_hash)
 
 
 def _refuse_version(if_match: str | None, fields: dict, article: Article) -> NoReturn:
-    """An article has no version, so If-Match (but `*`) cannot match: RFC 9110 §13.1.1's
-    412, not ignored (a review's finding: an If-Match naming a draft that was published
-    meanwhile edited the live article). Invalid content is a 400 first, as for a draft
-    (story_save validates before it compares versions)."""
+    """An If-Match that is not the article's ETag: RFC 9110 §13.1.1's 412, not ignored (a
+    review's finding: an If-Match naming a draft that was published meanwhile edited the
+    live article; another's: two clients' PATCHes, the second undoing the first's). Invalid
+    content is a 400 first, as for a draft (story_save validates before it compares)."""
     _check_without_saving(fields, article)
+    now = f'"{article.content_hash}"'
+    if CONTENT_TAG.fullmatch(_unquoted(if_match or "")):
+        raise DraftConflict(
+            f"The article was changed since If-Match: {if_match}: its ETag is now {now}. "
+            f"GET it, merge, and PATCH again with If-Match: {now}; nothing was changed."
+        )
     raise DraftConflict(
         f"If-Match: {if_match} names a draft's version, but this is an article "
-        "(published, or on its way), which has no version. GET it again to see it as it "
+        f"(published, or on its way), whose ETag is {now}. GET it again to see it as it "
         "is now; a PATCH without If-Match changes only the fields it names."
     )
 
 
-def _version(if_match: str | None) -> int | None:
-    """If-Match's version: a number, bare as docs/api.md shows it or as the entity tag
-    HTTP clients send (`"3"`, `W/"3"`); `*` (any version) checks none."""
-    if if_match is None or (text := if_match.strip()) == "*":
-        return None
+def _unquoted(if_match: str) -> str:
+    text = if_match.strip()
     if text.startswith('W/"'):  # a weak tag is a quoted one
         text = text[2:]
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
+    return text
+
+
+def _version(if_match: str | None) -> int | str | None:
+    """If-Match's version: a draft's number, or an article's ETag (its content hash),
+    bare as docs/api.md shows it or as the entity tag HTTP clients send (`"3"`,
+    `W/"3"`); `*` (any version) checks none."""
+    if if_match is None or if_match.strip() == "*":
+        return None
+    text = _unquoted(if_match)
+    if CONTENT_TAG.fullmatch(text):
+        return text
     if not (text.isascii() and text.isdigit()):
         raise NinjaValidationError(
             [
                 {
                     "loc": ("header", "If-Match"),
-                    "msg": f'{if_match!r} is not a draft\'s version (a number, or "3").',
+                    "msg": (
+                        f"{if_match!r} is neither a draft's version (a number, or "
+                        '"3") nor an article\'s ETag (as GET gives it).'
+                    ),
                 }
             ]
         )
     return int(text)
 
 
-def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | None) -> Story:
+def _patch_draft(
+    request: HttpRequest, payload, story: Story, if_match: int | str | None
+) -> Story:
     """The draft `story` (read under its lock) with the fields given changed."""
     current = {name: getattr(story, name) for name in DRAFT_FIELDS}
     fields = _content(payload, base=story)
+    if isinstance(if_match, str):  # an article's ETag: it was withdrawn since
+        _check_version(story, if_match, publishing=False)
     try:
         return story_save(
             story_id=story.pk,
             saved_by=token_user(request).get_username(),
-            if_version=if_match,
+            if_version=if_match if isinstance(if_match, int) else None,
             **{**current, **fields},
         )
     except StoryConflict as exc:
@@ -640,13 +677,19 @@ def publish_article(
     return article_out(article)
 
 
-def _check_version(story: Story, version: int) -> None:
-    """DraftConflict (412) unless the draft is at `version`."""
+def _check_version(story: Story, version: int | str, *, publishing: bool = True) -> None:
+    """DraftConflict (412) unless the draft is at `version` (an article's ETag never
+    matches a draft: a publish checks what is to go live, the draft's version)."""
     if story.version != version:
+        named = f"version {version}" if isinstance(version, int) else f'ETag "{version}"'
+        then = (
+            f"review it, and publish with If-Match: {story.version}; nothing was published"
+            if publishing
+            else f"merge, and PATCH again with If-Match: {story.version}"
+        )
         raise DraftConflict(
-            f"The draft was saved since version {version}: it is at version "
-            f"{story.version}. GET it, review it, and publish with If-Match: "
-            f"{story.version}; nothing was published."
+            f"The draft was saved since {named}: it is at version {story.version}. "
+            f"GET it, {then}."
         )
 
 

@@ -50,8 +50,51 @@ def test_a_patch_with_if_match_of_an_article_is_412_and_changes_nothing(api, if_
 
     assert response.status_code == 412, response.content
     detail = response.json()["detail"]
-    assert "no version" in detail and "GET it again" in detail
+    assert "names a draft's version" in detail and "GET it again" in detail
     assert Article.objects.get(pk=story.pk).body == "Reviewed."
+
+
+def test_two_clients_patching_an_article_by_its_etag_lose_nothing(api):
+    """GET gives an article's ETag (its content's hash); a PATCH with it as If-Match
+    goes through only if nothing changed since (a review's finding: the second of two
+    clients' PATCHes, each from its own GET, silently undid the first's paragraph)."""
+    story = story_save(title="T", body="para1\n\npara2", slug="two-clients")
+    story_publish(story_id=story.pk)
+    read = api.get(f"{ARTICLES}/{story.pk}")
+    etag = read.headers["ETag"]
+    assert etag == f'"{Article.objects.get(pk=story.pk).content_hash}"'
+
+    first = patch(api, story.pk, {"body": "para1\n\npara2\n\nB added this"}, etag)
+    second = patch(api, story.pk, {"body": "para1 fixed by A\n\npara2"}, etag)
+
+    assert first.status_code == 200, first.content
+    assert first.headers["ETag"] == f'"{Article.objects.get(pk=story.pk).content_hash}"'
+    assert first.headers["ETag"] != etag
+    assert second.status_code == 412, second.content
+    assert "changed since" in second.json()["detail"]
+    assert first.headers["ETag"] in second.json()["detail"]
+    assert Article.objects.get(pk=story.pk).body == "para1\n\npara2\n\nB added this"
+    again = patch(api, story.pk, {"title": "Merged"}, first.headers["ETag"])
+    assert again.status_code == 200, again.content
+
+
+def test_a_drafts_etag_is_its_version_and_an_articles_etag_does_not_match_it(api):
+    """A draft's ETag is its version; an article's ETag names content that is no longer
+    what the id holds once it is withdrawn to a draft: 412 for a PATCH and a publish."""
+    story = story_save(title="T", body="Live.", slug="withdrawn-since")
+    story_publish(story_id=story.pk)
+    etag = api.get(f"{ARTICLES}/{story.pk}").headers["ETag"]
+    assert api.post(f"{ARTICLES}/{story.pk}/withdraw").status_code == 200
+
+    read = api.get(f"{ARTICLES}/{story.pk}")
+    version = Story.objects.get(pk=story.pk).version
+    edited = patch(api, story.pk, {"body": "Edited."}, etag)
+    published = publish(api, story.pk, etag)
+
+    assert read.headers["ETag"] == f'"{version}"'
+    assert (edited.status_code, published.status_code) == (412, 412)
+    assert Story.objects.get(pk=story.pk).body == "Live."
+    assert not Article.objects.filter(pk=story.pk).exists()
 
 
 def test_a_patch_of_an_article_with_if_match_and_invalid_content_is_400(api):
