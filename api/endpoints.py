@@ -492,6 +492,24 @@ def get_article(request: HttpRequest, response: HttpResponse, id: int = ArticleI
     return _tagged(response, draft_out(story), story.version)
 
 
+@api.get(
+    "/articles/{id}/draft",
+    auth=BearerToken(READ),
+    response={200: DraftOut, **ONE},
+    summary="The draft of an article: its text as last saved in the desk, with its version",
+    description=(
+        "What `…/publish` would put live, and the version its If-Match names (a live "
+        "article's draft may have changes not published yet, which `GET /articles/{id}` "
+        "does not show). 404 when there is none (an article made by the API or an "
+        "import and never opened in the desk)."
+    ),
+)
+def get_article_draft(request: HttpRequest, response: HttpResponse, id: int = ArticleId):
+    _known_query(request)
+    story = _draft(id)
+    return _tagged(response, draft_out(story), story.version)
+
+
 def _tagged(response: HttpResponse, out: dict, tag: str | int) -> dict:
     """`out`, its ETag on the response: an article's content hash, a draft's version;
     what a PATCH's or a publish's If-Match names to be refused (412) if it changed."""
@@ -601,9 +619,7 @@ def _version(if_match: str | None) -> int | str | None:
     return int(text)
 
 
-def _patch_draft(
-    request: HttpRequest, payload, story: Story, if_match: int | str | None
-) -> Story:
+def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | str | None) -> Story:
     """The draft `story` (read under its lock) with the fields given changed."""
     current = {name: getattr(story, name) for name in DRAFT_FIELDS}
     fields = _content(payload, base=story)
@@ -683,13 +699,13 @@ def _check_version(story: Story, version: int | str, *, publishing: bool = True)
     if story.version != version:
         named = f"version {version}" if isinstance(version, int) else f'ETag "{version}"'
         then = (
-            f"review it, and publish with If-Match: {story.version}; nothing was published"
+            f"GET /api/articles/{story.pk}/draft, review it, and publish with If-Match: "
+            f"{story.version}; nothing was published"
             if publishing
-            else f"merge, and PATCH again with If-Match: {story.version}"
+            else f"GET it, merge, and PATCH again with If-Match: {story.version}"
         )
         raise DraftConflict(
-            f"The draft was saved since {named}: it is at version {story.version}. "
-            f"GET it, {then}."
+            f"The draft was saved since {named}: it is at version {story.version}. {then}."
         )
 
 

@@ -124,6 +124,7 @@ def test_the_schema_is_served_and_names_the_operations(client):
         "/api/articles",
         "/api/articles/{id}",
         "/api/articles/{id}/requeue",
+        "/api/articles/{id}/draft",
         "/api/webhook-deliveries/{id}/requeue",
         "/api/articles/{id}/publish",
         "/api/articles/{id}/withdraw",

@@ -163,3 +163,38 @@ def test_a_publish_with_an_if_match_that_is_no_version_is_400(api, if_match):
     assert response.status_code == 400
     assert "If-Match" in response.json()["errors"]
     assert not Article.objects.filter(pk=story.pk).exists()
+
+
+def test_a_live_articles_draft_can_be_read_before_it_is_published(api):
+    """A live article's draft with changes not published yet: GET /articles/<id> gives
+    the live text, and a publish refused for its version asked the client to review a
+    draft it could not read (a review's finding). …/draft gives it, with its version as
+    ETag, and the 412 names that address."""
+    story = story_save(title="Live title", body="Live.", slug="draft-of-a-live-one")
+    story_publish(story_id=story.pk)
+    story_save(story_id=story.pk, title="New title", slug="draft-of-a-live-one", body="Next.")
+    version = Story.objects.get(pk=story.pk).version
+
+    live = api.get(f"{ARTICLES}/{story.pk}").json()
+    draft = api.get(f"{ARTICLES}/{story.pk}/draft")
+    refused = publish(api, story.pk, str(version - 1))
+
+    assert (live["title"], live["body"]) == ("Live title", "Live.")
+    assert draft.status_code == 200, draft.content
+    assert (draft.json()["title"], draft.json()["body"]) == ("New title", "Next.")
+    assert draft.json()["version"] == version and draft.headers["ETag"] == f'"{version}"'
+    assert refused.status_code == 412
+    assert f"GET /api/articles/{story.pk}/draft" in refused.json()["detail"]
+    assert publish(api, story.pk, draft.headers["ETag"]).status_code == 200
+    assert Article.objects.get(pk=story.pk).title == "New title"
+
+
+def test_an_article_never_opened_in_the_desk_has_no_draft(api):
+    made = api.post(
+        ARTICLES,
+        json.dumps({"title": "By the API", "body": "Text.", "slug": "no-draft-here"}),
+        content_type="application/json",
+    )
+    assert made.status_code == 201, made.content
+
+    assert api.get(f"{ARTICLES}/{made.json()['id']}/draft").status_code == 404
