@@ -62,7 +62,8 @@ def _replay(done: IdempotencyKey, digest: str) -> Article:
     article = Article.objects.filter(pk=done.article_id).first() if done.article_id else None
     if article is None:
         raise IdempotencyConflict(
-            "The article created with this Idempotency-Key has been deleted since; use a "
-            "new key to create it again."
+            "The article created with this Idempotency-Key has been deleted or withdrawn "
+            "since (a withdrawn one is a draft now: GET /api/drafts); use a new key to "
+            "create it again."
         )
     return article
