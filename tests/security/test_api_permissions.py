@@ -23,7 +23,7 @@ from publishing.models import (
     WebhookDelivery,
 )
 from publishing.reader_fields import tag_key, tag_slug
-from publishing.services import story_save
+from publishing.services import story_of_article, story_save
 from tests.support.api import (
     ADD,
     ARTICLE_PERMISSIONS,
@@ -65,6 +65,7 @@ OPERATIONS = [
     Operation("list", "get", "/api/articles", None, (VIEW, CHANGE), False, 200),
     Operation("get", "get", "/api/articles/{id}", None, (VIEW, CHANGE), False, 200),
     Operation("drafts", "get", "/api/drafts", None, (VIEW, CHANGE), False, 200),
+    Operation("draft", "get", "/api/articles/{id}/draft", None, (VIEW, CHANGE), False, 200),
     Operation("tags", "get", "/api/tags", None, (VIEW, CHANGE), False, 200),
     Operation("patch", "patch", "/api/articles/{id}", {"title": "Changed"}, (CHANGE,), True, 200),
     Operation("delete", "delete", "/api/articles/{id}", None, (DELETE,), True, 204),
@@ -114,6 +115,7 @@ def article() -> Article:
         status=DeliveryStatus.DEAD,
     )
     story_save(title="Someone else's draft", body="Not yet.", slug="someone-elses-draft")
+    story_of_article(article)  # its own draft, as the desk makes it (…/draft reads it)
     return article
 
 
