@@ -188,7 +188,10 @@ IfMatch = Header(
     ),
 )
 # An article's entity tag: the hash of its content (`content_hash`), as GET sends it.
-CONTENT_TAG = re.compile(r"[0-9a-f]{64}")
+CONTENT_TAG = re.compile(r"[0-9a-f]{64}", re.IGNORECASE)
+# A weak tag of an article: If-Match compares strongly, so it never matches (RFC 9110
+# §13.1.1; a review's finding: W/"<hash>" was taken as the hash).
+WEAK = "W/"
 
 
 # --- errors: one shape, {"detail": …, "errors": {field: [messages]}} ---------------------
@@ -574,7 +577,13 @@ def _refuse_version(if_match: str | None, fields: dict, article: Article) -> NoR
     content is a 400 first, as for a draft (story_save validates before it compares)."""
     _check_without_saving(fields, article)
     now = f'"{article.content_hash}"'
-    if CONTENT_TAG.fullmatch(_unquoted(if_match or "")):
+    sent = (if_match or "").strip()
+    if sent.startswith(WEAK) and CONTENT_TAG.fullmatch(_unquoted(sent)):
+        raise DraftConflict(
+            f"If-Match: {if_match} is a weak entity tag, which If-Match never matches (RFC "
+            f"9110 §13.1.1): send the ETag as GET gives it, {now}; nothing was changed."
+        )
+    if CONTENT_TAG.fullmatch(_unquoted(sent)):
         raise DraftConflict(
             f"The article was changed since If-Match: {if_match}: its ETag is now {now}. "
             f"GET it, merge, and PATCH again with If-Match: {now}; nothing was changed."
@@ -603,7 +612,8 @@ def _version(if_match: str | None) -> int | str | None:
         return None
     text = _unquoted(if_match)
     if CONTENT_TAG.fullmatch(text):
-        return text
+        # Compared as sent: one in capitals or weak matches no article (a 412, not 400).
+        return WEAK + text if if_match.strip().startswith(WEAK) else text
     if not (text.isascii() and text.isdigit()):
         raise NinjaValidationError(
             [
@@ -669,6 +679,7 @@ def delete_article(request: HttpRequest, id: int = ArticleId):
 )
 def publish_article(
     request: HttpRequest,
+    response: HttpResponse,
     id: int = ArticleId,
     if_match: str = IfMatch,
 ):
@@ -690,7 +701,7 @@ def publish_article(
             _check_version(story, version)
         article = story_publish(story_id=id)
     article.refresh_from_db()
-    return article_out(article)
+    return _tagged(response, article_out(article), article.content_hash)
 
 
 def _check_version(story: Story, version: int | str, *, publishing: bool = True) -> None:

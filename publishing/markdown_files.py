@@ -117,7 +117,9 @@ _RUBY_LOOSE = re.compile(
     r"(?:(?<=\d)\s+\(?[A-Za-z]{1,6}\)?)?"
 )
 # Hugo's page bundle in a language of a multilingual site: `index.en`, `_index.pt-br`.
-_BUNDLE_LANGUAGE = re.compile(r"_?index\.[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
+_BUNDLE_LANGUAGE = re.compile(r"_?index\.([A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*)")
+# An ISO day and a time written with a dot (`2024-05-01 09.30`).
+_DOTTED_TIME = re.compile(r"\d{4}-\d{1,2}-\d{1,2}[ T]+\d{1,2}\.\d")
 # Something like a time of day, which the lenient parse must not leave out.
 _TIME_LIKE = re.compile(r"\d[:.]\d")
 # No date written in any format this import reads is longer.
@@ -344,6 +346,10 @@ def _parse_date_text(value: str) -> tuple[datetime, str]:
         # date took 19 s (a review's finding); no date of any format is this long.
         raise BadFile(f"date {shown(value)} is not a date: longer than {DATE_LENGTH} characters")
     text = _NAMED_OFFSET.sub("", _zone_in_capitals(value.strip()))
+    if _DOTTED_TIME.match(text):
+        # Python's fromisoformat and dateutil read `09.30` as nine o'clock and 0.3 s (a
+        # review's finding): refused, as `9.30` is below.
+        raise BadFile(f"date {shown(value)} is not a date: write its time as 09:30")
     try:
         return datetime.fromisoformat(text), ""
     except ValueError:
@@ -632,15 +638,25 @@ def _key_name(key: object) -> str:
     return _cut(key) if isinstance(key, str) else f"<a {type(key).__name__} key>"
 
 
-def slug_from_path(path: PurePath) -> str:
+def bundle_language(path: PurePath) -> str:
+    """The language of a multilingual Hugo bundle's page (`index.fr.md`: "fr"), or ""."""
+    found = _BUNDLE_LANGUAGE.fullmatch(path.stem)
+    return found[1] if found and path.parent.name else ""
+
+
+def slug_from_path(path: PurePath, site_language: str = "") -> str:
     """The slug a file without `slug:` gets: its name without the extension (without
     Jekyll's date prefix; a Hugo bundle's `index.md` gives its folder's name), made a
-    slug as a title is (lowercase, spaces to hyphens, unicode letters kept)."""
+    slug as a title is (lowercase, spaces to hyphens, unicode letters kept).
+
+    A multilingual bundle's pages (`index.en.md`, `index.fr.md`; a review's finding:
+    each was `indexen`, then all the folder's, refused as each other's duplicates):
+    the one in the site's language (`site_language`) gets the folder's name, the
+    others the folder's and their language's (`my-post-fr`)."""
     stem = path.stem
-    # A multilingual Hugo bundle's `index.en.md` is its folder's too (a review's
-    # finding: every such bundle was `indexen`).
-    if _BUNDLE_LANGUAGE.fullmatch(stem) and path.parent.name:
-        stem = path.parent.name
+    if language := bundle_language(path):
+        same = language.split("-")[0].lower() == site_language.split("-")[0].lower()
+        stem = path.parent.name if same else f"{path.parent.name}-{language}"
     if stem in _BUNDLE_NAMES and path.parent.name:
         stem = path.parent.name
     stem = _JEKYLL_DATE_PREFIX.sub("", stem)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
@@ -140,7 +141,9 @@ def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
     seen: set[str] = set()
     for item in _find_files(paths):
         if isinstance(item, Path):
-            where = os.path.abspath(item)
+            # Its folder resolved (a folder named through a link is the same folder), the
+            # file itself not: a file that is a link still fails as one in read_file().
+            where = os.path.join(os.path.realpath(item.parent), item.name)
             if where in seen:
                 continue
             seen.add(where)
@@ -244,8 +247,10 @@ def read_file(path: Path) -> ParsedFile | Draft:
         # reads it, and an undated draft the export wrote as `<slug>.md` would take one
         # from a slug such as `2024-05-01-notes` (a review's finding).
         parsed.publish_at = markdown_files.date_from_path(path)
+    if not parsed.language:  # a multilingual bundle's page is in its file's language
+        parsed.language = markdown_files.bundle_language(path)
     if not parsed.slug:
-        parsed.slug = markdown_files.slug_from_path(path)
+        parsed.slug = markdown_files.slug_from_path(path, settings.SITE_LANGUAGE)
         if not parsed.slug:
             raise BadFile("its file name gives no slug: set `slug:` in the front matter")
     return result

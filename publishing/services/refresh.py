@@ -36,6 +36,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -173,7 +174,7 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
             lambda publisher: finished.append(PASSES[hook](publisher, fence, busy)),
             what=hook,
             raising=True,
-            expected=lambda exc: isinstance(exc, lease.Overtaken) or _conflict(exc),
+            expected=lambda exc: isinstance(exc, lease.Overtaken) or _met_a_write(exc),
         )
         outcome = PassOutcome.MORE if False in finished else PassOutcome.DONE
     except lease.Overtaken as exc:
@@ -189,15 +190,15 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
         # wanted again, and sent below. Its traceback is logged where it was raised
         # (each_publisher), or here if it was not a publisher's; a conflict's, which
         # is expected while writers work and tried again, is not.
-        conflict = _conflict(exc)
+        met = _met_a_write(exc)
         logger.warning(
             "shared views: the %s pass %s; another is wanted: %r",
             hook,
-            "met a concurrent write" if conflict else "failed",
+            "met a concurrent write" if met else "failed",
             exc,
-            exc_info=not (getattr(exc, "logged", False) or conflict),
+            exc_info=not (getattr(exc, "logged", False) or met),
         )
-        outcome = PassOutcome.CONFLICT if conflict else PassOutcome.FAILED
+        outcome = PassOutcome.CONFLICT if _conflict(exc) else PassOutcome.FAILED
     finally:
         fence.close()
         lease.release(_row(), token, fields=FIELDS)
@@ -232,6 +233,14 @@ def _run_pass(claim: Claim, hook: str, *, yielding: bool = False) -> PassOutcome
 
 # SQLSTATEs of a transaction the database rolled back for a concurrent one.
 CONFLICT_STATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
+
+
+def _met_a_write(exc: BaseException) -> bool:
+    """Is `exc` itself the database's refusal of a write that met a concurrent one (a
+    DatabaseError, whose cause is the driver's), which is logged as a warning without a
+    traceback? Not an error of the pass's own that merely came from one (a review's
+    finding: a RuntimeError raised from a serialization failure was logged so too)."""
+    return isinstance(exc, DatabaseError) and _conflict(exc)
 
 
 def _conflict(exc: BaseException) -> bool:

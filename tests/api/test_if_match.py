@@ -198,3 +198,21 @@ def test_an_article_never_opened_in_the_desk_has_no_draft(api):
     assert made.status_code == 201, made.content
 
     assert api.get(f"{ARTICLES}/{made.json()['id']}/draft").status_code == 404
+
+
+def test_an_articles_etag_is_compared_strongly_and_as_sent(api):
+    """If-Match compares strongly (RFC 9110 §13.1.1): a weak tag of the article, or its
+    hash in capitals, matches nothing, a 412 (a review's: the weak one was taken, the
+    capitals a 400). A publish answers with the article's ETag, for the next PATCH."""
+    story = story_save(title="T", body="Text.", slug="strongly")
+    published = publish(api, story.pk)
+    etag = published.headers["ETag"]
+    assert etag == f'"{Article.objects.get(pk=story.pk).content_hash}"'
+
+    weak = patch(api, story.pk, {"body": "Weak."}, f"W/{etag}")
+    capitals = patch(api, story.pk, {"body": "Capitals."}, etag.upper())
+
+    assert (weak.status_code, capitals.status_code) == (412, 412)
+    assert "weak entity tag" in weak.json()["detail"]
+    assert Article.objects.get(pk=story.pk).body == "Text."
+    assert patch(api, story.pk, {"body": "Strong."}, etag).status_code == 200

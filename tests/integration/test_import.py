@@ -250,6 +250,37 @@ def test_a_file_named_and_found_in_a_folder_named_is_imported_once(blog):
     assert Story.objects.filter(slug="twice-draft").count() == 1
 
 
+def test_a_multilingual_bundles_pages_are_each_imported(blog, settings):
+    """Hugo's `my-post/index.en.md` and `index.fr.md`: the page in the site's language
+    takes the folder's name, the other adds its language, and each is in its file's
+    language (a review's finding: both took the folder's name and failed as each other's
+    duplicates, so the bundle imported nothing)."""
+    settings.SITE_LANGUAGE = "en"
+    write(blog, "my-post/index.en.md", post("Hello", draft="true"))
+    write(blog, "my-post/index.fr.md", post("Bonjour", draft="true"))
+
+    out, err, code = run_import(str(blog))
+
+    assert code == 0, err + out
+    assert sorted(Story.objects.values_list("slug", "title", "language")) == [
+        ("my-post", "Hello", "en"),
+        ("my-post-fr", "Bonjour", "fr"),
+    ]
+
+
+def test_a_folder_named_again_through_a_link_is_read_once(blog, tmp_path):
+    """`import_articles blog link-to-blog`: the same files by two paths were each
+    refused as the other's duplicate (a review's finding)."""
+    write(blog, "once.md", post("Once", slug="once-draft", draft="true"))
+    link = tmp_path / "link-to-blog"
+    link.symlink_to(blog, target_is_directory=True)
+
+    out, err, code = run_import(str(blog), str(link), str(link / "once.md"))
+
+    assert code == 0, err + out
+    assert out.splitlines()[-1].startswith("import_articles: created 1, updated 0, unchanged 0")
+
+
 @pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "import"])
 @pytest.mark.parametrize("second_a_draft", [True, False], ids=["two drafts", "draft, article"])
 def test_a_draft_file_sharing_its_slug_fails_with_the_other_as_articles_do(

@@ -13,10 +13,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.db.models.signals import post_delete, post_save
 from django.test import Client
 from django.utils import timezone
+from psycopg import errors as pg_errors
 
 from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import StaticSitePublisher, selectors
@@ -132,16 +133,28 @@ def site(tmp_path, settings):
         )
 
 
-def test_a_pass_that_meets_a_concurrent_write_logs_no_error(site, monkeypatch, caplog):
+def serialization_failure() -> OperationalError:
+    """What Django raises for PostgreSQL's serialization failure: its OperationalError,
+    from psycopg's error (SQLSTATE 40001)."""
+    try:
+        raise pg_errors.SerializationFailure("could not serialize access")
+    except pg_errors.SerializationFailure as exc:
+        wrapped = OperationalError(*exc.args)
+        wrapped.__cause__ = exc
+        return wrapped
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["the conflict", "a failure from one"])
+def test_a_pass_that_meets_a_concurrent_write_logs_no_error(site, monkeypatch, caplog, wrapped):
     """A serialization failure is what a pass meets while writers work, and it is tried
     again: a WARNING without a traceback, not an ERROR with one (a review's finding: four
-    ERRORs in a minute of concurrent PATCHes, the site whole after)."""
-
-    class Conflict(Exception):
-        sqlstate = "40001"  # psycopg's SerializationFailure carries it so
+    ERRORs in a minute of concurrent PATCHes, the site whole after). An error of the
+    pass's own raised from one is still an ERROR with its traceback (another review's)."""
 
     def refresh(self, **kwargs):
-        raise Conflict("could not serialize access due to concurrent update")
+        if wrapped:
+            raise RuntimeError("the tag pages' writer crashed") from serialization_failure()
+        raise serialization_failure()
 
     site.add(1)
     monkeypatch.setattr(StaticSitePublisher, "refresh", refresh)
@@ -150,8 +163,14 @@ def test_a_pass_that_meets_a_concurrent_write_logs_no_error(site, monkeypatch, c
     shared_views_request()
 
     said = [r for r in caplog.records if "another is wanted" in r.getMessage()]
-    assert said and "met a concurrent write" in said[0].getMessage()
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert said
+    if wrapped:
+        assert "pass failed" in said[0].getMessage()
+        assert errors and errors[0].exc_info
+    else:
+        assert "met a concurrent write" in said[0].getMessage()
+        assert not errors and not [r for r in caplog.records if r.exc_info]
 
 
 def test_archive_is_numbered_from_the_oldest_and_new_articles_leave_old_pages_alone(site):

@@ -110,14 +110,27 @@ def test_parse__draft_false_is_imported():
         ("content/posts/my-bundle/index.md", "my-bundle"),
         ("My First Post.md", "my-first-post"),
         ("你好.md", "你好"),
-        # A multilingual Hugo site's bundles (a review's finding: every one was `indexen`).
-        ("content/posts/hello/index.en.md", "hello"),
-        ("content/posts/olá/_index.pt-br.md", "olá"),
         ("content/posts/keep/index.backup.md", "indexbackup"),
     ],
 )
 def test_slug_from_path(path, slug):
     assert slug_from_path(PurePath(path)) == slug
+
+
+@pytest.mark.parametrize(
+    ("path", "slug"),
+    [
+        ("content/posts/hello/index.en.md", "hello"),
+        ("content/posts/hello/index.en-GB.md", "hello"),
+        ("content/posts/hello/index.fr.md", "hello-fr"),
+        ("content/posts/olá/_index.pt-br.md", "olá-pt-br"),
+    ],
+)
+def test_slug_from_path__a_multilingual_bundles_pages_each_their_own(path, slug):
+    """A review's findings: every page of such a bundle was `indexen`, then each the
+    folder's, and the bundle's pages failed as each other's duplicates. The page in the
+    site's language gets the folder's name; the others add their language."""
+    assert slug_from_path(PurePath(path), "en") == slug
 
 
 @pytest.mark.parametrize(
@@ -193,6 +206,8 @@ def test_parse_date__what_jekyll_and_hugo_accept(text, instant):
         "2024-05-01 24:00:00",
         "2024-05-01 09:61",
         "2024-05-01 9.30",
+        "2024-05-01 09.30",  # read as 09:00:00.3 by fromisoformat and dateutil
+        "2024-05-01 10.45",
     ],
 )
 def test_parse_date__what_neither_accepts_is_refused_with_the_value(text):
