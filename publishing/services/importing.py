@@ -250,6 +250,10 @@ def read_file(path: Path) -> ParsedFile | Draft:
     if not parsed.language:  # a multilingual bundle's page is in its file's language
         parsed.language = markdown_files.bundle_language(path)
     if not parsed.slug:
+        if any("\udc80" <= ch <= "\udcff" for ch in path.name):
+            # Bytes that are not UTF-8, which the slug would silently drop (`caf\xe9.md`
+            # became `caf`: a review's finding).
+            raise BadFile("its file name is not UTF-8: set `slug:` in the front matter")
         parsed.slug = markdown_files.slug_from_path(path, settings.SITE_LANGUAGE)
         if not parsed.slug:
             raise BadFile("its file name gives no slug: set `slug:` in the front matter")

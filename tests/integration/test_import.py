@@ -5,6 +5,7 @@ rows are published by batch tasks, never one message per article."""
 from __future__ import annotations
 
 import io
+import os
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -266,6 +267,24 @@ def test_a_multilingual_bundles_pages_are_each_imported(blog, settings):
         ("my-post", "Hello", "en"),
         ("my-post-fr", "Bonjour", "fr"),
     ]
+
+
+def test_a_file_name_that_is_not_utf8_gives_no_slug_without_saying_so(blog):
+    """`caf\\xe9.md` (Latin-1) became the slug `caf` without a word (a review's
+    finding): without `slug:` it fails, saying why; with one it is imported."""
+    blog.mkdir(parents=True)
+    for name, text in (
+        (b"caf\xe9.md", post("Caf", draft="true")),
+        (b"th\xe9.md", post("The", slug="the-draft", draft="true")),
+    ):
+        with open(os.path.join(os.fsencode(blog), name), "wb") as fh:
+            fh.write(text.encode())
+
+    out, err, code = run_import(str(blog))
+
+    assert code == 1
+    assert "its file name is not UTF-8: set `slug:` in the front matter" in out + err
+    assert list(Story.objects.values_list("slug", flat=True)) == ["the-draft"]
 
 
 def test_a_folder_named_again_through_a_link_is_read_once(blog, tmp_path):
