@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import threading
 import uuid
 
 import requests
@@ -25,6 +26,24 @@ from publishing.signing import signed_headers
 logger = logging.getLogger(__name__)
 
 WEBHOOK_TIMEOUT = (2.0, 3.0)  # connect, read
+# Seconds an alert's POST may take in all, whatever its endpoint does meanwhile.
+ALERT_DEADLINE = 5.0
+
+
+def _post(url: str, body: bytes, headers: dict, answered: list) -> None:
+    """POST the alert; its response (the body never read) or its error in `answered`."""
+    try:
+        with requests.post(
+            url,
+            data=body,
+            headers=headers,
+            timeout=WEBHOOK_TIMEOUT,
+            allow_redirects=False,
+            stream=True,
+        ) as response:
+            answered.append(response)
+    except requests.RequestException as exc:
+        answered.append(exc)
 
 
 def send_alert(*, kind: str, subject: str, message: str, data: dict) -> None:
@@ -39,12 +58,24 @@ def send_alert(*, kind: str, subject: str, message: str, data: dict) -> None:
     payload = {"kind": kind, "subject": subject, "message": message, "host": socket.gethostname()}
     body = json.dumps({**payload, **data}, ensure_ascii=False, default=str).encode("utf-8")
     headers = signed_headers(secret=settings.ALERT_WEBHOOK_SECRET, key=uuid.uuid4().hex, body=body)
-    try:
-        response = requests.post(
-            url, data=body, headers=headers, timeout=WEBHOOK_TIMEOUT, allow_redirects=False
+    answered: list[requests.Response | Exception] = []
+    sending = threading.Thread(
+        target=_post, args=(url, body, headers, answered), name="alert", daemon=True
+    )
+    sending.start()
+    sending.join(ALERT_DEADLINE)
+    if not answered:
+        # A thread of its own with a deadline on the whole request: the timeouts bound
+        # each read only, and an endpoint that answers a byte a second held a publish
+        # (and the catch-up) for the task's time limit (a review's finding). The thread
+        # is left to end with the connection.
+        logger.error(
+            "alert %s: ALERT_WEBHOOK_URL did not answer within %s s; left", kind, ALERT_DEADLINE
         )
-    except requests.RequestException as exc:
-        logger.error("alert %s: ALERT_WEBHOOK_URL failed: %s", kind, exc)
+        return
+    response = answered[0]
+    if isinstance(response, Exception):
+        logger.error("alert %s: ALERT_WEBHOOK_URL failed: %s", kind, response)
         return
     if not 200 <= response.status_code < 300:
         redirect = " (a redirect: not followed)" if 300 <= response.status_code < 400 else ""

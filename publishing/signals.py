@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-from functools import partial
-
-from django.db import transaction
-
 from publishing.dispatch import dispatch_unpublish, dispatch_when_due
 from publishing.services import article_forget, article_to_trash, unpublish_snapshot
+from work.db import after_commit
 
 
 def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
@@ -16,16 +13,13 @@ def article_saved(sender, instance, raw: bool = False, **kwargs) -> None:
         return
     # After commit, so a worker never looks for a row it cannot see yet; robust, so a
     # failing dispatch can neither fail the save nor drop other on-commit callbacks.
-    transaction.on_commit(
-        partial(
-            dispatch_when_due,
-            article_id=instance.pk,
-            publish_at=instance.publish_at,
-            # The id the save stored with its content: a group that publishes the row
-            # besides its own has this message dropped unrun (Article.message_id).
-            task_id=instance.message_id,
-        ),
-        robust=True,
+    after_commit(
+        dispatch_when_due,
+        article_id=instance.pk,
+        publish_at=instance.publish_at,
+        # The id the save stored with its content: a group that publishes the row
+        # besides its own has this message dropped unrun (Article.message_id).
+        task_id=instance.message_id,
     )
 
 
@@ -35,4 +29,4 @@ def article_deleted(sender, instance, **kwargs) -> None:
     snapshot = unpublish_snapshot(instance)
     article_forget(snapshot=snapshot)  # in the delete's transaction: nothing is lost
     article_to_trash(article=instance)  # a delete (not a withdraw) keeps it in the trash
-    transaction.on_commit(partial(dispatch_unpublish, snapshot), robust=True)
+    after_commit(dispatch_unpublish, snapshot)

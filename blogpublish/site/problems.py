@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from functools import partial
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Q
 from django.db.models.functions import Now
 
 from blogpublish.site.documents import EntryProblem, log_problem
 from publishing.alerts import send_alert
 from publishing.models import Alarm
+from work.db import after_commit
 from work.lease import now_plus
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def alarm_name(article_id: int) -> str:
 
 def report(problem: EntryProblem) -> None:
     log_problem(problem)
-    transaction.on_commit(partial(alert_once, problem), robust=True)
+    after_commit(alert_once, problem)
 
 
 def alert_once(problem: EntryProblem) -> bool:

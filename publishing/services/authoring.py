@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -25,6 +24,7 @@ from publishing.models import (
     new_message_id,
     slug_from_title,
 )
+from work.db import after_commit
 
 
 def _article(
@@ -122,13 +122,10 @@ def articles_create_many(rows: Iterable[Mapping]) -> list[Article]:
     with transaction.atomic():
         created = Article.objects.bulk_create(articles)
         for article in created:
-            transaction.on_commit(
-                partial(
-                    dispatch_when_due,
-                    article_id=article.pk,
-                    publish_at=article.publish_at,
-                    task_id=article.message_id,
-                ),
-                robust=True,
+            after_commit(
+                dispatch_when_due,
+                article_id=article.pk,
+                publish_at=article.publish_at,
+                task_id=article.message_id,
             )
     return created

@@ -31,10 +31,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import partial
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Now
 
@@ -45,6 +43,7 @@ from publishing.models import DeliveryStatus, WebhookDelivery
 from publishing.services.alarms import delivery_dead_alert
 from publishing.webhook_post import post_signed
 from work import lease
+from work.db import after_commit
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +102,7 @@ def deliveries_enqueue(new: Iterable[NewDelivery]) -> None:
             key__in=[d.key for d in new], status=DeliveryStatus.PENDING
         ).values_list("pk", flat=True)
     )
-    transaction.on_commit(partial(deliveries_dispatch, ids), robust=True)
+    after_commit(deliveries_dispatch, ids)
 
 
 def deliveries_dispatch(ids: list[int], *, past_breaker: bool = False) -> list[int]:
@@ -129,7 +128,7 @@ def _next_of_article(article_id: int) -> None:
     first = _pending().filter(article_id=article_id).order_by("pk").values_list("pk", flat=True)
     ids = list(first[:1])
     if ids:
-        transaction.on_commit(partial(deliveries_dispatch, ids), robust=True)
+        after_commit(deliveries_dispatch, ids)
 
 
 # --- one try -----------------------------------------------------------------------------
@@ -263,7 +262,7 @@ def _overtaken(row: WebhookDelivery, attempt: int) -> DeliveryResult:
 def _died(delivery_id: int, *, error: str) -> None:
     """A delivery is dead: one alert, and the article's next delivery no longer waits."""
     logger.error("webhook delivery %s is dead: %s", delivery_id, error)
-    transaction.on_commit(partial(delivery_dead_alert, delivery_id=delivery_id), robust=True)
+    after_commit(delivery_dead_alert, delivery_id=delivery_id)
     article_id = WebhookDelivery.objects.values_list("article_id", flat=True).get(pk=delivery_id)
     _next_of_article(article_id)
 
@@ -284,7 +283,7 @@ def delivery_requeue(*, delivery_id: int) -> bool:
     )
     if requeued:
         logger.info("webhook delivery %s requeued", delivery_id)
-        transaction.on_commit(partial(deliveries_dispatch, [delivery_id]), robust=True)
+        after_commit(deliveries_dispatch, [delivery_id])
     return bool(requeued)
 
 

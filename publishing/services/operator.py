@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from functools import partial
 
 from django.db import transaction
 from django.db.models.functions import Now
@@ -11,6 +10,7 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_publish
 from publishing.models import FRESH_PENDING, Article, ArticleStatus
+from work.db import after_commit
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ def article_requeue(*, article_id: int) -> bool:
     )
     if requeued:
         logger.info("article %s requeued", article_id)
-        transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
+        after_commit(dispatch_publish, article_id)
     return bool(requeued)
 
 
@@ -42,5 +42,5 @@ def article_publish_now(*, article_id: int) -> bool:
             article.publish_at = timezone.now()
             article.save()
             return True
-    transaction.on_commit(partial(dispatch_publish, article_id), robust=True)
+    after_commit(dispatch_publish, article_id)
     return True

@@ -47,7 +47,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import partial
 
 from django.conf import settings
 from django.db import connection, connections, transaction
@@ -85,7 +84,7 @@ from publishing.services.alarms import article_dead_alert
 from publishing.services.live_tags import live_tags_write
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
 from work import lease
-from work.db import Returning, update_returning
+from work.db import Returning, after_commit, update_returning
 from work.lease import describe
 
 logger = logging.getLogger(__name__)
@@ -452,7 +451,7 @@ def _give_up_unfinished(rows: QuerySet[Article], *, article_id: int) -> bool:
     )
     rollup.record(outcome=AttemptOutcome.DEAD, count=lost)
     logger.error("article %s is dead: %s", article_id, error)
-    transaction.on_commit(partial(article_dead_alert, article_id=article_id), robust=True)
+    after_commit(article_dead_alert, article_id=article_id)
     return True
 
 
@@ -704,8 +703,7 @@ def article_fail(
             if alert is not None:
                 alert(article_id)
             else:
-                send = partial(article_dead_alert, article_id=article_id)
-                transaction.on_commit(send, robust=True)
+                after_commit(article_dead_alert, article_id=article_id)
             return AttemptResult(Outcome.DEAD, article_id, attempt, error=error)
         edited = _pending(claim).exclude(content_hash=claim.content_hash)
         if lease.release(edited, claim.token, updated_at=Now()):
@@ -998,9 +996,7 @@ def publish_group(
             report = group.report
             _drop_their_messages(claims, first, report)
             for article_id in group.dead:  # (the catch-up sends any a kill left unsent)
-                transaction.on_commit(
-                    partial(article_dead_alert, article_id=article_id), robust=True
-                )
+                after_commit(article_dead_alert, article_id=article_id)
             if report.outcomes[str(Outcome.PUBLISHED)] or group.dead:
                 # A full group with more due rows behind it is a backlog draining (a
                 # batch's, or a burst of saves): its pass comes within the backlog's
@@ -1010,7 +1006,7 @@ def publish_group(
                 # settles its note takes off (a review's finding: it stayed until the
                 # catch-up's pass).
                 backlog = report.full and (first is None or _more_due())
-                transaction.on_commit(partial(shared_views_request, backlog=backlog), robust=True)
+                after_commit(shared_views_request, backlog=backlog)
             elif first is None and not report.full:
                 transaction.on_commit(shared_views_backlog_drained, robust=True)
     if len(claims) > 1:
@@ -1047,7 +1043,7 @@ def _drop_their_messages(claims: list[Claim], first: int | None, report: GroupRe
         and not c.taken_over
     ]
     if ids:  # (after the completion commits: at once, unless a caller's transaction holds it)
-        transaction.on_commit(partial(discard_messages, ids), robust=True)
+        after_commit(discard_messages, ids)
 
 
 def _more_due() -> bool:
