@@ -19,10 +19,18 @@ class PublishingError(Exception):
 class TransientPublishError(PublishingError):
     """A publishing target failed in a way that may pass; the attempt is retried."""
 
-    def __init__(self, message: str | None = None, *, retry_in: float | None = None):
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        retry_in: float | None = None,
+        asked_wait: float | None = None,
+    ):
         super().__init__(message)
         #: Seconds until the next attempt is due, once the pipeline has recorded it.
         self.retry_in = retry_in
+        #: Seconds the target asked to be left alone for (HTTP's Retry-After), if it did.
+        self.asked_wait = asked_wait
 
 
 class PermanentPublishError(PublishingError):

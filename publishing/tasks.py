@@ -383,8 +383,10 @@ def deliver_webhook(self: Task, delivery_id: int) -> dict:
     """One try of one webhook delivery (services.deliveries): after the publish, never
     inside it."""
     result = webhook_deliver(delivery_id=delivery_id)
-    if result.outcome is DeliveryOutcome.RETRY:
+    if result.outcome is DeliveryOutcome.RETRY and (result.retry_in or 0) <= eta_horizon():
         raise self.retry(countdown=result.retry_in, exc=DeliveryRetry(result.error))
+    # A longer wait (a receiver's Retry-After): no countdown near the broker's visibility
+    # timeout (CELERY-NOTES.md); the catch-up sends it when its next_attempt_at comes.
     if result.due_in is not None and result.due_in <= eta_horizon():
         # Came before its backoff was over (a copy sent by the catch-up or a requeue
         # meanwhile): send it again for when it is due.

@@ -13,6 +13,9 @@ the receiver refuses this request, or the URL is wrong).
 
 from __future__ import annotations
 
+import email.utils
+from datetime import UTC, datetime
+
 import requests
 
 from publishing.exceptions import PermanentPublishError, TransientPublishError
@@ -24,8 +27,9 @@ ANSWER_EXCERPT_CHARS = 200
 USER_AGENT = "blogpublish-webhook/1"
 
 
-def check_answer(status: int, text: str) -> None:
-    """Raise what the sender needs to know about the receiver's answer."""
+def check_answer(status: int, text: str, *, retry_after: str | None = None) -> None:
+    """Raise what the sender needs to know about the receiver's answer; with the wait a
+    transient one asked for (`retry_after`, the Retry-After header) when it gave one."""
     if 200 <= status < 300:
         return
     message = f"webhook answered HTTP {status}"
@@ -33,7 +37,7 @@ def check_answer(status: int, text: str) -> None:
     if answer:
         message = f"{message}: {answer}"
     if status in TRANSIENT_STATUSES or status >= 500:
-        raise TransientPublishError(message)
+        raise TransientPublishError(message, asked_wait=seconds_asked(retry_after))
     # Other 4xx: the receiver refuses this event. 3xx: the URL is wrong (a POST must not
     # be followed to another address). Retrying cannot help either.
     raise PermanentPublishError(message)
@@ -62,12 +66,30 @@ def post_signed(*, url: str, secret: str, key: str, body: bytes, read_timeout: f
         ) as response:
             status = response.status_code
             text = "" if 200 <= status < 300 else answer_start(response)
+            retry_after = response.headers.get("Retry-After")
     except requests.Timeout as exc:
         raise TransientPublishError(f"webhook timed out: {exc}") from exc
     except requests.RequestException as exc:  # connection refused, DNS, TLS, …
         raise TransientPublishError(f"webhook unreachable: {exc}") from exc
-    check_answer(status, text)
+    check_answer(status, text, retry_after=retry_after)
     return status
+
+
+def seconds_asked(retry_after: str | None) -> float | None:
+    """Retry-After's wait in seconds (RFC 9110 §10.2.3: a number of seconds, or an HTTP
+    date); None when there is none, or it is neither."""
+    if not retry_after:
+        return None
+    text = retry_after.strip()
+    if text.isascii() and text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 # Bytes of a non-2xx answer's body read for its message (of which ANSWER_EXCERPT_CHARS

@@ -223,6 +223,10 @@ def webhook_deliver(*, delivery_id: int) -> DeliveryResult:
     return DeliveryResult(DeliveryOutcome.DELIVERED, row.pk, attempt)
 
 
+# The longest wait a receiver's Retry-After makes a delivery's next try wait.
+RETRY_AFTER_MAX = 3600.0
+
+
 def _failed(row: WebhookDelivery, *, token: int, attempt: int, exc: Exception) -> DeliveryResult:
     refused = isinstance(exc, PermanentPublishError)
     # The receiver's own words as they are; anything else with its type (a time limit, a bug).
@@ -234,6 +238,12 @@ def _failed(row: WebhookDelivery, *, token: int, attempt: int, exc: Exception) -
         changes["status"] = DeliveryStatus.DEAD
     else:
         wait = lease.backoff(attempt, cap=settings.PUBLISH_RETRY_BACKOFF_MAX)
+        asked = getattr(exc, "asked_wait", None)
+        if asked is not None:
+            # The receiver's Retry-After (a 429, a 503 in maintenance), up to an hour: its
+            # tries are not spent while it asked to be left alone (a review's finding:
+            # four tries in five seconds, then dead).
+            wait = max(wait, min(asked, RETRY_AFTER_MAX))
         # The retry's message goes out now (the task's retry), with its countdown.
         changes.update(next_attempt_at=lease.now_plus(wait), dispatched_at=Now())
     if not lease.release(_pending().filter(pk=row.pk), token, **changes):

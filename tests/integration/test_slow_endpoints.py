@@ -12,11 +12,14 @@ import socket
 import threading
 
 import pytest
+from django.utils import timezone
 
 from publishing import alerts
 from publishing.alerts import send_alert
 from publishing.exceptions import TransientPublishError
-from publishing.webhook_post import post_signed
+from publishing.models import Article, DeliveryStatus, WebhookDelivery
+from publishing.services.deliveries import DeliveryOutcome, webhook_deliver
+from publishing.webhook_post import post_signed, seconds_asked
 
 HUGE = 64 * 2**20  # an error page no receiver should send, and no worker should read
 
@@ -110,3 +113,41 @@ def test_an_alert_endpoint_that_never_finishes_answering_is_left_at_the_deadline
 
     said = [r.getMessage() for r in caplog.records]
     assert any("did not answer within 1.0 s; left" in m for m in said), said
+
+
+def too_many_requests(server: Endpoint, conn: socket.socket) -> None:
+    conn.sendall(
+        b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 120\r\nContent-Length: 9\r\n\r\nslow down"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_receivers_retry_after_is_the_next_tries_wait(endpoint, settings):
+    """A 429 (or a 503 in maintenance) with Retry-After: the next try waits as asked (up
+    to an hour), where the backoff spent the delivery's tries in seconds and made it dead
+    (a review's finding: four tries in five seconds)."""
+    server = endpoint(too_many_requests)
+    settings.PUBLISH_WEBHOOK_URL = server.url
+    settings.PUBLISH_WEBHOOK_SECRET = "webhook-secret-of-at-least-32-characters"
+    article = Article(title="Asked to wait", slug="asked-to-wait", body="Text.")
+    article.full_clean()
+    article.save()
+    delivery = WebhookDelivery.objects.create(
+        article_id=article.pk, event="article.published", key="r" * 64, body="{}"
+    )
+
+    result = webhook_deliver(delivery_id=delivery.pk)
+
+    assert result.outcome is DeliveryOutcome.RETRY and result.retry_in == 120
+    row = WebhookDelivery.objects.get(pk=delivery.pk)
+    assert (row.status, row.attempts) == (DeliveryStatus.PENDING, 1)
+    assert "HTTP 429: slow down" in row.last_error
+    assert (row.next_attempt_at - timezone.now()).total_seconds() > 100
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("120", 120.0), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0), ("soon", None), (None, None)],
+)
+def test_retry_after_in_seconds_or_as_a_date(header, seconds):
+    assert seconds_asked(header) == seconds
