@@ -186,11 +186,11 @@ class ArticleForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         base = (cleaned or {}).get("base_hash")
-        if not self.instance._state.adding and not base:
-            # Without it no save could be checked: a tab opened before the field, a
-            # script's post (a review's finding: either undid another writer's edit).
-            raise ValidationError(NO_BASE, code="stale")
-        if base and not self.instance._state.adding:
+        if not self.instance._state.adding:
+            if not base:
+                # Without it no save could be checked: a tab opened before the field, a
+                # script's post (a review's finding: either undid another writer's edit).
+                raise ValidationError(NO_BASE, code="stale")
             # Locked until the save in the admin's transaction (changeform_view): no
             # other save can come between this check and ours.
             rows = Article.objects.select_for_update().filter(pk=self.instance.pk)
