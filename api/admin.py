@@ -115,7 +115,7 @@ class ApiTokenAdmin(BadLookupsAreBadLinks):
     def token(self, obj: ApiToken) -> str:
         return f"{obj.prefix}…"
 
-    @admin.action(description="Revoke (the token stops working at once)")
+    @admin.action(description="Revoke (the token stops working at once)", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         done = tokens_revoke(token_ids=ids)

@@ -261,6 +261,13 @@ class ArticleAdmin(BadLookupsAreBadLinks):
             kwargs["strip"] = False
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Adding an article is publishing it (it goes out when due), which needs the
+        permission to change articles (docs/writing.md): with `add_article` alone, a
+        writer refused Save and publish on a draft published it from Article → Add (a
+        review's finding)."""
+        return super().has_add_permission(request) and self.has_change_permission(request)
+
     def get_object(self, request: HttpRequest, object_id: str, from_field=None):
         """The article; for a Save of one taken off the blog (withdrawn, deleted) since
         its form was opened, a stand-in of it, so the form is shown again with the
@@ -337,7 +344,7 @@ class ArticleAdmin(BadLookupsAreBadLinks):
     def error_start(self, obj: Article) -> str:
         return Truncator(obj.last_error).chars(80)
 
-    @admin.action(description="Publish now")
+    @admin.action(description="Publish now", permissions=["change"])
     def publish_now(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         sent = refused = 0
@@ -366,7 +373,7 @@ class ArticleAdmin(BadLookupsAreBadLinks):
                 messages.WARNING,
             )
 
-    @admin.action(description="Requeue (dead → pending, attempts reset)")
+    @admin.action(description="Requeue (dead → pending, attempts reset)", permissions=["change"])
     def requeue(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
         requeue_each(self, request, queryset, lambda pk: article_requeue(article_id=pk), "article")
 
@@ -441,7 +448,7 @@ class WebhookDeliveryAdmin(BadLookupsAreBadLinks):
     def error_start(self, obj: WebhookDelivery) -> str:
         return Truncator(obj.last_error).chars(80)
 
-    @admin.action(description="Requeue (dead → pending, tries reset)")
+    @admin.action(description="Requeue (dead → pending, tries reset)", permissions=["change"])
     def requeue(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         requeue_each(
             self, request, queryset, lambda pk: delivery_requeue(delivery_id=pk), "webhook delivery"

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.utils import timezone
 
 from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
 from publishing.services import story_publish, story_save
@@ -193,6 +195,63 @@ def test_publish_and_withdraw_need_change_article(django_user_model, client, adm
 
     assert response.status_code == 403
     assert not Article.objects.filter(pk=story.pk).exists()
+
+
+def staff_with(django_user_model, *codenames: str, name: str = "someone"):
+    user = django_user_model.objects.create_user(name, password="x", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+def test_the_article_lists_actions_need_change_article(django_user_model, client):
+    """Publish now (which breaks an embargo) and Requeue were offered to, and run for,
+    anyone who could view the list (a review's finding: an action without
+    `permissions=` is Django's for any user of the list)."""
+    later = (timezone.now() + timedelta(days=30)).replace(microsecond=0)
+    scheduled = story_save(title="Embargoed", body="Not before the 30th.", publish_at=later)
+    story_publish(story_id=scheduled.pk)
+    dead = story_save(title="Dead", body="Text.")
+    story_publish(story_id=dead.pk)
+    Article.objects.filter(pk=dead.pk).update(status=ArticleStatus.DEAD)
+    client.force_login(staff_with(django_user_model, "view_article"))
+
+    assert 'value="publish_now"' not in client.get("/admin/publishing/article/").content.decode()
+    for action, pk in (("publish_now", scheduled.pk), ("requeue", dead.pk)):
+        client.post(
+            "/admin/publishing/article/",
+            {"action": action, "_selected_action": [pk], "index": "0"},
+        )
+
+    assert Article.objects.get(pk=scheduled.pk).publish_at == later
+    assert Article.objects.get(pk=dead.pk).status == ArticleStatus.DEAD
+
+
+def test_adding_an_article_needs_change_article(django_user_model, client):
+    """Adding an article publishes it: with `add_article` and no `change_article` (a
+    writer refused Save and publish), Article → Add published the draft all the same."""
+    client.force_login(
+        staff_with(django_user_model, "add_article", "view_article", "add_story", "change_story")
+    )
+
+    response = client.post(
+        "/admin/publishing/article/add/", article_form(title="Around", body="Text.")
+    )
+
+    assert response.status_code == 403
+    assert not Article.objects.exists()
+
+
+def test_a_writer_of_drafts_may_preview_and_upload_images(django_user_model, client):
+    """The story's page uses the article form's preview and image upload: the stories'
+    permissions (all saving drafts needs) were a 403 there; a viewer's still is."""
+    client.force_login(staff_with(django_user_model, "add_story", "change_story", "view_story"))
+    preview = client.post("/admin/publishing/article/preview/", {"title": "T", "body": "B"})
+    upload = client.post("/admin/publishing/article/image/", {})
+
+    assert preview.status_code == 200 and "<p>B</p>" in preview.json()["html"]
+    assert upload.status_code == 400  # no file: past the permission, at the form's error
+    client.force_login(staff_with(django_user_model, "view_story", name="viewer"))
+    assert client.post("/admin/publishing/article/preview/", {"title": "T"}).status_code == 403
 
 
 @pytest.mark.parametrize("bulk", [False, True], ids=["delete page", "delete selected"])
