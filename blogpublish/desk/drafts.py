@@ -13,6 +13,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.db import transaction
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -111,21 +112,14 @@ class StoryForm(forms.ModelForm):
             # finding: a post without it undid another writer's edit).
             raise ValidationError(NO_BASE, code="stale")
         try:
-            self.saved = story_save(
-                story_id=self.instance.pk if existing else None,
-                title=cleaned["title"],
-                body=cleaned.get("body") or "",
-                slug=cleaned.get("slug") or "",
-                publish_at=cleaned.get("publish_at"),
-                description=cleaned.get("description") or "",
-                language=cleaned.get("language") or "",
-                byline=cleaned.get("byline") or "",
-                tags=cleaned.get("tags") or [],
-                saved_by=self.saved_by,
-                if_version=cleaned.get("base_version") if existing else None,
-            )
-            if self.publish:
-                story_publish(story_id=self.saved.pk)
+            # One savepoint: a publish refused (an empty body, which a draft may have)
+            # takes its save back with it, so the form shows the refusal over the text
+            # as it was posted, its version unchanged. Saved first, a refused "Save and
+            # publish" on the add page left a draft holding the address and the retry
+            # went live at `<slug>-2`; on a draft's page the next save was "saved
+            # elsewhere" (a review's finding).
+            with transaction.atomic():
+                self.saved = self._save_and_publish(cleaned, existing=existing)
         except StoryConflict as exc:
             raise ValidationError(
                 f"This draft was saved elsewhere (another tab or writer) since you opened "
@@ -136,6 +130,24 @@ class StoryForm(forms.ModelForm):
         except ValidationError as exc:
             self._add_errors(exc)
         return cleaned
+
+    def _save_and_publish(self, cleaned: dict, *, existing: bool) -> Story:
+        saved = story_save(
+            story_id=self.instance.pk if existing else None,
+            title=cleaned["title"],
+            body=cleaned.get("body") or "",
+            slug=cleaned.get("slug") or "",
+            publish_at=cleaned.get("publish_at"),
+            description=cleaned.get("description") or "",
+            language=cleaned.get("language") or "",
+            byline=cleaned.get("byline") or "",
+            tags=cleaned.get("tags") or [],
+            saved_by=self.saved_by,
+            if_version=cleaned.get("base_version") if existing else None,
+        )
+        if self.publish:
+            story_publish(story_id=saved.pk)
+        return saved
 
     def _add_errors(self, exc: ValidationError) -> None:
         if not hasattr(exc, "error_dict"):

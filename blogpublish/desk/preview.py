@@ -33,7 +33,7 @@ from publishing.models import (
     slug_from_title,
 )
 from publishing.text_limits import validate_xml_chars
-from publishing.validators import BODY_MAX_BYTES, validate_body_size
+from publishing.validators import BODY_MAX_BYTES, validate_body_size, validate_publish_at
 
 UNTITLED = "(no title yet)"
 
@@ -53,7 +53,10 @@ def publish_at_from(data) -> tuple:
         value = forms.SplitDateTimeField().clean(
             [data.get("publish_at_0", ""), data.get("publish_at_1", "")]
         )
-    except ValidationError:
+        validate_publish_at(value)  # one past the years readers' pages can show
+    except ValidationError as exc:
+        if exc.code == "publish_at_range":  # 0001-01-01 in Berlin was a 500 here
+            return timezone.now(), list(exc.messages)
         return timezone.now(), ["The publication date is not a valid date and time yet."]
     return value, []
 

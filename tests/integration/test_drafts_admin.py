@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.test import override_settings
 from django.utils import timezone
 
 from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
@@ -344,3 +345,50 @@ def test_the_preview_of_a_draft_without_a_date_is_no_problem(admin_client):
 
     assert any("date" in problem for problem in article["problems"])
     assert draft["problems"] == [] and "Undated" in draft["html"]
+
+
+@pytest.mark.parametrize(
+    ("zone", "day", "time"),
+    [
+        ("Europe/Berlin", "0001-01-01", "00:00:00"),
+        ("America/Los_Angeles", "9999-12-31", "23:00:00"),
+    ],
+)
+def test_a_date_past_the_calendar_in_utc_is_a_preview_problem(admin_client, zone, day, time):
+    """The preview runs at every pause in typing: a date that leaves datetime's range once
+    in UTC (year 1 east of it, 9999 west) was a 500 there (OverflowError in the page's
+    dates); it is the problem a save would name."""
+    form = {"title": "Edge", "body": "Text.", "publish_at_0": day, "publish_at_1": time}
+    with override_settings(TIME_ZONE=zone):
+        for extra in ({}, {"draft": "1"}):
+            response = admin_client.post("/admin/publishing/article/preview/", {**form, **extra})
+
+            assert response.status_code == 200
+            assert "The date must be in the years" in " ".join(response.json()["problems"])
+
+
+def test_a_refused_save_and_publish_saves_nothing(admin_client):
+    """A draft may have an empty body, an article may not. Saved before its publish was
+    refused, "Save and publish" on the add page left a draft holding `brand-new`, and the
+    writer's retry went live at `brand-new-2`; on a draft's page the save was made and
+    the form, still at the old version, called the writer's next save another's."""
+    refused = admin_client.post(
+        STORY_ADD, {**article_form(title="Brand new", body=""), "_publish": "1"}
+    )
+    assert refused.status_code == 200 and not Story.objects.exists()
+    admin_client.post(
+        STORY_ADD, {**article_form(title="Brand new", body="Now with text."), "_publish": "1"}
+    )
+    assert list(Story.objects.values_list("slug", flat=True)) == ["brand-new"]
+
+    story = story_save(title="Half", body="Some text.")
+    refused = admin_client.post(
+        story_page(story.pk), {**story_form(story, body=""), "_publish": "1"}
+    )
+    assert refused.status_code == 200
+    assert Story.objects.get(pk=story.pk).version == story.version
+    fixed = admin_client.post(
+        story_page(story.pk), {**story_form(story, body="Fixed text."), "_publish": "1"}
+    )
+    assert "saved elsewhere" not in html.unescape(fixed.content.decode())
+    assert Article.objects.get(pk=story.pk).body == "Fixed text."
