@@ -250,6 +250,17 @@ def page_content_hash(head: bytes | None) -> str | None:
     return found[1].decode() if found else None
 
 
+# Every page the site writes at the top of SITE_ROOT (an article's, a former address's)
+# carries one of its marks within CONTENT_MARK_WITHIN bytes: how the full check tells the
+# site's folders from anything else in SITE_ROOT, which it must never remove.
+SITE_MARK = re.compile(rb'<meta name="blogpublish-(?:content|moved)" content="')
+
+
+def is_site_page(head: bytes | None) -> bool:
+    """Did this site write the page whose first bytes are `head`?"""
+    return bool(SITE_MARK.search((head or b"")[:CONTENT_MARK_WITHIN]))
+
+
 # What `article_page` writes after the content mark: which neighbours its previous and
 # next links name (neighbours_mark). Not part of the content hash: a publish of another
 # article changes it, and the refresher's pass writes such a page again (docs/site.md,

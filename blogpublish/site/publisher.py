@@ -441,10 +441,9 @@ class StaticSitePublisher(BasePublisher):
         moved = selectors.moved_slugs()
         scope = full_check.scope_begin()
         present = self.site.page_dirs()
-        for name in sorted(present):
-            if paths.is_article_dir_name(name) and name not in owned | moved:
-                logger.info("reconcile: removing %s/, which no article needs", name)
-                build.settle_page_dirs(self.site, [name])
+        self._remove_strays(
+            sorted(n for n in present if paths.is_article_dir_name(n)), owned | moved
+        )
         # Each former address's page, written if missing or sending readers elsewhere.
         build.settle_page_dirs(self.site, moved - owned)
         counts = [0, 0]  # pages read, pages listed
@@ -455,6 +454,27 @@ class StaticSitePublisher(BasePublisher):
         except SymlinkRefused as exc:
             logger.error("reconcile: %s", exc)
         self._sweep_images()
+
+    def _remove_strays(self, names: list[str], needed: set[str]) -> None:
+        """Remove the page folders no article needs, those the site wrote only: a folder
+        whose index.html carries none of the site's marks was put in SITE_ROOT by someone
+        else (backups/, uploads/, another site sharing the folder: a review's finding,
+        when the full check removed every one of them) and is left, with a warning."""
+        strays = [name for name in names if name not in needed]
+        heads = self.site.read_heads(
+            [f"{name}/index.html" for name in strays], documents.CONTENT_MARK_WITHIN
+        )
+        for name in strays:
+            if not documents.is_site_page(heads[f"{name}/index.html"]):
+                logger.warning(
+                    "reconcile: %s/ in the site's folder is not a page of this site (its "
+                    "index.html carries no mark of it): left alone; SITE_ROOT should hold "
+                    "the site only, as all of it is served",
+                    name,
+                )
+                continue
+            logger.info("reconcile: removing %s/, which no article needs", name)
+            build.settle_page_dirs(self.site, [name])
 
     def reconcile(self, *, fence: Fence | None = None) -> bool:
         """The full check's pass over the shared views, after `check`, under the
@@ -661,16 +681,18 @@ def _why_wrong(page: ListedPage, head: bytes | None, mend_look: str | None = Non
     """Why the page needs writing again, or None: missing (no first bytes), or marked
     with content the article does not show now, or showing its live version with
     previous and next links to other neighbours than its own now, or (`mend_look`:
-    rerender.look_to_mend) in another look than the site's; a page without a mark is
-    not judged. A page showing an attempt's content is left to that attempt, whose
-    outcome settles it and checks it again."""
+    rerender.look_to_mend) in another look than the site's, or without the content mark
+    every page has carried since issue 17 (emptied, cut short, written over by something
+    else: restore_check named it and its repair left it, a review's finding). A page
+    showing an attempt's content is left to that attempt, whose outcome settles it and
+    checks it again."""
     if head is None:
         return "it is missing"
     shown = documents.page_content_hash(head)
     if shown is None:
         if documents.MOVED_MARK.search(head):  # a former address's, at a live page's place
             return "it sends readers to another address"
-        return None
+        return "it carries no content mark"
     if not page.shows_right(shown):
         return "it shows content the article does not"
     if shown != page.published_hash:

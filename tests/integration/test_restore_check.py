@@ -18,6 +18,7 @@ from PIL import Image
 from blogpublish.desk import images
 from blogpublish.site import paths
 from publishing.models import Article, ArticleStatus, Refresher
+from tests.support.site import stale_page
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,6 +54,7 @@ def test_restore_check__a_whole_site_passes_a_stale_page_and_a_lost_image_do_not
 
     root = Path(settings.SITE_ROOT)
     (root / paths.page_file(article.slug)).write_text("<p>an old page</p>")
+    kept = (root / image.path).read_bytes()
     (root / image.path).unlink()
 
     problems = check()
@@ -61,6 +63,12 @@ def test_restore_check__a_whole_site_passes_a_stale_page_and_a_lost_image_do_not
     )
     assert "(its content mark differs: None instead of " in problems  # and says how
     assert f"the image {image.path} is named by an article and missing" in problems
+
+    # The page without a mark is written again (its repair left it: a review's finding).
+    (root / image.path).write_bytes(kept)  # what a repair cannot make
+    call_command("restore_check", "--repair", stdout=(out := io.StringIO()))
+    assert "the installation is whole" in out.getvalue()
+    assert "检查" in (root / paths.page_file(article.slug)).read_text()
 
 
 def test_restore_check__repair_writes_the_pages_of_a_site_restored_empty(worker, make_article):
@@ -95,7 +103,7 @@ def test_restore_check__the_shared_views_and_the_pages_no_article_needs_are_chec
     (root / paths.tag_dir("zebra") / paths.FRONT_PAGE).unlink()
     (root / paths.tag_dir("ann-lee", "author") / paths.FEED).write_text("<feed/>")
     (root / "withdrawn" / "index.html").parent.mkdir()
-    (root / "withdrawn" / "index.html").write_text("<p>a story taken down</p>")
+    (root / "withdrawn" / "index.html").write_text(stale_page("<p>a story taken down</p>"))
 
     problems = check()
     assert f"{paths.FRONT_PAGE} is not as the database has it" in problems

@@ -42,6 +42,7 @@ from tests.support.site import (
     moved_pages,
     read_listing,
     run_full_check,
+    stale_page,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -436,7 +437,7 @@ def test_slug_edited_after_the_page_was_written_leaves_no_old_directory(site):
 def test_reconcile_removes_pages_no_article_needs_and_keeps_the_sites_own_files(site):
     site.add(3)
     (site.root / "ghost").mkdir()
-    (site.root / "ghost" / "index.html").write_text("deleted while the broker was down")
+    (site.root / "ghost" / "index.html").write_text(stale_page("deleted while the broker was down"))
     (site.root / ".ghost.removed-0123").mkdir()  # trash of a removal cut short
     SiteStateRow.objects.all().delete()  # a lost state costs a rebuild, nothing else
 
@@ -501,13 +502,49 @@ def test_full_check_writes_the_live_page_over_a_former_addresss_page_in_its_fold
     assert moved_pages(site.root) == {"live-here": "moved-here"}
 
 
+def test_the_full_check_leaves_what_the_site_did_not_write(site, caplog):
+    """SITE_ROOT=/var/www/html (or a home, or a folder another site shares): the full
+    check removed every folder in it no article needed, backups/ and uploads/ with
+    everything in them (a review's finding). It removes only folders whose index.html
+    carries the site's mark; others are left, with a warning, and restore_check names
+    them."""
+    site.add(1)
+    (site.root / "backups").mkdir()
+    (site.root / "backups" / "2026-12-01.sql").write_text("precious")
+    (site.root / "uploads").mkdir()
+    (site.root / "uploads" / "index.html").write_text("<p>someone else's page</p>")
+
+    run_full_check(site.publisher)
+
+    assert (site.root / "backups" / "2026-12-01.sql").read_text() == "precious"
+    assert (site.root / "uploads" / "index.html").exists()
+    assert "uploads/ in the site's folder is not a page of this site" in caplog.text
+    problems = installation_check(site.publisher.site).problems
+    assert "the page backups/ is served and no article has it" in problems
+
+
+def test_the_full_check_writes_again_an_article_page_without_its_mark(site):
+    """A page emptied, cut short or written over by something else: restore_check said
+    so, and its repair left it (a page without a mark was not judged)."""
+    site.add(1, slug="emptied")
+    page = site.root / "emptied" / "index.html"
+    live = page.read_text()
+    page.write_text("")
+
+    run_full_check(site.publisher)
+
+    assert page.read_text() == live
+
+
 def test_full_check_writes_a_missing_former_address_and_drops_those_of_articles_gone(site):
     (article,) = site.add(1, slug="was-here")
     site.edit(article, slug="is-here")
     shutil.rmtree(site.root / "was-here")  # a site restored from before the move
     FormerAddress.objects.create(slug="gone-article", article_id=article.pk + 1000)
     (site.root / "gone-article").mkdir()
-    (site.root / "gone-article" / "index.html").write_text("sent on to a deleted article")
+    (site.root / "gone-article" / "index.html").write_text(
+        stale_page("sent on to a deleted article")
+    )
 
     problems = installation_check(site.publisher.site).problems
     assert "the former address was-here/ does not send readers on to is-here/" in problems

@@ -26,7 +26,13 @@ from tests.support import processes
 from tests.support.chaos import release
 from tests.support.s3 import keys, mirror
 from tests.support.settling import wait_session_worker_quiet, wait_settled
-from tests.support.site import assert_lists_exactly, moved_pages, read_listing, run_full_check
+from tests.support.site import (
+    assert_lists_exactly,
+    moved_pages,
+    read_listing,
+    run_full_check,
+    stale_page,
+)
 from tests.support.waiting import wait_for
 
 pytestmark = [
@@ -213,7 +219,7 @@ def test_reconcile_repairs_a_deleted_and_a_stray_object(site, make_article, tmp_
     # no longer exists, an archive page past the end, a sitemap chunk past the end.
     site.remove("s3-kept/index.html")
     site.remove("feed.xml")
-    site.put("s3-gone/index.html", b"<p>an orphan</p>")
+    site.put("s3-gone/index.html", stale_page("<p>an orphan</p>").encode())
     site.put("page/7/index.html", b"<p>past the end</p>")
     site.put("sitemap-9.xml", b"<urlset/>")
     # And a wrong document: the front page overwritten.

@@ -160,3 +160,10 @@ def run_full_check(publisher) -> bool | None:
     target's `check`, then its `reconcile` pass. Its pass's result."""
     publisher.check()
     return publisher.reconcile()
+
+
+def stale_page(text: str) -> str:
+    """A page this site wrote once (its content mark, of content no article has now):
+    what a delete that bypassed the signals, or a site restored from after the dump,
+    leaves. The full check removes only folders carrying the site's marks."""
+    return f'<meta name="blogpublish-content" content="{"0" * 64}">{text}'
