@@ -62,7 +62,10 @@ def path_parts(path: str) -> list[str] | None:
     return parts
 
 
-def content_type(name: str) -> str:
+def content_type(rel: str) -> str:
+    """By the file's own name: a tag's or an author's feed (tag/<slug>/feed.xml) is a
+    feed as the site's is (they were served as application/xml: a review's finding)."""
+    name = rel.rsplit("/", 1)[-1]
     if name == paths.FEED:
         return FEED_TYPE
     if name == paths.JSON_FEED:

@@ -23,6 +23,9 @@ def root(tmp_path, settings) -> Path:
     (root / "hello").mkdir(parents=True)
     (root / "hello" / "index.html").write_text("<!doctype html><p>Hello</p>")
     (root / "feed.xml").write_text('<?xml version="1.0"?><feed/>')
+    (root / "tag" / "python").mkdir(parents=True)  # a tag's feed is a feed too
+    (root / "tag" / "python" / "feed.xml").write_text('<?xml version="1.0"?><feed/>')
+    (root / "tag" / "python" / "feed.json").write_text("{}")
     (root / "sitemap-1.xml").write_text('<?xml version="1.0"?><urlset/>')
     (root / ".staging").mkdir()
     (root / ".staging" / "x").write_text("half a page")
@@ -95,6 +98,8 @@ def test_a_folder_without_its_slash_redirects_on_this_site(client, root):
     ("path", "content_type"),
     [
         ("/feed.xml", "application/atom+xml; charset=utf-8"),
+        ("/tag/python/feed.xml", "application/atom+xml; charset=utf-8"),
+        ("/tag/python/feed.json", "application/feed+json; charset=utf-8"),
         ("/sitemap-1.xml", "application/xml; charset=utf-8"),
         ("/hello/", "text/html; charset=utf-8"),
     ],
