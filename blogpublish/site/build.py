@@ -46,6 +46,13 @@ logger = logging.getLogger(__name__)
 Site = SiteStorage | FencedSite
 # SiteStorage.write or SiteStorage.write_if_changed: (storage, path in it, data)
 Write = Callable[[Site, str, str | bytes], object]
+# Removes a folder of the site (a tag's archive page past its end); the full check's
+# comparison (check.py) records it instead: restore_check without --repair writes nothing.
+Remove = Callable[[Site, str], object]
+
+
+def delete_tree(site: Site, rel: str) -> None:
+    site.delete_tree(rel)
 
 
 def atomic_write(site: Site, rel: str, data: str | bytes) -> None:
@@ -319,6 +326,7 @@ def write_tag(
     write: Write,
     report: documents.Report = problems.report,
     archive_write: Write = write_if_changed,
+    remove: Remove = delete_tree,
     listing: tuple[int, list[Entry]] | None = None,
 ) -> bool:
     """One tag's (byline's) page, feed and archive pages (tag: id, kind, name, slug and
@@ -347,6 +355,7 @@ def write_tag(
         count=count,
         since=tag.get("since"),
         write=archive_write,
+        remove=remove,
         report=report,
     )
     return True
@@ -374,11 +383,15 @@ def write_tag_archive(
     count: int,
     since: datetime | None,
     write: Write = write_if_changed,
+    remove: Remove = delete_tree,
     report: documents.Report = problems.report,
 ) -> None:
     """A tag's full archive pages from the one holding `since` (None: every one), and the
     one below it (its "Newer" link follows the number of full pages); each written only
-    if it changed (`write`). Pages past the last full one (the tag shrank) are removed."""
+    if it changed (`write`). Pages past the last full one (the tag shrank) are removed
+    (`remove`), all of them: a gap below one (a removal cut short, a bucket restored
+    over) left it served for good when only the page after the last was looked for (a
+    review's finding)."""
     full = full_pages(count)
     first = 1
     if since is not None and full:  # a tag of fewer than PAGE_SIZE has no archive page
@@ -397,10 +410,9 @@ def write_tag_archive(
         )
         write(site, paths.tag_archive_file(term.slug, term.kind, number), html)
     pages = f"{paths.tag_dir(term.slug, term.kind)}/{paths.ARCHIVE_DIR}"
-    if site.exists(paths.tag_archive_file(term.slug, term.kind, full + 1)):
-        for name in site.names(pages):
-            if name.isdigit() and int(name) > full:
-                site.delete_tree(f"{pages}/{name}")
+    for name in site.names(pages):
+        if name.isdigit() and int(name) > full:
+            remove(site, f"{pages}/{name}")
 
 
 def write_site_files(site: Site, *, write: Write) -> None:

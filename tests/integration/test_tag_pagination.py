@@ -337,3 +337,24 @@ def test_a_respelled_tag_is_named_so_on_every_page(site, small_pages):  # noqa: 
         assert '<span class="meta">JavaScript' in html.read_text(), number
     assert Tag.objects.get().name == "JavaScript"
     assert_as_the_full_check_writes_them(site)
+
+
+def test_past_a_tags_end_every_page_is_removed_and_a_check_names_them(site, small_pages):  # noqa: F811
+    """restore_check (no --repair) writes nothing: it removed a tag's archive pages past
+    the end instead of naming them. And only the page right after the last full one was
+    looked for, so one past a gap (a removal cut short, a bucket restored over) stayed
+    served for good (a review's findings)."""
+    site.add(4, tags=["python"])  # one full page
+    past = [folder(site, "python") / "page" / n / "index.html" for n in ("3", "7")]
+    for page in past:
+        page.parent.mkdir(parents=True)
+        page.write_text("<p>an archive page from when the tag was longer</p>")
+
+    problems = check.installation_check(site_storage()).problems
+
+    assert all(page.exists() for page in past)
+    for n in ("3", "7"):
+        assert f"the archive page tag/{tag_slug('python')}/page/{n}/ is past the end" in problems
+    run_full_check(site.publisher)
+    assert not any(page.exists() for page in past)
+    assert pages(site, "python").keys() == {"", "1"}
