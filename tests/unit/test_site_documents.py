@@ -3,6 +3,7 @@ functions, fed Entry objects directly as the refresher reads them."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
@@ -12,7 +13,7 @@ import feedparser
 import pytest
 
 from blogpublish.rendering import MarkdownTooLargeError
-from blogpublish.site import documents
+from blogpublish.site import build, documents
 from blogpublish.site.selectors import Entry, Neighbours
 
 MOMENT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -233,6 +234,19 @@ def test_tag_feed__a_name_saved_past_validation_is_stripped_not_fatal():
     feed = documents.tag_feed(documents.Term("tag", "zz\x01", "zz"), [entry(1)])
 
     assert parsed_feed(feed).feed.title.endswith(": zz")
+
+
+def test_shown_name__a_spelling_longer_than_the_tags_row_is_not_taken():
+    """A spelling saved past validation whose key is the tag's (runs of spaces fold)
+    but longer than Tag.name's column became the tag's shown name, and every pass's
+    rename of the row failed on PostgreSQL (a review's finding): the row's is kept."""
+    long = "machine" + " " * 300 + "learning"
+    newest = dataclasses.replace(entry(1), tags=(long,))
+    tag = {"kind": "tag", "name": "machine learning"}
+
+    assert build.shown_name(tag, [newest]) == "machine learning"
+    respelled = dataclasses.replace(entry(1), tags=("Machine  Learning",))
+    assert build.shown_name(tag, [respelled]) == "Machine  Learning"
 
 
 def test_sanitised_html__a_link_without_its_address_keeps_no_rel_and_an_image_has_alt():
