@@ -213,7 +213,7 @@ def story_of_article(article: Article) -> Story:
         state=StoryState.PUBLISHED,
         version=1,
         published_version=1,
-        first_publish_at=article.publish_at,
+        first_publish_at=article.published_publish_at or _went_out(article.publish_at),
         slug_key=key_of(article.slug),
         **{name: getattr(article, name) for name in DRAFT_FIELDS},
     )
@@ -260,11 +260,27 @@ def story_publish(*, story_id: int) -> Article:
         Story.objects.filter(pk=story.pk).update(
             state=StoryState.PUBLISHED,
             published_version=story.version,
-            first_publish_at=story.first_publish_at or article.publish_at,
+            # Only a date it goes out at now: a schedule is no first publish (withdrawn
+            # before it, or published undated instead, the draft took that date later:
+            # a review's finding). A scheduled one's is kept as it leaves the blog.
+            first_publish_at=story.first_publish_at or _went_out(article.publish_at),
             updated_at=timezone.now(),
         )
     logger.info("story %s published (version %s)", story.pk, story.version)
     return article
+
+
+def _went_out(when: datetime | None) -> datetime | None:
+    return when if when is not None and when <= timezone.now() else None
+
+
+def _keep_first_publish(story_id: int, article: Article) -> None:
+    """As the article leaves the blog (a withdraw, the trash): the date it was live
+    with, when its story has none yet (its first publish was scheduled)."""
+    if article.published_publish_at is not None:
+        Story.objects.filter(pk=story_id, first_publish_at__isnull=True).update(
+            first_publish_at=article.published_publish_at
+        )
 
 
 def _date_of_undated(story: Story, article: Article | None) -> datetime:
@@ -338,6 +354,7 @@ def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:
             state=StoryState.DRAFT, published_version=story.version, updated_at=timezone.now()
         )
         _keep_publish_log(story, article)
+        _keep_first_publish(story.pk, article)
         article.deleted_as = "withdrawn"
         article.delete()
     logger.info("article %s withdrawn: its story is a draft again", article_id)
@@ -511,6 +528,7 @@ def article_to_trash(*, article: Article) -> None:
     story = Story.objects.select_for_update().filter(pk=article.pk).first()
     if story is None:
         story = story_of_article(article)
+    _keep_first_publish(story.pk, article)
     if story.trashed_at is None:
         _to_trash(story)
 
@@ -572,6 +590,11 @@ def stories_tidy(*, limit: int) -> tuple[int, int]:
     old = Revision.objects.filter(
         saved_at__lt=now - timedelta(days=settings.STORY_REVISIONS_KEEP_DAYS),
         number__lte=F("story__version") - keep,
+    ).exclude(
+        # The version published last is what a publish compares the article with, to
+        # keep an edit made since in the Article form or the API: pruned, that edit was
+        # undone by the next publish, kept nowhere (a review's finding).
+        number=F("story__published_version")
     )
     pruned = list(old.values_list("pk", flat=True)[:limit])
     Revision.objects.filter(pk__in=pruned).delete()

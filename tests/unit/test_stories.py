@@ -197,6 +197,25 @@ def test_the_clock_purges_the_trash_after_its_days_and_prunes_old_revisions(sett
     assert list(kept.revisions.order_by("number").values_list("number", flat=True)) == [4, 5]
 
 
+def test_the_version_published_last_is_never_pruned(settings):
+    """A publish compares the article with it, to keep an edit made since in the
+    Article form or the API: pruned (50 autosaves and 90 days), the next publish undid
+    that edit, kept nowhere (a review's finding)."""
+    settings.STORY_REVISIONS_KEEP_DAYS = 0
+    settings.STORY_REVISIONS_KEEP_COUNT = 2
+    story = story_save(title="Pruned", body="Published text.", slug="pruned")
+    story_publish(story_id=story.pk)
+    for n in range(3):
+        story_save(story_id=story.pk, title="Pruned", body=f"Draft {n}.", slug="pruned")
+    article_update(article=Article.objects.get(pk=story.pk), body="Published, with a fix.")
+    Revision.objects.update(saved_at=timezone.now() - timedelta(days=1))
+
+    stories_tidy(limit=100)
+    story_publish(story_id=story.pk)
+
+    assert Revision.objects.filter(story=story, body="Published, with a fix.").exists()
+
+
 def test_a_trashed_story_is_refused_edits_until_restored():
     story = story_save(title="In the bin", body="Text.", slug="in-the-bin")
     story_trash(story_id=story.pk)
@@ -297,6 +316,38 @@ def test_an_undated_draft_of_a_scheduled_article_publishes_now(monkeypatch):
 
     assert abs(published.publish_at - timezone.now()) < timedelta(seconds=5)
     assert not published.is_scheduled
+
+
+def test_a_schedule_is_no_first_publish(monkeypatch):
+    """The date an undated draft keeps is the one it went out with, never a schedule it
+    did not keep (a review's findings): scheduled, withdrawn before it, published
+    undated once it had passed, it was back-dated to the schedule; scheduled, then
+    published undated at once and withdrawn, it took the schedule's date again."""
+    later = (timezone.now() + timedelta(hours=1)).replace(microsecond=0)
+    kept = story_save(title="Kept back", body="Text.", slug="kept-back", publish_at=later)
+    story_publish(story_id=kept.pk)
+    story_withdraw(article_id=kept.pk)
+    moved = story_save(title="Moved", body="Text.", slug="moved", publish_at=later)
+    story_publish(story_id=moved.pk)
+    story_save(story_id=moved.pk, title="Moved", body="Text.", slug="moved")
+    went_out = story_publish(story_id=moved.pk).publish_at
+    settled(moved.pk)
+    kept_out = story_save(title="Kept out", body="Text.", slug="kept-out", publish_at=later)
+    story_publish(story_id=kept_out.pk)
+
+    clock_ahead(monkeypatch, hours=2)
+    # The schedule kept: it went out at `later` (as a worker leaves it), then withdrawn.
+    Article.objects.filter(pk=kept_out.pk).update(
+        status=ArticleStatus.PUBLISHED, published_publish_at=later
+    )
+    for story in (kept, moved, kept_out):
+        if Article.objects.filter(pk=story.pk).exists():
+            story_withdraw(article_id=story.pk)
+        current = Story.objects.get(pk=story.pk)
+        story_save(story_id=story.pk, title=current.title, body="Again.", slug=current.slug)
+    assert abs(story_publish(story_id=kept.pk).publish_at - timezone.now()) < timedelta(seconds=5)
+    assert story_publish(story_id=moved.pk).publish_at == went_out
+    assert story_publish(story_id=kept_out.pk).publish_at == later
 
 
 KEPT = "slug: a draft (a story never published, or withdrawn) keeps this address"
