@@ -303,16 +303,28 @@ def _take_in(story: Story, article: Article, *, saved_by: str, when: str) -> Non
     if _same(live, _content(story)):
         return
     if story.has_unpublished_changes:
+        # Three ways, field by field, from the version published last: what only the
+        # article changed (an editor's Publish now, which moved its date; a title fixed
+        # in the API) comes into the draft, or the writer's next publish undid it (a
+        # scheduled article pulled forward went back under its embargo with a typo fix:
+        # a review's finding). Where both changed a field, the draft's goes out and the
+        # article's is kept as a version.
+        theirs = _changed_only_there(story, live)
+        if not _same(live, {**_content(story), **theirs}):
+            story.version += 1
+            Revision.objects.create(
+                story=story,
+                number=story.version,
+                saved_by=saved_by,
+                note=f"the article as {when}",
+                **live,
+            )
+        for name, value in theirs.items():
+            setattr(story, name, value)
+        story.slug_key = key_of(story.slug)
         story.version += 1
-        Revision.objects.create(
-            story=story,
-            number=story.version,
-            saved_by=saved_by,
-            note=f"the article as {when}",
-            **live,
-        )
-        story.version += 1
-        _record(story, saved_by=saved_by, note=f"the draft, kept when {when}")
+        taken = f" with the article's {', '.join(theirs)}" if theirs else ""
+        _record(story, saved_by=saved_by, note=f"the draft{taken}, kept when {when}")
     else:
         for name, value in live.items():
             setattr(story, name, value)
@@ -320,6 +332,22 @@ def _take_in(story: Story, article: Article, *, saved_by: str, when: str) -> Non
         story.version += 1
         _record(story, saved_by=saved_by, note=f"the article as {when}")
     story.save()
+
+
+def _changed_only_there(story: Story, live: dict) -> dict:
+    """The fields the article changed since the version published last and the draft
+    did not (an undated draft's date is "when published": not a change of it)."""
+    published = story.revisions.filter(number=story.published_version).first()
+    if published is None:
+        return {}
+    base, ours = _content(published), _content(story)
+    return {
+        name: live[name]
+        for name in DRAFT_FIELDS
+        if ours[name] == base[name]
+        and live[name] != base[name]
+        and not (name == "publish_at" and ours[name] is None)
+    }
 
 
 def _edited_elsewhere(story: Story, article: Article) -> bool:

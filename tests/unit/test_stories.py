@@ -14,6 +14,7 @@ from publishing.exceptions import StoryConflict
 from publishing.models import Article, ArticleStatus, Revision, Story
 from publishing.services import (
     article_create,
+    article_publish_now,
     article_update,
     stories_tidy,
     story_publish,
@@ -115,7 +116,7 @@ def test_an_edit_made_in_the_article_form_is_not_undone_by_publishing_the_story(
     """An editor fixes the live article in the Article form (or the API's PATCH); the
     story's draft still has the old text. Publishing the story must not put the old
     text back silently: with no changes of its own the draft takes the article's text;
-    with changes, they are published and the article's text is kept as a version."""
+    with changes of other fields, both go out (field by field: the next test)."""
     story = story_save(title="Typo", body="Teh text.")
     article = story_publish(story_id=story.pk)
     article_update(article=article, body="The text.")
@@ -130,9 +131,7 @@ def test_an_edit_made_in_the_article_form_is_not_undone_by_publishing_the_story(
     story_publish(story_id=story.pk)  # the writer's own change
 
     live = Article.objects.get(pk=story.pk)
-    assert (live.title, live.body) == ("Typo fixed", "The text.")
-    kept = Revision.objects.filter(story_id=story.pk, body="The text, edited.")
-    assert kept.exists(), "the Article form's text is lost"
+    assert (live.title, live.body) == ("Typo fixed", "The text, edited.")
 
 
 def test_every_save_that_changes_the_draft_is_a_revision_with_who_and_when():
@@ -348,6 +347,38 @@ def test_a_schedule_is_no_first_publish(monkeypatch):
     assert abs(story_publish(story_id=kept.pk).publish_at - timezone.now()) < timedelta(seconds=5)
     assert story_publish(story_id=moved.pk).publish_at == went_out
     assert story_publish(story_id=kept_out.pk).publish_at == later
+
+
+def test_what_only_the_article_changed_since_its_publish_comes_into_the_draft():
+    """Three ways from the version published last: an editor's Publish now moved the
+    scheduled article's date, the writer then fixed a typo in the draft; publishing it
+    put the article back under its embargo (a review's finding). A field only the
+    article changed comes into the draft; one both changed is the draft's, the
+    article's kept as a version."""
+    later = (timezone.now() + timedelta(days=7)).replace(microsecond=0)
+    story = story_save(title="Embargo", body="A typo.", slug="embargo", publish_at=later)
+    story_publish(story_id=story.pk)
+    article_publish_now(article_id=story.pk)  # the editor: "Publish now"
+    now = Article.objects.get(pk=story.pk).publish_at
+    story_save(
+        story_id=story.pk, title="Embargo", body="No typo.", slug="embargo", publish_at=later
+    )
+
+    published = story_publish(story_id=story.pk)
+
+    assert (published.publish_at, published.body) == (now, "No typo.")
+    assert not published.is_scheduled
+    article_update(article=published, title="Embargo (editor's)", body="The editor's text.")
+    story_save(
+        story_id=story.pk,
+        title="Embargo",
+        body="The writer's text.",
+        slug="embargo",
+        publish_at=now,
+    )
+    published = story_publish(story_id=story.pk)
+    assert (published.title, published.body) == ("Embargo (editor's)", "The writer's text.")
+    assert Revision.objects.filter(story_id=story.pk, body="The editor's text.").exists()
 
 
 KEPT = "slug: a draft (a story never published, or withdrawn) keeps this address"
