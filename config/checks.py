@@ -316,6 +316,22 @@ def _site_path_problems(name: str, path: str) -> list[str]:
     return []
 
 
+def site_title_problems(title: str) -> list[str]:
+    """SITE_TITLE is in every page, and in the feeds' and the sitemap's XML, which cannot
+    hold a control character: one (`My\\x01Blog`) left every article out of the feed and
+    the shared documents unwritten (a review's finding). Refused as the path of SITE_URL
+    refuses them: Cc (C0, DEL, C1, newlines and tabs), Cf (the invisible ones), and Cs
+    (bytes not UTF-8 in the environment, which Python keeps as lone surrogates)."""
+    import unicodedata
+
+    if not any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in title):
+        return []
+    return [
+        f"SITE_TITLE={title!r} has a control or invisible formatting character (a newline "
+        "or tab too), or is not UTF-8 text; the feeds could not carry it."
+    ]
+
+
 def site_language_problems(language: str) -> list[str]:
     """SITE_LANGUAGE must be a language tag: it is every page's `lang` and the feeds'."""
     from publishing.reader_fields import LANGUAGE_RE

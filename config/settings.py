@@ -26,6 +26,7 @@ from config.checks import (
     site_folder_problems,
     site_language_problems,
     site_root_problems,
+    site_title_problems,
     url_problems,
     webhook_delivery_problems,
     webhook_secret_problems,
@@ -677,6 +678,7 @@ _problems += mail_address_problems(
 )
 _problems += mail_address_problems(name="SERVER_EMAIL", addresses=[SERVER_EMAIL], named=True)
 _problems += site_language_problems(SITE_LANGUAGE)
+_problems += site_title_problems(SITE_TITLE)
 _problems += url_problems(name="SITE_URL", url=SITE_URL)
 for _name, _url in (
     ("PUBLISH_WEBHOOK_URL", PUBLISH_WEBHOOK_URL),

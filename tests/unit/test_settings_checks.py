@@ -15,6 +15,7 @@ from config.checks import (
     publishing_settings_problems,
     secret_key_problems,
     site_language_problems,
+    site_title_problems,
     url_problems,
     webhook_delivery_problems,
     webhook_secret_problems,
@@ -136,6 +137,8 @@ def test_each_bad_combination_is_named(changes, named):
         ({"SITE_ROOT": "/etc/passwd"}, "SITE_ROOT='/etc/passwd' is a file, not a folder"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
         ({"AWS_S3_ADDRESSING_STYLE": "bucket"}, "AWS_S3_ADDRESSING_STYLE='bucket'"),
+        # no feed could carry it: every article left out of it (a review's finding)
+        ({"SITE_TITLE": "My\x01Blog"}, "SITE_TITLE='My\\x01Blog' has a control"),
     ],
 )
 def test_a_process_with_bad_settings_does_not_start(env, named):
@@ -300,6 +303,28 @@ def test_site_language__a_tag_is_accepted(language):
 def test_site_language__other_text_stops_start_up(language):
     [problem] = site_language_problems(language)
     assert "SITE_LANGUAGE must be a language tag" in problem
+
+
+@pytest.mark.parametrize("title", ["blogpublish", "Le blog d’Anaïs — notes", "博客"])
+def test_site_title__text_is_accepted(title):
+    assert site_title_problems(title) == []
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "My\x01Blog",  # the feed left every article out (a review's finding)
+        "My\nBlog",
+        "My\tBlog",
+        "My\x7fBlog",  # DEL
+        "My\x85Blog",  # NEL, a C1 control
+        "My\u202eBlog",  # reverses what follows
+        "My\udcffBlog",  # a byte not UTF-8 in the environment
+    ],
+)
+def test_site_title__a_control_character_stops_start_up(title):
+    [problem] = site_title_problems(title)
+    assert problem.startswith("SITE_TITLE=") and "control" in problem
 
 
 @pytest.mark.parametrize(
