@@ -255,7 +255,8 @@ def url_problems(*, name: str, url: str, webhook: bool = False) -> list[str]:
     the start of every link in the feeds, the sitemap and robots.txt, and of each
     page's canonical address (`blog.example.com` alone made them relative,
     `://blog.example.com/sitemap.xml`), so it has no query or fragment either. A
-    webhook's (`webhook`) is where its deliveries go, and may be empty (none)."""
+    webhook's (`webhook`) is where its deliveries go, and may be empty (none). SITE_URL
+    has no user or password either (every page would show it); a webhook's may."""
     from urllib.parse import urlsplit
 
     if webhook and not url:
@@ -268,7 +269,14 @@ def url_problems(*, name: str, url: str, webhook: bool = False) -> list[str]:
         good = False
     good = good and not any(ch.isspace() for ch in url)
     if good and webhook:
+        # A webhook's user:password is the receiver's basic auth, sent by requests and
+        # never shown: the log and the alerts name the variable, not its URL.
         return []
+    if good and "@" in parts.netloc:
+        return [
+            f"{name} has a user or password before its host: every feed, sitemap, page and "
+            "robots.txt would publish it (e.g. https://blog.example.com)."
+        ]
     if good and not (parts.query or parts.fragment):
         return _site_path_problems(name, parts.path)
     shape = "with a host and no spaces" if webhook else "with a host, no spaces, query or fragment"

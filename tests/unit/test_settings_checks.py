@@ -139,6 +139,7 @@ def test_each_bad_combination_is_named(changes, named):
         ({"AWS_S3_ADDRESSING_STYLE": "bucket"}, "AWS_S3_ADDRESSING_STYLE='bucket'"),
         # no feed could carry it: every article left out of it (a review's finding)
         ({"SITE_TITLE": "My\x01Blog"}, "SITE_TITLE='My\\x01Blog' has a control"),
+        ({"SITE_URL": "https://u:secret@blog.example.com"}, "SITE_URL has a user or password"),
     ],
 )
 def test_a_process_with_bad_settings_does_not_start(env, named):
@@ -351,6 +352,25 @@ def test_site_url__an_absolute_address_is_accepted(url):
 def test_site_url__anything_else_stops_start_up(url):
     [problem] = url_problems(name="SITE_URL", url=url)
     assert problem.startswith("SITE_URL=") and "absolute http(s) address" in problem
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://user:secret@blog.example.com",  # published in every feed (a review's)
+        "https://user@blog.example.com/blog",
+        "https://:secret@blog.example.com",
+    ],
+)
+def test_site_url__a_user_or_password_stops_start_up_without_repeating_it(url):
+    [problem] = url_problems(name="SITE_URL", url=url)
+    assert problem.startswith("SITE_URL has a user or password") and "secret" not in problem
+
+
+def test_webhook_url__may_carry_basic_auth():
+    # a POST target's credentials, sent as basic auth and never published
+    url = "https://hook:secret@hooks.example.com/in"
+    assert url_problems(name="ALERT_WEBHOOK_URL", url=url, webhook=True) == []
 
 
 @pytest.mark.parametrize(
