@@ -324,6 +324,18 @@ def _site_path_problems(name: str, path: str) -> list[str]:
     return []
 
 
+def allowed_hosts_problems(*, hosts: list[str], debug: bool) -> list[str]:
+    """Outside DEBUG, Django answers 400 to every host not in ALLOWED_HOSTS: an empty
+    list (`ALLOWED_HOSTS=,`) would refuse every request, silently. In DEBUG, Django
+    lets localhost in with an empty list."""
+    if hosts or debug:
+        return []
+    return [
+        "ALLOWED_HOSTS names no host, so every request would be refused (400) while DEBUG "
+        "is off: give the site's host names, comma-separated (e.g. blog.example.com)."
+    ]
+
+
 def site_title_problems(title: str) -> list[str]:
     """SITE_TITLE is in every page, and in the feeds' and the sitemap's XML, which cannot
     hold a control character: one (`My\\x01Blog`) left every article out of the feed and

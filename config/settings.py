@@ -18,6 +18,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.checks import (
+    allowed_hosts_problems,
     mail_address_problems,
     metrics_token_problems,
     preview_settings_problems,
@@ -113,7 +114,12 @@ SECRET_KEY = env_str("SECRET_KEY")
 if DEBUG and not SECRET_KEY:
     SECRET_KEY = "django-insecure-local-only-never-deploy-this-key"
 
-ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+# Comma-separated; spaces around a name are not part of it (" testserver" matched no
+# host: a 400 for it), and empty entries are dropped (config/checks.py refuses an empty
+# list outside DEBUG).
+ALLOWED_HOSTS = [
+    h.strip() for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()
+]
 
 # HTTPS (docs/operations.md, "Production settings"). Behind a proxy that terminates TLS,
 # SECURE_PROXY_SSL_HEADER names the header by which it says "https" (X-Forwarded-Proto);
@@ -656,6 +662,7 @@ _problems += preview_settings_problems(
     time_limit=PREVIEW_TIME_LIMIT,
 )
 _problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
+_problems += allowed_hosts_problems(hosts=ALLOWED_HOSTS, debug=DEBUG)
 _problems += _site_root_problems
 _problems += webhook_secret_problems(
     url_name="PUBLISH_WEBHOOK_URL",

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from config.checks import (
+    allowed_hosts_problems,
     flower_basic_auth_problems,
     flower_command_line_problems,
     preview_settings_problems,
@@ -140,6 +141,9 @@ def test_each_bad_combination_is_named(changes, named):
         # no feed could carry it: every article left out of it (a review's finding)
         ({"SITE_TITLE": "My\x01Blog"}, "SITE_TITLE='My\\x01Blog' has a control"),
         ({"SITE_URL": "https://u:secret@blog.example.com"}, "SITE_URL has a user or password"),
+        # every request refused, silently
+        ({"DEBUG": "0", "ALLOWED_HOSTS": ","}, "ALLOWED_HOSTS names no host"),
+        ({"DEBUG": "0", "ALLOWED_HOSTS": " , "}, "ALLOWED_HOSTS names no host"),
     ],
 )
 def test_a_process_with_bad_settings_does_not_start(env, named):
@@ -179,6 +183,32 @@ def test_debug_is_off_unless_set():
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "True"]
+
+
+def test_allowed_hosts__spaces_around_a_name_and_empty_entries_are_dropped():
+    # " testserver" matched no request's host: a 400 for it (a review's finding)
+    code = "from django.conf import settings; print(settings.ALLOWED_HOSTS)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={
+            **env_without("DEBUG"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "SECRET_KEY": STRONG_KEY,
+            "ALLOWED_HOSTS": "example.com, testserver,, ",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.stdout.strip() == "['example.com', 'testserver']", result.stderr[-2000:]
+
+
+def test_allowed_hosts__may_be_empty_in_debug():
+    # Django lets localhost in with an empty list in DEBUG
+    assert allowed_hosts_problems(hosts=[], debug=True) == []
+    assert allowed_hosts_problems(hosts=["blog.example.com"], debug=False) == []
 
 
 def test_debug_on_starts_without_a_secret_key():
