@@ -217,6 +217,64 @@ def mail_address_problems(*, name: str, addresses: list[str], named: bool = Fals
     return problems
 
 
+# --- The database -------------------------------------------------------------------------
+
+SQLITE = "django.db.backends.sqlite3"
+POSTGRESQL = ("django.db.backends.postgresql", "django.contrib.gis.db.backends.postgis")
+DATABASE_EXAMPLES = "sqlite:////an/absolute/path.sqlite3 or postgres://user:password@host:5432/NAME"
+
+
+def database_problems(*, engine: str, name: str, debug: bool, site_root: Path | None) -> list[str]:
+    """DATABASE_URL (as dj_database_url parsed it) must name SQLite or PostgreSQL, and
+    which database: each of these started, then failed in every command or request, or
+    worked on a database of its own (a review's finding). The URL is not repeated: it
+    may hold a password. `site_root`: a local SITE_ROOT, resolved."""
+    if engine == SQLITE:
+        return _sqlite_file_problems(name, debug=debug, site_root=site_root)
+    if engine not in POSTGRESQL:
+        return [
+            f"DATABASE_URL names a database blogpublish does not run on: use {DATABASE_EXAMPLES}."
+        ]
+    if not name:
+        return ["DATABASE_URL names no database: postgres://user:password@host:5432/NAME."]
+    return []
+
+
+def _sqlite_file_problems(name: str, *, debug: bool, site_root: Path | None) -> list[str]:
+    """An in-memory database is every process's own, empty one: only for a tool that
+    reads the settings in DEBUG (`make typecheck`). A relative path is a database per
+    working directory (SITE_ROOT refuses one for the same reason); a file under a local
+    SITE_ROOT is served to anyone, password hashes and all."""
+    if name in ("", ":memory:"):
+        if debug:
+            return []
+        return [
+            "DATABASE_URL is an in-memory SQLite database: each process would have its own, "
+            "empty one (allowed with DEBUG=1, for tools). Give a file, sqlite:////an/absolute/path.sqlite3."
+        ]
+    # A SQLite URI (file:/path?mode=ro) is a file too: Django opens NAME with uri=True.
+    path = Path(name.removeprefix("file:").partition("?")[0])
+    where = f"DATABASE_URL's SQLite file {str(path)!r}"
+    if not path.is_absolute():
+        return [
+            f"{where} is a relative path: each working directory would have a database of "
+            "its own. Give an absolute one, sqlite:////an/absolute/path.sqlite3 (four slashes)."
+        ]
+    try:
+        is_dir = path.is_dir()
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        return [f"{where} cannot be read: {getattr(exc, 'strerror', None) or exc}."]
+    if is_dir:
+        return [f"{where} is a folder, not a file."]
+    if site_root is not None and resolved.is_relative_to(site_root):
+        return [
+            f"{where} is inside SITE_ROOT ({str(site_root)!r}), which is served as the site: "
+            "anyone could download it, password hashes and all. Put it elsewhere."
+        ]
+    return []
+
+
 # --- Where the site is written ---------------------------------------------------------
 
 

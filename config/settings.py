@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.checks import (
     allowed_hosts_problems,
+    database_problems,
     mail_address_problems,
     metrics_token_problems,
     preview_settings_problems,
@@ -90,18 +91,23 @@ def env_int(name: str, default: int, *, minimum: int, maximum: int = NUMBER_MAXI
     return int(value)
 
 
-def _create_private_sqlite_file(name: str) -> None:
+def _create_private_sqlite_file(name: str) -> list[str]:
     """The SQLite file holds password hashes and sessions: when it is ours to create,
     its folder is made 0700 and the file 0600 (SQLite gives its -wal and -shm files the
     file's mode), whatever the umask. An existing folder or file is left as it is
-    (docs/operations.md says how to tighten an older var/)."""
+    (docs/operations.md says how to tighten an older var/). A path that cannot be one
+    (`/proc/nope/db.sqlite3`, `/etc/passwd/db.sqlite3`) is a problem, not a traceback."""
     if not name or name == ":memory:" or name.startswith("file:"):
-        return
+        return []
     path = Path(name)
-    if not path.parent.exists():
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    try:
+        if not path.parent.exists():
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as exc:
+        return [f"DATABASE_URL's SQLite file {name!r} cannot be made: {exc.strerror or exc}."]
+    return []
 
 
 # --- Django -------------------------------------------------------------------------
@@ -208,8 +214,8 @@ try:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} is not usable: {exc}") from exc
+# Checked, and a SQLite file made, once SITE_ROOT is known (the sanity section below).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    _create_private_sqlite_file(str(DATABASES["default"]["NAME"]))
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
@@ -662,6 +668,15 @@ _problems += preview_settings_problems(
     time_limit=PREVIEW_TIME_LIMIT,
 )
 _problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
+_database_problems = database_problems(
+    engine=DATABASES["default"]["ENGINE"],
+    name=str(DATABASES["default"]["NAME"]),
+    debug=DEBUG,
+    site_root=SITE_ROOT if isinstance(SITE_ROOT, Path) else None,
+)
+if not _database_problems and DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    _database_problems = _create_private_sqlite_file(str(DATABASES["default"]["NAME"]))
+_problems += _database_problems
 _problems += allowed_hosts_problems(hosts=ALLOWED_HOSTS, debug=DEBUG)
 _problems += _site_root_problems
 _problems += webhook_secret_problems(

@@ -144,6 +144,22 @@ def test_each_bad_combination_is_named(changes, named):
         # every request refused, silently
         ({"DEBUG": "0", "ALLOWED_HOSTS": ","}, "ALLOWED_HOSTS names no host"),
         ({"DEBUG": "0", "ALLOWED_HOSTS": " , "}, "ALLOWED_HOSTS names no host"),
+        # a database that cannot be used: a traceback in every command, a failed
+        # migrate, or a database per process or per working directory (a review's)
+        (
+            {"DATABASE_URL": "sqlite:////proc/nope/db.sqlite3"},
+            "SQLite file '/proc/nope/db.sqlite3' cannot be made",
+        ),
+        (
+            {"DATABASE_URL": "sqlite:////etc/passwd/db.sqlite3"},
+            "SQLite file '/etc/passwd/db.sqlite3' cannot be made",
+        ),
+        ({"DATABASE_URL": "sqlite:////tmp"}, "SQLite file '/tmp' is a folder, not a file"),
+        ({"DATABASE_URL": "mysql://u@h/db"}, "DATABASE_URL names a database blogpublish does"),
+        ({"DATABASE_URL": "sqlite://"}, "DATABASE_URL is an in-memory SQLite database"),
+        ({"DATABASE_URL": "sqlite://:memory:"}, "DATABASE_URL is an in-memory SQLite database"),
+        ({"DATABASE_URL": "postgres://u@127.0.0.1:5432/"}, "DATABASE_URL names no database"),
+        ({"DATABASE_URL": "sqlite:///blog.db"}, "SQLite file 'blog.db' is a relative path"),
     ],
 )
 def test_a_process_with_bad_settings_does_not_start(env, named):
@@ -209,6 +225,48 @@ def test_allowed_hosts__may_be_empty_in_debug():
     # Django lets localhost in with an empty list in DEBUG
     assert allowed_hosts_problems(hosts=[], debug=True) == []
     assert allowed_hosts_problems(hosts=["blog.example.com"], debug=False) == []
+
+
+def test_a_sqlite_file_inside_site_root_stops_start_up_and_is_not_made(tmp_path):
+    # served as the site: a reviewer downloaded /db.sqlite3, password hashes and all
+    site = tmp_path / "site"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={
+            **env_without("DEBUG"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "SECRET_KEY": STRONG_KEY,
+            "SITE_ROOT": str(site),
+            "DATABASE_URL": f"sqlite:///{site / 'sub' / 'db.sqlite3'}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode != 0
+    assert "db.sqlite3' is inside SITE_ROOT" in result.stderr, result.stderr[-2000:]
+    assert not (site / "sub").exists()
+
+
+def test_an_in_memory_database_starts_in_debug_for_tools():
+    # make typecheck reads the settings with DEBUG=1 DATABASE_URL=sqlite://:memory:
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={
+            **env_without("SECRET_KEY"),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DEBUG": "1",
+            "DATABASE_URL": "sqlite://:memory:",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_debug_on_starts_without_a_secret_key():
