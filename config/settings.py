@@ -306,8 +306,12 @@ _site_root = env_str("SITE_ROOT") or str(VAR_DIR / "site")
 _site_root_problems = site_root_problems(_site_root)
 SITE_ROOT: Path | str = _site_root
 if not _site_root_problems and not parse_site_root(_site_root).is_s3:
-    SITE_ROOT = Path(_site_root).resolve()
-    _site_root_problems = site_folder_problems(SITE_ROOT)
+    try:
+        SITE_ROOT = Path(_site_root).resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        _site_root_problems = [f"SITE_ROOT={_site_root!r} cannot be resolved: {exc}."]
+    else:
+        _site_root_problems = site_folder_problems(SITE_ROOT)
 # Object storage (SITE_ROOT=s3://…) through django-storages' S3 backend (boto3), with the
 # standard AWS variables, so AWS S3, MinIO, Cloudflare R2 and the like all work. Unset
 # keys leave boto3 its own chain (an instance role, ~/.aws); AWS_ENDPOINT_URL is needed

@@ -78,8 +78,29 @@ def test_bad_values_are_refused_with_what_is_expected(value, named):
     ],
 )
 def test_a_process_with_a_bad_site_root_does_not_start(value, named, tmp_path):
+    result = check_with_site_root(value, tmp_path)
+
+    assert result.returncode != 0
+    assert "blogpublish does not start" in result.stderr
+    assert named in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite3"]
+
+
+def test_a_site_root_in_a_symlink_loop_does_not_start(tmp_path):
+    # a RuntimeError's traceback while the settings loaded (a review's finding)
+    (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
+    (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
+
+    result = check_with_site_root(str(tmp_path / "loopA"), tmp_path)
+
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert f"SITE_ROOT='{tmp_path / 'loopA'}' cannot be resolved" in result.stderr
+
+
+def check_with_site_root(value: str, tmp_path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), "check"],
         cwd=tmp_path,  # a relative SITE_ROOT would land here: nothing may appear
         env=env
@@ -94,8 +115,3 @@ def test_a_process_with_a_bad_site_root_does_not_start(value, named, tmp_path):
         text=True,
         timeout=60,
     )
-
-    assert result.returncode != 0
-    assert "blogpublish does not start" in result.stderr
-    assert named in result.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite3"]
