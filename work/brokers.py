@@ -42,14 +42,42 @@ class BrokerUrlError(ValueError):
 
 def broker_kind(url: str) -> str:
     """REDIS or AMQP, from the URL's scheme; BrokerUrlError for anything else (a typo
-    must not start a worker on kombu's in-memory transport)."""
-    scheme = urlsplit(url).scheme.lower()
+    must not start a worker on kombu's in-memory transport), and for a port or a Redis
+    database number that cannot be one (`:99999`, `/abc`: the worker died with a
+    traceback or retried for ever, and each save logged one; a review's finding). These
+    messages do not repeat the URL, which may hold a password."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
         raise BrokerUrlError(
             f"CELERY_BROKER_URL={url!r}: use redis://, rediss://, amqp:// or amqps:// "
             "(Redis or RabbitMQ; docs/operations.md, “Brokers”)."
         )
-    return SCHEMES[scheme]
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or above 65535
+        port = 0
+    if port == 0:
+        raise BrokerUrlError(
+            "CELERY_BROKER_URL's port is not a number from 1 to 65535 "
+            "(e.g. redis://127.0.0.1:6379/0), or leave it out for the default."
+        )
+    kind = SCHEMES[scheme]
+    if kind == REDIS:
+        _check_redis_database(parts.path)
+    return kind
+
+
+def _check_redis_database(path: str) -> None:
+    """Redis' database is the path's number (none: 0), as kombu reads it. A number past
+    the server's `databases` (16 unless redis.conf says otherwise) cannot be known
+    without the server: the worker names it when it connects."""
+    number = path.removeprefix("/")
+    if number and not (number.isascii() and number.isdigit()):
+        raise BrokerUrlError(
+            f"CELERY_BROKER_URL's path {path!r} is not a Redis database number "
+            "(e.g. redis://127.0.0.1:6379/0)."
+        )
 
 
 def worker_transport_options(kind: str, *, visibility_timeout: float) -> dict:

@@ -45,6 +45,39 @@ def test_a_broker_url_blogpublish_cannot_run_on_is_refused(url):
         brokers.broker_kind(url)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:6379",  # no database: kombu's 0
+        "redis://127.0.0.1/",
+        "redis://:pw@127.0.0.1:6379/15",
+        "redis://127.0.0.1:6379/16",  # past a default server's 16: only the server can say
+        "amqp://guest:guest@127.0.0.1//",
+    ],
+)
+def test_a_port_and_database_number_that_parse_are_accepted(url):
+    assert brokers.broker_kind(url) in (brokers.REDIS, brokers.AMQP)
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        # the worker died with a traceback or retried for ever (a review's finding)
+        ("redis://127.0.0.1:99999/0", "CELERY_BROKER_URL's port is not a number"),
+        ("redis://127.0.0.1:0/0", "CELERY_BROKER_URL's port is not a number"),
+        ("amqp://u:secret@127.0.0.1:port//", "CELERY_BROKER_URL's port is not a number"),
+        ("redis://127.0.0.1:6379/abc", "CELERY_BROKER_URL's path '/abc' is not a Redis"),
+        ("redis://127.0.0.1:6379/-1", "CELERY_BROKER_URL's path '/-1' is not a Redis"),
+        ("rediss://127.0.0.1:6379/²", "CELERY_BROKER_URL's path '/²' is not a Redis"),
+    ],
+)
+def test_a_port_or_redis_database_that_cannot_be_one_is_refused(url, named):
+    with pytest.raises(brokers.BrokerUrlError) as refused:
+        brokers.broker_kind(url)
+
+    assert named in str(refused.value) and "secret" not in str(refused.value)
+
+
 def test_amqp_sends_are_confirmed_and_bounded():
     options = brokers.dispatch_transport_options(brokers.AMQP)
     assert options["confirm_publish"] is True
@@ -134,6 +167,8 @@ def start(env: dict[str, str]) -> subprocess.CompletedProcess:
     ("env", "named"),
     [
         ({"CELERY_BROKER_URL": "memory://"}, "CELERY_BROKER_URL='memory://'"),
+        ({"CELERY_BROKER_URL": "redis://127.0.0.1:6379/abc"}, "path '/abc' is not a Redis"),
+        ({"CELERY_BROKER_URL": "redis://127.0.0.1:99999/0"}, "port is not a number"),
         ({"BROKER_QUEUE_TYPE": "quorum"}, "BROKER_QUEUE_TYPE=quorum needs RabbitMQ"),
         (
             {"CELERY_BROKER_URL": "amqp://127.0.0.1//", "PUBLISH_CATCHUP_INTERVAL": "1000"},
