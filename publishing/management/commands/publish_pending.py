@@ -20,22 +20,28 @@ from publishing.tasks import publish_article
 
 # The longest pause between passes with --loop: a day.
 MAX_INTERVAL = 86_400
+# The most attempts per pass: past what a pass can do in a lease, and what the database
+# takes as a LIMIT (100000000000000000000 was an IntegrityError's traceback).
+MAX_LIMIT = 1_000_000
 
 
 class Command(BaseCommand):
     help = "Publish due pending articles in this process (no broker needed)."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--limit", type=int, default=500, help="attempts per pass (500)")
+        parser.add_argument(
+            "--limit", type=int, default=500, help="attempts per pass (500, at most 1,000,000)"
+        )
         parser.add_argument("--loop", action="store_true", help="keep going until stopped")
         parser.add_argument(
             "--interval", type=float, default=5.0, help="seconds between passes with --loop (5)"
         )
 
     def handle(self, *args, limit: int, loop: bool, interval: float, **options) -> None:
-        if limit < 1 or not 0 < interval <= MAX_INTERVAL:
+        if not 1 <= limit <= MAX_LIMIT or not 0 < interval <= MAX_INTERVAL:
             raise CommandError(
-                f"--limit must be at least 1 and --interval between 0 and {MAX_INTERVAL:,} s."
+                f"--limit must be from 1 to {MAX_LIMIT:,} and --interval between 0 and "
+                f"{MAX_INTERVAL:,} s."
             )
         if not loop:
             self._pass(limit)

@@ -1,0 +1,15 @@
+"""Management commands refuse arguments that cannot be meant, before touching anything."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("limit", ["100000000000000000000", "1000001", "0"])
+def test_publish_pending__a_limit_out_of_range_is_refused(limit):
+    # 100000000000000000000 was an IntegrityError's traceback (a review's finding)
+    with pytest.raises(CommandError, match="--limit must be from 1 to 1,000,000"):
+        call_command("publish_pending", "--limit", limit)
