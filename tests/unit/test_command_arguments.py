@@ -13,3 +13,17 @@ def test_publish_pending__a_limit_out_of_range_is_refused(limit):
     # 100000000000000000000 was an IntegrityError's traceback (a review's finding)
     with pytest.raises(CommandError, match="--limit must be from 1 to 1,000,000"):
         call_command("publish_pending", "--limit", limit)
+
+
+@pytest.mark.parametrize("folder", ["", "  "])
+def test_export_articles__an_empty_folder_is_refused_and_nothing_written(
+    folder, make_article, tmp_path, monkeypatch
+):
+    # Path("") is ".": every article was written into the working directory
+    make_article(slug="kept-in-the-database")
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(CommandError, match="DIR is empty"):
+        call_command("export_articles", folder)
+
+    assert list(tmp_path.iterdir()) == []

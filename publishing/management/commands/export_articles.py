@@ -74,6 +74,10 @@ class Command(BaseCommand):
         parser.add_argument("dir", metavar="DIR", help="the folder to write (made if missing)")
 
     def handle(self, *args, dir: str, **options) -> None:
+        if not dir.strip():
+            # Path("") is ".": an unset variable in `export_articles "$DIR"` wrote every
+            # article into the working directory (a review's finding).
+            raise CommandError("export_articles: DIR is empty; name the folder to write.")
         folder = Path(dir)
         try:
             folder.mkdir(parents=True, exist_ok=True)
