@@ -4,14 +4,15 @@ API token (only the token, on stdout, so a script can take it)."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from api.exceptions import TokenRefused
 from api.models import TokenScope
 from api.tokens import token_create
+from work.commands import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = (
         "Make a new API token for a staff user with a permission on articles and print "
         "it (only its hash is stored: it cannot be shown again). Revoke tokens in the admin."

@@ -5,7 +5,7 @@ missing and rebuilds the shared documents. Exits 1 naming every problem."""
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from blogpublish.site.check import installation_check
 from blogpublish.storage import site_storage
@@ -14,9 +14,10 @@ from publishing.services import (
     shared_views_whole,
     site_reconcile,
 )
+from work.commands import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Verify a restored installation: pages present and current, images, counts."
 
     def add_arguments(self, parser) -> None:

@@ -22,7 +22,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db.models import F
 
 from publishing.markdown_files import render
@@ -34,6 +34,7 @@ from publishing.models import (
     Story,
     StoryState,
 )
+from work.commands import DatabaseCommand
 
 FILE_MODE = 0o644
 # The articles with unpublished draft changes named by slug, at most (then how many more).
@@ -67,7 +68,7 @@ def write_file(dir_fd: int, name: str, text: str) -> None:
         raise
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Write every article, and every draft, to DIR as Markdown with YAML front matter."
 
     def add_arguments(self, parser) -> None:

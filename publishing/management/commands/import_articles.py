@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from publishing.services.importing import Action, FileResult, articles_import, find_files
+from work.commands import DatabaseCommand
 
 # The aliases not kept named one per line, at most this many (then how many more).
 ALIASES_SHOWN = 20
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Import Markdown files with YAML front matter (Jekyll, Hugo) as articles."
 
     def add_arguments(self, parser) -> None:

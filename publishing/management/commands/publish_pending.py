@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import DatabaseError, close_old_connections
 
 from publishing.services import deliveries_deliver_due, publish_pending
 from publishing.tasks import publish_article
+from work.commands import DatabaseCommand
 
 # The longest pause between passes with --loop: a day.
 MAX_INTERVAL = 86_400
@@ -25,7 +26,7 @@ MAX_INTERVAL = 86_400
 MAX_LIMIT = 1_000_000
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Publish due pending articles in this process (no broker needed)."
 
     def add_arguments(self, parser) -> None:

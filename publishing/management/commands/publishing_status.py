@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
-
 from publishing.selectors import pipeline_status
+from work.commands import DatabaseCommand
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Show pending, scheduled, published and dead articles, and what is stuck."
 
     def add_arguments(self, parser) -> None:

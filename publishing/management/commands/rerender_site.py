@@ -21,11 +21,12 @@ from __future__ import annotations
 import json
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from loky import cpu_count
 
 from publishing.renderers import render_processes
 from publishing.services.rerender import RerenderOutcome, rerender_status, site_rerender
+from work.commands import DatabaseCommand
 
 # Seconds between tries while another runner holds the lease.
 WAIT_SECONDS = 1.0
@@ -33,7 +34,7 @@ WAIT_SECONDS = 1.0
 MAX_PROCESSES_PER_CPU = 4
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Re-render every page of the site in this installation's look, from the checkpoint."
 
     def add_arguments(self, parser) -> None:
