@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 import re
 from functools import partial
 from typing import NoReturn
@@ -21,7 +22,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import ProhibitNullCharactersValidator
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Header, NinjaAPI, Query, Status
@@ -250,6 +251,17 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(exc.__cause__, BodyRefused):  # ninja's parse of the body (JsonBody)
         return error(request, exc.__cause__.status, str(exc.__cause__))
     return error(request, exc.status_code, str(exc))
+
+
+logger = logging.getLogger(__name__)
+
+
+@api.exception_handler(OperationalError)
+def database_unavailable(request: HttpRequest, exc: OperationalError) -> HttpResponse:
+    """The database down or unreachable (the token's lookup is the first to meet it): a
+    503 in the API's shape, not an HTML 500 (a review's finding)."""
+    logger.warning("%s: the database failed: %s", request.path, exc)
+    return error(request, 503, "The database is unavailable; try again later.")
 
 
 @api.exception_handler(Http404)
