@@ -14,7 +14,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from kombu import Connection
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -87,7 +87,7 @@ def broker_state() -> str:
     return "ok"
 
 
-@require_GET
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 while this process can serve and reach the database. A broker outage is
     reported but does not fail it: saves still work, the catch-up publishes later."""
@@ -99,7 +99,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"database": "ok", "broker": broker_state()})
 
 
-@require_GET
+@require_safe
 @without_database(lambda why: JsonResponse({"error": why}, status=503))
 def status_json(request: HttpRequest) -> HttpResponse:
     """Counts, the oldest waiting article and the dead ones with their titles and errors:
@@ -112,7 +112,7 @@ def status_json(request: HttpRequest) -> HttpResponse:
     return JsonResponse(pipeline_status(), json_dumps_params={"ensure_ascii": False})
 
 
-@require_GET
+@require_safe
 @without_database(lambda why: HttpResponse(f"{why}\n", status=503, content_type="text/plain"))
 def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus text: counts only. With METRICS_TOKEN set, for its bearer; without

@@ -114,3 +114,15 @@ def test_metrics__without_a_token_in_debug_from_anywhere(client, settings):
     settings.DEBUG = True
 
     assert client.get("/metrics", REMOTE_ADDR=OUTSIDE).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/metrics", "/status.json"])
+def test_head_is_answered_as_get_without_a_body_and_post_is_not(path, client, settings, staff_user):
+    # a monitor's HEAD got 405 (require_GET: a review's finding)
+    settings.DEBUG = True  # /metrics from the test client's address
+    client.force_login(staff_user("view_article"))
+
+    head = client.head(path)
+
+    assert head.status_code == 200 and head.content == b""
+    assert client.post(path).status_code == 405
