@@ -196,7 +196,8 @@ def run_until_stopped(command: list[str], env: dict[str, str]) -> int:
 
 def port_from_env(name: str, default: int) -> int | None:
     raw = os.environ.get(name, "").strip() or str(default)
-    if raw.isdigit() and 1 <= int(raw) <= 65535:
+    # isdigit() alone takes "²" (a digit to Unicode, not to int()): a ValueError traceback.
+    if raw.isascii() and raw.isdigit() and 1 <= int(raw) <= 65535:
         return int(raw)
     print(f"{name}={raw!r} is not a port (1 to 65535).", file=sys.stderr)
     return None

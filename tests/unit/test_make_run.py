@@ -94,3 +94,16 @@ def test_the_admin_is_made_once_and_a_password_changed_since_is_kept():
     assert ensure_admin("admin", "mine-since-then") is True
     admin.refresh_from_db()
     assert admin.is_active and admin.is_staff and admin.is_superuser
+
+
+@pytest.mark.parametrize("raw", ["²", "٨٠٠٠", "0", "65536", "80a"])
+def test_a_port_that_is_not_one_is_refused_with_its_name(raw, monkeypatch, capsys):
+    # "²".isdigit() is True, and int("²") a ValueError's traceback (a review's finding)
+    monkeypatch.setenv("WEB_PORT", raw)
+
+    assert run_script().port_from_env("WEB_PORT", 8000) is None
+    assert f"WEB_PORT={raw!r} is not a port (1 to 65535)." in capsys.readouterr().err
+
+
+def test_a_port_is_read():
+    assert run_script().port_from_env("BLOGPUBLISH_UNSET_PORT", 8000) == 8000
