@@ -85,12 +85,14 @@
     let dirty = false;
     let busy = false;
     let stopped = false;
+    let state = "";
     let inflight = Promise.resolve(); // the autosave on its way, if one is
 
-    function say(text, state) {
+    function say(text, now) {
+      state = now;
       if (status) {
         status.textContent = text;
-        status.dataset.state = state;
+        status.dataset.state = now;
       }
     }
 
@@ -118,9 +120,22 @@
           body: data(),
           headers: {"X-CSRFToken": csrf, "Accept": "application/json"},
           credentials: "same-origin",
+          // Signed out (the session ended, a Log out in another tab), the admin sends
+          // the login page: followed, it was a 200, and the desk said "Draft saved"
+          // over text saved nowhere (a review's finding).
+          redirect: "manual",
         });
         const answer = await response.json().catch(() => ({}));
-        if (response.ok) {
+        if (response.type === "opaqueredirect" || response.status === 0) {
+          say(
+            "Not saved: you are signed out (the session ended). Copy your text, sign in " +
+              "again in another tab, then reload this page and paste it back.",
+            "error"
+          );
+        } else if (response.ok && !Number.isInteger(answer.version)) {
+          dirty = true;
+          say("Not saved yet: the server's answer was not a saved draft.", "error");
+        } else if (response.ok) {
           storyId = String(answer.id);
           version.value = answer.version;
           if (window.location.pathname !== answer.change_url) {
@@ -133,6 +148,7 @@
           stopped = true;
           say(answer.error || "Saved elsewhere since; not saved here.", "conflict");
         } else {
+          dirty = dirty || response.status >= 500 || response.status === 429;
           say("Not saved yet: " + (answer.error || response.status), "error");
         }
       } catch (error) {
@@ -181,6 +197,40 @@
         navigator.sendBeacon(panel.dataset.autosaveUrl, data());
       }
     });
+    // Typed while an autosave is on its way, the text cannot go in a beacon (its
+    // version is the one that autosave replaces), and one the last autosave could not
+    // save is saved nowhere: the browser asks before the tab closes, as it does for
+    // any form with unsaved text (a review's finding).
+    window.addEventListener("beforeunload", function (event) {
+      if (!stopped && ((dirty && busy) || state === "error")) {
+        event.preventDefault();
+        event.returnValue = "";
+      }
+    });
+    // Restore, Withdraw, Share: the other form's buttons. Text typed and not saved
+    // yet is saved first, so it is a version in the history the action starts from;
+    // it was thrown away (a review's finding). If it cannot be saved, nothing is done.
+    const actions = document.getElementById("desk-story-actions");
+    if (actions) {
+      actions.addEventListener("submit", function (event) {
+        if (stopped || !(dirty || busy)) {
+          return;
+        }
+        event.preventDefault();
+        const submitter = event.submitter;
+        clearTimeout(timer);
+        inflight
+          .then(save)
+          .then(() => inflight)
+          .then(function () {
+            if (dirty || state !== "saved") {
+              say("Not done: your text could not be saved first. " + (status ? status.textContent : ""), "error");
+              return;
+            }
+            actions.requestSubmit(submitter);
+          });
+      });
+    }
   }
 
   // The body's row becomes two columns: the editor (with Add image) and the panel.
