@@ -28,6 +28,7 @@ import hashlib
 import io
 import logging
 import re
+import struct
 import threading
 import warnings
 from collections.abc import Iterator
@@ -105,8 +106,7 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
             "Export it as PNG or WebP."
         )
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", PIL.Image.DecompressionBombWarning)
+        with pillow_bound():
             # Only the four decoders: Pillow's others never see an upload.
             image = PIL.Image.open(io.BytesIO(data), formats=list(FORMATS))
             width, height = image.size
@@ -114,6 +114,8 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
                 raise ImageRefused(
                     f"“{name}” is {width}×{height} pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
                 )
+            if image.format == "GIF":
+                gif_frames_within(data, image.size, name)
             # An animation's frames are all decoded and kept while it is cleaned: the
             # bound is on all of them (the frames are counted from their headers).
             frames = getattr(image, "n_frames", 1)
@@ -127,7 +129,9 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
     except ImageRefused:
         raise
     except (PIL.Image.DecompressionBombWarning, PIL.Image.DecompressionBombError):
-        raise ImageRefused(f"“{name}” has too many pixels.") from None
+        raise ImageRefused(
+            f"“{name}” has too many pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
+        ) from None
     except PIL.UnidentifiedImageError:  # its text names only an in-memory object
         raise ImageRefused(
             f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read."
@@ -142,14 +146,75 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
     try:
         # Decoding: verify() checks a PNG's chunks and a JPEG's markers, not a GIF's
         # pixels, which a truncated file lacks (a review's finding: a 500, not this).
-        cleaned = without_location(data, image)
+        with pillow_bound():
+            cleaned = without_location(data, image)
     except ImageRefused as exc:  # a JPEG's segments: named here
         raise ImageRefused(f"“{name}” cannot be read: {exc}.") from None
+    except (PIL.Image.DecompressionBombWarning, PIL.Image.DecompressionBombError):
+        raise ImageRefused(
+            f"“{name}” has too many pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
+        ) from None
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise ImageRefused(
             f"“{name}” cannot be read: it is truncated or corrupt ({exc})."
         ) from None
     return cleaned, extension, width, height
+
+
+@contextmanager
+def pillow_bound() -> Iterator[None]:
+    """Pillow's own bound on an image's pixels (its MAX_IMAGE_PIXELS, checked wherever
+    it sizes an image: opening it, a GIF's frame growing its canvas) at IMAGE_MAX_PIXELS,
+    and its warning an error, while an upload is read: a review's finding, a GIF frame
+    past the canvas raised DecompressionBombError outside the checks (a 500). Process
+    wide, as Pillow's setting is; uploads are cleaned one at a time (IMAGES_AT_ONCE)."""
+    before = PIL.Image.MAX_IMAGE_PIXELS
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PIL.Image.DecompressionBombWarning)
+        PIL.Image.MAX_IMAGE_PIXELS = IMAGE_MAX_PIXELS
+        try:
+            yield
+        finally:
+            PIL.Image.MAX_IMAGE_PIXELS = before
+
+
+def gif_frames_within(data: bytes, canvas: tuple[int, int], name: str) -> None:
+    """ImageRefused when a frame of the GIF reaches past `canvas` (its size as Pillow opens
+    it). Pillow enlarges the canvas for such a frame, and every frame is kept at the
+    canvas's size while the GIF is cleaned: a review's GIF of a 1×1 screen and three
+    frames of 9,000×9,000 (175 KiB) was bounded as 3 pixels and took 2.3 GB."""
+    for right, bottom in gif_frame_extents(data):
+        if right > canvas[0] or bottom > canvas[1]:
+            raise ImageRefused(
+                f"“{name}” has a frame reaching to {right}×{bottom} pixels, past its "
+                f"{canvas[0]}×{canvas[1]} screen."
+            )
+
+
+def gif_frame_extents(data: bytes) -> Iterator[tuple[int, int]]:
+    """The right and bottom edge of each frame of a GIF, read from the frames' headers
+    (no pixel decoded), up to where the blocks end or stop making sense."""
+    flags = data[10] if len(data) > 10 else 0
+    i = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
+    while i < len(data):
+        block = data[i]
+        if block == 0x21:  # an extension: its label, then its sub-blocks
+            i = _after_sub_blocks(data, i + 2)
+        elif block == 0x2C and i + 10 <= len(data):  # an image descriptor
+            x, y, w, h = struct.unpack_from("<4H", data, i + 1)
+            yield x + w, y + h
+            local = data[i + 9]
+            i += 10 + (3 << ((local & 7) + 1) if local & 0x80 else 0)
+            i = _after_sub_blocks(data, i + 1)  # past the LZW code size, then the pixels
+        else:  # the trailer, or what Pillow stops at too
+            return
+
+
+def _after_sub_blocks(data: bytes, i: int) -> int:
+    """Where the sub-blocks starting at `i` end (past their zero-length terminator)."""
+    while i < len(data) and data[i]:
+        i += data[i] + 1
+    return i + 1
 
 
 def _plain(exc: Exception) -> str:

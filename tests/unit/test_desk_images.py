@@ -4,6 +4,7 @@ location data removed from each that can carry it, and the rest of the file kept
 from __future__ import annotations
 
 import io
+import struct
 
 import PIL.Image
 import PIL.ImageSequence
@@ -179,3 +180,52 @@ def test_a_file_that_is_no_image_is_refused_in_plain_words(data):
         str(refused.value)
         == "“notes.png” is not a PNG, JPEG, GIF or WebP image that Pillow can read."
     )
+
+
+def gif_of(screen: tuple[int, int], frames: list[bytes]) -> bytes:
+    """A GIF of a `screen` (its logical screen, black and white) and these frames."""
+    head = b"GIF89a" + struct.pack("<HHBBB", *screen, 0x80, 0, 0) + b"\x00\x00\x00\xff\xff\xff"
+    delay = b"\x21\xf9\x04\x00\x0a\x00\x00\x00"  # a graphic control extension: 0.1 s
+    return head + b"".join(delay + frame for frame in frames) + b"\x3b"
+
+
+def gif_frame(size: tuple[int, int], *, white: bool = True, pixels: bytes | None = None) -> bytes:
+    """One frame's image descriptor and data: Pillow's own encoding of a frame of
+    `size`, or the descriptor of `size` followed by `pixels` (sub-blocks, not decoded)."""
+    if pixels is not None:
+        return b"\x2c" + struct.pack("<4HB", 0, 0, *size, 0) + b"\x02" + pixels + b"\x00"
+    out = io.BytesIO()
+    frame = PIL.Image.new("P", size, int(white))
+    frame.putpalette([0, 0, 0, 255, 255, 255])
+    frame.save(out, "GIF", optimize=False)
+    data = out.getvalue()
+    start = 13 + (3 << ((data[10] & 7) + 1) if data[10] & 0x80 else 0)  # past its palette
+    assert data[start] == 0x2C  # Pillow writes no extension for this one
+    return data[start:-1]
+
+
+def test_a_gif_frame_past_its_screen_is_refused():
+    """A review's GIF: a 1×1 screen, then frames of 9,000×9,000; Pillow enlarges the canvas
+    for them, and the pixel bound, from the screen, was 3 pixels (2.3 GB, 14.8 s)."""
+    larger = gif_of((1, 1), [gif_frame((1, 1)), gif_frame((40, 30))])
+
+    with pytest.raises(ImageRefused, match="frame reaching to 40×30 pixels, past its 1×1"):
+        check(larger, name="grow.gif")
+
+
+def test_a_gif_frame_past_pillows_own_bound_is_refused_not_an_error():
+    """14,000×14,000 behind a 1×1 screen: Pillow's DecompressionBombError escaped check()
+    (a 500); the frame's pixels are never decoded, so a few bytes of them will do."""
+    bomb = gif_of((1, 1), [gif_frame((1, 1)), gif_frame((14_000, 14_000), pixels=b"\x02\x4c\x01")])
+
+    with pytest.raises(ImageRefused):
+        check(bomb, name="bomb.gif")
+
+
+def test_a_gif_whose_frames_fit_its_screen_is_kept_whole():
+    fits = gif_of((40, 30), [gif_frame((40, 30)), gif_frame((10, 5), white=False)])
+
+    cleaned, ext, width, height = check(fits, name="fits.gif")
+
+    assert (ext, width, height) == ("gif", 40, 30)
+    assert PIL.Image.open(io.BytesIO(cleaned)).n_frames == 2
