@@ -56,6 +56,9 @@ logger = logging.getLogger(__name__)
 MEDIA_DIR = "media"  # a reserved slug (publishing.validators)
 IMAGE_MAX_BYTES = 10 * 2**20
 IMAGE_MAX_PIXELS = 50_000_000
+# An animation's frames (a review's GIF of 450,000 1×1 frames held 1.7 GB while it was
+# cleaned, a Python object each): 40 s at 25 frames a second.
+IMAGE_MAX_FRAMES = 1_000
 # Images uploaded before copies were made, given their copies per full check.
 RENDITIONS_PER_CHECK = 20
 FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp"}
@@ -114,11 +117,18 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
                 raise ImageRefused(
                     f"“{name}” is {width}×{height} pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
                 )
-            if image.format == "GIF":
-                gif_frames_within(data, image.size, name)
             # An animation's frames are all decoded and kept while it is cleaned: the
-            # bound is on all of them (the frames are counted from their headers).
-            frames = getattr(image, "n_frames", 1)
+            # bound is on all of them (the frames are counted from their headers), and
+            # on their number, which also bounds each frame's own cost (a few KB).
+            if image.format == "GIF":
+                frames = gif_frames(data, image.size, name)
+            else:
+                frames = getattr(image, "n_frames", 1)
+            if frames > IMAGE_MAX_FRAMES:
+                raise ImageRefused(
+                    f"“{name}” is an animation of more than {IMAGE_MAX_FRAMES:,} frames; "
+                    f"at most {IMAGE_MAX_FRAMES:,}."
+                )
             if frames * width * height > IMAGE_MAX_PIXELS:
                 raise ImageRefused(
                     f"“{name}” is an animation of {frames:,} frames of {width}×{height} "
@@ -158,6 +168,11 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
         raise ImageRefused(
             f"“{name}” cannot be read: it is truncated or corrupt ({exc})."
         ) from None
+    if len(cleaned) > IMAGE_MAX_BYTES:  # encoded anew, a GIF's frames can weigh more
+        raise ImageRefused(
+            f"“{name}” is {len(cleaned) / 2**20:.1f} MiB once cleaned; an image may be at "
+            "most 10 MiB."
+        )
     return cleaned, extension, width, height
 
 
@@ -178,36 +193,43 @@ def pillow_bound() -> Iterator[None]:
             PIL.Image.MAX_IMAGE_PIXELS = before
 
 
-def gif_frames_within(data: bytes, canvas: tuple[int, int], name: str) -> None:
-    """ImageRefused when a frame of the GIF reaches past `canvas` (its size as Pillow opens
-    it). Pillow enlarges the canvas for such a frame, and every frame is kept at the
-    canvas's size while the GIF is cleaned: a review's GIF of a 1×1 screen and three
-    frames of 9,000×9,000 (175 KiB) was bounded as 3 pixels and took 2.3 GB."""
+def gif_frames(data: bytes, canvas: tuple[int, int], name: str) -> int:
+    """How many frames the GIF has, counted up to IMAGE_MAX_FRAMES + 1 (Pillow's n_frames
+    reads every one); ImageRefused when one reaches past
+    `canvas` (its size as Pillow opens it). Pillow enlarges the canvas for such a frame,
+    and every frame is kept at the canvas's size while the GIF is cleaned: a review's GIF
+    of a 1×1 screen and three frames of 9,000×9,000 (175 KiB) was bounded as 3 pixels and
+    took 2.3 GB."""
+    count = 0
     for right, bottom in gif_frame_extents(data):
         if right > canvas[0] or bottom > canvas[1]:
             raise ImageRefused(
                 f"“{name}” has a frame reaching to {right}×{bottom} pixels, past its "
                 f"{canvas[0]}×{canvas[1]} screen."
             )
+        count += 1
+        if count > IMAGE_MAX_FRAMES:
+            break
+    return count
 
 
 def gif_frame_extents(data: bytes) -> Iterator[tuple[int, int]]:
     """The right and bottom edge of each frame of a GIF, read from the frames' headers
-    (no pixel decoded), up to where the blocks end or stop making sense."""
+    (no pixel decoded), as Pillow reads them: to the trailer or the file's end, past any
+    byte that starts no block."""
     flags = data[10] if len(data) > 10 else 0
     i = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
-    while i < len(data):
-        block = data[i]
-        if block == 0x21:  # an extension: its label, then its sub-blocks
+    while i < len(data) and data[i] != 0x3B:  # the trailer
+        if data[i] == 0x21:  # an extension: its label, then its sub-blocks
             i = _after_sub_blocks(data, i + 2)
-        elif block == 0x2C and i + 10 <= len(data):  # an image descriptor
+        elif data[i] == 0x2C and i + 10 <= len(data):  # an image descriptor
             x, y, w, h = struct.unpack_from("<4H", data, i + 1)
             yield x + w, y + h
             local = data[i + 9]
             i += 10 + (3 << ((local & 7) + 1) if local & 0x80 else 0)
             i = _after_sub_blocks(data, i + 1)  # past the LZW code size, then the pixels
-        else:  # the trailer, or what Pillow stops at too
-            return
+        else:
+            i += 1
 
 
 def _after_sub_blocks(data: bytes, i: int) -> int:
