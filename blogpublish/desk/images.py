@@ -439,7 +439,7 @@ def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage
     with _cleaning.turn(IMAGE_WAIT_SECONDS):
         cleaned, ext, width, height = check(data, name=name, content_type=content_type)
         rel = f"{MEDIA_DIR}/{hashlib.sha256(cleaned).hexdigest()}.{ext}"
-        made, copies = renditions.make(cleaned, path=rel)  # outside the transaction: CPU only
+        made, copies = copies_of(cleaned, rel, name)  # outside the transaction: CPU only
     site = site_storage()
     # The row first, then the files, in one transaction: the sweep deletes a row under
     # the row's lock and unlinks inside it, so it can never unlink a file being stored.
@@ -467,6 +467,33 @@ def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage
                 raise
     href = f"{paths.site_path()}/{rel}"
     return StoredImage(rel, href, f"![{alt_text(name)}]({href})", made.width, made.height)
+
+
+# What Pillow raises for pixels it cannot decode (a truncated scan, a lossless JPEG's
+# SOF3, a Huffman table of no codes) or a size past its bound.
+UNDECODABLE = (
+    OSError,
+    SyntaxError,
+    ValueError,
+    EOFError,
+    PIL.Image.DecompressionBombError,
+    PIL.Image.DecompressionBombWarning,
+)
+
+
+def copies_of(
+    cleaned: bytes, rel: str, name: str
+) -> tuple[renditions.Renditions, list[tuple[str, bytes]]]:
+    """renditions.make, its decoding errors an ImageRefused: check() decodes no JPEG's
+    pixels (it keeps them as they are), so a JPEG they fail to decode in is first decoded
+    here (a review's finding: a 500 for a lossless JPEG, or a Huffman table of no codes)."""
+    try:
+        with pillow_bound():
+            return renditions.make(cleaned, path=rel)
+    except UNDECODABLE as exc:
+        raise ImageRefused(
+            f"“{name}” cannot be read: its pixels do not decode ({_plain(exc)})."
+        ) from None
 
 
 def make_missing_renditions(site: SiteStorage, *, limit: int = RENDITIONS_PER_CHECK) -> int:

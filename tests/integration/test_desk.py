@@ -229,6 +229,11 @@ def upload(client, data: bytes, name: str, content_type: str = "application/octe
         ("BMP", "old.bmp", "image/bmp", "not a PNG, JPEG, GIF or WebP image"),
         # half a PNG
         ("half", "cut.png", "image/png", "not a PNG, JPEG, GIF or WebP image"),
+        # JPEGs whose pixels do not decode, which check() keeps undecoded: a 500 when
+        # their copies were made (a review's finding): a lossless JPEG (SOF3, which
+        # Pillow cannot decode), a Huffman table of no codes
+        ("sof3", "lossless.jpg", "image/jpeg", "its pixels do not decode"),
+        ("dht", "no-codes.jpg", "image/jpeg", "its pixels do not decode"),
     ],
 )
 @pytest.mark.django_db
@@ -242,6 +247,12 @@ def test_image__refused_with_its_reason_and_nothing_stored(
         data = image_bytes("BMP")
     elif data == "half":
         data = image_bytes(size=(300, 300))[:200]
+    elif data == "sof3":
+        data = image_bytes("JPEG").replace(b"\xff\xc0", b"\xff\xc3", 1)
+    elif data == "dht":
+        jpeg = image_bytes("JPEG")
+        table = jpeg.index(b"\xff\xc4")  # its 16 counts of codes, each length: all zero
+        data = jpeg[: table + 5] + b"\0" * 16 + jpeg[table + 21 :]
 
     response = upload(admin_client, data, name, content_type)
 
