@@ -470,12 +470,14 @@ def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage
 
 
 # What Pillow raises for pixels it cannot decode (a truncated scan, a lossless JPEG's
-# SOF3, a Huffman table of no codes) or a size past its bound.
+# SOF3, a Huffman table of no codes; struct.error: a header cut short) or a size past
+# its bound.
 UNDECODABLE = (
     OSError,
     SyntaxError,
     ValueError,
     EOFError,
+    struct.error,
     PIL.Image.DecompressionBombError,
     PIL.Image.DecompressionBombWarning,
 )
@@ -498,15 +500,25 @@ def copies_of(
 
 def make_missing_renditions(site: SiteStorage, *, limit: int = RENDITIONS_PER_CHECK) -> int:
     """The copies of images uploaded before copies were made, `limit` images per call
-    (the full check's): returns how many were done. An original that cannot be read is
-    logged and left for the next call."""
+    (the full check's): returns how many were done. An original that is missing or
+    cannot be decoded is logged and recorded as having no copies (`failed` says why), so
+    that it is not tried again: a review's finding, one such image was picked first by
+    every check, and raised or took the budget, so no other got its copies. Setting its
+    renditions to null again (the file restored) has it tried again."""
     done = 0
-    for pk, rel in Image.objects.filter(renditions__isnull=True).values_list("pk", "path")[:limit]:
+    rows = Image.objects.filter(renditions__isnull=True).order_by("pk")
+    for pk, rel, width, height in rows.values_list("pk", "path", "width", "height")[:limit]:
         data = site.read(rel)
-        if data is None:
-            logger.warning("the image %s is not in the site's storage; no copies made", rel)
+        try:
+            if data is None:
+                raise FileNotFoundError("not in the site's storage")
+            with pillow_bound():
+                made, copies = renditions.make(data, path=rel)
+        except Exception as exc:  # whatever it is (UNDECODABLE, or a bug), it is this image's
+            logger.warning("the copies of the image %s cannot be made: %s", rel, _plain(exc))
+            failed = {"width": width, "height": height, "copies": [], "failed": _plain(exc)}
+            Image.objects.filter(pk=pk, renditions__isnull=True).update(renditions=failed)
             continue
-        made, copies = renditions.make(data, path=rel)
         with transaction.atomic():
             if not Image.objects.select_for_update().filter(pk=pk).exists():
                 continue  # swept meanwhile
