@@ -4,11 +4,12 @@ under SITE_ROOT by their content, and removed once no article uses them.
 - Only real images: Pillow must read the file as PNG, JPEG, GIF or WebP. SVG is refused
   by name (it can carry scripts and links), as is anything else; at most 10 MiB and
   50 megapixels (a small file can unpack to gigabytes of pixels).
-- No metadata is kept but the orientation, whatever it says (issue 19): a JPEG is rebuilt
-  from the segments a decoder needs, its compressed pixels untouched (no EXIF but the
-  orientation, no XMP, Extended XMP, IPTC, comment, or anything after its end); PNG, GIF
-  and WebP are re-encoded from their pixels, losslessly but for a lossy WebP (no text,
-  iTXt, zTXt or eXIf chunks, no GIF comments, no WebP EXIF or XMP chunks).
+- No metadata is kept but a JPEG's orientation, whatever it says (issue 19): a JPEG is
+  rebuilt from the segments a decoder needs, its compressed pixels untouched (no EXIF but
+  the orientation, no XMP, Extended XMP, IPTC, comment, or anything after its end); PNG,
+  GIF and WebP are re-encoded from their pixels, upright (the orientation applied to
+  them), losslessly but for a lossy WebP (no text, iTXt, zTXt or eXIf chunks, no GIF
+  comments, no WebP EXIF or XMP chunks).
 - Stored as `media/<sha256 of the stored bytes>.<ext>` with `blogpublish.files`, the
   functions the site writes its pages with (atomic, never through a link); "media" is a
   reserved slug, so no article's page can be there and the full check never takes it
@@ -168,6 +169,8 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
         raise ImageRefused(
             f"“{name}” cannot be read: it is truncated or corrupt ({exc})."
         ) from None
+    if extension != "jpg":  # encoded anew, upright: a turned image's sides swap
+        width, height = PIL.Image.open(io.BytesIO(cleaned)).size
     if len(cleaned) > IMAGE_MAX_BYTES:  # encoded anew, a GIF's frames can weigh more
         raise ImageRefused(
             f"“{name}” is {len(cleaned) / 2**20:.1f} MiB once cleaned; an image may be at "
@@ -249,8 +252,8 @@ def _plain(exc: Exception) -> str:
 #
 # Not a hunt for location fields (issue 19: Extended XMP, PNG text and JPEG comments got
 # through one), but a whitelist: a JPEG is rebuilt from the segments a decoder needs, its
-# compressed pixels untouched; PNG, GIF and WebP are re-encoded from their pixels. The
-# one tag kept is the EXIF orientation, in a new EXIF block of its own.
+# compressed pixels untouched; PNG, GIF and WebP are re-encoded from their pixels, made
+# upright. The one tag kept is a JPEG's EXIF orientation, in a new EXIF block of its own.
 
 ORIENTATION = 0x0112
 # JPEG segments a decoder needs: SOFn, DHT, DAC, DQT, DRI (SOS and its scan are copied
@@ -276,13 +279,27 @@ def without_location(data: bytes, image: PIL.Image.Image) -> bytes:
     exif = orientation_exif(image)
     if image.format in ("JPEG", "MPO"):
         return jpeg_without_location(data, exif.tobytes() if exif else None)
-    return re_encoded(data, image, exif)
+    return re_encoded(data, image, exif[ORIENTATION] if exif else None)
 
 
-def re_encoded(data: bytes, image: PIL.Image.Image, exif: PIL.Image.Exif | None) -> bytes:
+# How each EXIF orientation (2–8) is made upright (as PIL.ImageOps.exif_transpose does).
+UPRIGHT = {
+    2: PIL.Image.Transpose.FLIP_LEFT_RIGHT,
+    3: PIL.Image.Transpose.ROTATE_180,
+    4: PIL.Image.Transpose.FLIP_TOP_BOTTOM,
+    5: PIL.Image.Transpose.TRANSPOSE,
+    6: PIL.Image.Transpose.ROTATE_270,
+    7: PIL.Image.Transpose.TRANSVERSE,
+    8: PIL.Image.Transpose.ROTATE_90,
+}
+
+
+def re_encoded(data: bytes, image: PIL.Image.Image, orientation: int | None) -> bytes:
     """PNG, GIF, WebP encoded anew from their pixels (every frame of an animation), with
-    only what the pixels need (transparency, frame timing, the colour profile) and the
-    orientation: lossless, but for a lossy WebP, which is re-encoded at quality 90."""
+    only what the pixels need (transparency, frame timing, the colour profile), upright:
+    the EXIF orientation applied to the pixels and no EXIF kept (a review's finding: a
+    browser may ignore it outside a JPEG, and Chromium showed a turned WebP sideways in
+    its upright box). Lossless, but for a lossy WebP, which is re-encoded at quality 90."""
     profile = image.info.get("icc_profile")
     # One frame is encoded from the image itself, its info replaced: a copy of it was
     # as large again (150 MB more for 50 megapixels of RGB).
@@ -291,12 +308,13 @@ def re_encoded(data: bytes, image: PIL.Image.Image, exif: PIL.Image.Exif | None)
     for frame in PIL.ImageSequence.Iterator(image):
         frame.load()  # a WebP frame's duration is in its info once it is loaded
         info: dict = {k: frame.info[k] for k in FRAME_INFO if k in frame.info}
-        clean = frame if single else frame.copy()
+        if orientation in UPRIGHT:
+            clean = frame.transpose(UPRIGHT[orientation])
+        else:
+            clean = frame if single else frame.copy()
         clean.info = info
         frames.append(clean)
     options: dict = {}
-    if exif is not None:
-        options["exif"] = exif
     if profile:
         options["icc_profile"] = profile
     if len(frames) > 1:

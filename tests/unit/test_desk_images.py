@@ -80,7 +80,34 @@ def test_gps_is_removed_from_every_format_that_carries_exif(fmt):
     image = PIL.Image.open(io.BytesIO(cleaned))
     assert image.format == fmt
     assert image.getexif().get_ifd(0x8825) == {}
-    assert image.getexif().get(0x0112) == 6  # the orientation stays
+    if fmt == "JPEG":
+        assert image.getexif().get(0x0112) == 6  # the orientation stays
+    else:  # applied to the pixels (64×48 turned a quarter), and no EXIF kept
+        assert image.size == (48, 64) and not image.getexif()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "options"), [("PNG", {}), ("WEBP", {"lossless": True}), ("WEBP", {"quality": 90})]
+)
+def test_a_turned_image_encoded_anew_is_stored_upright_with_no_orientation(fmt, options):
+    """A review's finding: a WebP kept its orientation tag, and Chromium showed it
+    sideways in the upright box its page gave it. Orientation 6: turned 90° clockwise."""
+    sideways = PIL.Image.new("RGB", (40, 30), "white")
+    sideways.paste((255, 0, 0), (0, 0, 10, 10))  # top left, before it is turned
+    exif = PIL.Image.Exif()
+    exif[0x0112] = 6
+    out = io.BytesIO()
+    sideways.save(out, fmt, exif=exif, **options)
+
+    cleaned, _ext, width, height = check(out.getvalue(), name="turned")
+
+    stored = PIL.Image.open(io.BytesIO(cleaned))
+    assert (width, height) == stored.size == (30, 40)
+    assert 0x0112 not in stored.getexif()
+    upright = stored.convert("RGB")
+    red, green, _blue = upright.getpixel((25, 4))  # top right, once upright
+    assert red > 200 and green < 50
+    assert min(upright.getpixel((4, 4))) > 200  # and the top left white
 
 
 def test_jpeg_xmp_naming_gps_is_dropped_and_other_segments_kept():
