@@ -148,7 +148,11 @@ def _cmyk_to_rgb(image: PIL.Image.Image, profile: bytes | None) -> PIL.Image.Ima
 
 
 def _pixels(image: PIL.Image.Image) -> PIL.Image.Image:
-    """RGB or RGBA (L for grey), so that resizing filters instead of picking pixels."""
+    """RGB or RGBA (L or LA for grey), so that resizing filters instead of picking pixels."""
+    if image.mode in ("RGB", "L") and "transparency" in image.info:
+        # A colour key (a PNG's tRNS: what optimisers make of an alpha that is all or
+        # nothing) made an alpha: a review's finding, a logo's copies were on black.
+        return image.convert("RGBA" if image.mode == "RGB" else "LA")
     if image.mode in ("RGB", "RGBA", "L"):
         return image
     if image.mode in SIXTEEN_BIT_GREY:

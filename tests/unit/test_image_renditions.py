@@ -90,6 +90,27 @@ def test_an_animation_gets_no_copies():
     assert (record.width, record.height, record.copies, files) == (900, 600, (), [])
 
 
+@pytest.mark.parametrize(
+    ("mode", "key", "logo"), [("RGB", (0, 0, 0), (200, 30, 30)), ("L", 0, 180)], ids=["RGB", "L"]
+)
+def test_a_pngs_colour_key_stays_transparent_in_its_copies(mode, key, logo):
+    """A PNG of RGB or grey pixels with a transparent colour (tRNS): its copies had an
+    opaque black background (a review's finding)."""
+    image = PIL.Image.new(mode, (900, 300), key)  # the background: the transparent colour
+    image.paste(logo, (300, 100, 600, 200))
+    out = io.BytesIO()
+    image.save(out, "PNG", transparency=key)
+    cleaned, ext, *_ = check(out.getvalue(), name="logo.png")
+
+    _record, files = renditions.make(cleaned, path=f"media/{SHA}.{ext}")
+
+    assert len(files) == 5  # 400, 800 in PNG and WebP, and a WebP at 900
+    for path, data in files:
+        copy = PIL.Image.open(io.BytesIO(data)).convert("RGBA")
+        assert copy.getpixel((2, 2))[3] == 0, path  # the background
+        assert copy.getpixel((copy.width // 2, copy.height // 2))[3] == 255, path  # the logo
+
+
 def test_renditions_round_trip_through_json():
     record, _ = made("PNG", (900, 300))
     assert Renditions.from_json(record.as_json()) == record
