@@ -322,13 +322,33 @@ def re_encoded(data: bytes, image: PIL.Image.Image, orientation: int | None) -> 
         durations = [frame.info.get("duration", 0) for frame in frames]
         options.update(save_all=True, append_images=frames[1:], duration=durations)
     if image.format == "WEBP":
-        # A lossless WebP (a VP8L bitstream) stays lossless; a lossy one is re-encoded.
-        options.update({"lossless": True} if b"VP8L" in data[:64] else {"quality": 90})
+        # A lossless WebP stays lossless; a lossy one is re-encoded.
+        options.update({"lossless": True} if webp_is_lossless(data) else {"quality": 90})
     if image.format == "GIF":
         options["comment"] = b""  # Pillow would carry a frame's comment over otherwise
     out = io.BytesIO()
     frames[0].save(out, image.format, **options)
     return out.getvalue()
+
+
+def webp_is_lossless(data: bytes) -> bool:
+    """Whether every picture of a WebP is a lossless (VP8L) bitstream, read from its RIFF
+    chunks and an animation's frames' own: a review's finding, looking for "VP8L" in the
+    first 64 bytes missed one after a colour profile, or in an animation's frames, and
+    they were re-encoded lossy."""
+    return set(_webp_bitstreams(data[12:])) == {b"VP8L"}
+
+
+def _webp_bitstreams(chunks: bytes) -> Iterator[bytes]:
+    """The kind of each picture's bitstream (VP8 or VP8L) in these RIFF chunks."""
+    i = 0
+    while i + 8 <= len(chunks):
+        kind, size = chunks[i : i + 4], int.from_bytes(chunks[i + 4 : i + 8], "little")
+        if kind in (b"VP8 ", b"VP8L"):
+            yield kind
+        elif kind == b"ANMF":  # a frame: 16 bytes of its place and time, then its chunks
+            yield from _webp_bitstreams(chunks[i + 8 + 16 : i + 8 + size])
+        i += 8 + size + (size & 1)  # a chunk is padded to an even length
 
 
 # What a frame's pixels need from Pillow's info to be encoded as they were.

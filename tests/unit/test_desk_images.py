@@ -286,3 +286,36 @@ def test_a_gif_heavier_than_the_limit_once_encoded_again_is_refused(monkeypatch)
 
     with pytest.raises(ImageRefused, match="MiB once cleaned"):
         check(data, name="grows.gif")
+
+
+def noise(size: tuple[int, int], seed: int = 0) -> PIL.Image.Image:
+    """Pixels a lossy encoder cannot keep exactly."""
+    count = size[0] * size[1] * 3
+    pixels = bytes((i * 37 + seed * 101) % 251 for i in range(count))
+    return PIL.Image.frombytes("RGB", size, pixels)
+
+
+@pytest.mark.parametrize("kind", ["with a colour profile", "animated"])
+def test_a_lossless_webp_stays_lossless(kind):
+    """A review's finding: a lossless WebP was known by "VP8L" in its first 64 bytes, so
+    one with a colour profile before its pixels, or an animation, was re-encoded lossy."""
+    import PIL.ImageCms
+
+    frames = [noise((48, 32), seed) for seed in range(1 if kind != "animated" else 3)]
+    options: dict = {"lossless": True}
+    if kind == "animated":
+        options.update(save_all=True, append_images=frames[1:], duration=100)
+    else:
+        options["icc_profile"] = PIL.ImageCms.ImageCmsProfile(
+            PIL.ImageCms.createProfile("sRGB")
+        ).tobytes()
+    out = io.BytesIO()
+    frames[0].save(out, "WEBP", **options)
+    assert b"VP8L" not in out.getvalue()[:64]  # the case the review found
+
+    cleaned, *_ = check(out.getvalue(), name="exact.webp")
+
+    stored = PIL.Image.open(io.BytesIO(cleaned))
+    for n, frame in enumerate(frames):
+        stored.seek(n)
+        assert stored.convert("RGB").tobytes() == frame.tobytes()
