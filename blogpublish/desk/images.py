@@ -123,6 +123,8 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
             # on their number, which also bounds each frame's own cost (a few KB).
             if image.format == "GIF":
                 frames = gif_frames(data, image.size, name)
+            elif image.format == "MPO":  # only its first picture is decoded and kept
+                frames = 1  # (a review's: a phone's photo and its gain map were refused)
             else:
                 frames = getattr(image, "n_frames", 1)
             if frames > IMAGE_MAX_FRAMES:

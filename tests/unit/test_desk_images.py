@@ -319,3 +319,19 @@ def test_a_lossless_webp_stays_lossless(kind):
     for n, frame in enumerate(frames):
         stored.seek(n)
         assert stored.convert("RGB").tobytes() == frame.tobytes()
+
+
+def test_a_multi_picture_jpeg_is_bounded_by_its_first_picture_alone(monkeypatch):
+    """A review's finding: a phone's 30-megapixel photo with its gain map (MPO) was
+    refused as "an animation of 2 frames", though only its first picture is kept. Here
+    the bound is lowered to between one picture's pixels and two's."""
+    from blogpublish.desk import images
+
+    pictures = [PIL.Image.new("RGB", (8, 6), colour) for colour in ("red", "grey")]
+    out = io.BytesIO()
+    pictures[0].save(out, "MPO", save_all=True, append_images=pictures[1:])
+    monkeypatch.setattr(images, "IMAGE_MAX_PIXELS", 8 * 6 + 1)
+
+    _cleaned, ext, width, height = check(out.getvalue(), name="PXL_20261201.jpg")
+
+    assert (ext, width, height) == ("jpg", 8, 6)
