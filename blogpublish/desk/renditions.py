@@ -10,6 +10,8 @@ original's content: `media/<sha256>-<width>w.<ext>`.
 - **No metadata in any copy**: each is encoded from the pixels alone, upright (the EXIF
   orientation applied, since a copy carries no EXIF), with no EXIF, XMP, text or
   comment; only the colour profile is kept.
+- **No copy heavier than the original**: one at least as heavy is not kept (a palette
+  PNG's copies are RGB), and a JPEG's, PNG's or GIF's WebP copies go all together.
 - **An animation** (a GIF or WebP of several frames) gets no copies: resizing every frame
   is costly, and its pages show the original, sized and lazily loaded.
 - The page (blogpublish.site.figures) offers them with `srcset` and `sizes`, the WebP
@@ -120,8 +122,28 @@ def make(data: bytes, *, path: str) -> tuple[Renditions, list[tuple[str, bytes]]
             rel = f"{stem}-{target}w.{ext}"
             files.append((rel, _encode(resized, fmt, profile)))
             copies.append(Copy(rel, size[0], size[1], MIME[ext]))
+    own_type = PIL.Image.MIME.get(image.format or "", "")
+    copies, files = _lighter_than(len(data), own_type, copies, files)
     copies.sort(key=lambda copy: copy.width)
     return Renditions(width, height, tuple(copies)), files
+
+
+def _lighter_than(
+    weight: int, own_type: str, copies: list[Copy], files: list[tuple[str, bytes]]
+) -> tuple[list[Copy], list[tuple[str, bytes]]]:
+    """The copies lighter than the original (`weight` bytes): a review's finding, a
+    palette PNG's copies (a diagram's: RGB, or WebP) weighed up to 12 times as much. A
+    copy in the original's type goes alone (the page offers the original beside them);
+    the WebP copies of another type go all together if one does, since a browser that
+    takes WebP chooses among them only (blogpublish.site.figures), and a narrower one
+    alone would be blurred on a wide screen."""
+    heavy = {path for path, data in files if len(data) >= weight}
+    if any(c.path in heavy and c.type == "image/webp" != own_type for c in copies):
+        heavy |= {c.path for c in copies if c.type == "image/webp"}
+    return (
+        [c for c in copies if c.path not in heavy],
+        [(path, data) for path, data in files if path not in heavy],
+    )
 
 
 def _turned(image: PIL.Image.Image) -> bool:

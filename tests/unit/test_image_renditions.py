@@ -98,17 +98,63 @@ def test_a_pngs_colour_key_stays_transparent_in_its_copies(mode, key, logo):
     opaque black background (a review's finding)."""
     image = PIL.Image.new(mode, (900, 300), key)  # the background: the transparent colour
     image.paste(logo, (300, 100, 600, 200))
+    # Noise on the logo: copies lighter than the original, so they are made.
+    image.paste(PIL.Image.effect_noise((200, 60), 40).convert(mode), (350, 120))
     out = io.BytesIO()
     image.save(out, "PNG", transparency=key)
     cleaned, ext, *_ = check(out.getvalue(), name="logo.png")
 
     _record, files = renditions.make(cleaned, path=f"media/{SHA}.{ext}")
 
-    assert len(files) == 5  # 400, 800 in PNG and WebP, and a WebP at 900
+    assert {path.rsplit("-", 1)[1] for path, _ in files} >= {"400w.png", "400w.webp"}
     for path, data in files:
         copy = PIL.Image.open(io.BytesIO(data)).convert("RGBA")
         assert copy.getpixel((2, 2))[3] == 0, path  # the background
         assert copy.getpixel((copy.width // 2, copy.height // 2))[3] == 255, path  # the logo
+
+
+def test_no_copy_is_heavier_than_the_original():
+    """A review's finding: a palette PNG (a diagram) got RGB copies up to 12 times as
+    heavy as itself, in PNG and in WebP."""
+    import PIL.ImageDraw
+
+    diagram = PIL.Image.new("P", (1000, 500), 0)
+    diagram.putpalette([255, 255, 255, 0, 0, 0, 200, 30, 30])
+    draw = PIL.ImageDraw.Draw(diagram)
+    for x in range(0, 1000, 23):
+        draw.line([(x, 0), (1000 - x, 500)], fill=1 + x % 2, width=2)
+    out = io.BytesIO()
+    diagram.save(out, "PNG", optimize=True)
+    cleaned, ext, *_ = check(out.getvalue(), name="diagram.png")
+
+    record, files = renditions.make(cleaned, path=f"media/{SHA}.{ext}")
+
+    # Its PNG copies weigh 3 and 7 times as much, its WebP ones up to 4 times but for the
+    # narrowest, which goes with them: the page offers the original alone.
+    assert (record.copies, files) == ((), [])
+
+
+@pytest.mark.parametrize(
+    ("weights", "kept"),
+    [
+        # A copy in the original's own type goes alone: the page offers the original.
+        ({"400w.png": 10, "800w.png": 100, "400w.webp": 5, "800w.webp": 50}, 3),
+        # The WebP copies go together: a browser choosing among them alone would get
+        # the 400 on a wide screen.
+        ({"400w.png": 10, "800w.png": 50, "400w.webp": 5, "800w.webp": 100}, 2),
+    ],
+)
+def test_a_copy_as_heavy_as_the_original_goes_and_the_webp_ones_together(weights, kept):
+    copies = [
+        Copy(f"media/{SHA}-{name}", int(name[:3]), 1, renditions.MIME[name.rsplit(".")[1]])
+        for name in weights
+    ]
+    files = [(f"media/{SHA}-{name}", b"x" * weight) for name, weight in weights.items()]
+
+    left, left_files = renditions._lighter_than(100, "image/png", copies, files)
+
+    assert len(left) == len(left_files) == kept
+    assert all(len(data) < 100 for _path, data in left_files)
 
 
 def test_renditions_round_trip_through_json():
