@@ -157,8 +157,8 @@ def _upright_size(image: PIL.Image.Image) -> tuple[int, int]:
 
 
 def _cmyk_to_rgb(image: PIL.Image.Image, profile: bytes | None) -> PIL.Image.Image:
-    """A CMYK image in sRGB: through its colour profile (LittleCMS, in Pillow), else
-    Pillow's plain conversion."""
+    """A CMYK (or grey) image in sRGB: through its colour profile (LittleCMS, in Pillow),
+    else Pillow's plain conversion."""
     if profile:
         with contextlib.suppress(PIL.ImageCms.PyCMSError, OSError, ValueError):
             converted = PIL.ImageCms.profileToProfile(
@@ -167,6 +167,16 @@ def _cmyk_to_rgb(image: PIL.Image.Image, profile: bytes | None) -> PIL.Image.Ima
             if converted is not None:
                 return converted
     return image.convert("RGB")
+
+
+def _grey_to_rgb(image: PIL.Image.Image, profile: bytes) -> PIL.Image.Image:
+    """A grey image (L, or LA: its alpha kept) in sRGB, through its grey profile."""
+    alpha = image.getchannel("A") if image.mode == "LA" else None
+    grey = image.convert("L") if image.mode != "L" else image
+    rgb = _cmyk_to_rgb(grey, profile)  # any colour space, as for CMYK
+    if alpha is not None:
+        rgb.putalpha(alpha)
+    return rgb
 
 
 def _pixels(image: PIL.Image.Image) -> PIL.Image.Image:
@@ -190,6 +200,10 @@ def _encode(image: PIL.Image.Image, fmt: str, profile: bytes | None) -> bytes:
     `xmp` or text is passed."""
     image = image.copy()
     image.info = {}
+    if fmt == "WEBP" and profile and profile[16:20] == b"GRAY":
+        # WebP holds RGB: grey pixels are made RGB through their grey profile, which
+        # would misname RGB ones (a review's finding), and tagged with none.
+        image, profile = _grey_to_rgb(image, profile), None
     options: dict = {"icc_profile": profile} if profile else {}
     if fmt == "WEBP":
         options.update(quality=WEBP_QUALITY, method=4)

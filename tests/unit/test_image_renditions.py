@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import struct
 
 import PIL.Image
 import PIL.ImageChops
@@ -378,3 +379,55 @@ def test_a_50_megapixel_upload_is_checked_and_copied_without_holding_it_thrice(t
     assert files == 8  # WebP and its own format at each of the four widths
     limit, before = UPLOAD_PEAKS[kind]
     assert grown_mb < limit, f"the upload took {grown_mb} MB (before the fix: about {before})"
+
+
+def grey_profile() -> bytes:
+    """A small ICC grey display profile (v2: a description, D50 white, gamma 2.2): Pillow
+    makes none, and the system may have none."""
+
+    def s15(value: float) -> bytes:
+        return struct.pack(">i", round(value * 65536))
+
+    d50 = s15(0.9642) + s15(1.0) + s15(0.8249)
+    text = b"grey\0"
+    desc = b"desc" + bytes(4) + struct.pack(">I", len(text)) + text + bytes(4 + 4 + 3 + 67)
+    tags = [
+        (b"desc", desc),
+        (b"wtpt", b"XYZ " + bytes(4) + d50),
+        (b"kTRC", b"curv" + bytes(4) + struct.pack(">IH", 1, round(2.2 * 256)) + bytes(2)),
+    ]
+    at, table, body = 128 + 4 + 12 * len(tags), b"", b""
+    for signature, data in tags:
+        data += bytes(-len(data) % 4)
+        table += signature + struct.pack(">II", at + len(body), len(data))
+        body += data
+    head = (
+        struct.pack(">I", at + len(body))
+        + b"lcms"
+        + bytes([2, 0x10, 0, 0])
+        + b"mntrGRAYXYZ "
+        + bytes(12)
+        + b"acsp"
+        + bytes(28)
+        + d50
+        + bytes(48)
+    )
+    return head + struct.pack(">I", len(tags)) + table + body
+
+
+def test_a_grey_jpegs_webp_copies_are_rgb_in_srgb_not_tagged_grey():
+    """A review's finding: a grey JPEG's grey colour profile was carried into its WebP
+    copies, whose pixels are RGB. Its JPEG copies stay grey, with their profile."""
+    grey = PIL.Image.linear_gradient("L").resize((900, 300))
+    out = io.BytesIO()
+    grey.save(out, "JPEG", icc_profile=grey_profile())
+    cleaned, ext, *_ = check(out.getvalue(), name="grey.jpg")
+
+    _record, files = renditions.make(cleaned, path=f"media/{SHA}.{ext}")
+
+    kinds = {}
+    for path, data in files:
+        copy = PIL.Image.open(io.BytesIO(data))
+        profile = copy.info.get("icc_profile")
+        kinds[path.rsplit(".", 1)[1]] = (copy.mode, profile[16:20] if profile else None)
+    assert kinds == {"webp": ("RGB", None), "jpg": ("L", b"GRAY")}
