@@ -9,7 +9,8 @@ under SITE_ROOT by their content, and removed once no article uses them.
   the orientation, no XMP, Extended XMP, IPTC, comment, or anything after its end); PNG,
   GIF and WebP are re-encoded from their pixels, upright (the orientation applied to
   them), losslessly but for a lossy WebP (no text, iTXt, zTXt or eXIf chunks, no GIF
-  comments, no WebP EXIF or XMP chunks).
+  comments, no WebP EXIF or XMP chunks); a PNG of 16 bits a sample in colour, which
+  Pillow reads at 8, is rebuilt from its chunks instead (PNG_KEEP).
 - Stored as `media/<sha256 of the stored bytes>.<ext>` with `blogpublish.files`, the
   functions the site writes its pages with (atomic, never through a link); "media" is a
   reserved slug, so no article's page can be there and the full check never takes it
@@ -32,6 +33,7 @@ import re
 import struct
 import threading
 import warnings
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -281,6 +283,9 @@ def without_location(data: bytes, image: PIL.Image.Image) -> bytes:
     exif = orientation_exif(image)
     if image.format in ("JPEG", "MPO"):
         return jpeg_without_location(data, exif.tobytes() if exif else None)
+    if exif is None and deep_colour_png(data) and getattr(image, "n_frames", 1) == 1:
+        image.load()  # decoded all the same: a PNG's pixels that do not decode are refused
+        return png_without_location(data)
     return re_encoded(data, image, exif[ORIENTATION] if exif else None)
 
 
@@ -409,6 +414,42 @@ def jpeg_scan_end(data: bytes, i: int) -> int:
             i += 1
         else:
             return i
+
+
+# A PNG's chunks a decoder needs, or that say how to show its colours: no text (tEXt,
+# zTXt, iTXt: XMP too), eXIf, time, or any other.
+PNG_KEEP = {b"IHDR", b"PLTE", b"tRNS", b"gAMA", b"cHRM", b"sRGB", b"iCCP", b"sBIT", b"IDAT"}
+
+
+def deep_colour_png(data: bytes) -> bool:
+    """Whether the PNG is RGB or RGBA of 16 bits a sample, which Pillow decodes at 8:
+    encoded anew from its pixels, it lost half its depth (a review's finding), so it is
+    rebuilt from its chunks instead, but when it must be turned upright."""
+    return data[12:16] == b"IHDR" and data[24:26] in (b"\x10\x02", b"\x10\x06")
+
+
+def png_without_location(data: bytes) -> bytes:
+    """The PNG rebuilt from the chunks of PNG_KEEP, its compressed pixels as they were;
+    the colour profile's name (free text) replaced by Pillow's own."""
+    out, i = [data[:8]], 8
+    while True:
+        if i + 12 > len(data):
+            raise ImageRefused("the PNG's chunks are damaged or it has no end")
+        length = int.from_bytes(data[i : i + 4], "big")
+        kind, payload = data[i + 4 : i + 8], data[i + 8 : i + 8 + length]
+        chunk, i = data[i : i + 12 + length], i + 12 + length
+        if kind == b"IEND":
+            break
+        if kind == b"iCCP":  # its name, a zero, the compression (0), the profile
+            chunk = _png_chunk(kind, b"ICC Profile\0" + payload[payload.find(b"\0") + 1 :])
+        if kind in PNG_KEEP:
+            out.append(chunk)
+    return b"".join([*out, _png_chunk(b"IEND", b"")])
+
+
+def _png_chunk(kind: bytes, payload: bytes) -> bytes:
+    crc = zlib.crc32(kind + payload).to_bytes(4, "big")
+    return len(payload).to_bytes(4, "big") + kind + payload + crc
 
 
 # --- storing ---------------------------------------------------------------------------

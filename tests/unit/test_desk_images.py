@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import struct
+import zlib
 
 import PIL.Image
 import PIL.ImageSequence
@@ -335,3 +336,36 @@ def test_a_multi_picture_jpeg_is_bounded_by_its_first_picture_alone(monkeypatch)
     _cleaned, ext, width, height = check(out.getvalue(), name="PXL_20261201.jpg")
 
     assert (ext, width, height) == ("jpg", 8, 6)
+
+
+def png_of(chunks: list[tuple[bytes, bytes]]) -> bytes:
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        crc = zlib.crc32(kind + payload).to_bytes(4, "big")
+        return len(payload).to_bytes(4, "big") + kind + payload + crc
+
+    return b"\x89PNG\r\n\x1a\n" + b"".join(chunk(k, p) for k, p in [*chunks, (b"IEND", b"")])
+
+
+@pytest.mark.parametrize("colour_type", [2, 6], ids=["RGB", "RGBA"])
+def test_a_16_bit_png_keeps_its_16_bits_and_loses_its_metadata(colour_type):
+    """A review's finding: Pillow decodes a 16-bit RGB or RGBA PNG at 8 bits a sample,
+    and encoded anew from its pixels, it was stored with half its depth."""
+    width, height, samples = 4, 3, 3 if colour_type == 2 else 4
+    row = b"".join(struct.pack(">H", 0x1234 + 0x0101 * n) for n in range(width * samples))
+    pixels = zlib.compress(b"".join(b"\0" + row for _ in range(height)))
+    sent = png_of(
+        [
+            (b"IHDR", struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0)),
+            (b"tEXt", b"Location\0Wuhan"),
+            (b"gAMA", struct.pack(">I", 45455)),
+            (b"iCCP", b"Where: Wuhan\0\0" + zlib.compress(b"a profile")),
+            (b"IDAT", pixels),
+        ]
+    )
+
+    cleaned, ext, got_width, got_height = check(sent, name="deep.png")
+
+    assert (ext, got_width, got_height) == ("png", width, height)
+    assert cleaned[24:26] == bytes([16, colour_type])  # its IHDR: 16 bits a sample
+    assert pixels in cleaned and struct.pack(">I", 45455) in cleaned
+    assert b"Wuhan" not in cleaned and b"ICC Profile\0\0" in cleaned
