@@ -369,3 +369,17 @@ def test_a_16_bit_png_keeps_its_16_bits_and_loses_its_metadata(colour_type):
     assert cleaned[24:26] == bytes([16, colour_type])  # its IHDR: 16 bits a sample
     assert pixels in cleaned and struct.pack(">I", 45455) in cleaned
     assert b"Wuhan" not in cleaned and b"ICC Profile\0\0" in cleaned
+
+
+def test_pillows_own_bound_is_the_sites_while_an_upload_is_read(monkeypatch):
+    """Behind the frame check, Pillow's own bound (its MAX_IMAGE_PIXELS, checked where it
+    enlarges a GIF's canvas) is IMAGE_MAX_PIXELS, and its warning a refusal: with the
+    frame check left out, a frame of 8,000×8,000 (64 million pixels, under Pillow's own
+    89 million) is refused for its pixels, not decoded."""
+    from blogpublish.desk import images
+
+    monkeypatch.setattr(images, "gif_frames", lambda data, canvas, name: 2)
+    bomb = gif_of((1, 1), [gif_frame((1, 1)), gif_frame((8_000, 8_000), pixels=b"\x02\x4c\x01")])
+
+    with pytest.raises(ImageRefused, match="too many pixels; at most 50,000,000"):
+        check(bomb, name="bomb.gif")
