@@ -113,8 +113,10 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
         )
     try:
         with pillow_bound():
-            # Only the four decoders: Pillow's others never see an upload.
-            image = PIL.Image.open(io.BytesIO(data), formats=list(FORMATS))
+            with warnings.catch_warnings():  # its size is checked next, and said
+                warnings.simplefilter("ignore", PIL.Image.DecompressionBombWarning)
+                # Only the four decoders: Pillow's others never see an upload.
+                image = PIL.Image.open(io.BytesIO(data), formats=list(FORMATS))
             width, height = image.size
             if width * height > IMAGE_MAX_PIXELS:
                 raise ImageRefused(
@@ -202,11 +204,10 @@ def pillow_bound() -> Iterator[None]:
 
 def gif_frames(data: bytes, canvas: tuple[int, int], name: str) -> int:
     """How many frames the GIF has, counted up to IMAGE_MAX_FRAMES + 1 (Pillow's n_frames
-    reads every one); ImageRefused when one reaches past
-    `canvas` (its size as Pillow opens it). Pillow enlarges the canvas for such a frame,
-    and every frame is kept at the canvas's size while the GIF is cleaned: a review's GIF
-    of a 1×1 screen and three frames of 9,000×9,000 (175 KiB) was bounded as 3 pixels and
-    took 2.3 GB."""
+    reads every one); ImageRefused when one reaches past `canvas` (its size as Pillow
+    opens it). Pillow enlarges the canvas for such a frame, and every frame is kept at
+    the canvas's size while the GIF is cleaned: a review's GIF of a 1×1 screen and three
+    frames of 9,000×9,000 (175 KiB) was bounded as 3 pixels and took 2.3 GB."""
     count = 0
     for right, bottom in gif_frame_extents(data):
         if right > canvas[0] or bottom > canvas[1]:
