@@ -85,6 +85,7 @@ class StoryForm(forms.ModelForm):
     base_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
     saved_by = ""
     publish = False
+    autosave = False  # the desk's, as the writer types: folded (stories.AUTOSAVE_FOLD_SECONDS)
 
     class Meta:
         model = Story
@@ -144,6 +145,7 @@ class StoryForm(forms.ModelForm):
             tags=cleaned.get("tags") or [],
             saved_by=self.saved_by,
             if_version=cleaned.get("base_version") if existing else None,
+            autosave=self.autosave,
         )
         if self.publish:
             story_publish(story_id=saved.pk)
@@ -477,6 +479,7 @@ class StoryAdmin(BadLookupsAreBadLinks):
             raise PermissionDenied
         form = self.get_form(request, obj, change=obj is not None)(request.POST, instance=obj)
         form.publish = False
+        form.autosave = True
         if form.is_valid():
             story = form.saved
             return JsonResponse(
