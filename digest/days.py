@@ -4,15 +4,17 @@ A day's digest is a `Digest` row unique by day. Whoever fires the digest (two Be
 retry, a manual run, cron) inserts the rows it wants or finds them (insert-or-nothing),
 then moves a row on only by conditional UPDATEs, like an article:
 
-- **claim**: `state=pending`, lease free, next try due → lease, `attempts+1`,
-  `claims+1`; the `claims` read after it is the fencing token (the one fenced lease,
-  work.lease).
+- **claim**: `state=pending`, lease free, next try due, a try left in the budget →
+  lease, `attempts+1`, `claims+1`; the `claims` read after it is the fencing token (the
+  one fenced lease, work.lease). A day whose budget was spent by tries that never
+  finished is given up (failed, with an alert) instead.
 - **deliver**: the content is built once and kept; the mail, then the webhook, each
   recorded as it goes (`mailed_at`, `posted_at`) under the token, so a try after the
   mail went (a retry, a take-over after the lease) posts the webhook without mailing
   again. A take-over posts under the same `Idempotency-Key`.
-- **complete**: `state=sent`; **fail**: the lease let go and the next try after a
-  backoff, or `failed` after DIGEST_MAX_ATTEMPTS (with an alert).
+- **complete**: `state=sent`; **fail** (any error, a time limit's too, is the try's
+  `last_error`): the lease let go and the next try after a backoff, or `failed` after
+  DIGEST_MAX_ATTEMPTS (with an alert).
 
 Missed days (docs/operations.md, "The daily digest"): the days after the last digest
 sent, oldest first, at most DIGEST_CATCHUP_DAYS of them; older missed days are recorded
@@ -28,6 +30,7 @@ from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Max
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -36,6 +39,7 @@ from digest.content import digest_build
 from digest.delivery import digest_key, mail_digest, post_digest
 from digest.exceptions import DigestDateError, DigestRetry, DigestSendError
 from publishing.alerts import send_alert
+from publishing.exceptions import TIME_LIMITS
 from work import lease
 from work.models import Digest, DigestState
 from work.runs import Run, scheduled_run
@@ -101,11 +105,33 @@ def digest_reopen(*, day: date) -> None:
 
 def digest_claim(*, day: date, now: bool = False) -> int | None:
     """Take the day's digest for one try; the fencing token, or None. `now`: without
-    waiting for the backoff (a person asked)."""
+    waiting for the backoff (a person asked). Only a day with a try left in its budget
+    (DIGEST_MAX_ATTEMPTS) is claimed; one whose tries were spent without any saying it
+    was the last (stopped by a time limit, a killed worker) is given up instead."""
     rows = _pending(day)
     if not now:
         rows = rows.filter(lease.due())
-    return lease.claim_token(rows, seconds=settings.DIGEST_LEASE_SECONDS)
+    return lease.claim_token(
+        rows, seconds=settings.DIGEST_LEASE_SECONDS, max_attempts=settings.DIGEST_MAX_ATTEMPTS
+    )
+
+
+# The last error of a day given up because its tries never said how they ended.
+UNFINISHED = "the last try never finished: its worker died or ran out of time"
+
+
+def _give_up_if_spent(day: date) -> bool:
+    """Failed, with its alert, when the day's lease is free and its budget spent: a
+    day whose tries keep dying never loops (as an article's death,
+    services.publish)."""
+    spent = _pending(day).filter(
+        lease.lease_free(), lease.budget_spent(settings.DIGEST_MAX_ATTEMPTS)
+    )
+    if not spent.update(state=DigestState.FAILED, last_error=UNFINISHED):
+        return False  # one UPDATE: of two claimers, one alerts
+    attempts = Digest.objects.filter(day=day).values_list("attempts", flat=True).first()
+    _alert_failed(day, attempts=attempts or 0, error=UNFINISHED)
+    return True
 
 
 def digest_why_not(*, day: date) -> str:
@@ -162,14 +188,32 @@ def digest_deliver(*, day: date, token: int) -> DayOutcome:
             post_digest(content, url=url, secret=settings.DIGEST_WEBHOOK_SECRET)
             if not _mine(day, token).update(posted_at=Now(), posted_to=url):
                 return DayOutcome.OVERTAKEN
-    except DigestSendError as exc:
-        return _fail(day, token, attempt=row.attempts, error=str(exc), permanent=exc.permanent)
+    except Exception as exc:  # refused, unreachable, a time limit, or a bug: a failed try
+        return _failed_try(day, token, attempt=row.attempts, exc=exc)
     if not lease.release(
         _pending(day), token, state=DigestState.SENT, sent_at=Now(), last_error=""
     ):
         return DayOutcome.OVERTAKEN
     logger.info("digest of %s sent (key %s)", day, digest_key(day.isoformat()))
     return DayOutcome.SENT
+
+
+def _failed_try(day: date, token: int, *, attempt: int, exc: Exception) -> DayOutcome:
+    """Record the try's error, whatever it was (as an article's attempt records its
+    own): a time limit (the POST's deadline) or a bug counts toward DIGEST_MAX_ATTEMPTS
+    too. A time limit is raised again once recorded: the run stops there."""
+    sending = isinstance(exc, DigestSendError)
+    if isinstance(exc, TIME_LIMITS) and not connection.in_atomic_block:
+        # It may have come in the middle of a statement: the connection is then unusable.
+        connection.close()
+    elif not sending:
+        logger.error("digest of %s: try %d failed with an error", day, attempt, exc_info=exc)
+    error = str(exc) if sending else lease.describe(exc)
+    permanent = isinstance(exc, DigestSendError) and exc.permanent
+    outcome = _fail(day, token, attempt=attempt, error=error, permanent=permanent)
+    if isinstance(exc, TIME_LIMITS):
+        raise exc
+    return outcome
 
 
 def _fail(day: date, token: int, *, attempt: int, error: str, permanent: bool) -> DayOutcome:
@@ -185,20 +229,26 @@ def _fail(day: date, token: int, *, attempt: int, error: str, permanent: bool) -
     if not last:
         logger.warning("digest of %s: try %d failed, tried again later: %s", day, attempt, error)
         return DayOutcome.RETRY
+    _alert_failed(day, attempts=attempt, error=error)
+    return DayOutcome.FAILED
+
+
+def _alert_failed(day: date, *, attempts: int, error: str) -> None:
     send_alert(
         kind="digest_failed",
         subject=f"the digest of {day} was not sent",
-        message=f"after {attempt} tries: {error}. `manage.py send_digest --date {day}` "
+        message=f"after {attempts} tries: {error}. `manage.py send_digest --date {day}` "
         "sends it once the cause is fixed.",
-        data={"day": day.isoformat(), "attempts": attempt, "error": error},
+        data={"day": day.isoformat(), "attempts": attempts, "error": error},
     )
-    return DayOutcome.FAILED
 
 
 def digest_send(*, day: date, now: bool = False) -> tuple[DayOutcome, str]:
     """Claim and send one day: (outcome, what happened in words)."""
     token = digest_claim(day=day, now=now)
     if token is None:
+        if _give_up_if_spent(day):
+            return DayOutcome.FAILED, f"the digest of {day} failed: {UNFINISHED}"
         return DayOutcome.NOT_CLAIMED, digest_why_not(day=day)
     outcome = digest_deliver(day=day, token=token)
     row = Digest.objects.get(day=day)
@@ -222,18 +272,28 @@ def _send_unfinished(run: Run, report: DigestReport) -> None:
     they go out in order) and is tried again after its backoff."""
     for day in _unfinished():
         run.renew()
-        outcome, words = digest_send(day=day)
+        try:
+            outcome, words = digest_send(day=day)
+        except TIME_LIMITS as exc:
+            # The try is recorded (failed, or backing off): the run goes on in a new one,
+            # with a time limit of its own, once the day is due again.
+            raise DigestRetry(f"the digest of {day}: {exc!r}", retry_in=_due_in(day)) from exc
         report.days[day.isoformat()] = outcome.value
         logger.info("digest: %s", words)
         if outcome is DayOutcome.NOT_CLAIMED and day in _unfinished():
             # Being sent by another run, or backing off: the newer days wait for it.
             break
         if outcome is DayOutcome.RETRY:
-            row = lease.row_state(Digest.objects.filter(day=day), "next_attempt_at")
-            wait = 1.0  # no time to wait for (or the day is gone): soon
-            if row is not None and row["next_attempt_at"] is not None:
-                wait = row.seconds_until("next_attempt_at") or 0.0
-            raise DigestRetry(words, retry_in=max(0.5, wait))
+            raise DigestRetry(words, retry_in=_due_in(day))
+
+
+def _due_in(day: date) -> float:
+    """Seconds until the day's next try is due (at least half a second)."""
+    row = lease.row_state(Digest.objects.filter(day=day), "next_attempt_at")
+    wait = 1.0  # no time to wait for (or the day is gone): soon
+    if row is not None and row["next_attempt_at"] is not None:
+        wait = row.seconds_until("next_attempt_at") or 0.0
+    return max(0.5, wait)
 
 
 def digest_run(*, plan: bool) -> DigestReport | None:

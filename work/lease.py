@@ -149,11 +149,24 @@ def claim(
 
 
 def claim_token(
-    rows: QuerySet, *, seconds: float, fields: LeaseFields = LEASE, **changes: Any
+    rows: QuerySet,
+    *,
+    seconds: float,
+    fields: LeaseFields = LEASE,
+    max_attempts: int | None = None,
+    **changes: Any,
 ) -> int | None:
     """`claim` of a single row (a job's lease, the refresher, a day's digest): its
-    fencing token, or None when its lease is held (or the row is not there)."""
-    claimed = claim(rows, seconds=seconds, fields=fields, only=(fields.token,), **changes)
+    fencing token, or None when its lease is held, its budget spent (`max_attempts`) or
+    the row is not there."""
+    claimed = claim(
+        rows,
+        seconds=seconds,
+        fields=fields,
+        max_attempts=max_attempts,
+        only=(fields.token,),
+        **changes,
+    )
     return getattr(claimed[0], fields.token) if claimed else None
 
 

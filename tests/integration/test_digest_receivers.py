@@ -1,17 +1,19 @@
 """The digest's POST against receivers that misbehave, with a real worker (a module's
 own, on its own queue), real Redis and the database: a huge error page, a 2xx whose body
-trickles."""
+trickles, a receiver that trickles its headers (only a time limit ends the POST), and a
+day whose tries were spent without one saying so."""
 
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from config.celery import app
 from digest.days import digest_yesterday
-from digest.tasks import digest_daily
+from digest.tasks import digest_daily, digest_resume
 from tests.support.own_worker import own_worker
 from tests.support.receiver import Receiver
 from tests.support.waiting import wait_for
@@ -190,3 +192,38 @@ def test_a_2xx_whose_body_trickles__sent_without_waiting_for_the_body(digest):
     # Sent while the receiver was still trickling the answer's body (a byte a second
     # for a minute): the POST did not wait for it (it closed the connection instead).
     assert "whole" not in digest["answers"].endings()
+
+
+def test_a_receiver_that_never_answers__each_try_stopped_and_counted_then_failed_once(digest):
+    """Finding: the soft time limit inside the POST left the try unrecorded, and the day
+    pending for ever with no alert."""
+    digest["answers"].mode = "trickle_headers"
+    day = digest_yesterday()
+    fire(digest)
+
+    row = wait_state(day, DigestState.FAILED)
+    assert row.attempts == MAX_ATTEMPTS
+    assert "SoftTimeLimitExceeded" in row.last_error
+    wait_for(lambda: alerts_of(digest, day), what="the alert")
+    # Each POST ended by the worker's time limit, while the receiver still trickled.
+    endings = wait_for(
+        lambda: len(e := digest["answers"].endings()) == MAX_ATTEMPTS and e,
+        what="both requests to end",
+    )
+    assert endings == ["cut", "cut"]
+    assert len(alerts_of(digest, day)) == 1
+
+
+def test_a_day_whose_tries_are_spent__failed_with_one_alert_never_sent_again(digest):
+    """Tries that never said how they ended (time limits, killed workers) spent the
+    budget: the next claim gives the day up, as an article's does, instead of sending."""
+    day = digest_yesterday() - timedelta(days=1)
+    Digest.objects.create(day=day, state=DigestState.PENDING, attempts=MAX_ATTEMPTS + 3)
+    fire(digest, digest_resume)
+    fire(digest, digest_resume)  # a second resume: one alert
+
+    row = wait_state(day, DigestState.FAILED)
+    assert row.last_error
+    wait_for(lambda: alerts_of(digest, day), what="the alert")
+    assert digest["answers"].endings() == []  # never posted
+    assert len(alerts_of(digest, day)) == 1
