@@ -30,20 +30,32 @@ def _iso(value: datetime | None) -> str | None:
     return timezone.localtime(value).isoformat(timespec="seconds") if value else None
 
 
+# An article's live version, as the site lists it (DESIGN.md, "Fencing"): an edit not
+# yet live (a rename, a new address) shows nowhere, so the digest names and links what
+# readers find. Before any publish recorded it (blank), the article's own.
+LIVE_TITLE = ("article__published_title", "article__title")
+LIVE_SLUG = ("article__published_slug", "article__slug")
+
+
+def _live(row: dict, fields: tuple[str, str]) -> str:
+    live, own = fields
+    return row[live] or row[own]
+
+
 def _published(start: datetime, end: datetime) -> tuple[list[dict], int]:
     attempts = (
         PublishAttempt.objects.filter(
             outcome=AttemptOutcome.OK, finished_at__gte=start, finished_at__lt=end
         )
         .order_by("finished_at", "id")
-        .values("article_id", "article__title", "article__slug", "finished_at")
+        .values("article_id", *LIVE_TITLE, *LIVE_SLUG, "finished_at")
     )
     seen: dict[int, dict] = {}
     for row in attempts.iterator():
         seen[row["article_id"]] = {  # an article published twice that day: its last time
             "id": row["article_id"],
-            "title": row["article__title"],
-            "url": article_url(row["article__slug"]),
+            "title": _live(row, LIVE_TITLE),
+            "url": article_url(_live(row, LIVE_SLUG)),
             "published_at": _iso(row["finished_at"]),
         }
     items = sorted(seen.values(), key=lambda item: item["published_at"])
@@ -89,14 +101,14 @@ def _slowest(start: datetime, end: datetime) -> list[dict]:
             duration__isnull=False,
         )
         .order_by("-duration", "id")
-        .values("article_id", "article__title", "duration", "finished_at")[:SLOWEST]
+        .values("article_id", *LIVE_TITLE, "duration", "finished_at")[:SLOWEST]
     )
     return [
         {
             "id": a["article_id"],
-            "title": a["article__title"],
+            "title": _live(a, LIVE_TITLE),
             # Not None: the query keeps the attempts with a duration (duration__isnull=False).
-            "duration_s": round(a["duration"].total_seconds(), 3),  # type: ignore[union-attr]
+            "duration_s": round(a["duration"].total_seconds(), 3),
             "published_at": _iso(a["finished_at"]),
         }
         for a in rows
