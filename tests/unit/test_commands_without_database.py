@@ -25,6 +25,7 @@ UNREACHABLE = "postgres://nobody@127.0.0.1:1/blog"
         ["rerender_site", "--processes", "1"],
         ["restore_check", "--repair"],
         ["api_token", "ops"],
+        ["send_digest"],
     ],
 )
 def test_a_command_without_its_database_says_so_in_one_line(command, tmp_path):
@@ -40,6 +41,7 @@ def test_a_command_without_its_database_says_so_in_one_line(command, tmp_path):
             "DEBUG": "1",
             "SITE_ROOT": str(tmp_path / "site"),
             "DATABASE_URL": UNREACHABLE,
+            "DIGEST_RECIPIENTS": "ops@example.com",  # send_digest's, checked before
         },
         capture_output=True,
         text=True,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import date
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from digest.days import (
     DayOutcome,
@@ -22,10 +22,11 @@ from digest.days import (
     digest_send,
 )
 from digest.exceptions import DigestDateError, DigestRetry
+from work.commands import DatabaseCommand
 from work.runs import scheduled_run
 
 
-class Command(BaseCommand):
+class Command(DatabaseCommand):
     help = "Send the editors' daily digest (yesterday's and missed days, or --date's)."
 
     def add_arguments(self, parser) -> None:
