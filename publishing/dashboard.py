@@ -93,7 +93,7 @@ def chart_svgs() -> dict:
     minutes = rollup.publishes_per_minute(minutes=60)
     return {
         "latency": charts.line_chart(
-            title="Save → published latency per hour (p50, p95), last 24 h",
+            title="Save → published latency per hour (UTC; p50, p95), last 24 h",
             labels=hour_labels,
             series=[
                 charts.Series(
@@ -106,7 +106,7 @@ def chart_svgs() -> dict:
             unit="s",
         ),
         "attempts": charts.bar_chart(
-            title="Attempts by outcome per hour, last 24 h",
+            title="Attempts by outcome per hour (UTC), last 24 h",
             labels=hour_labels,
             series=[
                 charts.Series(

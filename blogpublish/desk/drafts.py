@@ -331,6 +331,8 @@ class StoryAdmin(BadLookupsAreBadLinks):
 
     @admin.display(description="shared preview")
     def sharing(self, obj: Story) -> str:
+        if obj.trashed_at is not None:  # its link showed "not published yet" (a review's)
+            return "In the trash: restore it to share a preview."
         token = story_preview_token(obj)
         share = reverse("admin:publishing_story_share", args=[obj.pk])
         expires_at = obj.preview_expires_at
@@ -500,6 +502,11 @@ class StoryAdmin(BadLookupsAreBadLinks):
     @method_post
     def share_view(self, request: HttpRequest, object_id: int):
         story = self._changeable(request, object_id)
+        if story.trashed_at is not None:
+            self.message_user(
+                request, "Not shared: it is in the trash; restore it first.", messages.ERROR
+            )
+            return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[story.pk]))
         story_share(story_id=story.pk)
         self.message_user(
             request,

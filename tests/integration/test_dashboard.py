@@ -5,7 +5,7 @@ requeue, and the charts show what the metrics rollup holds."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -191,3 +191,20 @@ def test_admin_index_and_article_list_link_the_dashboard(client, staff):
 
     for page in ("/admin/", "/admin/publishing/article/"):
         assert f'href="{URL}"' in client.get(page).content.decode(), page
+
+
+def test_dashboard__its_time_said_utc_is_utc_whatever_time_zone(client, staff, settings):
+    """`{% now %}` renders in TIME_ZONE: in Tokyo the page said "21:… UTC" at 12:…
+    UTC (a review's finding); its script's refresh says UTC and is."""
+    settings.TIME_ZONE = "Asia/Tokyo"
+    staff(superuser=True)
+    before = datetime.now(UTC).replace(microsecond=0)
+
+    page = client.get(URL).content.decode()
+
+    shown = re.search(r"rendered (\d\d:\d\d:\d\d) UTC", page)[1]
+    after = datetime.now(UTC)
+    told = datetime.combine(before.date(), time.fromisoformat(shown), UTC)
+    if told < before - timedelta(hours=12):  # rendered just past midnight
+        told += timedelta(days=1)
+    assert before <= told <= after

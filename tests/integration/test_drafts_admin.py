@@ -15,7 +15,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
-from publishing.services import stories, story_publish, story_save
+from publishing.services import stories, story_publish, story_save, story_trash
 from tests.support.desk import article_form
 from tests.support.waiting import wait_for
 
@@ -430,3 +430,15 @@ def test_a_refused_save_and_publish_saves_nothing(admin_client):
     )
     assert "saved elsewhere" not in html.unescape(fixed.content.decode())
     assert Article.objects.get(pk=story.pk).body == "Fixed text."
+
+
+def test_a_story_in_the_trash_offers_no_preview_link(admin_client):
+    """Its link only ever showed "not published yet" (a review's finding)."""
+    story = story_save(title="Binned", body="Text.")
+    story_trash(story_id=story.pk)
+
+    admin_client.post(f"/admin/publishing/story/{story.pk}/share/")
+
+    assert Story.objects.get(pk=story.pk).preview_key in ("", None)
+    page = admin_client.get(story_page(story.pk)).content.decode()
+    assert "desk-share" not in page and "restore it to share a preview" in page
