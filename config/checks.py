@@ -224,7 +224,9 @@ POSTGRESQL = ("django.db.backends.postgresql", "django.contrib.gis.db.backends.p
 DATABASE_EXAMPLES = "sqlite:////an/absolute/path.sqlite3 or postgres://user:password@host:5432/NAME"
 
 
-def database_problems(*, engine: str, name: str, debug: bool, site_root: Path | None) -> list[str]:
+def database_problems(
+    *, engine: str, name: str, debug: bool, site_root: Path | None, service: bool = False
+) -> list[str]:
     """DATABASE_URL (as dj_database_url parsed it) must name SQLite or PostgreSQL, and
     which database: each of these started, then failed in every command or request, or
     worked on a database of its own (a review's finding). The URL is not repeated: it
@@ -235,7 +237,7 @@ def database_problems(*, engine: str, name: str, debug: bool, site_root: Path | 
         return [
             f"DATABASE_URL names a database blogpublish does not run on: use {DATABASE_EXAMPLES}."
         ]
-    if not name:
+    if not name and not service:  # a pg_service.conf service (?service=) may name it
         return ["DATABASE_URL names no database: postgres://user:password@host:5432/NAME."]
     return []
 
@@ -397,17 +399,23 @@ def allowed_hosts_problems(*, hosts: list[str], debug: bool) -> list[str]:
 def site_title_problems(title: str) -> list[str]:
     """SITE_TITLE is in every page, and in the feeds' and the sitemap's XML, which cannot
     hold a control character: one (`My\\x01Blog`) left every article out of the feed and
-    the shared documents unwritten (a review's finding). Refused as the path of SITE_URL
-    refuses them: Cc (C0, DEL, C1, newlines and tabs), Cf (the invisible ones), and Cs
-    (bytes not UTF-8 in the environment, which Python keeps as lone surrogates)."""
-    import unicodedata
+    the shared documents unwritten (a review's finding). Refused as an article's title
+    refuses them: one line, no character XML cannot carry (bytes not UTF-8 in the
+    environment are lone surrogates), no control character or bidirectional override;
+    ZWJ and ZWNJ (Persian, the Indic scripts, emoji) are text."""
+    # The validators' own patterns: their messages need the apps, not ready here.
+    from publishing.text_limits import DISPLAY_TRICK_RE, XML_ILLEGAL_RE
 
-    if not any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in title):
+    if any(ord(c) < 32 or c in "\u2028\u2029" for c in title):
+        why = "must be one line, without control characters"
+    elif found := XML_ILLEGAL_RE.search(title) or DISPLAY_TRICK_RE.search(title):
+        why = (
+            f"has U+{ord(found[0][0]):04X}, a control character the feeds cannot carry "
+            "or that changes how text is shown"
+        )
+    else:
         return []
-    return [
-        f"SITE_TITLE={title!r} has a control or invisible formatting character (a newline "
-        "or tab too), or is not UTF-8 text; the feeds could not carry it."
-    ]
+    return [f"SITE_TITLE={title!r} {why}."]
 
 
 def site_language_problems(language: str) -> list[str]:

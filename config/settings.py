@@ -674,7 +674,8 @@ _problems += preview_settings_problems(
 _problems += secret_key_problems(secret_key=SECRET_KEY, debug=DEBUG)
 _database_problems = database_problems(
     engine=DATABASES["default"]["ENGINE"],
-    name=str(DATABASES["default"]["NAME"]),
+    name=str(DATABASES["default"]["NAME"] or ""),
+    service=bool((DATABASES["default"].get("OPTIONS") or {}).get("service")),
     debug=DEBUG,
     site_root=SITE_ROOT if isinstance(SITE_ROOT, Path) else None,
 )

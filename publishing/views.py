@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 from kombu import Connection
@@ -66,7 +66,9 @@ def without_database(answer: Callable[[str], HttpResponse]) -> Callable[[View], 
         def answered(request: HttpRequest, *args, **kwargs) -> HttpResponse:
             try:
                 return view(request, *args, **kwargs)
-            except DatabaseError as exc:
+            # Not reachable, or gone: not a query's own error (a ProgrammingError is a
+            # bug, or a deploy without migrate: a 500 with its traceback).
+            except (OperationalError, InterfaceError) as exc:
                 logger.warning("%s: the database failed: %s", request.path, exc)
                 return answer(f"the database is unavailable: {type(exc).__name__}")
 

@@ -45,7 +45,15 @@ def broker_kind(url: str) -> str:
     must not start a worker on kombu's in-memory transport), and for a port or a Redis
     database number that cannot be one (`:99999`, `/abc`: the worker died with a
     traceback or retried for ever, and each save logged one; a review's finding). These
-    messages do not repeat the URL, which may hold a password."""
+    messages do not repeat the URL, which may hold a password. A failover list (`;`
+    between URLs, kombu's) is checked URL by URL, all of one kind."""
+    kinds = {_kind_of(one.strip()) for one in url.split(";") if one.strip()} or {_kind_of(url)}
+    if len(kinds) > 1:
+        raise BrokerUrlError("CELERY_BROKER_URL's failover list mixes Redis and RabbitMQ.")
+    return kinds.pop()
+
+
+def _kind_of(url: str) -> str:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:

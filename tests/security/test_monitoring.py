@@ -126,3 +126,23 @@ def test_head_is_answered_as_get_without_a_body_and_post_is_not(path, client, se
 
     assert head.status_code == 200 and head.content == b""
     assert client.post(path).status_code == 405
+
+
+def test_status_json__a_querys_own_error_is_a_500_not_the_database_unavailable(
+    client, staff_user, monkeypatch
+):
+    """Only a database that cannot be reached is a 503: a query's own error (a bug, a
+    deploy without migrate) was called "the database is unavailable", without its
+    traceback (a review's finding)."""
+    from django.db import ProgrammingError
+
+    from publishing import views
+
+    def broken(**_kwargs):
+        raise ProgrammingError('column "x" does not exist')
+
+    monkeypatch.setattr(views, "pipeline_status", broken)
+    client.force_login(staff_user("view_article"))
+    client.raise_request_exception = False
+
+    assert client.get("/status.json").status_code == 500

@@ -53,6 +53,7 @@ def test_a_broker_url_blogpublish_cannot_run_on_is_refused(url):
         "redis://:pw@127.0.0.1:6379/15",
         "redis://127.0.0.1:6379/16",  # past a default server's 16: only the server can say
         "amqp://guest:guest@127.0.0.1//",
+        "redis://a:6379/0;redis://b:6379/0",  # kombu's failover list, URL by URL
     ],
 )
 def test_a_port_and_database_number_that_parse_are_accepted(url):
@@ -69,6 +70,8 @@ def test_a_port_and_database_number_that_parse_are_accepted(url):
         ("redis://127.0.0.1:6379/abc", "CELERY_BROKER_URL's path '/abc' is not a Redis"),
         ("redis://127.0.0.1:6379/-1", "CELERY_BROKER_URL's path '/-1' is not a Redis"),
         ("rediss://127.0.0.1:6379/²", "CELERY_BROKER_URL's path '/²' is not a Redis"),
+        ("redis://a:6379/0;redis://b:99999/0", "CELERY_BROKER_URL's port is not a number"),
+        ("redis://a:6379/0;amqp://b//", "failover list mixes Redis and RabbitMQ"),
     ],
 )
 def test_a_port_or_redis_database_that_cannot_be_one_is_refused(url, named):

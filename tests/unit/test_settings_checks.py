@@ -10,6 +10,7 @@ import pytest
 
 from config.checks import (
     allowed_hosts_problems,
+    database_problems,
     flower_basic_auth_problems,
     flower_command_line_problems,
     preview_settings_problems,
@@ -139,7 +140,7 @@ def test_each_bad_combination_is_named(changes, named):
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
         ({"AWS_S3_ADDRESSING_STYLE": "bucket"}, "AWS_S3_ADDRESSING_STYLE='bucket'"),
         # no feed could carry it: every article left out of it (a review's finding)
-        ({"SITE_TITLE": "My\x01Blog"}, "SITE_TITLE='My\\x01Blog' has a control"),
+        ({"SITE_TITLE": "My\x01Blog"}, "SITE_TITLE='My\\x01Blog' must be one line"),
         ({"SITE_URL": "https://u:secret@blog.example.com"}, "SITE_URL has a user or password"),
         # every request refused, silently
         ({"DEBUG": "0", "ALLOWED_HOSTS": ","}, "ALLOWED_HOSTS names no host"),
@@ -269,6 +270,24 @@ def test_an_in_memory_database_starts_in_debug_for_tools():
     assert result.returncode == 0, result.stderr[-2000:]
 
 
+def test_a_postgresql_service_may_name_the_database():
+    """`?service=` names a pg_service.conf entry, which may give the database: Django
+    connects without NAME then; it was refused as "names no database" (a review's)."""
+    assert (
+        database_problems(
+            engine="django.db.backends.postgresql",
+            name="",
+            debug=False,
+            site_root=None,
+            service=True,
+        )
+        == []
+    )
+    assert database_problems(
+        engine="django.db.backends.postgresql", name="", debug=False, site_root=None
+    ) == ["DATABASE_URL names no database: postgres://user:password@host:5432/NAME."]
+
+
 def test_debug_on_starts_without_a_secret_key():
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
@@ -394,7 +413,16 @@ def test_site_language__other_text_stops_start_up(language):
     assert "SITE_LANGUAGE must be a language tag" in problem
 
 
-@pytest.mark.parametrize("title", ["blogpublish", "Le blog d’Anaïs — notes", "博客"])
+@pytest.mark.parametrize(
+    "title",
+    [
+        "blogpublish",
+        "Le blog d’Anaïs — notes",
+        "博客",
+        "می\u200cنویسم",  # ZWNJ: Persian (refused with the other invisibles at first)
+        "👩\u200d💻 Notes",  # ZWJ: one emoji
+    ],
+)
 def test_site_title__text_is_accepted(title):
     assert site_title_problems(title) == []
 
@@ -413,7 +441,8 @@ def test_site_title__text_is_accepted(title):
 )
 def test_site_title__a_control_character_stops_start_up(title):
     [problem] = site_title_problems(title)
-    assert problem.startswith("SITE_TITLE=") and "control" in problem
+    assert problem.startswith("SITE_TITLE=")
+    assert "control character" in problem, problem
 
 
 @pytest.mark.parametrize(
