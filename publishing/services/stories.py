@@ -208,17 +208,20 @@ def story_save(
 
 
 AUTOSAVED = "autosaved"
-# An autosave within this many seconds of the same writer's last one replaces it: each
-# autosave was a revision of the whole text (a review's finding: 61 of a 200 KB draft in
-# two minutes, 12 MB; a writer's hour of 1 MiB, 1.8 GB kept 90 days), and the version
-# published last fell out of the 50 the history shows. So at most one autosave a ten
-# minutes of typing, besides every explicit save, publish and restore.
+# The same writer's autosaves within this many seconds of the first of them are one
+# version: each autosave was a revision of the whole text (a review's finding: 61 of a
+# 200 KB draft in two minutes, 12 MB; a writer's hour of 1 MiB, 1.8 GB kept 90 days),
+# and the version published last fell out of the 50 the history shows. So one version a
+# ten minutes of typing, besides every explicit save, publish and restore.
 AUTOSAVE_FOLD_SECONDS = 600
 
 
 def _fold_autosave(story: Story, *, saved_by: str) -> bool:
-    """The story's previous version, when it is the same writer's recent autosave and
-    not the version published last, becomes this one (its number and its text)."""
+    """The story's previous version, when it is the same writer's autosave begun within
+    AUTOSAVE_FOLD_SECONDS and not the version published last, becomes this one (its
+    number and its text). Its time stays the one it began at: moved at each fold, the
+    window never closed while the writer typed, and hours were one version (a review's
+    finding)."""
     previous = story.version - 1
     return bool(
         Revision.objects.filter(
@@ -229,7 +232,7 @@ def _fold_autosave(story: Story, *, saved_by: str) -> bool:
             saved_at__gte=timezone.now() - timedelta(seconds=AUTOSAVE_FOLD_SECONDS),
         )
         .exclude(number=story.published_version)
-        .update(number=story.version, saved_at=timezone.now(), **_content(story))
+        .update(number=story.version, **_content(story))
     )
 
 

@@ -11,11 +11,12 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.db.models import F
 from django.test import override_settings
 from django.utils import timezone
 
 from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
-from publishing.services import stories, story_publish, story_save, story_trash
+from publishing.services import story_publish, story_save, story_trash
 from tests.support.desk import article_form
 from tests.support.waiting import wait_for
 
@@ -330,7 +331,7 @@ def test_autosave_makes_the_story_then_saves_it_and_refuses_a_stale_tab(admin_cl
     assert not Article.objects.exists()  # nothing was published
 
 
-def test_autosaves_of_a_few_minutes_are_one_version_in_the_history(admin_client, monkeypatch):
+def test_autosaves_of_a_few_minutes_are_one_version_in_the_history(admin_client):
     """Each autosave was a revision of the whole text: 61 of a 200 KB draft in two
     minutes, 12 MB, and the version published last fell out of the 50 the history
     shows (a review's finding). The same writer's autosaves fold into one for
@@ -358,13 +359,16 @@ def test_autosaves_of_a_few_minutes_are_one_version_in_the_history(admin_client,
     story_publish(story_id=story.pk)
     story.refresh_from_db()
     autosave(story, "ABCDEFG")  # not into the version published
-    monkeypatch.setattr(stories, "AUTOSAVE_FOLD_SECONDS", 0)
-    autosave(story, "ABCDEFGH")  # a pause
-    assert [number for number, _note, _body in history(story)] == [1, 4, 5, 6, 7, 8]
-    assert history(story)[-3:] == [
+    # Typing on, an autosave every four minutes (the history's times moved back, as
+    # they would be): a version begins every ten, its time the one it began at (moved
+    # at each fold, the window never closed: hours of typing were one version).
+    for n in range(1, 5):
+        Revision.objects.filter(story=story).update(saved_at=F("saved_at") - timedelta(minutes=4))
+        autosave(story, f"ABCDEFG {n}")
+    assert history(story)[3:] == [
         (6, "autosaved", "ABCDEF"),
-        (7, "autosaved", "ABCDEFG"),
-        (8, "autosaved", "ABCDEFGH"),
+        (9, "autosaved", "ABCDEFG 2"),
+        (11, "autosaved", "ABCDEFG 4"),
     ]
 
 
