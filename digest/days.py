@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -98,7 +98,11 @@ def digest_reopen(*, day: date) -> None:
     if day > digest_yesterday():
         raise DigestDateError(f"{day} is not over yet in {settings.TIME_ZONE}: no digest.")
     Digest.objects.bulk_create([Digest(day=day, state=DigestState.PENDING)], ignore_conflicts=True)
-    Digest.objects.filter(day=day, state__in=[DigestState.SKIPPED, DigestState.FAILED]).update(
+    given_up = Q(state__in=[DigestState.SKIPPED, DigestState.FAILED])
+    # Pending with its tries spent and no one trying (the last died unrecorded): asked
+    # for, it was given up as failed instead of sent (a review's finding).
+    spent = Q(state=DigestState.PENDING) & lease.budget_spent(settings.DIGEST_MAX_ATTEMPTS)
+    Digest.objects.filter(given_up | (spent & lease.lease_free()), day=day).update(
         state=DigestState.PENDING, attempts=0, next_attempt_at=None, last_error=""
     )
 

@@ -193,6 +193,19 @@ def test_send_digest_date_sends_a_skipped_day_once_and_refuses_a_day_not_over(di
         call_command("send_digest", "--date", timezone.localdate().isoformat())
 
 
+def test_send_digest_date_sends_a_day_whose_last_try_died(digest):
+    """Pending with every try spent, none recorded as the last (its worker died): asked
+    for by hand, "with a fresh budget of tries", it was given up as failed with an alert
+    instead of sent (a review's finding)."""
+    day = digest_yesterday() - timedelta(days=12)
+    Digest.objects.create(day=day, state=DigestState.PENDING, attempts=settings.DIGEST_MAX_ATTEMPTS)
+
+    call_command("send_digest", "--date", day.isoformat())
+
+    assert Digest.objects.get(day=day).state == DigestState.SENT
+    assert len(digest["receiver"].requests_with_key(f"digest-{day.isoformat()}")) == 1
+
+
 def test_the_digest_lists_the_days_publishes_scheduled_dead_slowest_and_counts(make_article):
     day = digest_yesterday()
     start, _ = day_bounds(day)
