@@ -430,9 +430,12 @@ def deep_colour_png(data: bytes) -> bool:
 
 
 def png_without_location(data: bytes) -> bytes:
-    """The PNG rebuilt from the chunks of PNG_KEEP, its compressed pixels as they were;
-    the colour profile's name (free text) replaced by Pillow's own."""
-    out, i = [data[:8]], 8
+    """The PNG rebuilt from the chunks of PNG_KEEP, its pixels as they were; the colour
+    profile's name (free text) replaced by Pillow's own. The pixels' stream is read and
+    compressed again into one IDAT of the bytes the image needs: copied as it was, what
+    follows the stream's end, or the image's last row, in its IDATs was kept, somewhere
+    to hide what the other chunks were cleaned of (a review's finding)."""
+    out, idats, i = [data[:8]], [], 8
     while True:
         if i + 12 > len(data):
             raise ImageRefused("the PNG's chunks are damaged or it has no end")
@@ -443,9 +446,56 @@ def png_without_location(data: bytes) -> bytes:
             break
         if kind == b"iCCP":  # its name, a zero, the compression (0), the profile
             chunk = _png_chunk(kind, b"ICC Profile\0" + payload[payload.find(b"\0") + 1 :])
-        if kind in PNG_KEEP:
+        if kind == b"IDAT":
+            if not idats:
+                out.append(b"")  # the place of the one IDAT written
+            idats.append(payload)
+        elif kind in PNG_KEEP:
             out.append(chunk)
+    if not idats:
+        raise ImageRefused("the PNG has no pixels")
+    out[out.index(b"")] = _png_chunk(b"IDAT", _pixels_only(idats, _png_raw_size(data[16:29])))
     return b"".join([*out, _png_chunk(b"IEND", b"")])
+
+
+def _png_raw_size(ihdr: bytes) -> int:
+    """The bytes of a PNG's filtered rows (a filter byte each), from its IHDR's
+    width, height, bit depth, colour type and interlace (Adam7's seven passes)."""
+    width, height = int.from_bytes(ihdr[0:4], "big"), int.from_bytes(ihdr[4:8], "big")
+    depth, colour, interlace = ihdr[8], ihdr[9], ihdr[12]
+    bits = depth * {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}.get(colour, 4)
+    passes = [
+        (0, 0, 8, 8),
+        (4, 0, 8, 8),
+        (0, 4, 4, 8),
+        (2, 0, 4, 4),
+        (0, 2, 2, 4),
+        (1, 0, 2, 2),
+        (0, 1, 1, 2),
+    ]
+    total = 0
+    for x0, y0, dx, dy in passes if interlace else [(0, 0, 1, 1)]:
+        w, h = -(-(width - x0) // dx), -(-(height - y0) // dy)
+        if w > 0 and h > 0:
+            total += h * (1 + -(-w * bits // 8))
+    return total
+
+
+def _pixels_only(idats: list[bytes], size: int) -> bytes:
+    """The first `size` bytes of the IDATs' zlib stream, compressed again; streamed, so
+    a 16-bit picture's rows are never all in memory at once."""
+    inflate, deflate = zlib.decompressobj(), zlib.compressobj(9)
+    out, left = [], size
+    for payload in idats:
+        pending = payload
+        while pending and left > 0 and not inflate.eof:
+            rows = inflate.decompress(pending, min(left, 1 << 20))
+            pending = inflate.unconsumed_tail
+            left -= len(rows)
+            out.append(deflate.compress(rows))
+    if left > 0:
+        raise ImageRefused("the PNG's pixels are cut short")
+    return b"".join([*out, deflate.flush()])
 
 
 def _png_chunk(kind: bytes, payload: bytes) -> bytes:

@@ -4,6 +4,7 @@ location data removed from each that can carry it, and the rest of the file kept
 from __future__ import annotations
 
 import io
+import itertools
 import struct
 import zlib
 
@@ -352,7 +353,8 @@ def test_a_16_bit_png_keeps_its_16_bits_and_loses_its_metadata(colour_type):
     and encoded anew from its pixels, it was stored with half its depth."""
     width, height, samples = 4, 3, 3 if colour_type == 2 else 4
     row = b"".join(struct.pack(">H", 0x1234 + 0x0101 * n) for n in range(width * samples))
-    pixels = zlib.compress(b"".join(b"\0" + row for _ in range(height)))
+    raw = b"".join(b"\0" + row for _ in range(height))
+    pixels = zlib.compress(raw)
     sent = png_of(
         [
             (b"IHDR", struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0)),
@@ -367,8 +369,65 @@ def test_a_16_bit_png_keeps_its_16_bits_and_loses_its_metadata(colour_type):
 
     assert (ext, got_width, got_height) == ("png", width, height)
     assert cleaned[24:26] == bytes([16, colour_type])  # its IHDR: 16 bits a sample
-    assert pixels in cleaned and struct.pack(">I", 45455) in cleaned
+    assert idat_rows(cleaned) == raw and struct.pack(">I", 45455) in cleaned
     assert b"Wuhan" not in cleaned and b"ICC Profile\0\0" in cleaned
+
+
+def idat_rows(png: bytes) -> bytes:
+    """The filtered rows a PNG's IDATs hold (after its zlib stream: nothing kept)."""
+    stream, i = b"", 8
+    while i < len(png):
+        length = int.from_bytes(png[i : i + 4], "big")
+        if png[i + 4 : i + 8] == b"IDAT":
+            stream += png[i + 8 : i + 8 + length]
+        i += 12 + length
+    inflate = zlib.decompressobj()
+    rows = inflate.decompress(stream)
+    assert inflate.eof and not inflate.unused_data
+    return rows
+
+
+@pytest.mark.parametrize("interlace", [0, 1], ids=["rows", "Adam7"])
+def test_a_16_bit_pngs_pixels_carry_nothing_else(interlace):
+    """Its IDATs were copied as they were: bytes after the zlib stream's end, an IDAT
+    after it, and rows past the image's last kept whatever was hidden there (a review's
+    finding). Only the rows the image needs are kept, the same pixels, interlaced too."""
+    width, height, secret = 5, 3, b"GPS 52.5200N 13.4050E"
+    sample = itertools.count(0x1234, 0x0101)
+    if interlace:  # Adam7's passes, each a little image of its own rows
+        passes = [
+            (0, 0, 8, 8),
+            (4, 0, 8, 8),
+            (0, 4, 4, 8),
+            (2, 0, 4, 4),
+            (0, 2, 2, 4),
+            (1, 0, 2, 2),
+            (0, 1, 1, 2),
+        ]
+        sizes = [(len(range(x, width, dx)), len(range(y, height, dy))) for x, y, dx, dy in passes]
+    else:
+        sizes = [(width, height)]
+    raw = b"".join(
+        b"\0" + b"".join(struct.pack(">H", next(sample) % 65536) for _ in range(w * 3))
+        for w, h in sizes
+        if w
+        for _ in range(h)
+    )
+    sent = png_of(
+        [
+            (b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, interlace)),
+            (b"IDAT", zlib.compress(raw + b"\0" + secret) + secret),  # a row past the last
+            (b"IDAT", secret),  # after the stream's end
+        ]
+    )
+
+    cleaned, *_ = check(sent, name="deep.png")
+
+    assert secret not in cleaned and idat_rows(cleaned) == raw
+    header = (b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, interlace))
+    clean = png_of([header, (b"IDAT", zlib.compress(raw))])
+    with PIL.Image.open(io.BytesIO(cleaned)) as got, PIL.Image.open(io.BytesIO(clean)) as want:
+        assert got.tobytes() == want.tobytes()
 
 
 def test_pillows_own_bound_is_the_sites_while_an_upload_is_read(monkeypatch):
