@@ -435,7 +435,8 @@ def png_without_location(data: bytes) -> bytes:
     compressed again into one IDAT of the bytes the image needs: copied as it was, what
     follows the stream's end, or the image's last row, in its IDATs was kept, somewhere
     to hide what the other chunks were cleaned of (a review's finding)."""
-    out, idats, i = [data[:8]], [], 8
+    out, i = [data[:8]], 8
+    idats: list[bytes] = []
     while True:
         if i + 12 > len(data):
             raise ImageRefused("the PNG's chunks are damaged or it has no end")
