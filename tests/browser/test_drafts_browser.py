@@ -250,3 +250,27 @@ def test_text_typed_before_restore_is_saved_first_as_a_version(desk):
         "Version two. A paragraph typed just now.",
         "Version one.",
     ]
+
+
+def test_closing_a_tab_whose_text_another_save_refused_asks_first(desk):
+    """After a 409 (another tab saved since) the text typed is saved nowhere: the
+    browser asks before the tab closes, as for any form with unsaved text (a review's
+    finding); a tab with everything saved closes without asking."""
+    from playwright.sync_api import expect
+
+    story = story_save(title="Two tabs", body="Mine.")
+    page = desk(f"/admin/publishing/story/{story.pk}/change/")
+    story_save(story_id=story.pk, title="Two tabs", body="The other tab's.", if_version=1)
+    page.locator("#id_body").press("End")
+    page.locator("#id_body").type(" And more of mine.")
+    expect(page.locator("#desk-autosave")).to_contain_text("elsewhere")
+    url, context = page.url, page.context
+    with page.expect_event("dialog") as asked:
+        page.close(run_before_unload=True)
+
+    assert asked.value.type == "beforeunload"
+    asked.value.accept()
+    quiet = context.new_page()
+    quiet.goto(url)
+    with quiet.expect_event("close"):  # a dialog would keep it open
+        quiet.close(run_before_unload=True)

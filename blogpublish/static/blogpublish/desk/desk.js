@@ -85,6 +85,7 @@
     let dirty = false;
     let busy = false;
     let stopped = false;
+    let leaving = false; // the form's own save was sent: the page goes with it
     let state = "";
     let inflight = Promise.resolve(); // the autosave on its way, if one is
 
@@ -186,6 +187,7 @@
         return;
       }
       stopped = true; // the form's own save follows
+      leaving = true;
     });
     document.addEventListener("visibilitychange", function () {
       if (document.visibilityState === "hidden") {
@@ -199,12 +201,13 @@
     });
     // Typed while an autosave is on its way, the text cannot go in a beacon (its
     // version is the one that autosave replaces), and one the last autosave could not
-    // save is saved nowhere: the browser asks before the tab closes, as it does for
-    // any form with unsaved text (a review's finding).
+    // save (an error, another tab's save since) is saved nowhere: the browser asks
+    // before the tab closes, as it does for any form with unsaved text (a review's).
     window.addEventListener("beforeunload", function (event) {
-      if (!stopped && ((dirty && busy) || state === "error")) {
+      const unsaved = (dirty && busy && !stopped) || state === "error" || state === "conflict";
+      if (unsaved && !leaving) {
         event.preventDefault();
-        event.returnValue = "";
+        event.returnValue = "Your text is not saved.";  // older browsers ask only with a text
       }
     });
     // Restore, Withdraw, Share: the other form's buttons. Text typed and not saved
