@@ -39,8 +39,10 @@ from api.exceptions import (
     InsufficientScope,
     NotRequeueable,
     NotWithdrawable,
+    PermissionMissing,
 )
 from api.permissions import (
+    CHANGE,
     CREATE,
     EDIT,
     PUBLISH,
@@ -412,6 +414,16 @@ def create_article(
             )
         story = story_save(saved_by=token_user(request).get_username(), **fields)
         return Status(201, draft_out(story))
+    user = token_user(request)
+    if not user.has_perm(CHANGE):
+        # It goes out as soon as a worker takes it: publishing, which needs the permission
+        # to change articles, as Article → Add in the admin does (a review's finding: the
+        # API published with `add_article` alone once the admin refused it).
+        raise PermissionMissing(
+            f"{user.get_username()} may not publish articles: one created without "
+            f'"status": "draft" goes out at once, which needs the permission {CHANGE}, as '
+            'in the admin. Send "status": "draft" to save it as a draft.'
+        )
     if idempotency_key is None:
         return Status(201, article_out(article_create(**fields)))
     article, created = article_create_once(

@@ -32,6 +32,8 @@ class Need:
     writes: bool
 
 
+# A draft; an article created without `status: draft` is published, which needs CHANGE
+# too (the endpoint checks it, as the admin's Article → Add).
 CREATE = Need("create articles", (ADD,), writes=True)
 # As in the admin, the permission to change implies the permission to view.
 READ = Need("view articles", (VIEW, CHANGE), writes=False)

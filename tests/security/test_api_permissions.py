@@ -19,6 +19,7 @@ from publishing.models import (
     ArticleStatus,
     ArticleTag,
     DeliveryStatus,
+    Story,
     Tag,
     WebhookDelivery,
 )
@@ -60,7 +61,16 @@ class Operation:
 
 
 OPERATIONS = [
-    Operation("create", "post", "/api/articles", {"title": "Made", "body": "x"}, (ADD,), True, 201),
+    # A draft; a new article that goes out needs CHANGE too (its own test, below).
+    Operation(
+        "create",
+        "post",
+        "/api/articles",
+        {"title": "Made", "body": "x", "status": "draft"},
+        (ADD,),
+        True,
+        201,
+    ),
     # As in the admin, the permission to change implies the permission to view.
     Operation("list", "get", "/api/articles", None, (VIEW, CHANGE), False, 200),
     Operation("get", "get", "/api/articles/{id}", None, (VIEW, CHANGE), False, 200),
@@ -124,6 +134,7 @@ def articles() -> list[tuple]:
     return [
         *Article.objects.order_by("pk").values_list("pk", "title", "status", "attempts"),
         *WebhookDelivery.objects.order_by("pk").values_list("pk", "status", "attempts"),
+        *Story.objects.order_by("pk").values_list("pk", "title", "version"),  # drafts
     ]
 
 
@@ -251,3 +262,20 @@ def test_every_operation_of_the_api_is_in_the_table_and_documents_403(client):
     assert set(operations) == table
     for spec in operations.values():
         assert "403" in spec["responses"]
+
+
+def test_creating_an_article_that_goes_out_needs_add_and_change(make_token):
+    """As the admin's Article → Add: it is published as soon as a worker takes it. With
+    `add_article` alone it was published all the same once the admin refused it (a
+    review's finding); a draft needs `add_article` only."""
+    body = json.dumps({"title": "Goes out", "body": "x"})
+    answers = {}
+    for perms in ([ADD], [CHANGE], [ADD, CHANGE]):
+        _user, token = make_token("-".join(perms), perms=perms)
+        answers[tuple(perms)] = bearer(token).post(
+            "/api/articles", body, content_type="application/json"
+        )
+
+    assert [a.status_code for a in answers.values()] == [403, 403, 201]
+    assert '"status": "draft"' in answers[(ADD,)].json()["detail"]
+    assert list(Article.objects.values_list("title", flat=True)) == ["Goes out"]
