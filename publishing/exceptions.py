@@ -25,12 +25,17 @@ class TransientPublishError(PublishingError):
         *,
         retry_in: float | None = None,
         asked_wait: float | None = None,
+        site_wide: bool = False,
     ):
         super().__init__(message)
         #: Seconds until the next attempt is due, once the pipeline has recorded it.
         self.retry_in = retry_in
         #: Seconds the target asked to be left alone for (HTTP's Retry-After), if it did.
         self.asked_wait = asked_wait
+        #: The target takes no article now (SITE_ROOT read-only, or full): the attempt
+        #: is retried without being counted, so a whole site's pending articles do not
+        #: all go dead while an operator mends it; the stuck alarm tells of it.
+        self.site_wide = site_wide
 
 
 class PermanentPublishError(PublishingError):

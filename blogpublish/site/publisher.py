@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -102,9 +103,9 @@ class StaticSitePublisher(BasePublisher):
             # problem that no retry solves: not written through, dead now with an alert
             # whose error names the link (docs/site.md, "Links in SITE_ROOT").
             raise PermanentPublishError(str(exc)) from exc
-        except OSError as exc:  # disk full, permissions: may pass; retried, then dead
-            raise TransientPublishError(f"writing the page failed: {exc}") from exc
-        except StorageError as exc:  # the bucket unreachable or refusing: the same
+        except OSError as exc:  # disk full, permissions: may pass; retried
+            raise write_failed(exc) from exc
+        except StorageError as exc:  # the bucket unreachable or refusing: retried, then dead
             raise TransientPublishError(f"writing the page failed: {exc}") from exc
 
     def _write_page(self, article, staged: Staged) -> None:
@@ -246,7 +247,7 @@ class StaticSitePublisher(BasePublisher):
         ready = []
         for (article, _), item in zip(rendered, staged, strict=True):
             if isinstance(item, Exception):
-                failures[article.pk] = TransientPublishError(f"writing the page failed: {item}")
+                failures[article.pk] = write_failed(item)
             else:
                 ready.append((article, item))
         try:
@@ -664,6 +665,23 @@ class StaticSitePublisher(BasePublisher):
             # The full check removes what is left.
             with contextlib.suppress(OSError, StorageError):
                 build.settle_page_dirs(self.site, slugs)
+
+
+# What no page of the site can be written through: SITE_ROOT read-only, not the
+# workers' to write, or full. Every pending article failed its budget within minutes and
+# went dead, each with an alert and a requeue to make (a review's finding).
+SITE_WIDE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+
+
+def write_failed(exc: BaseException) -> TransientPublishError:
+    """A page's write failed: retried, and not counted when no page could be written."""
+    if isinstance(exc, OSError) and exc.errno in SITE_WIDE_ERRNOS:
+        return TransientPublishError(
+            f"writing the page failed: {exc}; SITE_ROOT cannot be written, so the attempt "
+            "is not counted: every page waiting goes out once it can",
+            site_wide=True,
+        )
+    return TransientPublishError(f"writing the page failed: {exc}")
 
 
 # Why a page is written again that no one did wrong: a publish or a withdraw gave it new

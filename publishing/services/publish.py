@@ -68,7 +68,7 @@ from django.utils import timezone
 
 from publishing import rollup
 from publishing.dispatch import discard_messages, dispatch_many, eta_horizon
-from publishing.exceptions import TIME_LIMITS, PermanentPublishError
+from publishing.exceptions import TIME_LIMITS, PermanentPublishError, TransientPublishError
 from publishing.logcontext import log_context
 from publishing.models import (
     Article,
@@ -682,13 +682,15 @@ def article_fail(
     permanent: bool,
     retry_in: float = 0.0,
     alert: Callable[[int], object] | None = None,
+    counted: bool = True,
 ) -> AttemptResult:
     """An attempt failed: back off, or dead after the last attempt or a permanent error
     (alerted after the commit, or by `alert(article_id)` when the caller sends its
     alerts later). Content edited meanwhile is not this failure's: it goes next, now,
-    with the fresh budget the edit gave it."""
+    with the fresh budget the edit gave it. Not `counted` (the target took no article:
+    TransientPublishError.site_wide): backed off with its attempt given back."""
     article_id, attempt = claim.article.pk, claim.attempt
-    give_up = permanent or attempt >= settings.PUBLISH_MAX_ATTEMPTS
+    give_up = permanent or (counted and attempt >= settings.PUBLISH_MAX_ATTEMPTS)
     with transaction.atomic():
         # Dead only for the content that failed: an edit made meanwhile gets its chance.
         if give_up and lease.release(
@@ -715,6 +717,7 @@ def article_fail(
         if lease.release(
             _pending(claim),
             claim.token,
+            refund_attempt=not counted,
             last_error=error,
             next_attempt_at=lease.now_plus(retry_in),
             updated_at=Now(),
@@ -795,6 +798,17 @@ class _Group:
             if isinstance(exc, PermanentPublishError):
                 result = article_fail(
                     claim=claim, error=describe(exc), permanent=True, alert=self.dead.append
+                )
+            elif isinstance(exc, TransientPublishError) and exc.site_wide:
+                # Every article meets it until an operator mends the target: no
+                # traceback each, and the budget's longest wait between tries.
+                result = article_fail(
+                    claim=claim,
+                    error=describe(exc),
+                    permanent=False,
+                    retry_in=self.retry_in(settings.PUBLISH_MAX_ATTEMPTS),
+                    alert=self.dead.append,
+                    counted=False,
                 )
             else:
                 logger.warning(

@@ -4,6 +4,8 @@ path's guarantees, and the shared views are right once a backlog has drained."""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import uuid
 from collections.abc import Callable
@@ -291,3 +293,31 @@ def test_a_groups_slices_link_to_each_other_from_the_start(quiet_site, settings,
             assert found["next"] == paths.article_href(newest_first[i - 1]), slug
         if i + 1 < len(newest_first):
             assert found["prev"] == paths.article_href(newest_first[i + 1]), slug
+
+
+@pytest.mark.parametrize("cause", [errno.EROFS, errno.ENOSPC], ids=["read-only", "full"])
+def test_a_site_root_that_cannot_be_written_spends_no_attempt(quiet_site, monkeypatch, cause):
+    """SITE_ROOT read-only (or full): every pending article failed its budget within
+    minutes and went dead, each with an alert and a requeue to make (a review's
+    finding). No page can be written, so the attempts are given back: the articles wait,
+    pending (the stuck alarm tells of them), and go out once it can be written."""
+
+    def cannot(*_args, **_kwargs):
+        raise OSError(cause, os.strerror(cause))
+
+    monkeypatch.setattr(files, "stage", cannot)
+    monkeypatch.setattr(files, "stage_many", cannot)
+    articles = backlog(f"unwritable-{uuid.uuid4().hex[:6]}", 3)
+    ids = [a.pk for a in articles]
+
+    for _ in range(settings.PUBLISH_MAX_ATTEMPTS + 1):
+        Article.objects.filter(pk__in=ids).update(next_attempt_at=None)  # due again
+        publish_group(retry_in=publish_article.backoff, limit=3, worker="here")
+
+    rows = Article.objects.filter(pk__in=ids)
+    assert set(rows.values_list("status", "attempts")) == {(ArticleStatus.PENDING, 0)}
+    assert all("SITE_ROOT cannot be written" in row.last_error for row in rows)
+    monkeypatch.undo()
+    Article.objects.filter(pk__in=ids).update(next_attempt_at=None)
+    publish_group(retry_in=publish_article.backoff, limit=3, worker="here")
+    assert all_published(articles)
