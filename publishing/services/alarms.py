@@ -198,6 +198,29 @@ def alarm_raise(*, name: str, every: float, detail: str = "") -> bool:
     )
 
 
+SITE_UNWRITABLE = "site_unwritable"
+
+
+def site_unwritable_alert(*, error: str) -> bool:
+    """No page could be written (SITE_ROOT read-only, not the workers', full): the
+    articles' attempts are not counted, so none dies and the stuck alarm (work untouched)
+    never comes; this says so, at most once per ALERT_WINDOW. True when it went out."""
+    if not alarm_raise(name=SITE_UNWRITABLE, every=ALERT_WINDOW, detail=error[:500]):
+        return False
+    send_alert(
+        kind=SITE_UNWRITABLE,
+        subject="the site cannot be written: articles wait",
+        message=(
+            f"A page could not be written: {error}\n"
+            "No article is given up on for it: they wait, pending, and are tried again. "
+            "Fix SITE_ROOT (its permissions, free space, the mount); they go out by "
+            "themselves once a page can be written."
+        ),
+        data={"error": error},
+    )
+    return True
+
+
 def stuck_check() -> bool:
     """Raise the stuck alarm when due work has waited over PUBLISH_STUCK_AFTER seconds."""
     stuck_after = settings.PUBLISH_STUCK_AFTER

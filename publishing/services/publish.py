@@ -80,7 +80,7 @@ from publishing.models import (
 )
 from publishing.publishers import get_publishers, publish_many_of
 from publishing.selectors import backlog_waiting, due_q
-from publishing.services.alarms import article_dead_alert
+from publishing.services.alarms import article_dead_alert, site_unwritable_alert
 from publishing.services.live_tags import live_tags_write
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
 from work import lease
@@ -777,6 +777,7 @@ class _Group:
         # Rows that went dead: alerted once the group is over, never inside its lease
         # (an alert's mail or webhook may take its whole timeout).
         self.dead: list[int] = []
+        self.unwritable = ""  # a site-wide failure's error, alerted after the group too
         self.in_flight: list[Claim] = []  # what a publisher is working on now
         # Start no row after 0.4 of the lease, and no later step of a row after 0.6 of
         # it (the soft time limit comes at 0.8): each row's work stays inside its lease.
@@ -802,6 +803,7 @@ class _Group:
             elif isinstance(exc, TransientPublishError) and exc.site_wide:
                 # Every article meets it until an operator mends the target: no
                 # traceback each, and the budget's longest wait between tries.
+                self.unwritable = describe(exc)
                 result = article_fail(
                     claim=claim,
                     error=describe(exc),
@@ -1011,6 +1013,8 @@ def publish_group(
             _drop_their_messages(claims, first, report)
             for article_id in group.dead:  # (the catch-up sends any a kill left unsent)
                 after_commit(article_dead_alert, article_id=article_id)
+            if group.unwritable:
+                after_commit(site_unwritable_alert, error=group.unwritable)
             if report.outcomes[str(Outcome.PUBLISHED)] or group.dead:
                 # A full group with more due rows behind it is a backlog draining (a
                 # batch's, or a burst of saves): its pass comes within the backlog's

@@ -296,11 +296,13 @@ def test_a_groups_slices_link_to_each_other_from_the_start(quiet_site, settings,
 
 
 @pytest.mark.parametrize("cause", [errno.EROFS, errno.ENOSPC], ids=["read-only", "full"])
-def test_a_site_root_that_cannot_be_written_spends_no_attempt(quiet_site, monkeypatch, cause):
+def test_a_site_root_that_cannot_be_written_spends_no_attempt(
+    quiet_site, monkeypatch, cause, caplog
+):
     """SITE_ROOT read-only (or full): every pending article failed its budget within
     minutes and went dead, each with an alert and a requeue to make (a review's
     finding). No page can be written, so the attempts are given back: the articles wait,
-    pending (the stuck alarm tells of them), and go out once it can be written."""
+    pending, one alert says why, and they go out once it can be written."""
 
     def cannot(*_args, **_kwargs):
         raise OSError(cause, os.strerror(cause))
@@ -317,6 +319,8 @@ def test_a_site_root_that_cannot_be_written_spends_no_attempt(quiet_site, monkey
     rows = Article.objects.filter(pk__in=ids)
     assert set(rows.values_list("status", "attempts")) == {(ArticleStatus.PENDING, 0)}
     assert all("SITE_ROOT cannot be written" in row.last_error for row in rows)
+    alerts = [r for r in caplog.records if "the site cannot be written" in r.getMessage()]
+    assert len(alerts) == 1 and os.strerror(cause) in alerts[0].getMessage()
     monkeypatch.undo()
     Article.objects.filter(pk__in=ids).update(next_attempt_at=None)
     publish_group(retry_in=publish_article.backoff, limit=3, worker="here")
