@@ -213,7 +213,8 @@ DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
 try:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 except ValueError as exc:
-    raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} is not usable: {exc}") from exc
+    # Not the URL itself: it may hold a password (a review's finding).
+    raise ImproperlyConfigured(f"DATABASE_URL is not usable: {exc}") from None
 # Checked, and a SQLite file made, once SITE_ROOT is known (the sanity section below).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {

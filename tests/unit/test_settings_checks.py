@@ -160,6 +160,8 @@ def test_each_bad_combination_is_named(changes, named):
         ({"DATABASE_URL": "sqlite://"}, "DATABASE_URL is an in-memory SQLite database"),
         ({"DATABASE_URL": "sqlite://:memory:"}, "DATABASE_URL is an in-memory SQLite database"),
         ({"DATABASE_URL": "postgres://u@127.0.0.1:5432/"}, "DATABASE_URL names no database"),
+        # the URL not repeated: it may hold a password (a review's finding)
+        ({"DATABASE_URL": "postgres://u:hunter2@h:99999/d"}, "DATABASE_URL is not usable: "),
         ({"DATABASE_URL": "sqlite:///blog.db"}, "SQLite file 'blog.db' is a relative path"),
     ],
 )
@@ -177,6 +179,7 @@ def test_a_process_with_bad_settings_does_not_start(env, named):
 
     assert result.returncode != 0
     assert named in result.stderr
+    assert "hunter2" not in result.stderr
 
 
 def env_without(*names: str) -> dict[str, str]:
