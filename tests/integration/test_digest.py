@@ -26,7 +26,7 @@ from tests.support.own_worker import own_worker
 from tests.support.receiver import Receiver
 from tests.support.smtp import SmtpServer
 from tests.support.waiting import wait_for
-from work.models import Digest, DigestState
+from work.models import Digest, DigestState, JobOutcome, JobRun
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -295,4 +295,10 @@ def test_send_digest_date_that_fails_exits_1_and_a_second_run_sends_it(digest):
     call_command("send_digest", "--date", day.isoformat())  # by hand: no waiting for backoff
     row.refresh_from_db()
     assert (row.state, row.attempts) == (DigestState.SENT, 2)
+    # Its runs as recorded: the failed one failed (it was "ok", a review's finding).
+    runs = JobRun.objects.filter(job="digest", detail__startswith=f"--date {day}")
+    assert list(runs.order_by("started_at").values_list("outcome", flat=True)) == [
+        JobOutcome.FAILED,
+        JobOutcome.OK,
+    ]
     assert len(smtp.messages(subject_of(day))) == 1

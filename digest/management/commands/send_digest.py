@@ -71,9 +71,10 @@ class Command(DatabaseCommand):
         ) as run:
             outcome, words = digest_send(day=day, now=True)
             run.detail = f"--date {day}: {outcome}"
-        self.stdout.write(words)
-        if outcome in (DayOutcome.RETRY, DayOutcome.FAILED):
-            raise CommandError(words)
+            self.stdout.write(words)
+            if outcome in (DayOutcome.RETRY, DayOutcome.FAILED):
+                # Inside the run: recorded failed, not "ok" (a review's finding).
+                raise CommandError(words)
 
 
 # The first day a digest may be asked for: before it, a day's bounds in a time zone east
