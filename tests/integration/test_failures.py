@@ -30,8 +30,10 @@ def test_transient_failures_are_retried_then_published(worker, make_article, cha
     attempts = list(article.publish_attempts.order_by("number"))
     assert "chaos: transient failure" in attempts[0].error
     # Celery retried the task through the broker, each retry under a new task id (a
-    # save's own id may be dropped by a group's discard: PublishTask.retry).
-    assert attempts[0].task_id == article.message_id
+    # save's own id may be dropped by a group's discard: PublishTask.retry). Its own
+    # message ran one of them: often the first, but a message of an earlier test still
+    # on its way (a retry's countdown) may claim the row in its group first (seen once).
+    assert article.message_id in {a.task_id for a in attempts}
     assert len({a.task_id for a in attempts}) == 3 and all(a.task_id for a in attempts)
     assert len(journal_entries("flaky")) == 1
 
