@@ -344,7 +344,7 @@ def _take_in(story: Story, article: Article, *, saved_by: str, when: str) -> Non
         # scheduled article pulled forward went back under its embargo with a typo fix:
         # a review's finding). Where both changed a field, the draft's goes out and the
         # article's is kept as a version.
-        theirs = _changed_only_there(story, live)
+        theirs = _changed_only_there(story, live, article.published_publish_at)
         if not _same(live, {**_content(story), **theirs}):
             story.version += 1
             Revision.objects.create(
@@ -369,19 +369,23 @@ def _take_in(story: Story, article: Article, *, saved_by: str, when: str) -> Non
     story.save()
 
 
-def _changed_only_there(story: Story, live: dict) -> dict:
+def _changed_only_there(story: Story, live: dict, live_date: datetime | None) -> dict:
     """The fields the article changed since the version published last and the draft
-    did not (an undated draft's date is "when published": not a change of it)."""
+    did not. An undated draft's date is "when published", which the article's date is
+    once it went out: only a date moved since (`live_date`, the one it is live with: an
+    editor's new schedule) is a change (a review's finding: a writer's typo fix undid
+    it)."""
     published = story.revisions.filter(number=story.published_version).first()
     if published is None:
         return {}
     base, ours = _content(published), _content(story)
+    undated = ours["publish_at"] is None and base["publish_at"] is None
     return {
         name: live[name]
         for name in DRAFT_FIELDS
         if ours[name] == base[name]
         and live[name] != base[name]
-        and not (name == "publish_at" and ours[name] is None)
+        and not (name == "publish_at" and undated and live[name] == live_date)
     }
 
 
@@ -391,7 +395,13 @@ def _edited_elsewhere(story: Story, article: Article) -> bool:
     published = story.revisions.filter(number=story.published_version).first()
     if published is None:
         return False
-    return not _same({name: getattr(article, name) for name in DRAFT_FIELDS}, _content(published))
+    base = _content(published)
+    if not _same({name: getattr(article, name) for name in DRAFT_FIELDS}, base):
+        return True
+    # Undated, any date is "when published", but not one moved since it went out (an
+    # editor's new schedule: _changed_only_there).
+    went_out = article.published_publish_at
+    return base["publish_at"] is None and went_out is not None and article.publish_at != went_out
 
 
 def story_withdraw(*, article_id: int, saved_by: str = "") -> Story:

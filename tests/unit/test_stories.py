@@ -381,6 +381,25 @@ def test_what_only_the_article_changed_since_its_publish_comes_into_the_draft():
     assert Revision.objects.filter(story_id=story.pk, body="The editor's text.").exists()
 
 
+def test_an_undated_drafts_publish_keeps_an_editors_new_schedule():
+    """An editor moved a live undated article's date to later (a schedule for its
+    edit); the writer's typo fix then published it at once, the editor's date kept
+    nowhere (a review's finding). The date the article was live with is no change."""
+    story = story_save(title="Undated", body="A typo.", slug="undated-kept")
+    live_at = story_publish(story_id=story.pk).publish_at
+    Article.objects.filter(pk=story.pk).update(
+        status=ArticleStatus.PUBLISHED, published_publish_at=live_at
+    )
+    later = (timezone.now() + timedelta(days=2)).replace(microsecond=0)
+    article_update(article=Article.objects.get(pk=story.pk), publish_at=later)
+    story_save(story_id=story.pk, title="Undated", body="No typo.", slug="undated-kept")
+
+    published = story_publish(story_id=story.pk)
+
+    assert (published.publish_at, published.body) == (later, "No typo.")
+    assert published.is_scheduled
+
+
 KEPT = "slug: a draft (a story never published, or withdrawn) keeps this address"
 
 
