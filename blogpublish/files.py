@@ -50,6 +50,18 @@ def parts_of(rel: str) -> list[str]:
     return parts
 
 
+def holdable(rel: str) -> bool:
+    """Could the site hold a document or folder at `rel`: components, none empty, that
+    `parts_of` takes. A name another tool put in SITE_ROOT (`a\\b` from Windows, a key
+    `prefix//x` or with `..` in a bucket) is none: listings leave it out, or one such
+    name made every full check, pass and delete around it fail for good (a review's
+    finding), and a deleted article's page stayed online."""
+    try:
+        return "/".join(parts_of(rel)) == rel != ""
+    except ValueError:
+        return False
+
+
 def _is_link(dir_fd: int, name: str) -> bool:
     try:
         return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
@@ -371,7 +383,7 @@ def list_names(root: Path, rel: str = "") -> list[str]:
     """The names in the directory root/rel ([] when it is missing)."""
     try:
         with open_dir(root, *parts_of(rel)) as dir_fd:
-            return os.listdir(dir_fd)
+            return [name for name in os.listdir(dir_fd) if holdable(name)]
     except FileNotFoundError:
         return []
 

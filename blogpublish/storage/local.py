@@ -59,7 +59,7 @@ class LocalStorage(SiteStorage):
         files, trash) left out."""
         try:
             with files.open_dir(self.root, *files.parts_of(prefix)) as dir_fd:
-                yield from _walk(dir_fd, prefix.strip("/"))
+                yield from filter(files.holdable, _walk(dir_fd, prefix.strip("/")))
         except FileNotFoundError:
             return
 
@@ -68,8 +68,12 @@ class LocalStorage(SiteStorage):
         found: dict[str, float | None] = {}
         # lstat only (follow_symlinks=False): a link is neither a page directory nor
         # trash, whatever it points to, so it is left alone and never deleted through.
-        for entry in os.scandir(self.root):
-            if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False) or entry.name.startswith("."):
+                    continue
+                if not files.holdable(entry.name):  # another tool's (a\b): left alone
+                    continue
                 page = files.entry_stat(self.root, f"{entry.name}/{paths.FRONT_PAGE}")
                 is_page = page is not None and stat.S_ISREG(page.st_mode)
                 # ctime: the rename (or exchange) that put the page in place sets it.

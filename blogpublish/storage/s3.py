@@ -25,7 +25,7 @@ from django.conf import settings
 from storages.backends.s3 import S3Storage
 
 from blogpublish.exceptions import PageChanged, StorageError
-from blogpublish.files import parts_of
+from blogpublish.files import holdable, parts_of
 from blogpublish.site import paths
 from blogpublish.storage.base import (
     SiteStorage,
@@ -315,7 +315,10 @@ class S3SiteStorage(SiteStorage):
             self.client.delete_object(Bucket=self.bucket, Key=self.key(rel))
 
     def delete_tree(self, rel: str) -> None:
-        keys = [self.key(key) for key in self.list(rel)]
+        # The keys as listed: under the folder's prefix by construction, also one whose
+        # name the site could not hold (a deleted article's page stayed online behind
+        # one: a review's finding).
+        keys = [obj["Key"] for _rel, obj in self._objects(rel, every=True)]
         with self._errors("deleting", f"{rel}/"):
             for start in range(0, len(keys), 1000):  # DeleteObjects takes 1000 at most
                 batch = [{"Key": key} for key in keys[start : start + 1000]]
@@ -338,17 +341,21 @@ class S3SiteStorage(SiteStorage):
         for page in self._pages(folder, Prefix=start, Delimiter="/"):
             found += [p["Prefix"][len(start) :].rstrip("/") for p in page.get("CommonPrefixes", ())]
             found += [o["Key"][len(start) :] for o in page.get("Contents", ())]
-        return [name for name in found if name]
+        return [name for name in found if holdable(name)]
 
     def list(self, prefix: str = "") -> Iterator[str]:
         for rel, _obj in self._objects(prefix):
             yield rel
 
-    def _objects(self, prefix: str = "") -> Iterator[tuple[str, dict]]:
+    def _objects(self, prefix: str = "", *, every: bool = False) -> Iterator[tuple[str, dict]]:
+        """The objects under `prefix`, by path: those whose path the site could hold
+        (another tool's `a\\b`, `x//y` or `..` left out), or `every` one."""
         root = self.folder_key("")
         for page in self._pages(prefix, Prefix=self.folder_key(prefix)):
             for obj in page.get("Contents", ()):
-                yield obj["Key"][len(root) :], obj
+                rel = obj["Key"][len(root) :]
+                if every or holdable(rel):
+                    yield rel, obj
 
     def page_dirs(self) -> dict[str, float | None]:
         found: dict[str, float | None] = {}

@@ -5,12 +5,14 @@ does not answer is a clear, bounded error that makes the attempt a retry."""
 
 from __future__ import annotations
 
+import io
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
 
@@ -19,6 +21,7 @@ from blogpublish.site import StaticSitePublisher
 from blogpublish.storage import site_storage
 from blogpublish.storage.s3 import S3SiteStorage
 from publishing.exceptions import TransientPublishError
+from publishing.models import Article
 from tests.support.processes import free_port
 from tests.support.s3 import keys
 
@@ -312,3 +315,39 @@ def test_commit_each__returns_the_pages_changed_since_their_read_and_writes_the_
     assert storage.read("p2/index.html") is None
     assert storage.read("p3/index.html") == b"<p>created</p>"
     assert storage.read("p4/index.html") == b"<p>new p4/index.html</p>"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("odd", ["site//notes.txt", "site/win\\dir/x.txt", "site/tag/a\\b/x"])
+def test_a_key_the_site_could_not_hold_blocks_no_check_nor_delete(
+    storage, s3_server, bucket, make_article, odd
+):
+    """Another tool's key under the prefix (`prefix//x`, a Windows path): the listing
+    turned it into a path the site refuses, and every full check, `restore_check
+    --repair` and pass failed on it for good (a review's finding). It is left alone; a
+    deleted article's folder holding one is removed whole (its page stayed online)."""
+    client = s3_server.client()
+    lost, gone = make_article(slug="s3-lost"), make_article(slug="s3-gone")
+    call_command("publish_pending")
+    client.delete_object(Bucket=bucket, Key="site/s3-lost/index.html")  # to repair
+    client.put_object(Bucket=bucket, Key=odd, Body=b"x")
+    client.put_object(Bucket=bucket, Key="site/s3-gone/win\\notes.txt", Body=b"x")
+    Article.objects.filter(pk=gone.pk).delete()
+
+    call_command("restore_check", "--repair", stdout=io.StringIO())
+
+    found = keys(client, bucket, "site/")
+    assert f"{lost.slug}/index.html" in found
+    assert not any(key.startswith("s3-gone/") for key in found)
+    assert odd.removeprefix("site/") in found
+
+
+@pytest.mark.django_db
+def test_a_local_folder_the_site_could_not_hold_blocks_no_check(settings, tmp_path):
+    settings.SITE_ROOT = tmp_path
+    (tmp_path / "win\\dir").mkdir()
+    (tmp_path / "win\\dir" / "notes.txt").write_text("someone else's")
+
+    StaticSitePublisher().check()
+
+    assert (tmp_path / "win\\dir" / "notes.txt").read_text() == "someone else's"
