@@ -304,3 +304,13 @@ def test_a_moved_pages_address_is_read_back_and_only_a_path_of_this_site():
         assert moved_href(page(elsewhere)) is None, elsewhere
     assert moved_href(b"<!doctype html><title>A live page</title>") is None
     assert moved_href(b" " * 600 + page("/late/")) is None  # past the head: not a moved page
+
+
+def test_an_empty_feed_says_a_fixed_time():
+    """Django's `updated` of a feed without entries is now: a site with no live article
+    (or a tag whose last went) had a feed that changed every second, rewritten by every
+    pass, and restore_check never called the site whole (a review's finding)."""
+    updated = parsed_feed(documents.atom_feed([])).feed.updated
+
+    assert updated.startswith("1970-01-01T00:00:00")
+    assert parsed_feed(documents.atom_feed([entry(1)])).feed.updated.startswith("2025-03-01")
