@@ -345,6 +345,32 @@ def url_problems(*, name: str, url: str, webhook: bool = False) -> list[str]:
     ]
 
 
+def endpoint_problems(url: str | None) -> list[str]:
+    """AWS_ENDPOINT_URL (MinIO, R2, …), when set: an absolute http(s) address with a
+    host and nothing else. Without a scheme (`minio:9000`) every publish raised
+    botocore's ValueError, retried until dead, and the site view answered 500; a user
+    and password in it went into every error and alert (a review's finding). Not
+    repeated here either: it may hold a password."""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        good = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  (raises for a port out of range or not a number)
+    except ValueError:
+        good = False
+    spaced = any(ch.isspace() for ch in url) or not url.isprintable()
+    if good and not ("@" in url or parts.query or parts.fragment or spaced):
+        return []
+    return [
+        "AWS_ENDPOINT_URL must be an absolute http(s) address with a host, and no user, "
+        "password, query or spaces (e.g. http://minio:9000); keys go in "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."
+    ]
+
+
 # The app's own addresses: where the app serves the site (make run), a SITE_URL path
 # beginning with one of them would hide the site behind it, or it behind the site.
 APP_PATHS = frozenset({"admin", "api", "preview", "healthz", "status.json", "metrics", "static"})

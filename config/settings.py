@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.checks import (
     allowed_hosts_problems,
     database_problems,
+    endpoint_problems,
     mail_address_problems,
     metrics_token_problems,
     preview_settings_problems,
@@ -708,6 +709,7 @@ _problems += mail_address_problems(name="SERVER_EMAIL", addresses=[SERVER_EMAIL]
 _problems += site_language_problems(SITE_LANGUAGE)
 _problems += site_title_problems(SITE_TITLE)
 _problems += url_problems(name="SITE_URL", url=SITE_URL)
+_problems += endpoint_problems(AWS_ENDPOINT_URL)
 for _name, _url in (
     ("PUBLISH_WEBHOOK_URL", PUBLISH_WEBHOOK_URL),
     ("ALERT_WEBHOOK_URL", ALERT_WEBHOOK_URL),

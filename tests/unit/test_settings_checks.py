@@ -11,6 +11,7 @@ import pytest
 from config.checks import (
     allowed_hosts_problems,
     database_problems,
+    endpoint_problems,
     flower_basic_auth_problems,
     flower_command_line_problems,
     preview_settings_problems,
@@ -160,6 +161,10 @@ def test_each_bad_combination_is_named(changes, named):
         ({"DATABASE_URL": "sqlite://"}, "DATABASE_URL is an in-memory SQLite database"),
         ({"DATABASE_URL": "sqlite://:memory:"}, "DATABASE_URL is an in-memory SQLite database"),
         ({"DATABASE_URL": "postgres://u@127.0.0.1:5432/"}, "DATABASE_URL names no database"),
+        # without a scheme every publish failed until dead, the view a 500; a user and
+        # password went into every error (a review's finding)
+        ({"AWS_ENDPOINT_URL": "minio:9000"}, "AWS_ENDPOINT_URL must be an absolute"),
+        ({"AWS_ENDPOINT_URL": "http://k:hunter2@minio:9000"}, "AWS_ENDPOINT_URL must be"),
         # the URL not repeated: it may hold a password (a review's finding)
         ({"DATABASE_URL": "postgres://u:hunter2@h:99999/d"}, "DATABASE_URL is not usable: "),
         ({"DATABASE_URL": "sqlite:///blog.db"}, "SQLite file 'blog.db' is a relative path"),
@@ -271,6 +276,17 @@ def test_an_in_memory_database_starts_in_debug_for_tools():
     )
 
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("url", [None, "", "http://minio:9000", "https://r2.example.com/"])
+def test_an_object_storage_endpoint_that_is_an_address_is_accepted(url):
+    assert endpoint_problems(url) == []
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://minio:9000?x=1", "http://mi nio:9000"])
+def test_an_object_storage_endpoint_that_is_no_address_is_refused(url):
+    [problem] = endpoint_problems(url)
+    assert problem.startswith("AWS_ENDPOINT_URL must be an absolute")
 
 
 def test_a_postgresql_service_may_name_the_database():
