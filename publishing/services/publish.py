@@ -800,28 +800,28 @@ class _Group:
                 result = article_fail(
                     claim=claim, error=describe(exc), permanent=True, alert=self.dead.append
                 )
-            elif isinstance(exc, TransientPublishError) and exc.site_wide:
-                # Every article meets it until an operator mends the target: no
-                # traceback each, and the budget's longest wait between tries.
-                self.unwritable = describe(exc)
-                result = article_fail(
-                    claim=claim,
-                    error=describe(exc),
-                    permanent=False,
-                    retry_in=self.retry_in(settings.PUBLISH_MAX_ATTEMPTS),
-                    alert=self.dead.append,
-                    counted=False,
-                )
             else:
-                logger.warning(
-                    "article %s attempt %s raised", claim.article.pk, claim.attempt, exc_info=exc
-                )
+                # No page could be written (TransientPublishError.site_wide): every
+                # article meets it until an operator mends the target, so no traceback
+                # each, the budget's longest wait between tries, and no attempt counted.
+                site_wide = isinstance(exc, TransientPublishError) and exc.site_wide
+                if site_wide:
+                    self.unwritable = describe(exc)
+                else:
+                    logger.warning(
+                        "article %s attempt %s raised",
+                        claim.article.pk,
+                        claim.attempt,
+                        exc_info=exc,
+                    )
+                waited = settings.PUBLISH_MAX_ATTEMPTS if site_wide else claim.attempt
                 result = article_fail(
                     claim=claim,
                     error=describe(exc),
                     permanent=False,
-                    retry_in=self.retry_in(claim.attempt),
+                    retry_in=self.retry_in(waited),
                     alert=self.dead.append,
+                    counted=not site_wide,
                 )
         self.settle([result])
 
