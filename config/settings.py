@@ -425,8 +425,10 @@ PUBLISH_DISPATCH_BREAKER_SECONDS = env_number("PUBLISH_DISPATCH_BREAKER_SECONDS"
 # The shared views (front page, archive, feed, sitemap) are refreshed by one pass at a
 # time, at most one pass per interval: a burst's requests fold into a few passes, and
 # the burst is listed about an interval after its last publish
-# (publishing/services/refresh.py).
-PUBLISH_REFRESH_INTERVAL = env_number("PUBLISH_REFRESH_INTERVAL", 0.25, minimum=0)
+# (publishing/services/refresh.py). A deferred pass is a message with a countdown, so
+# both intervals stay far inside the broker's visibility timeout (below): Redis would
+# hand a longer countdown to a second worker (docs/operations.md, "Settings").
+PUBLISH_REFRESH_INTERVAL = env_number("PUBLISH_REFRESH_INTERVAL", 0.25, minimum=0, maximum=600)
 # While a backlog drains by batches (a batch that was full: more is due), its refresh
 # requests ask for at most one pass per this interval: every pass re-renders the feed,
 # the front page and, for an import of older articles, the archive, which would take
@@ -436,7 +438,7 @@ PUBLISH_REFRESH_INTERVAL = env_number("PUBLISH_REFRESH_INTERVAL", 0.25, minimum=
 # (docs/import.md, docs/performance.md). Never below PUBLISH_REFRESH_INTERVAL.
 PUBLISH_REFRESH_BACKLOG_INTERVAL = max(
     PUBLISH_REFRESH_INTERVAL,
-    env_number("PUBLISH_REFRESH_BACKLOG_INTERVAL", 5, minimum=0),
+    env_number("PUBLISH_REFRESH_BACKLOG_INTERVAL", 5, minimum=0, maximum=600),
 )
 # A pass's lease: a refresher that dies lets go after this; a pass stays inside it.
 PUBLISH_REFRESH_LEASE_SECONDS = PUBLISH_LEASE_SECONDS

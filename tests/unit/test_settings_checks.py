@@ -131,6 +131,9 @@ def test_each_bad_combination_is_named(changes, named):
         ({"STORY_TRASH_DAYS": "1e9"}, "STORY_TRASH_DAYS=1e9 is above its maximum of 365,000"),
         ({"STORY_REVISIONS_KEEP_DAYS": "800000"}, "KEEP_DAYS=800000 is above its maximum of"),
         ({"EMAIL_PORT": "99999"}, "EMAIL_PORT=99999 is above its maximum of 65,535"),
+        # a deferred pass's countdown past the visibility timeout: sent twice (a review's)
+        ({"PUBLISH_REFRESH_INTERVAL": "7200"}, "INTERVAL=7200 is above its maximum of 600"),
+        ({"PUBLISH_REFRESH_BACKLOG_INTERVAL": "4000"}, "INTERVAL=4000 is above its maximum"),
         ({"METRICS_TOKEN": "x"}, "METRICS_TOKEN must be at least 32 characters (it has 1)"),
         # where mail goes and comes from (a review's finding: accepted, failing later)
         ({"ADMINS": "ops@example.com, not-an-address"}, "ADMINS: 'not-an-address' is not"),
