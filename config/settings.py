@@ -712,6 +712,11 @@ _problems += site_language_problems(SITE_LANGUAGE)
 _problems += site_title_problems(SITE_TITLE)
 _problems += url_problems(name="SITE_URL", url=SITE_URL)
 _problems += endpoint_problems(AWS_ENDPOINT_URL)
+if not STATIC_ROOT.is_absolute():  # collectstatic and WhiteNoise in different folders
+    _problems.append(
+        f"STATIC_ROOT={str(STATIC_ROOT)!r} is a relative path, which would depend on the "
+        "directory each process starts in. Give an absolute one."
+    )
 for _name, _url in (
     ("PUBLISH_WEBHOOK_URL", PUBLISH_WEBHOOK_URL),
     ("ALERT_WEBHOOK_URL", ALERT_WEBHOOK_URL),

@@ -134,6 +134,8 @@ def test_each_bad_combination_is_named(changes, named):
         # a deferred pass's countdown past the visibility timeout: sent twice (a review's)
         ({"PUBLISH_REFRESH_INTERVAL": "7200"}, "INTERVAL=7200 is above its maximum of 600"),
         ({"PUBLISH_REFRESH_BACKLOG_INTERVAL": "4000"}, "INTERVAL=4000 is above its maximum"),
+        # collectstatic writing where the web process does not look (a review's)
+        ({"STATIC_ROOT": "var/static"}, "STATIC_ROOT='var/static' is a relative path"),
         ({"METRICS_TOKEN": "x"}, "METRICS_TOKEN must be at least 32 characters (it has 1)"),
         # where mail goes and comes from (a review's finding: accepted, failing later)
         ({"ADMINS": "ops@example.com, not-an-address"}, "ADMINS: 'not-an-address' is not"),
