@@ -34,6 +34,9 @@ class Run:
     job: str
     lease_seconds: float
     skipped: bool = False
+    # Set by a run that ended without an error but without doing its work (a full check
+    # a target failed): recorded `failed`, as a run that raised is, never `ok`.
+    failed: bool = False
     detail: str = ""
     leases: list[Lease] = field(default_factory=list)
 
@@ -103,7 +106,7 @@ def scheduled_run(
     outcome = JobOutcome.FAILED
     try:
         yield run
-        outcome = JobOutcome.OK
+        outcome = JobOutcome.FAILED if run.failed else JobOutcome.OK
     finally:
         figures = meter.stop()
         _release(run)

@@ -101,6 +101,7 @@ def site_reconcile(*, whole: bool = False) -> bool | None:
         if run.skipped:
             return None
         done = shared_views_whole(full=True) if whole else shared_views_pass(full=True)
+        run.failed = not done
         run.detail = (
             "full check done"
             if done

@@ -26,7 +26,7 @@ from publishing.services import refresh, site_reconcile
 from tests.integration.test_site_builder import site  # noqa: F401  (the fixture)
 from tests.support.site import moved_pages, tagged
 from tests.support.waiting import wait_for
-from work.models import Checkpoint
+from work.models import Checkpoint, JobOutcome, JobRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,6 +54,9 @@ def test_a_targets_failing_check_leaves_the_others_their_pass(site, settings):  
 
     assert site_reconcile() is False  # not done: due again, in FULL_CHECK_RETRY_AFTER
 
+    # recorded failed, not "ok" beside a detail saying it was not done (a review's)
+    run = JobRun.objects.filter(job="reconcile").latest("started_at")
+    assert (run.outcome, run.detail[:8]) == (JobOutcome.FAILED, "not done")
     assert not orphan.exists()  # the site's pass ran all the same
     assert not refresh.full_check_due()  # not at every catch-up while the target is down
     Refresher.objects.update(reconciled_at=F("reconciled_at") - timedelta(seconds=RETRY + 1))
@@ -166,6 +169,8 @@ def test_a_publisher_written_before_check_keeps_publishing(site, settings, caplo
     assert article.status == "published"
     assert any("has no check()" in r.getMessage() for r in caplog.records)
     assert site_reconcile() is True  # its full check: its reconcile pass alone
+    run = JobRun.objects.filter(job="reconcile").latest("started_at")
+    assert (run.outcome, run.detail) == (JobOutcome.OK, "full check done")
 
 
 def test_a_publisher_missing_a_method_stops_the_system_check(settings):
