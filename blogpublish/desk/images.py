@@ -52,6 +52,7 @@ from blogpublish.exceptions import BlogpublishError
 from blogpublish.models import Image
 from blogpublish.site import paths
 from blogpublish.storage import SiteStorage, site_storage
+from publishing.exceptions import TIME_LIMITS
 from publishing.models import Article, Revision, Story
 
 logger = logging.getLogger(__name__)
@@ -637,7 +638,10 @@ def make_missing_renditions(site: SiteStorage, *, limit: int = RENDITIONS_PER_CH
     cannot be decoded is logged and recorded as having no copies (`failed` says why), so
     that it is not tried again: a review's finding, one such image was picked first by
     every check, and raised or took the budget, so no other got its copies. Setting its
-    renditions to null again (the file restored) has it tried again."""
+    renditions to null again (the file restored) has it tried again. Not so what says
+    nothing of the image: the task's time limit is raised through, and an image that
+    found the process short of memory is left for a later check (it takes one of the
+    `limit` places until then, not all of them)."""
     done = 0
     rows = Image.objects.filter(renditions__isnull=True).order_by("pk")
     for pk, rel, width, height in rows.values_list("pk", "path", "width", "height")[:limit]:
@@ -647,6 +651,11 @@ def make_missing_renditions(site: SiteStorage, *, limit: int = RENDITIONS_PER_CH
                 raise FileNotFoundError("not in the site's storage")
             with pillow_bound():
                 made, copies = renditions.make(data, path=rel)
+        except TIME_LIMITS:
+            raise
+        except MemoryError:
+            logger.warning("the copies of the image %s wait: this process is short of memory", rel)
+            continue
         except Exception as exc:  # whatever it is (UNDECODABLE, or a bug), it is this image's
             logger.warning("the copies of the image %s cannot be made: %s", rel, _plain(exc))
             failed = {"width": width, "height": height, "copies": [], "failed": _plain(exc)}

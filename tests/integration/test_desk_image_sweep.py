@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
 from blogpublish.desk import images
@@ -157,3 +158,33 @@ def test_an_original_whose_copies_cannot_be_made_does_not_hold_up_the_others(sit
     assert Image.objects.get(path=good).renditions["copies"]
     failed = Image.objects.get(path=bad).renditions
     assert failed["copies"] == [] and failed["failed"]
+
+
+@pytest.mark.parametrize("short", [MemoryError, SoftTimeLimitExceeded])
+def test_what_says_nothing_of_the_image_is_not_recorded_as_its_failure(site, monkeypatch, short):  # noqa: F811
+    """A review's finding: a process short of memory (another upload, a big render) had
+    the image recorded as having no copies for good; the full check's time limit, caught
+    with the rest, did so too and let the check run past it. Memory: the image waits
+    for a later check and the others get theirs; the time limit: raised through."""
+    first = _uploaded_before_copies(site, "red")
+    second = _uploaded_before_copies(site, "green")
+    make = images.renditions.make
+
+    def short_for_the_first(data, *, path):
+        if path == first:
+            raise short()
+        return make(data, path=path)
+
+    monkeypatch.setattr(images.renditions, "make", short_for_the_first)
+    if short is SoftTimeLimitExceeded:
+        with pytest.raises(SoftTimeLimitExceeded):
+            images.make_missing_renditions(site.publisher.site)
+        assert Image.objects.get(path=first).renditions is None
+        return
+    assert images.make_missing_renditions(site.publisher.site) == 1
+    assert Image.objects.get(path=first).renditions is None  # not "failed": tried again
+    assert Image.objects.get(path=second).renditions["copies"]
+
+    monkeypatch.setattr(images.renditions, "make", make)  # memory again
+    assert images.make_missing_renditions(site.publisher.site) == 1
+    assert Image.objects.get(path=first).renditions["copies"]
