@@ -361,7 +361,7 @@ IMAGE_GRACE_SECONDS = env_number("IMAGE_GRACE_SECONDS", 86400, minimum=0)
 # The article form's preview cannot tie up the web (blogpublish.desk.limits): per writer
 # at most PREVIEW_RATE_PER_MINUTE previews in bursts of PREVIEW_BURST; at most
 # PREVIEW_MAX_CONCURRENT rendering at once across every web process (each may use a CPU
-# core); a render stopped after PREVIEW_TIME_LIMIT seconds (docs/operations.md).
+# core); a render stopped once it used PREVIEW_TIME_LIMIT seconds of CPU (docs/operations.md).
 PREVIEW_RATE_PER_MINUTE = env_number("PREVIEW_RATE_PER_MINUTE", 60, minimum=0)
 PREVIEW_BURST = env_int("PREVIEW_BURST", 10, minimum=0)
 PREVIEW_MAX_CONCURRENT = env_int("PREVIEW_MAX_CONCURRENT", 1, minimum=0)

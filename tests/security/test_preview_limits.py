@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from blogpublish.desk import limits
 from blogpublish.models import PreviewBudget, PreviewSlot
 from blogpublish.site import documents
 from tests.support.admin_http import admin_session
@@ -115,12 +116,24 @@ def never_finishes(article):
     return "<html><head></head><body>finished after all</body></html>"
 
 
+def computes_for_ever(article):
+    while True:  # a renderer's runaway loop: CPU time, not waiting
+        pass
+
+
+def waits_then_finishes(article):
+    threading.Event().wait(1.5)  # three times its CPU limit, but not on the CPU
+    return "<html><head></head><body>finished after waiting</body></html>"
+
+
 @pytest.mark.django_db
 def test_preview__render_over_the_time_limit_is_stopped_with_a_message(
     admin_client, settings, monkeypatch
 ):
     settings.PREVIEW_TIME_LIMIT = 0.5
-    monkeypatch.setattr(documents, "article_page", never_finishes)
+    # its wall limit far off: only the CPU time can stop it, however busy the host
+    monkeypatch.setattr(limits, "WALL_MARGIN", 120)
+    monkeypatch.setattr(documents, "article_page", computes_for_ever)
 
     answer = admin_client.post(PREVIEW, form())
 
@@ -128,6 +141,38 @@ def test_preview__render_over_the_time_limit_is_stopped_with_a_message(
     body = answer.json()
     assert body["html"] == ""
     assert any("rendering took longer than 0.5 s" in p for p in body["problems"]), body
+    assert not PreviewSlot.objects.filter(held_until__isnull=False).exists()  # released
+
+
+@pytest.mark.django_db
+def test_preview__a_render_waiting_without_the_cpu_is_not_stopped_by_its_cpu_limit(
+    admin_client, settings, monkeypatch
+):
+    """A review's finding: at nice 19 on a host busy with readers (three test runs on two
+    cores), a short draft's shared preview was stopped "after 10 s" of waiting for the
+    CPU. The limit is the CPU a render takes from readers, not the wall clock."""
+    settings.PREVIEW_TIME_LIMIT = 0.5
+    monkeypatch.setattr(documents, "article_page", waits_then_finishes)
+
+    answer = admin_client.post(PREVIEW, form())
+
+    assert answer.json()["problems"] == []
+    assert "finished after waiting" in answer.json()["html"]
+
+
+@pytest.mark.django_db
+def test_preview__a_render_that_waits_for_ever_is_stopped_at_its_wall_limit(
+    admin_client, settings, monkeypatch
+):
+    settings.PREVIEW_TIME_LIMIT = 0.5
+    monkeypatch.setattr(limits, "WALL_MARGIN", 1.0)  # 0.5 × 3 + 1 s
+    monkeypatch.setattr(documents, "article_page", never_finishes)
+
+    answer = admin_client.post(PREVIEW, form())
+
+    body = answer.json()
+    assert body["html"] == ""
+    assert any("it waited 2.5 s for the server" in p for p in body["problems"]), body
     assert not PreviewSlot.objects.filter(held_until__isnull=False).exists()  # released
 
 
