@@ -103,6 +103,16 @@ class BearerToken(HttpBearer):
         super().__init__()
         self.need = need  # None: by the method (api.permissions.default_need)
 
+    def __call__(self, request: HttpRequest) -> User | None:
+        """The token after `Bearer ` (the scheme in any case, RFC 9110 §11.1), or None:
+        a 401. Ninja's own logs the whole header when its scheme is not Bearer, with
+        DEBUG on (a review's finding: `Authorization: bp_…`, the token, in the log);
+        nothing of it is logged here."""
+        scheme, _space, token = (request.headers.get(self.header) or "").partition(" ")
+        if scheme.lower() != self.openapi_scheme or not token:
+            return None
+        return self.authenticate(request, token)
+
     def authenticate(self, request: HttpRequest, token: str) -> User | None:
         row = token_lookup(token)
         if row is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -74,6 +75,21 @@ def test_a_request_without_a_valid_token_is_401_with_www_authenticate(authorizat
         assert response["WWW-Authenticate"].startswith("Bearer ")
         assert response.json()["detail"]
     assert Article.objects.count() == 0
+
+
+@pytest.mark.parametrize("written", ["{token}", "Token {token}", "bearer:{token}", "Basic {token}"])
+def test_a_token_sent_without_its_scheme_is_401_and_never_logged(settings, caplog, token, written):
+    """With DEBUG on, django-ninja logged the whole header, the token in it, when its
+    scheme was not Bearer (a review's finding)."""
+    settings.DEBUG = True
+    caplog.set_level(logging.DEBUG)
+    response = Client(headers={"Authorization": written.format(token=token)}).get(ARTICLES)
+
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response["WWW-Authenticate"]
+    assert not [r for r in caplog.records if token in r.getMessage()]
+    # Bearer in any case is the scheme (RFC 9110 §11.1).
+    assert Client(headers={"Authorization": f"bEARER {token}"}).get(ARTICLES).status_code == 200
 
 
 def test_a_revoked_token_is_401_at_once(make_token):
