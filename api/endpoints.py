@@ -159,7 +159,12 @@ class JsonBody(Parser):
             )
         try:
             return json.loads(request.body, object_pairs_hook=_one_value_a_key)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except BodyRefused:  # a ValueError too, with its own words
+            raise
+        except ValueError as exc:
+            # UnicodeDecodeError, JSONDecodeError, and an integer of more than 4,300
+            # digits (sys.get_int_max_str_digits: a plain ValueError, which ninja
+            # answered as "Cannot parse request body", a review's finding).
             raise BodyRefused(f"The request body is not valid JSON: {exc}.") from exc
         except RecursionError:
             raise BodyRefused("The request body is not valid JSON: nested too deeply.") from None

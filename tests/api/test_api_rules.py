@@ -320,6 +320,17 @@ def test_post_invalid_json_is_400(api):
     assert "JSON" in response.json()["detail"]
 
 
+def test_an_integer_too_long_to_read_is_400_in_the_apis_words(api):
+    """Python reads no integer of more than 4,300 digits (a ValueError of its own, which
+    ninja answered with its generic "Cannot parse request body")."""
+    response = post(api, '{"title": "T", "body": "x", "tags": [1' + "1" * 5000 + "]}")
+
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("The request body is not valid JSON: ")
+    assert "4300 digits" in response.json()["detail"]
+    assert not Article.objects.exists()
+
+
 def test_a_key_given_twice_is_400_naming_it_and_stores_nothing(api):
     """JSON leaves a repeated key undefined and Python keeps the last: one of the
     writer's two titles would vanish without a word."""
