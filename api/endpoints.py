@@ -320,18 +320,25 @@ def _message(problem: dict) -> str:
 
 
 UNKNOWN_QUERY = "Not a query parameter of this operation."
+REPEATED_QUERY = "Given more than once; give it once."
 
 
 def _known_query(request: HttpRequest, *allowed: str) -> None:
     """Refuse query parameters the operation does not have: a typo (`?stauts=dead`)
-    would otherwise answer as if no filter had been asked for."""
-    unknown = sorted(set(request.GET) - set(allowed))
-    if unknown:
+    would otherwise answer as if no filter had been asked for. And one given twice
+    (`?status=dead&status=pending`): ninja takes one of them, and the list would answer
+    as if the other had not been asked for (a review's finding)."""
+    problems = [
+        (name, UNKNOWN_QUERY if name not in allowed else REPEATED_QUERY)
+        for name in sorted(request.GET)
+        if name not in allowed or len(request.GET.getlist(name)) > 1
+    ]
+    if problems:
         # The request's shape, not the article's content: "The request is not valid",
         # on a read or a delete too (a review's finding: "The article is not valid;
         # nothing was stored").
         raise NinjaValidationError(
-            [{"loc": ("query", name or "(empty name)"), "msg": UNKNOWN_QUERY} for name in unknown]
+            [{"loc": ("query", name or "(empty name)"), "msg": msg} for name, msg in problems]
         )
 
 

@@ -560,6 +560,24 @@ def test_list_with_a_bad_query_is_400_naming_it(api, query, field):
     assert field in response.json()["errors"]
 
 
+@pytest.mark.parametrize(
+    ("path", "query", "field"),
+    [
+        (ARTICLES, "status=dead&status=pending", "status"),
+        (ARTICLES, "page_size=1&page_size=200", "page_size"),
+        ("/api/drafts", "page=1&page=2", "page"),
+        ("/api/tags", "prefix=a&prefix=b", "prefix"),
+    ],
+)
+def test_a_query_parameter_given_twice_is_400_naming_it(api, path, query, field):
+    """Ninja took one of the two, and the list answered as if the other had not been
+    asked for (a review's finding)."""
+    response = api.get(f"{path}?{query}")
+
+    assert response.status_code == 400
+    assert response.json()["errors"] == {field: ["Given more than once; give it once."]}
+
+
 @pytest.mark.parametrize("method", ["get", "delete"])
 def test_an_unknown_query_parameter_is_the_requests_fault_not_the_articles(api, method):
     """A read or a delete with a typo in its query said "The article is not valid;
