@@ -609,7 +609,10 @@ def patch_article(
             return _tagged(response, draft_out(story), story.version)
         fields = _content(payload, base=article)
         if version is not None and version != article.content_hash:
-            _refuse_version(if_match, version, fields, article)
+            # Invalid content is a 400 first, as for a draft (story_save validates
+            # before it compares).
+            _check_without_saving(fields, article)
+            _refuse_version(if_match, version, article, retry="GET it, merge, and PATCH")
         if fields:
             article_update(article=article, **fields)
             article.refresh_from_db()
@@ -617,29 +620,43 @@ def patch_article(
 
 
 def _refuse_version(
-    if_match: str | None, version: int | str, fields: dict, article: Article
+    if_match: str | None,
+    version: int | str,
+    article: Article,
+    *,
+    retry: str,
+    undone: str = "changed",
 ) -> NoReturn:
     """An If-Match that is not the article's ETag: RFC 9110 §13.1.1's 412, not ignored (a
     review's finding: an If-Match naming a draft that was published meanwhile edited the
-    live article; another's: two clients' PATCHes, the second undoing the first's). Invalid
-    content is a 400 first, as for a draft (story_save validates before it compares)."""
-    _check_without_saving(fields, article)
+    live article; another's: two clients' PATCHes, the second undoing the first's; and
+    DELETE and withdraw ignored it). `retry`: what to do ("GET it, merge, and PATCH");
+    `undone`: what nothing was."""
     now = f'"{article.content_hash}"'
     if isinstance(version, str) and version.startswith(WEAK):
         raise DraftConflict(
             f"If-Match: {if_match} is a weak entity tag, which If-Match never matches (RFC "
-            f"9110 §13.1.1): send the ETag as GET gives it, {now}; nothing was changed."
+            f"9110 §13.1.1): send the ETag as GET gives it, {now}; nothing was {undone}."
         )
     if isinstance(version, str):
         raise DraftConflict(
             f"The article was changed since If-Match: {if_match}: its ETag is now {now}. "
-            f"GET it, merge, and PATCH again with If-Match: {now}; nothing was changed."
+            f"{retry} again with If-Match: {now}; nothing was {undone}."
         )
     raise DraftConflict(
         f"If-Match: {if_match} names a draft's version, but this is an article "
         f"(published, or on its way), whose ETag is {now}. GET it again to see it as it "
-        "is now; a PATCH without If-Match changes only the fields it names."
+        f"is now; nothing was {undone}."
     )
+
+
+def _locked_article(article_id: int) -> Article | None:
+    """The article of this id read under its row's lock, its story's taken first (the
+    order of story_publish, story_withdraw and story_trash), inside the caller's
+    transaction: no save, publish or withdraw comes between a check of it and what the
+    request does to it."""
+    Story.objects.select_for_update().filter(pk=article_id).first()
+    return Article.objects.select_for_update().filter(pk=article_id).first()
 
 
 def _unquoted(if_match: str) -> str:
@@ -681,7 +698,7 @@ def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | st
     current = {name: getattr(story, name) for name in DRAFT_FIELDS}
     fields = _content(payload, base=story)
     if isinstance(if_match, str):  # an article's ETag: it was withdrawn since
-        _check_version(story, if_match, publishing=False)
+        _check_version(story, if_match, then=MERGE_DRAFT)
     try:
         return story_save(
             story_id=story.pk,
@@ -699,11 +716,19 @@ def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | st
 @api.delete(
     "/articles/{id}",
     auth=BearerToken(REMOVE),
-    response={204: None, **ONE},
+    response={204: None, 412: ErrorOut, **ONE},
     summary="Delete an article (its page leaves the site; its text waits in the trash)",
+    description=(
+        "`If-Match` (the article's ETag, or a draft's version) refuses the delete with "
+        "412 when what the id holds changed since."
+    ),
 )
-def delete_article(request: HttpRequest, id: int = ArticleId):
+def delete_article(request: HttpRequest, id: int = ArticleId, if_match: str = IfMatch):
     _known_query(request)
+    version = _version(if_match)
+    if version is not None:
+        _delete_if_unchanged(id, if_match, version)
+        return Status(204, None)
     article = Article.objects.filter(pk=id).first()
     # The trash keeps a deleted article's story (publishing.signals). A delete that
     # finds the row gone (a withdraw took it meanwhile, leaving the draft) deletes
@@ -712,6 +737,24 @@ def delete_article(request: HttpRequest, id: int = ArticleId):
     if article is None or not article.delete()[0]:
         story_trash(story_id=_draft(id).pk)
     return Status(204, None)
+
+
+def _delete_if_unchanged(article_id: int, if_match: str | None, version: int | str) -> None:
+    """The DELETE with If-Match (a review's finding: a stale one deleted all the same):
+    checked and done under the rows' locks, so nothing saved between is deleted unseen.
+    An article's ETag never matches a draft, nor a draft's version an article."""
+    with transaction.atomic():
+        article = _locked_article(article_id)
+        if article is not None:
+            if version != article.content_hash:
+                _refuse_version(
+                    if_match, version, article, retry="GET it, and DELETE", undone="deleted"
+                )
+            article.delete()
+            return
+        story = _draft(article_id, lock=True)
+        _check_version(story, version, then=DELETE_DRAFT)
+        story_trash(story_id=story.pk)
 
 
 @api.post(
@@ -749,17 +792,22 @@ def publish_article(
     return _tagged(response, article_out(article), article.content_hash)
 
 
-def _check_version(story: Story, version: int | str, *, publishing: bool = True) -> None:
+# What a 412 of a draft tells the client to do, with the version it is at now.
+MERGE_DRAFT = "GET it, merge, and PATCH again with If-Match: {now}"
+REVIEW_DRAFT = (
+    "GET /api/articles/{id}/draft, review it, and publish with If-Match: {now}; nothing "
+    "was published"
+)
+DELETE_DRAFT = "GET it, and DELETE again with If-Match: {now}; nothing was deleted"
+
+
+def _check_version(story: Story, version: int | str, *, then: str = REVIEW_DRAFT) -> None:
     """DraftConflict (412) unless the draft is at `version` (an article's ETag never
-    matches a draft: a publish checks what is to go live, the draft's version)."""
+    matches a draft: a publish checks what is to go live, the draft's version). `then`:
+    what to do, with `{id}` and `{now}`, the draft's version."""
     if story.version != version:
         named = f"version {version}" if isinstance(version, int) else f'ETag "{version}"'
-        then = (
-            f"GET /api/articles/{story.pk}/draft, review it, and publish with If-Match: "
-            f"{story.version}; nothing was published"
-            if publishing
-            else f"GET it, merge, and PATCH again with If-Match: {story.version}"
-        )
+        then = then.format(id=story.pk, now=story.version)
         raise DraftConflict(
             f"The draft was saved since {named}: it is at version {story.version}. {then}."
         )
@@ -768,15 +816,28 @@ def _check_version(story: Story, version: int | str, *, publishing: bool = True)
 @api.post(
     "/articles/{id}/withdraw",
     auth=BearerToken(PUBLISH),
-    response={200: DraftOut, 409: ErrorOut, **ONE},
+    response={200: DraftOut, 409: ErrorOut, 412: ErrorOut, **ONE},
     summary="Withdraw an article: off the blog as a delete takes it, back to draft",
+    description=(
+        "`If-Match` (the article's ETag) refuses the withdraw with 412 when the article "
+        "was changed since."
+    ),
 )
-def withdraw_article(request: HttpRequest, id: int = ArticleId):
+def withdraw_article(request: HttpRequest, id: int = ArticleId, if_match: str = IfMatch):
     _known_query(request)
+    version = _version(if_match)
     if not Article.objects.filter(pk=id).exists():
         _draft(id)  # 404 when there is no draft either
     try:
-        story = story_withdraw(article_id=id, saved_by=token_user(request).get_username())
+        with transaction.atomic():
+            # Checked under the rows' locks story_withdraw takes again (a review's
+            # finding: a stale If-Match withdrew all the same, a garbage one too).
+            article = _locked_article(id) if version is not None else None
+            if article is not None and version is not None and version != article.content_hash:
+                _refuse_version(
+                    if_match, version, article, retry="GET it, and withdraw", undone="withdrawn"
+                )
+            story = story_withdraw(article_id=id, saved_by=token_user(request).get_username())
     except NotOnTheBlog as exc:  # a draft, or withdrawn (or deleted) while this one waited
         raise NotWithdrawable("This is a draft already: it is on no page.") from exc
     return draft_out(story)

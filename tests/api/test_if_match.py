@@ -216,3 +216,56 @@ def test_an_articles_etag_is_compared_strongly_and_as_sent(api):
     assert "weak entity tag" in weak.json()["detail"]
     assert Article.objects.get(pk=story.pk).body == "Text."
     assert patch(api, story.pk, {"body": "Strong."}, etag).status_code == 200
+
+
+def test_a_delete_with_a_stale_if_match_is_412_and_deletes_nothing(api):
+    """DELETE ignored If-Match (a review's finding: a client that read one text deleted
+    the article another had rewritten since, 204)."""
+    story = story_save(title="T", body="One.", slug="deleted-if-unchanged")
+    etag = publish(api, story.pk).headers["ETag"]
+    assert patch(api, story.pk, {"body": "Two."}).status_code == 200
+    now = api.get(f"{ARTICLES}/{story.pk}").headers["ETag"]
+
+    stale = api.delete(f"{ARTICLES}/{story.pk}", headers={"If-Match": etag})
+    weak = api.delete(f"{ARTICLES}/{story.pk}", headers={"If-Match": f"W/{now}"})
+    garbage = api.delete(f"{ARTICLES}/{story.pk}", headers={"If-Match": '"deadbeef"'})
+
+    assert (stale.status_code, weak.status_code, garbage.status_code) == (412, 412, 400)
+    assert "changed since" in stale.json()["detail"] and now in stale.json()["detail"]
+    assert "nothing was deleted" in stale.json()["detail"]
+    assert "If-Match" in garbage.json()["errors"]
+    assert Article.objects.get(pk=story.pk).body == "Two."
+    assert api.delete(f"{ARTICLES}/{story.pk}", headers={"If-Match": now}).status_code == 204
+    assert not Article.objects.filter(pk=story.pk).exists()
+    assert Story.objects.get(pk=story.pk).trashed_at is not None
+
+
+def test_a_delete_of_a_draft_with_if_match_checks_its_version(api):
+    story = story_save(title="T", body="One.", slug="draft-deleted-if-unchanged")
+    assert patch(api, story.pk, {"body": "Two."}, "1").status_code == 200
+
+    stale = api.delete(f"{ARTICLES}/{story.pk}", headers={"If-Match": "1"})
+
+    assert stale.status_code == 412
+    assert "version 2" in stale.json()["detail"]
+    assert Story.objects.get(pk=story.pk).trashed_at is None
+    assert api.delete(f"{ARTICLES}/{story.pk}", headers={"If-Match": '"2"'}).status_code == 204
+    assert Story.objects.get(pk=story.pk).trashed_at is not None
+
+
+def test_a_withdraw_with_a_stale_or_garbage_if_match_is_refused_and_withdraws_nothing(api):
+    """Withdraw ignored If-Match too (a review's finding: a garbage one, 200)."""
+    story = story_save(title="T", body="One.", slug="withdrawn-if-unchanged")
+    etag = publish(api, story.pk).headers["ETag"]
+    assert patch(api, story.pk, {"body": "Two."}).status_code == 200
+    now = api.get(f"{ARTICLES}/{story.pk}").headers["ETag"]
+
+    stale = api.post(f"{ARTICLES}/{story.pk}/withdraw", headers={"If-Match": etag})
+    garbage = api.post(f"{ARTICLES}/{story.pk}/withdraw", headers={"If-Match": '"deadbeef"'})
+
+    assert (stale.status_code, garbage.status_code) == (412, 400)
+    assert "nothing was withdrawn" in stale.json()["detail"]
+    assert Article.objects.filter(pk=story.pk).exists()
+    withdrawn = api.post(f"{ARTICLES}/{story.pk}/withdraw", headers={"If-Match": now})
+    assert withdrawn.status_code == 200, withdrawn.content
+    assert not Article.objects.filter(pk=story.pk).exists()
