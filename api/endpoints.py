@@ -427,6 +427,17 @@ def create_article(
 ):
     _known_query(request)
     draft = payload.status == CreateStatus.draft
+    user = token_user(request)
+    if not draft and not user.has_perm(CHANGE):
+        # It goes out as soon as a worker takes it: publishing, which needs the permission
+        # to change articles, as Article → Add in the admin does (a review's finding: the
+        # API published with `add_article` alone once the admin refused it). Before the
+        # content is looked at (another's: a 400 said whether another's slug was taken).
+        raise PermissionMissing(
+            f"{user.get_username()} may not publish articles: one created without "
+            f'"status": "draft" goes out at once, which needs the permission {CHANGE}, as '
+            'in the admin. Send "status": "draft" to save it as a draft.'
+        )
     fields = _content(payload, draft=draft)  # a draft's rules for a draft: its body may be empty
     if draft:
         if idempotency_key is not None:
@@ -434,22 +445,12 @@ def create_article(
                 "An Idempotency-Key is not taken with status=draft: save the draft without "
                 "it (a repeated draft is harmless to readers; DELETE the spare one)."
             )
-        story = story_save(saved_by=token_user(request).get_username(), **fields)
+        story = story_save(saved_by=user.get_username(), **fields)
         return Status(201, draft_out(story))
-    user = token_user(request)
-    if not user.has_perm(CHANGE):
-        # It goes out as soon as a worker takes it: publishing, which needs the permission
-        # to change articles, as Article → Add in the admin does (a review's finding: the
-        # API published with `add_article` alone once the admin refused it).
-        raise PermissionMissing(
-            f"{user.get_username()} may not publish articles: one created without "
-            f'"status": "draft" goes out at once, which needs the permission {CHANGE}, as '
-            'in the admin. Send "status": "draft" to save it as a draft.'
-        )
     if idempotency_key is None:
         return Status(201, article_out(article_create(**fields)))
     article, created = article_create_once(
-        user=token_user(request),
+        user=user,
         key=idempotency_key,
         digest=request_digest(payload.model_dump(mode="json", exclude_unset=True)),
         fields=fields,

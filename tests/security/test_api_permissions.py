@@ -279,3 +279,20 @@ def test_creating_an_article_that_goes_out_needs_add_and_change(make_token):
     assert [a.status_code for a in answers.values()] == [403, 403, 201]
     assert '"status": "draft"' in answers[(ADD,)].json()["detail"]
     assert list(Article.objects.values_list("title", flat=True)) == ["Goes out"]
+
+
+def test_without_change_a_non_draft_is_403_before_its_content_is_looked_at(make_token):
+    """The permission comes first (docs/api.md): a user with `add_article` alone got a
+    400 naming the bad fields, and saying whether another's draft held the slug (a
+    review's finding)."""
+    story_save(title="Secret plans", body="x", slug="secret-plans")
+    _user, token = make_token(perms=[ADD])
+    body = {"title": "", "body": "x", "slug": "secret-plans", "publish_at": "tomorrow"}
+
+    response = bearer(token).post(
+        "/api/articles", json.dumps(body), content_type="application/json"
+    )
+
+    data = refused(response, f"publishing.{CHANGE}")
+    assert data["errors"] == {} and "secret" not in response.content.decode()
+    assert not Article.objects.exists()
