@@ -42,15 +42,20 @@ from api.exceptions import (
     PermissionMissing,
 )
 from api.permissions import (
+    ADD_STORY,
     CHANGE,
     CREATE,
+    CREATE_DRAFT,
     EDIT,
+    EDIT_DRAFT,
     PUBLISH,
     READ,
     REMOVE,
+    REMOVE_DRAFT,
     REQUEUE,
     Need,
     check_access,
+    check_permission,
     default_need,
 )
 from api.schemas import (
@@ -397,7 +402,7 @@ def _messages(exc: DjangoValidationError) -> dict[str, list[str]]:
 
 @api.post(
     "/articles",
-    auth=BearerToken(CREATE),
+    auth=BearerToken(CREATE | CREATE_DRAFT),
     response={
         200: ArticleOut,
         201: ArticleOut | DraftOut,
@@ -428,6 +433,9 @@ def create_article(
     _known_query(request)
     draft = payload.status == CreateStatus.draft
     user = token_user(request)
+    # A draft is a story: the stories' permission, as the desk's (a review's finding:
+    # add_article was taken for it).
+    check_permission(user=user, need=CREATE_DRAFT if draft else CREATE)
     if not draft and not user.has_perm(CHANGE):
         # It goes out as soon as a worker takes it: publishing, which needs the permission
         # to change articles, as Article → Add in the admin does (a review's finding: the
@@ -436,7 +444,8 @@ def create_article(
         raise PermissionMissing(
             f"{user.get_username()} may not publish articles: one created without "
             f'"status": "draft" goes out at once, which needs the permission {CHANGE}, as '
-            'in the admin. Send "status": "draft" to save it as a draft.'
+            'in the admin. Send "status": "draft" to save it as a draft (which needs '
+            f"{ADD_STORY}, as on the desk)."
         )
     fields = _content(payload, draft=draft)  # a draft's rules for a draft: its body may be empty
     if draft:
@@ -573,9 +582,26 @@ def _draft(story_id: int, *, lock: bool = False) -> Story:
     return get_object_or_404(stories, pk=story_id, trashed_at__isnull=True)
 
 
+def _draft_of(
+    request: HttpRequest, story_id: int, *, need: Need, other: Need, lock: bool = False
+) -> Story:
+    """The draft of this id (as `_draft`), for a token whose user has `need`, the
+    stories' permission for it (403 otherwise: a review's finding, the articles' was
+    taken for a draft's edit and delete). No such draft is a 404 only for a user who has
+    `other` too, the article's: who may do it to one kind only is not told which ids
+    exist (docs/api.md, "401 and 403")."""
+    user = token_user(request)
+    check_permission(user=user, need=need)
+    try:
+        return _draft(story_id, lock=lock)
+    except Http404:
+        check_permission(user=user, need=other)
+        raise
+
+
 @api.patch(
     "/articles/{id}",
-    auth=BearerToken(EDIT),
+    auth=BearerToken(EDIT | EDIT_DRAFT),
     response={200: ArticleOut | DraftOut, 412: ErrorOut, 413: ErrorOut, **ONE},
     summary="Edit an article (only the fields given); changed content is published again",
     description=(
@@ -606,8 +632,10 @@ def patch_article(
             # PATCHes at once kept one's change). No article's row is held here, so this
             # keeps the order of story_publish and story_withdraw: the story's, then
             # the article's (docs/design.md, "Drafts").
-            story = _patch_draft(request, payload, _draft(id, lock=True), version)
+            story = _draft_of(request, id, need=EDIT_DRAFT, other=EDIT, lock=True)
+            story = _patch_draft(request, payload, story, version)
             return _tagged(response, draft_out(story), story.version)
+        check_permission(user=token_user(request), need=EDIT)
         fields = _content(payload, base=article)
         if version is not None and version != article.content_hash:
             # Invalid content is a 400 first, as for a draft (story_save validates
@@ -699,7 +727,7 @@ def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | st
     current = {name: getattr(story, name) for name in DRAFT_FIELDS}
     fields = _content(payload, base=story)
     if isinstance(if_match, str):  # an article's ETag: it was withdrawn since
-        _check_version(story, if_match, then=MERGE_DRAFT)
+        _check_version(story, if_match, then=MERGE_AGAIN)
     try:
         return story_save(
             story_id=story.pk,
@@ -716,7 +744,7 @@ def _patch_draft(request: HttpRequest, payload, story: Story, if_match: int | st
 
 @api.delete(
     "/articles/{id}",
-    auth=BearerToken(REMOVE),
+    auth=BearerToken(REMOVE | REMOVE_DRAFT),
     response={204: None, 412: ErrorOut, **ONE},
     summary="Delete an article (its page leaves the site; its text waits in the trash)",
     description=(
@@ -728,33 +756,38 @@ def delete_article(request: HttpRequest, id: int = ArticleId, if_match: str = If
     _known_query(request)
     version = _version(if_match)
     if version is not None:
-        _delete_if_unchanged(id, if_match, version)
+        _delete_if_unchanged(request, id, if_match, version)
         return Status(204, None)
     article = Article.objects.filter(pk=id).first()
+    if article is not None:
+        check_permission(user=token_user(request), need=REMOVE)
     # The trash keeps a deleted article's story (publishing.signals). A delete that
     # finds the row gone (a withdraw took it meanwhile, leaving the draft) deletes
     # nothing: the draft goes to the trash then, or this is a 404 (another delete took
     # it). A review's finding: 204, and the draft kept for a later publish.
     if article is None or not article.delete()[0]:
-        story_trash(story_id=_draft(id).pk)
+        story_trash(story_id=_draft_of(request, id, need=REMOVE_DRAFT, other=REMOVE).pk)
     return Status(204, None)
 
 
-def _delete_if_unchanged(article_id: int, if_match: str | None, version: int | str) -> None:
+def _delete_if_unchanged(
+    request: HttpRequest, article_id: int, if_match: str | None, version: int | str
+) -> None:
     """The DELETE with If-Match (a review's finding: a stale one deleted all the same):
     checked and done under the rows' locks, so nothing saved between is deleted unseen.
     An article's ETag never matches a draft, nor a draft's version an article."""
     with transaction.atomic():
         article = _locked_article(article_id)
         if article is not None:
+            check_permission(user=token_user(request), need=REMOVE)
             if version != article.content_hash:
                 _refuse_version(
                     if_match, version, article, retry="GET it, and DELETE", undone="deleted"
                 )
             article.delete()
             return
-        story = _draft(article_id, lock=True)
-        _check_version(story, version, then=DELETE_DRAFT)
+        story = _draft_of(request, article_id, need=REMOVE_DRAFT, other=REMOVE, lock=True)
+        _check_version(story, version, then=DELETE_AGAIN)
         story_trash(story_id=story.pk)
 
 
@@ -794,15 +827,15 @@ def publish_article(
 
 
 # What a 412 of a draft tells the client to do, with the version it is at now.
-MERGE_DRAFT = "GET it, merge, and PATCH again with If-Match: {now}"
-REVIEW_DRAFT = (
+MERGE_AGAIN = "GET it, merge, and PATCH again with If-Match: {now}"
+REVIEW_AGAIN = (
     "GET /api/articles/{id}/draft, review it, and publish with If-Match: {now}; nothing "
     "was published"
 )
-DELETE_DRAFT = "GET it, and DELETE again with If-Match: {now}; nothing was deleted"
+DELETE_AGAIN = "GET it, and DELETE again with If-Match: {now}; nothing was deleted"
 
 
-def _check_version(story: Story, version: int | str, *, then: str = REVIEW_DRAFT) -> None:
+def _check_version(story: Story, version: int | str, *, then: str = REVIEW_AGAIN) -> None:
     """DraftConflict (412) unless the draft is at `version` (an article's ETag never
     matches a draft: a publish checks what is to go live, the draft's version). `then`:
     what to do, with `{id}` and `{now}`, the draft's version."""

@@ -4,7 +4,9 @@ and no more than the token's scope allows.
 
 Each operation of the API declares its `Need`; `check_access` is called for every
 request before anything else of it runs (its body is not even parsed), so a refusal
-says nothing about whether an article exists or the input is valid."""
+says nothing about whether an article exists or the input is valid. An operation on an
+article or a draft (POST, PATCH, DELETE) declares either's need, and checks the one of
+what it found with `check_permission` before it reads the content."""
 
 from __future__ import annotations
 
@@ -19,8 +21,14 @@ ADD = "publishing.add_article"
 CHANGE = "publishing.change_article"
 DELETE = "publishing.delete_article"
 VIEW = "publishing.view_article"
+# A draft is a story: saving one and trashing one on no page need the stories'
+# permissions, as on the desk (StoryAdmin; docs/writing.md). Publishing and withdrawing
+# need CHANGE, as there.
+ADD_STORY = "publishing.add_story"
+CHANGE_STORY = "publishing.change_story"
+DELETE_STORY = "publishing.delete_story"
 # The permissions the API checks; a user with none of them can do nothing with a token.
-ARTICLE_PERMISSIONS = (ADD, CHANGE, DELETE, VIEW)
+ARTICLE_PERMISSIONS = (ADD, CHANGE, DELETE, VIEW, ADD_STORY, CHANGE_STORY, DELETE_STORY)
 
 
 @dataclass(frozen=True)
@@ -31,14 +39,26 @@ class Need:
     permissions: tuple[str, ...]
     writes: bool
 
+    def __or__(self, other: Need) -> Need:
+        """What an operation on an article or a draft, by its id or body, needs before
+        it knows which: either's (the endpoint checks the one it found)."""
+        return Need(
+            f"{self.action} or {other.action}",
+            self.permissions + other.permissions,
+            self.writes or other.writes,
+        )
 
-# A draft; an article created without `status: draft` is published, which needs CHANGE
-# too (the endpoint checks it, as the admin's Article → Add).
+
+# An article created without `status: draft` is published, which needs CHANGE too (the
+# endpoint checks it, as the admin's Article → Add).
 CREATE = Need("create articles", (ADD,), writes=True)
+CREATE_DRAFT = Need("create drafts", (ADD_STORY,), writes=True)
 # As in the admin, the permission to change implies the permission to view.
 READ = Need("view articles", (VIEW, CHANGE), writes=False)
 EDIT = Need("change articles", (CHANGE,), writes=True)
+EDIT_DRAFT = Need("change drafts", (CHANGE_STORY,), writes=True)
 REMOVE = Need("delete articles", (DELETE,), writes=True)
+REMOVE_DRAFT = Need("delete drafts", (DELETE_STORY,), writes=True)
 # The admin's Requeue action and the dashboard's need the permission to change.
 REQUEUE = Need("requeue articles", (CHANGE,), writes=True)
 # Publishing a draft and withdrawing change what readers see (issue 22).
@@ -73,9 +93,16 @@ def check_access(*, user: User, scope: str, need: Need) -> None:
             f"This token is read-only (scope {scope}): it may not {need.action}. "
             "Make a write token: python manage.py api_token USERNAME --scope write."
         )
+    check_permission(user=user, need=need)
+
+
+def check_permission(*, user: User, need: Need) -> None:
+    """PermissionMissing (403) unless `user` has one of `need`'s permissions: what
+    check_access checks last, and an endpoint once it knows whether an id (or a body)
+    is an article's or a draft's."""
     if not _may(user, need):
         raise PermissionMissing(
-            f"{name} may not {need.action}: that needs the permission "
+            f"{user.get_username()} may not {need.action}: that needs the permission "
             f"{' or '.join(need.permissions)}, as in the admin."
         )
 

@@ -27,9 +27,12 @@ from publishing.reader_fields import tag_key, tag_slug
 from publishing.services import story_of_article, story_save
 from tests.support.api import (
     ADD,
+    ADD_STORY,
     ARTICLE_PERMISSIONS,
     CHANGE,
+    CHANGE_STORY,
     DELETE,
+    DELETE_STORY,
     VIEW,
     article_permissions,
     bearer,
@@ -61,13 +64,14 @@ class Operation:
 
 
 OPERATIONS = [
-    # A draft; a new article that goes out needs CHANGE too (its own test, below).
+    # A draft, as on the desk: the stories' permission; a new article that goes out needs
+    # ADD and CHANGE (its own test, below). PATCH and DELETE of a draft: their own tests.
     Operation(
         "create",
         "post",
         "/api/articles",
         {"title": "Made", "body": "x", "status": "draft"},
-        (ADD,),
+        (ADD_STORY,),
         True,
         201,
     ),
@@ -296,3 +300,69 @@ def test_without_change_a_non_draft_is_403_before_its_content_is_looked_at(make_
     data = refused(response, f"publishing.{CHANGE}")
     assert data["errors"] == {} and "secret" not in response.content.decode()
     assert not Article.objects.exists()
+
+
+# --- drafts: the stories' permissions, as on the desk ---------------------------------
+
+
+def draft_call(token: str, method: str, story: Story, **data):
+    client = bearer(token)
+    if method == "post":
+        body = {"title": "New draft", "body": "x", "status": "draft"}
+        return client.post("/api/articles", json.dumps(body), content_type="application/json")
+    path = f"/api/articles/{story.pk}"
+    if method == "patch":
+        return client.patch(path, json.dumps({"body": "Vandal."}), content_type="application/json")
+    return client.delete(path, **data)
+
+
+@pytest.mark.parametrize(
+    ("method", "mine", "theirs"),
+    [
+        # (the method, the stories' permission it needs, the articles' one that was taken)
+        ("post", ADD_STORY, ADD),
+        ("patch", CHANGE_STORY, CHANGE),
+        ("delete", DELETE_STORY, DELETE),
+    ],
+)
+def test_a_draft_needs_the_stories_permission_not_the_articles(make_token, method, mine, theirs):
+    """Saving a draft and trashing one on no page need the stories' permissions on the
+    desk (StoryAdmin; docs/writing.md); the API took the articles' (a review's finding:
+    delete_article and view_article trashed a draft, change_article rewrote one)."""
+    story = story_save(title="Someone else's draft", body="Not yet.", slug="theirs")
+    _user, token = make_token("article-only", perms=[theirs, VIEW])
+    before = articles()
+
+    response = draft_call(token, method, story)
+
+    refused(response, f"publishing.{mine}")
+    assert articles() == before
+    assert Story.objects.get(pk=story.pk).trashed_at is None
+    _user, token = make_token("story-too", perms=[mine, VIEW])
+    assert draft_call(token, method, story).status_code in (200, 201, 204)
+    trashed = Story.objects.filter(trashed_at__isnull=False).exists()
+    assert articles() != before or trashed
+
+
+@pytest.mark.parametrize(("method", "mine"), [("patch", CHANGE_STORY), ("delete", DELETE_STORY)])
+def test_who_may_change_drafts_only_gets_403_for_an_article_and_for_a_missing_id(
+    make_token, article, method, mine
+):
+    """Not a 404 for a missing id: a user who may do it to drafts only learns nothing of
+    which ids hold nothing; an article is the articles' permission's."""
+    _user, token = make_token(perms=[mine, VIEW])
+    before = articles()
+
+    for target in (article, Story(pk=987654)):
+        refused(draft_call(token, method, target))
+    assert articles() == before
+
+
+def test_a_delete_with_if_match_of_a_draft_needs_the_stories_permission_too(make_token):
+    story = story_save(title="Someone else's draft", body="Not yet.", slug="theirs-if-match")
+    _user, token = make_token(perms=[DELETE, VIEW])
+
+    response = draft_call(token, "delete", story, headers={"If-Match": "1"})
+
+    refused(response, f"publishing.{DELETE_STORY}")
+    assert Story.objects.get(pk=story.pk).trashed_at is None

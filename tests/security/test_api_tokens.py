@@ -12,7 +12,14 @@ from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 
 from api.models import ApiToken, TokenScope
-from tests.support.api import ADD, ARTICLE_PERMISSIONS, bearer, run_api_token, staff_user
+from tests.support.api import (
+    ADD,
+    ADD_STORY,
+    ARTICLE_PERMISSIONS,
+    bearer,
+    run_api_token,
+    staff_user,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -54,9 +61,10 @@ def test_api_token_without_permission_exits_non_zero_saying_why_and_prints_no_to
 
 
 def test_a_read_token_is_refused_to_a_user_who_may_not_view(capsys):
-    """It could do nothing; a write token of the same user can create (a draft: one
-    that goes out needs the permission to change articles too)."""
-    staff_user("importer", perms=[ADD])
+    """It could do nothing; a write token of the same user can create (a draft, with the
+    stories' permission to add: one that goes out needs the permission to change
+    articles too)."""
+    staff_user("importer", perms=[ADD, ADD_STORY])
 
     with pytest.raises(CommandError, match="A read token of importer could do nothing"):
         call_command("api_token", "importer", "--scope", "read")

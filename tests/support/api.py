@@ -1,9 +1,9 @@
 """The API's test users, tokens and clients, for every suite that calls the API
 (tests/api, tests/security, tests/integration): registered as a plugin by tests/conftest.py.
 
-A staff user gets the permissions asked for (by default all four on articles, which is
-what the API's tests of its rules need), and a token of the scope asked for (by default
-write)."""
+A staff user gets the permissions asked for (by default every one the API checks: the
+four on articles and the stories' add, change and delete, which drafts need; what the
+API's tests of its rules need), and a token of the scope asked for (by default write)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ from api.tokens import token_create
 from tests.support.processes import ROOT
 
 ADD, CHANGE, DELETE, VIEW = "add_article", "change_article", "delete_article", "view_article"
-# The permissions on articles, by codename (the app label is "publishing").
-ARTICLE_PERMISSIONS = (ADD, CHANGE, DELETE, VIEW)
+ADD_STORY, CHANGE_STORY, DELETE_STORY = "add_story", "change_story", "delete_story"
+# The permissions the API checks (api.permissions.ARTICLE_PERMISSIONS), by codename (the
+# app label is "publishing"): the articles', and the stories' that drafts need.
+ARTICLE_PERMISSIONS = (ADD, CHANGE, DELETE, VIEW, ADD_STORY, CHANGE_STORY, DELETE_STORY)
 
 
 def article_permissions(codenames: Iterable[str]) -> list[Permission]:
@@ -71,7 +73,7 @@ def run_api_token(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def make_token(db):
-    """make_token(username=None, *, perms=all four, scope="write", **user_fields)
+    """make_token(username=None, *, perms=ARTICLE_PERMISSIONS, scope="write", **user_fields)
     -> (user, token) for a new staff user."""
 
     def make(
