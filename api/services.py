@@ -22,15 +22,19 @@ def request_digest(data: dict) -> str:
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
-def article_create_once(*, user: User, key: str, digest: str, fields: dict) -> tuple[Article, bool]:
+def article_create_once(
+    *, user: User, key: str, digest: str, fields: dict, former_digest: str | None = None
+) -> tuple[Article, bool]:
     """(article, created): the article this user's `key` created, if it made one with
-    this request (`digest`), else a new one made by `article_create` and recorded with
-    the key in the same transaction. IdempotencyConflict for the key with another
-    request, or whose article was deleted; ValidationError (nothing stored) as
-    `article_create` raises it."""
+    this request (`digest`, or `former_digest`, the same request's as a key spent before
+    it was digested so was stored), else a new one made by `article_create` and recorded
+    with the key (and `digest`) in the same transaction. IdempotencyConflict for the key
+    with another request, or whose article was deleted; ValidationError (nothing stored)
+    as `article_create` raises it."""
+    digests = {digest, former_digest or digest}
     done = _spent(user, key)
     if done is not None:
-        return _replay(done, digest), False
+        return _replay(done, digests), False
     try:
         with transaction.atomic():
             article = article_create(**fields)
@@ -45,7 +49,7 @@ def article_create_once(*, user: User, key: str, digest: str, fields: dict) -> t
         done = _spent(user, key)
         if done is None:
             raise
-        return _replay(done, digest), False
+        return _replay(done, digests), False
     return article, True
 
 
@@ -53,8 +57,8 @@ def _spent(user: User, key: str) -> IdempotencyKey | None:
     return IdempotencyKey.objects.filter(user=user, key=key).first()
 
 
-def _replay(done: IdempotencyKey, digest: str) -> Article:
-    if done.request_digest != digest:
+def _replay(done: IdempotencyKey, digests: set[str]) -> Article:
+    if done.request_digest not in digests:
         raise IdempotencyConflict(
             "This Idempotency-Key was already used with another request body; use a new "
             "key for a new article."

@@ -452,6 +452,46 @@ def test_the_same_key_with_another_body_is_409_and_stores_nothing(api):
     assert list(Article.objects.values_list("title", flat=True)) == ["Once"]
 
 
+@pytest.mark.parametrize(
+    ("first", "retry"),
+    [
+        ({}, {"status": "pending"}),
+        ({}, {"slug": "", "tags": [], "description": "", "language": "", "byline": ""}),
+        ({"tags": [], "status": "pending"}, {}),
+    ],
+)
+def test_a_retry_that_spells_out_a_default_or_leaves_it_out_is_the_same_request(api, first, retry):
+    """A retry that said `"tags": []` where the first left tags out was "another request
+    body", a 409 (a review's finding): the digest is of the request with its defaults."""
+    base = {"title": "Once", "body": "Only once."}
+
+    made = post(api, {**base, **first}, **{"Idempotency-Key": "k-defaults"})
+    again = post(api, {**base, **retry}, **{"Idempotency-Key": "k-defaults"})
+    other = post(api, {**base, "tags": ["x"]}, **{"Idempotency-Key": "k-defaults"})
+
+    assert (made.status_code, again.status_code, other.status_code) == (201, 200, 409)
+    assert again.json()["id"] == made.json()["id"]
+    assert Article.objects.count() == 1
+
+
+def test_a_key_spent_before_defaults_were_digested_still_replays(api, token):
+    """A key spent before this release holds the digest of the fields sent only: its
+    retry with the same body replays; another body is still a 409."""
+    body = {"title": "Before", "body": "x"}
+    article = article_create(title="Before", body="x", slug="before")
+    user = ApiToken.objects.get().user
+    former = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    IdempotencyKey.objects.create(
+        user=user, key="k-old", request_digest=former.hexdigest(), article=article
+    )
+
+    again = post(api, body, **{"Idempotency-Key": "k-old"})
+    other = post(api, {**body, "body": "y"}, **{"Idempotency-Key": "k-old"})
+
+    assert (again.status_code, again.json()["id"]) == (200, article.pk)
+    assert other.status_code == 409
+
+
 def test_keys_belong_to_their_user(api, make_token):
     _other, other_token = make_token()
     other = Client(headers={"Authorization": f"Bearer {other_token}"})
