@@ -60,6 +60,16 @@ class ApiTokenAdmin(BadLookupsAreBadLinks):
     actions = ("revoke",)
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ApiToken]:
+        """A superuser's list has every user's tokens; anyone else's, their own only: the
+        list, a token's page, Revoke and Delete reach no further (a review's finding:
+        whoever might change tokens could revoke a superuser's, and see every user's).
+        As the form lets them make tokens for themselves only."""
+        tokens = super().get_queryset(request)
+        if request.user.is_superuser:
+            return tokens
+        return tokens.filter(user_id=request.user.pk)
+
     def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
         # A token acts as its user: only a superuser may make one for someone else, or
         # whoever may add tokens could act as any user, a superuser included (found by

@@ -6,10 +6,12 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.test import Client
 
 from api.models import ApiToken
+from api.tokens import token_create
 from tests.support.api import run_api_token, staff_user
 
 TOKEN = re.compile(r"bp_[A-Za-z0-9_-]{40,}")
@@ -124,3 +126,36 @@ def test_the_admin_revokes_a_token(admin_client, make_token):
     revoked = admin_client.get("/admin/api/apitoken/?state=revoked").content.decode()
     active = admin_client.get("/admin/api/apitoken/?state=active").content.decode()
     assert f"{row.prefix}…" in revoked and f"{row.prefix}…" not in active
+
+
+def test_a_staff_user_who_is_no_superuser_reaches_their_own_tokens_only(make_token):
+    """A clerk who might view, change and delete tokens saw every user's and revoked a
+    superuser's (a review's finding): the list, a token's page, Revoke and Delete reach
+    their own tokens only."""
+    boss = staff_user("boss", is_superuser=True)
+    theirs, boss_token = token_create(user=boss, scope="write")
+    clerk, _token = make_token("clerk")
+    clerk.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="api",
+            codename__in=["view_apitoken", "change_apitoken", "delete_apitoken"],
+        )
+    )
+    mine = ApiToken.objects.get(user=clerk)
+    client = Client()
+    client.force_login(clerk)
+
+    listing = client.get("/admin/api/apitoken/").content.decode()
+    page = client.get(f"/admin/api/apitoken/{theirs.pk}/change/")
+    revoke = {"action": "revoke", "_selected_action": [theirs.pk, mine.pk]}
+    client.post("/admin/api/apitoken/", revoke)
+    delete = {"action": "delete_selected", "_selected_action": [theirs.pk], "post": "yes"}
+    client.post("/admin/api/apitoken/", delete)
+    client.post(f"/admin/api/apitoken/{theirs.pk}/delete/", {"post": "yes"})
+
+    assert f"{mine.prefix}…" in listing and f"{theirs.prefix}…" not in listing
+    assert page.status_code == 302  # "does not exist", back to the list
+    theirs.refresh_from_db()
+    mine.refresh_from_db()
+    assert theirs.revoked_at is None and works(boss_token)
+    assert mine.revoked_at is not None
