@@ -29,13 +29,13 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.db.models.functions import Now
 from django.utils import timezone
 
 from publishing import markdown_files
 from publishing.dispatch import dispatch_batches
-from publishing.markdown_files import BadFile, Draft, ParsedFile
+from publishing.markdown_files import BadFile, Draft, ParsedFile, shown
 from publishing.models import (
     CONTENT_FIELDS,
     FRESH_PENDING,
@@ -44,6 +44,7 @@ from publishing.models import (
     ArticleStatus,
     FormerAddress,
     Story,
+    StoryState,
     key_of,
     normalize_slug,
 )
@@ -294,11 +295,30 @@ KEPT_BY_A_STORY = (
 )
 
 
-def _kept_by_stories(keys: Iterable[str]) -> dict[str, int]:
-    """{slug key: the id of the story that keeps it} among `keys`, in one query. A
-    story in the trash keeps none (its key is its trash key)."""
-    rows = Story.objects.filter(slug_key__in=list(keys)).values_list("slug_key", "id")
-    return dict(rows)
+def kept_by_a_published_story(article_slug: str) -> str:
+    """The reason for the address a published story keeps although its article moved
+    to another slug (in the Article form or the API): the story still has this one."""
+    return (
+        f"slug: a published story keeps this address (its article is now at"
+        f" {shown(article_slug)}); choose another"
+    )
+
+
+def _kept_by_stories(keys: Iterable[str]) -> dict[str, tuple[int, str]]:
+    """{slug key: (the id of the story that keeps it, the reason a file of that key is
+    refused)} among `keys`, in one query. A story in the trash keeps none (its key is
+    its trash key). A story whose Article (the same id) has another slug is a published
+    story whose article moved: no draft on no page, whatever KEPT_BY_A_STORY says."""
+    article_slug = Article.objects.filter(pk=OuterRef("pk")).values("slug")[:1]
+    rows = (
+        Story.objects.filter(slug_key__in=list(keys))
+        .annotate(article_slug=Subquery(article_slug))
+        .values_list("slug_key", "id", "article_slug")
+    )
+    return {
+        key: (story_id, KEPT_BY_A_STORY if slug is None else kept_by_a_published_story(slug))
+        for key, story_id, slug in rows
+    }
 
 
 @dataclass
@@ -343,12 +363,10 @@ def _plan_chunk(
                 ),
             )
             continue
-        story_id = kept.get(key)
+        story_id, reason = kept.get(key, (None, ""))
         if story_id is not None and (row is None or row["id"] != story_id):
             # A story's own article (published from it) is this file's to update.
-            _report(
-                report, on_result, FileResult(p.path, Action.FAILED, KEPT_BY_A_STORY, article.slug)
-            )
+            _report(report, on_result, FileResult(p.path, Action.FAILED, reason, article.slug))
             continue
         if row is not None:
             article.pk = row["id"]
@@ -401,7 +419,7 @@ def _create(new: list[_Planned]) -> list[tuple[_Planned, str]]:
         return []
     address_locks(p.article.slug_key for p in new)
     kept = _kept_by_stories(p.article.slug_key for p in new)
-    refused = [(p, KEPT_BY_A_STORY) for p in new if p.article.slug_key in kept]
+    refused = [(p, kept[p.article.slug_key][1]) for p in new if p.article.slug_key in kept]
     new = [p for p in new if p.article.slug_key not in kept]
     try:
         with transaction.atomic():
@@ -575,15 +593,46 @@ def _report_draft(
 def _keep_draft(path: Path, parsed: ParsedFile, *, dry_run: bool) -> FileResult:
     """A `draft: true` file becomes a story's draft (issue 22), never published; by its
     slug, as articles are: the draft of that slug is updated (a new revision when the
-    text changed). A slug that an article has already is refused, also when that
-    article is a story's, published: a draft file must not take back, or shadow, what
+    text changed) only while it is on no page (never published, or withdrawn). A slug
+    that an article has already is refused, also when that article is a story's,
+    published; and so is the slug of a published story whose article moved to another
+    one (a review's finding: the file edited that live story's draft, which the
+    writer's next Publish put live): a draft file must not take back, or shadow, what
     is on the blog, nor edit behind it a draft its writer may be working on."""
     slug = normalize_slug(parsed.slug)
     key = key_of(slug)
     if Article.objects.filter(Q(slug_key=key) | Q(published_slug_key=key)).exists():
         reason = "draft: an article has this slug already; remove `draft: true` to update it"
         return FileResult(path, Action.FAILED, reason, slug)
-    story = Story.objects.filter(slug_key=key, trashed_at__isnull=True).first()
+    with transaction.atomic():
+        # Locked, as story_publish locks it: a publish of this story waits for the save
+        # below, or has been seen here.
+        story = (
+            Story.objects.select_for_update().filter(slug_key=key, trashed_at__isnull=True).first()
+        )
+        if story is not None and (reason := _on_a_page(story)):
+            return FileResult(path, Action.FAILED, reason, slug)
+        return _save_draft(path, parsed, slug, story, dry_run=dry_run)
+
+
+def _on_a_page(story: Story) -> str:
+    """Why a draft file may not update `story` ("" when it may): the story is
+    published, its Article (the same id) at another slug than the story's own."""
+    article_slug = Article.objects.filter(pk=story.pk).values_list("slug", flat=True).first()
+    if story.state == StoryState.DRAFT and article_slug is None:
+        return ""
+    where = "" if article_slug is None else f", its article now at {shown(article_slug)}"
+    return (
+        f"draft: this slug is a published story's{where}: a file updates only a draft on"
+        " no page (never published, or withdrawn); edit its draft in the admin, or choose"
+        " another slug"
+    )
+
+
+def _save_draft(
+    path: Path, parsed: ParsedFile, slug: str, story: Story | None, *, dry_run: bool
+) -> FileResult:
+    """The file as the draft of `story` (a new story when None)."""
     fields: dict[str, Any] = {
         "title": parsed.title,
         "body": parsed.body,

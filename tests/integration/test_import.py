@@ -579,3 +579,44 @@ def test_an_empty_folder_and_a_linked_one_are_said(blog, tmp_path):
     assert f"skipped: {blog / 'linked'}: a link to a folder, not followed" in out
     assert out.splitlines()[-1].endswith("skipped 1, failed 0")
     assert not Article.objects.filter(slug=f"{blog.name}-elsewhere").exists()
+
+
+def _live_at(article_id: int, slug: str) -> None:
+    wait_for(
+        lambda: Article.objects.filter(
+            pk=article_id, status=ArticleStatus.PUBLISHED, published_slug=slug
+        ).exists(),
+        what=f"the article live at {slug}",
+    )
+
+
+def test_a_draft_file_never_edits_the_draft_of_a_published_story(worker, blog):
+    """A story published at `old`, its article then moved to `new` in the Article form
+    (or the API): the story keeps `old`. A `draft: true` file of `old` edited that live
+    story's draft, which the writer's next Publish put live (a review's finding); a file
+    of `old` without `draft:` was refused as "a draft (a story never published, or
+    withdrawn)". Both fail, saying what keeps the address."""
+    from publishing.services import article_update, story_publish
+
+    story = story_save(title="Live", body="Mine.", slug="old")
+    story_publish(story_id=story.pk)
+    _live_at(story.pk, "old")
+    article_update(article=Article.objects.get(pk=story.pk), slug="new")
+    _live_at(story.pk, "new")
+    draft = write(blog, "draft.md", post("Intruder", "From a file.", slug="old", draft="true"))
+    article = write(blog / "b", "article.md", post("Intruder", "From a file.", slug="OLD"))
+
+    out, err, code = run_import(str(draft))
+    out2, err2, code2 = run_import(str(article))
+
+    assert (code, code2) == (1, 1), out + err + out2 + err2
+    assert (
+        f"{draft}: draft: this slug is a published story's, its article now at 'new': a"
+        " file updates only a draft on no page" in err
+    )
+    assert (
+        f"{article}: slug: a published story keeps this address (its article is now at"
+        " 'new'); choose another" in err2
+    )
+    after = Story.objects.get(pk=story.pk)
+    assert (after.body, after.has_unpublished_changes) == ("Mine.", False)
