@@ -620,3 +620,43 @@ def test_a_draft_file_never_edits_the_draft_of_a_published_story(worker, blog):
     )
     after = Story.objects.get(pk=story.pk)
     assert (after.body, after.has_unpublished_changes) == ("Mine.", False)
+
+
+def test_an_export_into_a_folder_used_before_names_what_it_did_not_write_and_prunes(tmp_path):
+    """A nightly `export_articles /backups/blog` into one folder: the files of articles
+    deleted, or moved to another slug, since the last export stayed, without a word, and
+    an import of the folder brought the deleted article back and the moved one twice (a
+    review's finding). The export names them on stderr; `--prune` removes them, and only
+    them (no other file, no folder, nothing hidden)."""
+    from publishing.services import article_create, article_update
+
+    moved = article_create(title="Moved", body="Same text.", slug="before-move")
+    gone = article_create(title="Deleted", body="Taken down.", slug="gone")
+    backup = tmp_path / "backup"
+    call_command("export_articles", str(backup), stdout=io.StringIO(), stderr=io.StringIO())
+    article_update(article=moved, slug="after-move")
+    Article.objects.filter(pk=gone.pk).delete()
+    for name in ("notes.txt", ".hidden.md", "folder.md/inner.md"):
+        write(backup, name, "kept")
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command("export_articles", str(backup), stdout=out, stderr=err)
+
+    assert (
+        f"export_articles: 2 .md file(s) in {backup} are not of this export (articles"
+        " deleted or moved since an earlier one?), and an import of the folder would bring"
+        " them back: before-move.md, gone.md. --prune removes them." in err.getvalue()
+    )
+    assert (backup / "gone.md").exists()  # nothing deleted by default
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command("export_articles", str(backup), "--prune", stdout=out, stderr=err)
+
+    assert "2 .md file(s) not of this export removed" in err.getvalue()
+    assert sorted(p.name for p in backup.iterdir()) == [
+        ".hidden.md",
+        "after-move.md",
+        "folder.md",
+        "notes.txt",
+    ]
+    assert (backup / "folder.md" / "inner.md").read_text() == "kept"

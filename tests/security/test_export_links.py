@@ -46,3 +46,22 @@ def test_links_planted_at_the_temporary_and_final_names_are_not_followed(tmp_pat
         assert path.is_file() and not path.is_symlink()
         assert parse(path.read_text()).body == body
     assert sorted(p.name for p in folder.iterdir()) == ["sec-export-2.md", "sec-export.md"]
+
+
+def test_prune_removes_a_link_not_what_it_points_to(tmp_path, victims):
+    """`--prune` unlinks a `*.md` of DIR the export did not write: a link named so goes,
+    the file it points to stays; a folder it points to is not entered."""
+    Article.objects.create(title="Exported", slug="sec-prune", body="The body.")
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "stale.md").symlink_to(victims["final-target"])
+    (folder / "stale-folder.md").symlink_to(victims["final-target"].parent)
+
+    call_command("export_articles", str(folder), "--prune", stdout=io.StringIO())
+
+    assert victims["final-target"].read_text() == ORIGINAL
+    assert sorted(p.name for p in victims["final-target"].parent.iterdir()) == [
+        "final-target",
+        "tmp-target",
+    ]
+    assert sorted(p.name for p in folder.iterdir()) == ["sec-prune.md"]

@@ -1,13 +1,16 @@
 """Every article as a Markdown file with YAML front matter (docs/import.md).
 
-    python manage.py export_articles DIR
+    python manage.py export_articles DIR [--prune]
 
 One `<slug>.md` per article in DIR (made if missing), in the format `import_articles`
 reads: `title`, `slug`, `date` (publish_at, UTC), then the body as stored; and one per
 draft on no page (a story never published, or withdrawn; not in the trash), with
 `draft: true`. Importing the folder into an empty database gives the same articles and
 drafts. An article whose draft holds changes not published yet is written as readers
-see it, and named on stderr: its draft's text is in no file.
+see it, and named on stderr: its draft's text is in no file. The `*.md` files in DIR
+that this run did not write (an earlier export's, of articles deleted or moved since)
+are named on stderr, and removed with `--prune`: importing the folder would bring them
+back.
 
 Each file is written to `.<slug>.md.tmp` beside it, created new (`O_CREAT | O_EXCL |
 O_NOFOLLOW`: never through a link, never into a file already there), then renamed into
@@ -39,6 +42,8 @@ from work.commands import DatabaseCommand
 FILE_MODE = 0o644
 # The articles with unpublished draft changes named by slug, at most (then how many more).
 UNPUBLISHED_SHOWN = 20
+# The files of an earlier export named, at most (then how many more).
+STALE_SHOWN = 5
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -73,8 +78,13 @@ class Command(DatabaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("dir", metavar="DIR", help="the folder to write (made if missing)")
+        parser.add_argument(
+            "--prune",
+            action="store_true",
+            help="remove the *.md files directly in DIR that this export did not write",
+        )
 
-    def handle(self, *args, dir: str, **options) -> None:
+    def handle(self, *args, dir: str, prune: bool = False, **options) -> None:
         if not dir.strip():
             # Path("") is ".": an unset variable in `export_articles "$DIR"` wrote every
             # article into the working directory (a review's finding).
@@ -88,15 +98,57 @@ class Command(DatabaseCommand):
             dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
             raise CommandError(f"cannot open {folder}: {exc.strerror or exc}") from exc
+        names: set[str] = set()
         try:
-            written = self._export(folder, dir_fd)
+            articles, drafts = self._export(folder, dir_fd, names)
+            self.stdout.write(
+                f"export_articles: {articles} article(s) and {drafts} draft(s) written to {folder}"
+            )
+            self._not_written(folder, dir_fd, names, prune=prune)
         finally:
             os.close(dir_fd)
-        articles, drafts = written
-        self.stdout.write(
-            f"export_articles: {articles} article(s) and {drafts} draft(s) written to {folder}"
-        )
         self._unpublished_changes()
+
+    def _not_written(self, folder: Path, dir_fd: int, names: set[str], *, prune: bool) -> None:
+        """The `*.md` files directly in DIR that this run did not write: an earlier
+        export's, of articles deleted or moved since, which an import of the folder
+        would bring back (a review's finding: a nightly export into one folder kept
+        them without a word). Named on stderr; removed with --prune (unlinked: a link
+        goes, not what it points to). Nothing else in DIR is touched."""
+        try:
+            with os.scandir(dir_fd) as entries:
+                stale = sorted(
+                    entry.name
+                    for entry in entries
+                    if entry.name.endswith(".md")
+                    and not entry.name.startswith(".")
+                    and entry.name not in names
+                    and not entry.is_dir(follow_symlinks=False)
+                )
+        except OSError as exc:
+            raise CommandError(f"cannot list {folder}: {exc.strerror or exc}") from exc
+        if not stale:
+            return
+        shown = ", ".join(stale[:STALE_SHOWN])
+        more = f" and {len(stale) - STALE_SHOWN} more" if len(stale) > STALE_SHOWN else ""
+        if not prune:
+            self.stderr.write(
+                f"export_articles: {len(stale)} .md file(s) in {folder} are not of this"
+                f" export (articles deleted or moved since an earlier one?), and an import of"
+                f" the folder would bring them back: {shown}{more}. --prune removes them."
+            )
+            return
+        for name in stale:
+            try:
+                os.unlink(name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise CommandError(f"cannot remove {folder / name}: {exc.strerror or exc}") from exc
+        self.stderr.write(
+            f"export_articles: {len(stale)} .md file(s) not of this export removed from"
+            f" {folder}: {shown}{more}."
+        )
 
     def _unpublished_changes(self) -> None:
         """Name the articles whose story holds changes not published yet: the export
@@ -122,7 +174,7 @@ class Command(DatabaseCommand):
             " Publish or discard them first to export them."
         )
 
-    def _export(self, folder: Path, dir_fd: int) -> tuple[int, int]:
+    def _export(self, folder: Path, dir_fd: int, names: set[str]) -> tuple[int, int]:
         articles = Article.objects.order_by("id").values("id", *CONTENT_FIELDS)
         # A story's draft with no Article (the same id): never published, or withdrawn.
         drafts = (
@@ -132,11 +184,13 @@ class Command(DatabaseCommand):
             .order_by("id")
             .values(*DRAFT_FIELDS, first_published=F("first_publish_at"))
         )
-        return self._write(folder, dir_fd, articles), self._write(
-            folder, dir_fd, drafts, draft=True
+        return self._write(folder, dir_fd, articles, names), self._write(
+            folder, dir_fd, drafts, names, draft=True
         )
 
-    def _write(self, folder: Path, dir_fd: int, rows, *, draft: bool = False) -> int:
+    def _write(
+        self, folder: Path, dir_fd: int, rows, names: set[str], *, draft: bool = False
+    ) -> int:
         written = 0
         # Its former addresses (docs/site.md): what its file lists as `aliases`.
         aliases: dict[int, list[str]] = {}
@@ -157,5 +211,6 @@ class Command(DatabaseCommand):
                 write_file(dir_fd, name, text)
             except OSError as exc:
                 raise CommandError(f"cannot write {folder / name}: {exc.strerror or exc}") from exc
+            names.add(name)
             written += 1
         return written
