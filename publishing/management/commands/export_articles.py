@@ -25,6 +25,7 @@ import contextlib
 import os
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import CommandError
 from django.db.models import F
 
@@ -73,6 +74,26 @@ def write_file(dir_fd: int, name: str, text: str) -> None:
         raise
 
 
+def _refuse_inside_site_root(folder: Path) -> None:
+    """A DIR inside a local SITE_ROOT is refused: the site serves that folder to anyone,
+    and the export holds every draft's text (a review's finding: `export_articles
+    $SITE_ROOT/backup` made /backup/<slug>.md readable). The same test as
+    config/checks.py's for a SQLite file there: the paths resolved, links followed."""
+    site_root = settings.SITE_ROOT
+    if not isinstance(site_root, Path):  # s3://…: nothing local is served
+        return
+    try:
+        inside = folder.resolve().is_relative_to(site_root.resolve())
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise CommandError(f"cannot resolve {folder}: {exc}") from exc
+    if inside:
+        raise CommandError(
+            f"export_articles: {folder} is inside SITE_ROOT ({str(site_root)!r}), which is"
+            " served as the site: anyone could read every draft's text there. Write the"
+            " export elsewhere."
+        )
+
+
 class Command(DatabaseCommand):
     help = "Write every article, and every draft, to DIR as Markdown with YAML front matter."
 
@@ -90,6 +111,7 @@ class Command(DatabaseCommand):
             # article into the working directory (a review's finding).
             raise CommandError("export_articles: DIR is empty; name the folder to write.")
         folder = Path(dir)
+        _refuse_inside_site_root(folder)
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
