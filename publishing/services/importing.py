@@ -152,40 +152,50 @@ def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
 
 
 def _find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
-    """Each file named, and each Markdown file (.md, .markdown) under each folder named,
-    recursively, in name order; hidden files and folders are left out. A path that
-    does not exist gives a failure, not an exception. A folder named may be a link (the
-    operator's choice); links inside it are not followed: a link to a folder is not
-    entered (it is skipped, saying so), and a file that is a link (or not a regular
-    file) fails in read_file()."""
+    """Each file named, and each Markdown file (.md, .markdown) under each folder named
+    (`_files_in`). A path that does not exist gives a failure, not an exception."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found: list[Path | FileResult] = []
-            for folder, dirs, files in os.walk(path):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                for name in dirs:  # os.walk enters none of these: each named
-                    if os.path.islink(os.path.join(folder, name)):
-                        found.append(
-                            FileResult(
-                                Path(folder, name),
-                                Action.SKIPPED,
-                                "a link to a folder, not followed: name the folder itself",
-                            )
-                        )
-                found += [
-                    Path(folder, name)
-                    for name in files
-                    if name.lower().endswith(markdown_files.MARKDOWN_SUFFIXES)
-                    and not name.startswith(".")
-                ]
-            yield from sorted(
-                found, key=lambda item: str(item.path if isinstance(item, FileResult) else item)
-            )
+            yield from _files_in(path)
         elif os.path.lexists(path):
             yield path  # a file, or something read_file() refuses with its reason
         else:
             yield FileResult(path, Action.FAILED, "no such file or folder")
+
+
+def _files_in(path: Path) -> list[Path | FileResult]:
+    """Each Markdown file under the folder `path`, recursively, in name order; hidden
+    files and folders are left out. The folder may be a link (the operator's choice);
+    links inside it are not followed: a link to a folder is not entered (it is skipped,
+    saying so), and a file that is a link (or not a regular file) fails in read_file().
+    A folder that cannot be listed (no permission, a path past PATH_MAX) fails, named:
+    os.walk() left it out without a word, and the run exited 0 without its files (a
+    review's finding)."""
+    found: list[Path | FileResult] = []
+
+    def unreadable(exc: OSError) -> None:
+        where = Path(exc.filename) if exc.filename else path
+        reason = f"cannot read this folder: {exc.strerror or exc}"
+        found.append(FileResult(where, Action.FAILED, reason))
+
+    for folder, dirs, files in os.walk(path, onerror=unreadable):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in dirs:  # os.walk enters none of these: each named
+            if os.path.islink(os.path.join(folder, name)):
+                found.append(
+                    FileResult(
+                        Path(folder, name),
+                        Action.SKIPPED,
+                        "a link to a folder, not followed: name the folder itself",
+                    )
+                )
+        found += [
+            Path(folder, name)
+            for name in files
+            if name.lower().endswith(markdown_files.MARKDOWN_SUFFIXES) and not name.startswith(".")
+        ]
+    return sorted(found, key=lambda item: str(item.path if isinstance(item, FileResult) else item))
 
 
 def _refuse_unless_regular(mode: int) -> None:
