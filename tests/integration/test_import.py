@@ -729,3 +729,21 @@ def test_a_folder_without_read_permission_fails_naming_it(blog):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"failed: {blog / 'locked'}: cannot read this folder: Permission denied" in proc.stderr
     assert f"would create: {blog / 'a-top.md'} (perm-top)" in proc.stdout
+
+
+def test_only_a_drafts_folder_at_or_below_the_folder_named_makes_drafts(tmp_path):
+    """`"_drafts" in path.parts` read the whole path, the folders above the one named
+    included: a blog kept under a folder named `_drafts` (a writer's own
+    `~/_drafts/site/`) imported every post as a draft, without a word (a review's
+    finding). Jekyll's `_drafts/` in the folder named, or the folder named itself, still
+    makes drafts."""
+    site = tmp_path / "_drafts" / "site"
+    write(site, "_posts/2024-05-01-hello.md", post("Hello", slug="above-hello"))
+    write(site, "_drafts/notes.md", post("Notes", slug="below-notes"))
+    write(tmp_path / "other" / "_drafts", "idea.md", post("Idea", slug="named-idea"))
+
+    out, err, code = run_import(str(site), str(tmp_path / "other" / "_drafts"))
+
+    assert code == 0, out + err
+    assert list(Article.objects.values_list("slug", flat=True)) == ["above-hello"]
+    assert sorted(Story.objects.values_list("slug", flat=True)) == ["below-notes", "named-idea"]

@@ -392,6 +392,14 @@ def test_a_file_under_jekylls_drafts_folder_is_a_draft(tmp_path):
     path.write_text("---\ntitle: Unfinished\n---\nNot yet.\n", encoding="utf-8")
 
     assert isinstance(read_file(path), Draft)
+    # Found in a folder named: its `_drafts` counts from that folder, not above it.
+    assert isinstance(read_file(path, tmp_path), Draft)
+    assert isinstance(read_file(path, tmp_path / "_drafts"), Draft)
+    nested = tmp_path / "_drafts" / "site" / "_posts" / "post.md"
+    nested.parent.mkdir(parents=True)
+    nested.write_text("---\ntitle: Post\n---\nLive.\n", encoding="utf-8")
+    assert not isinstance(read_file(nested, tmp_path / "_drafts" / "site"), Draft)
+    assert not isinstance(read_file(nested), Draft)
 
 
 @pytest.mark.parametrize(
