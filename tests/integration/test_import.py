@@ -747,3 +747,19 @@ def test_only_a_drafts_folder_at_or_below_the_folder_named_makes_drafts(tmp_path
     assert code == 0, out + err
     assert list(Article.objects.values_list("slug", flat=True)) == ["above-hello"]
     assert sorted(Story.objects.values_list("slug", flat=True)) == ["below-notes", "named-idea"]
+
+
+def test_a_draft_files_first_published_is_held_to_the_years_of_a_date(blog):
+    """`first_published` went in with a queryset update, past the validators: year 1
+    was stored, and the draft's Publish failed over it (a review's finding)."""
+    write(
+        blog,
+        "d.md",
+        post("Old", slug="held-fp", draft="true", first_published="0001-01-01T00:00:00Z"),
+    )
+
+    out, err, code = run_import(str(blog))
+
+    assert code == 1, out + err
+    assert f"{blog / 'd.md'}: first_published '0001-01-01T00:00:00+00:00': The date must be" in err
+    assert not Story.objects.exists()

@@ -518,3 +518,18 @@ def test_hugos_publish_date_when_later_is_the_articles(front, when, noted):
 )
 def test_a_named_zone_with_an_offset_is_the_offset_as_written(text, utc):
     assert parse_date(text) == utc.replace(tzinfo=UTC)
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00Z", "9999-12-31", "1899-12-31 23:59:59"])
+def test_first_published_outside_the_years_of_a_date_is_refused(when):
+    # Stored as written, past the validators: publishing the undated draft then failed
+    # over a date its writer never set (a review's finding).
+    with pytest.raises(BadFile, match=r"first_published .*: The date must be in the years 1900"):
+        parse(f"---\ntitle: Old\ndraft: true\nfirst_published: {when}\n---\nx\n")
+
+
+def test_first_published_keeps_its_seconds_and_drops_their_fractions():
+    found = parse("---\ntitle: Old\ndraft: true\nfirst_published: 2020-05-01T10:00:00.75Z\n---\n")
+
+    assert isinstance(found, Draft)
+    assert found.parsed.first_published == datetime(2020, 5, 1, 10, tzinfo=UTC)
