@@ -52,6 +52,7 @@ from dateutil import parser as date_parser
 from dateutil import tz
 from django.core.exceptions import ValidationError
 from yaml.composer import Composer, ComposerError
+from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent, CollectionStartEvent, Event, NodeEvent
 
 from publishing.validators import normalize_body, slugify_keeping_marks, validate_publish_at
@@ -225,13 +226,35 @@ class _FrontMatterComposer(Composer):
             self._depth -= 1
 
 
-class SafeLoader(_FrontMatterComposer, FastSafeLoader):
+class _NoRepeatedKeys(SafeConstructor):
+    """A mapping that gives one key twice (`date:` and `date:` again) is refused, as
+    one that gives it in two cases is (`_keys_in_any_case`) and as Hugo refuses both
+    ('mapping key "date" already defined'): PyYAML took the last without a word (a
+    review's finding), and which one the blog meant is not known."""
+
+    def construct_mapping(self, node, deep=False):
+        mapping = super().construct_mapping(node, deep=deep)
+        if len(mapping) < len(node.value):  # node.value: every pair as written
+            seen: set = set()
+            for key_node, _value in node.value:
+                key = self.construct_object(key_node, deep=deep)  # constructed already
+                if key in seen:
+                    line = key_node.start_mark.line + 2  # the opening `---` is line 1
+                    raise BadFile(
+                        f"the front matter gives {_key_name(key)!r} twice (line {line}):"
+                        " which one the blog meant is not known; keep one"
+                    )
+                seen.add(key)
+        return mapping
+
+
+class SafeLoader(_FrontMatterComposer, _NoRepeatedKeys, FastSafeLoader):
     """The loader the import uses: the C parser when built, composed by _FrontMatterComposer."""
 
     _loader = FastSafeLoader
 
 
-class PureSafeLoader(_FrontMatterComposer, yaml.SafeLoader):
+class PureSafeLoader(_FrontMatterComposer, _NoRepeatedKeys, yaml.SafeLoader):
     """The same in pure Python (PyYAML without libyaml); the tests check both."""
 
     _loader = yaml.SafeLoader

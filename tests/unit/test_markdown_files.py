@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import PurePath
 
@@ -10,6 +11,8 @@ import pytest
 from publishing.markdown_files import (
     BadFile,
     Draft,
+    PureSafeLoader,
+    SafeLoader,
     date_from_path,
     parse,
     parse_date,
@@ -481,6 +484,22 @@ def test_keys_are_read_in_any_case_as_hugo_reads_them():
 def test_one_key_twice_in_two_cases_is_refused():
     with pytest.raises(BadFile, match="gives 'date' and 'Date': one key in any case"):
         parse("---\ntitle: T\ndate: 2020-01-01\nDate: 2021-01-01\n---\nText.\n")
+
+
+@pytest.mark.parametrize("loader", [SafeLoader, PureSafeLoader], ids=["libyaml", "pure"])
+@pytest.mark.parametrize(
+    ("front", "reason"),
+    [
+        ("title: T\ndate: 2020-01-01\ndate: 2030-01-01", "gives 'date' twice (line 4)"),
+        ("title: T\ntitle: U", "gives 'title' twice (line 3)"),
+        ('{"title": "T", "title": "U"}', "gives 'title' twice (line 2)"),  # JSON's way
+        ("title: T\nauthor: {name: A, name: B}", "gives 'name' twice (line 3)"),
+    ],
+)
+def test_one_key_twice_in_one_case_is_refused(loader, front, reason):
+    # PyYAML took the last one without a word; Hugo refuses it (a review's finding).
+    with pytest.raises(BadFile, match=re.escape(reason)):
+        parse(f"---\n{front}\n---\nText.\n", loader=loader)
 
 
 @pytest.mark.parametrize(
