@@ -283,6 +283,24 @@ def _no_base_60(pattern: re.Pattern) -> re.Pattern:
 _without_base_60(SafeLoader)
 _without_base_60(PureSafeLoader)
 
+# YAML 1.2's booleans (its core schema, which Hugo reads): true and false only, not YAML
+# 1.1's yes, no, on and off, so `lang: no` (Norwegian) and `title: Yes` are text, where
+# they failed as booleans (a review's finding). `draft: yes` and `published: no` still
+# say yes and no: _flag reads those words as text.
+_BOOL = "tag:yaml.org,2002:bool"
+_BOOL_1_2 = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+
+
+def _booleans_of_yaml_1_2(loader: type[yaml.resolver.BaseResolver]) -> None:
+    loader.yaml_implicit_resolvers = {
+        first: [(tag, _BOOL_1_2 if tag == _BOOL else pattern) for tag, pattern in found]
+        for first, found in loader.yaml_implicit_resolvers.items()
+    }
+
+
+_booleans_of_yaml_1_2(SafeLoader)
+_booleans_of_yaml_1_2(PureSafeLoader)
+
 
 @dataclass
 class ParsedFile:

@@ -11,6 +11,7 @@ import pytest
 from publishing.markdown_files import (
     BadFile,
     Draft,
+    ParsedFile,
     PureSafeLoader,
     SafeLoader,
     date_from_path,
@@ -552,3 +553,30 @@ def test_first_published_keeps_its_seconds_and_drops_their_fractions():
 
     assert isinstance(found, Draft)
     assert found.parsed.first_published == datetime(2020, 5, 1, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("loader", [SafeLoader, PureSafeLoader], ids=["libyaml", "pure"])
+def test_yes_no_on_and_off_are_text_as_yaml_1_2_reads_them(loader):
+    # YAML 1.1 read them as booleans: `lang: no` (Norwegian) and `title: Yes` failed as
+    # "must be text, not False" (a review's finding); Hugo reads YAML 1.2.
+    found = parse(
+        "---\ntitle: Yes\nlang: no\nauthor: On\ntags: [off, NO]\n---\nText.\n", loader=loader
+    )
+
+    assert isinstance(found, ParsedFile)
+    assert (found.title, found.language, found.byline, found.tags) == (
+        "Yes",
+        "no",
+        "On",
+        ["off", "NO"],
+    )
+    with pytest.raises(BadFile, match="title must be text, not True"):
+        parse("---\ntitle: TRUE\n---\n", loader=loader)  # YAML 1.2's own booleans stay
+
+
+@pytest.mark.parametrize("loader", [SafeLoader, PureSafeLoader], ids=["libyaml", "pure"])
+@pytest.mark.parametrize(
+    "flag", ["draft: yes", "draft: On", "published: no", "published: OFF", "draft: True"]
+)
+def test_the_yes_or_no_keys_still_read_yes_no_on_and_off(loader, flag):
+    assert isinstance(parse(f"---\ntitle: T\n{flag}\n---\n", loader=loader), Draft)
