@@ -38,6 +38,10 @@ class TransientPublishError(PublishingError):
         self.site_wide = site_wide
 
 
+class NoAnswer(TransientPublishError):
+    """A receiver gave no answer: it timed out, or could not be reached."""
+
+
 class PermanentPublishError(PublishingError):
     """A publishing target refused the article; retrying cannot help, so it is dead."""
 

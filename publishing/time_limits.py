@@ -38,10 +38,14 @@ HARD_LIMIT_EXIT_STATUS = 70
 
 
 @contextlib.contextmanager
-def attempt_time_limit(*, soft: float | None = None, hard: float | None = None) -> Iterator[None]:
-    """Run the body under the soft and hard limits (default: the worker's settings)."""
+def attempt_time_limit(
+    *, soft: float | None = None, hard: float | None = None, lease: float | None = None
+) -> Iterator[None]:
+    """Run the body under the soft and hard limits (default: the worker's settings),
+    inside `lease` seconds (default: PUBLISH_LEASE_SECONDS), which the message names."""
     soft = settings.PUBLISH_SOFT_TIME_LIMIT if soft is None else soft
     hard = settings.PUBLISH_TIME_LIMIT if hard is None else hard
+    lease = settings.PUBLISH_LEASE_SECONDS if lease is None else lease
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -61,8 +65,8 @@ def attempt_time_limit(*, soft: float | None = None, hard: float | None = None) 
         fired = True
         signal.setitimer(signal.ITIMER_REAL, max(hard - soft, 0.01))
         raise AttemptTimeLimitExceeded(
-            f"the attempt ran past its time limit ({soft:.1f}s, inside the "
-            f"{settings.PUBLISH_LEASE_SECONDS:g}s lease) and was stopped"
+            f"the attempt ran past its time limit ({soft:.1f}s, inside the {lease:g}s lease) "
+            "and was stopped"
         )
 
     started = time.monotonic()

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 import requests
 
-from publishing.exceptions import PermanentPublishError, TransientPublishError
+from publishing.exceptions import NoAnswer, PermanentPublishError, TransientPublishError
 from publishing.signing import signed_headers
 
 TRANSIENT_STATUSES = frozenset({408, 429})
@@ -50,7 +50,7 @@ def timeouts(read: float) -> tuple[float, float]:
 
 def post_signed(*, url: str, secret: str, key: str, body: bytes, read_timeout: float) -> int:
     """POST `body` signed under `key`; the receiver's status code when it answered 2xx.
-    Raises `TransientPublishError` (no answer: timed out, unreachable) or, through
+    Raises `NoAnswer` (a `TransientPublishError`: timed out, unreachable) or, through
     `check_answer`, what a non-2xx answer means; the status code is in the message."""
     headers = {**signed_headers(secret=secret, key=key, body=body), "User-Agent": USER_AGENT}
     try:
@@ -68,9 +68,9 @@ def post_signed(*, url: str, secret: str, key: str, body: bytes, read_timeout: f
             text = "" if 200 <= status < 300 else answer_start(response)
             retry_after = response.headers.get("Retry-After")
     except requests.Timeout as exc:
-        raise TransientPublishError(f"webhook timed out: {exc}") from exc
+        raise NoAnswer(f"webhook timed out: {exc}") from exc
     except requests.RequestException as exc:  # connection refused, DNS, TLS, …
-        raise TransientPublishError(f"webhook unreachable: {exc}") from exc
+        raise NoAnswer(f"webhook unreachable: {exc}") from exc
     check_answer(status, text, retry_after=retry_after)
     return status
 

@@ -27,6 +27,7 @@ an article's status.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,9 +39,10 @@ from django.db.models.functions import Now
 
 from publishing.broker_status import queue_message_counts
 from publishing.dispatch import DELIVER_TASK, dispatch_deliveries
-from publishing.exceptions import PermanentPublishError, PublishingError
+from publishing.exceptions import TIME_LIMITS, NoAnswer, PermanentPublishError, PublishingError
 from publishing.models import DeliveryStatus, WebhookDelivery
 from publishing.services.alarms import delivery_dead_alert
+from publishing.time_limits import attempt_time_limit
 from publishing.webhook_post import post_signed
 from work import lease
 from work.db import after_commit
@@ -79,6 +81,8 @@ class DeliveryResult:
     retry_in: float | None = None
     due_in: float | None = None
     lease_left: float | None = None
+    # RETRY, DEAD: the receiver gave no answer (timed out, unreachable, the try's limit).
+    unanswered: bool = False
 
 
 # --- the outbox ------------------------------------------------------------------------
@@ -229,6 +233,7 @@ RETRY_AFTER_MAX = 3600.0
 
 def _failed(row: WebhookDelivery, *, token: int, attempt: int, exc: Exception) -> DeliveryResult:
     refused = isinstance(exc, PermanentPublishError)
+    unanswered = isinstance(exc, (NoAnswer, *TIME_LIMITS))
     # The receiver's own words as they are; anything else with its type (a time limit, a bug).
     error = str(exc) if isinstance(exc, PublishingError) else lease.describe(exc)
     last = refused or attempt >= settings.PUBLISH_WEBHOOK_MAX_ATTEMPTS
@@ -257,9 +262,16 @@ def _failed(row: WebhookDelivery, *, token: int, attempt: int, exc: Exception) -
             wait,
             error,
         )
-        return DeliveryResult(DeliveryOutcome.RETRY, row.pk, attempt, error=error, retry_in=wait)
+        return DeliveryResult(
+            DeliveryOutcome.RETRY,
+            row.pk,
+            attempt,
+            error=error,
+            retry_in=wait,
+            unanswered=unanswered,
+        )
     _died(row.pk, error=error)
-    return DeliveryResult(DeliveryOutcome.DEAD, row.pk, attempt, error=error)
+    return DeliveryResult(DeliveryOutcome.DEAD, row.pk, attempt, error=error, unanswered=unanswered)
 
 
 def _overtaken(row: WebhookDelivery, attempt: int) -> DeliveryResult:
@@ -333,27 +345,54 @@ def dead_deliveries_unalerted(*, limit: int) -> list[int]:
     )
 
 
+# What a pass of the backup executor counts for the deliveries it did not try.
+LEFT = "left for the next pass"
+
+
 def deliveries_deliver_due(*, limit: int) -> Counter:
     """The backup executor's part (`publish_pending`): try the due deliveries in this
     process, no broker, oldest first, each through the same claim as the task's (one that
     waits for an earlier one of its article is tried after it). The count of each
-    outcome."""
+    outcome, and of those LEFT.
+
+    Each try runs under the task's time limits (80 % and 90 % of its lease), which the
+    POST's timeouts alone are not: they bound each read, and a receiver that trickles
+    its answer held a pass past the lease while a worker posted the same delivery again
+    (a review's finding). The due ones are read once, so a pass tries each at most once;
+    it takes no more after a try the receiver did not answer (timed out, unreachable:
+    the next would wait as long, and spend a try of each) or once it has spent a lease's
+    time on them, and leaves the rest to the next pass or a worker: a silent receiver
+    held one pass until every delivery was dead, publishing nothing meanwhile."""
     outcomes: Counter = Counter()
     if not settings.PUBLISH_WEBHOOK_URL:
         return outcomes
-    due = (
+    lease_s = settings.PUBLISH_WEBHOOK_LEASE_SECONDS
+    due = list(
         _pending()
         .filter(lease.due(), lease.lease_free())
-        .filter(~earlier_pending())
         .order_by("pk")
-        .values_list("pk", flat=True)
+        .values_list("pk", flat=True)[:limit]
     )
-    while outcomes.total() < limit:
-        batch = list(due[: min(100, limit - outcomes.total())])
-        if not batch:
+    ends = time.monotonic() + lease_s
+    for n, pk in enumerate(due):
+        if time.monotonic() >= ends:
+            outcomes[LEFT] += len(due) - n
             break
-        for pk in batch:
-            outcomes[str(webhook_deliver(delivery_id=pk).outcome)] += 1
+        try:
+            with attempt_time_limit(soft=0.8 * lease_s, hard=0.9 * lease_s, lease=lease_s):
+                result = webhook_deliver(delivery_id=pk)
+        except TIME_LIMITS:  # outside the POST (its claim, its record): the lease decides
+            logger.warning("webhook delivery %s: its try ran past its time limit", pk)
+            result = DeliveryResult(DeliveryOutcome.RETRY, pk, unanswered=True)
+        outcomes[str(result.outcome)] += 1
+        if result.unanswered and n + 1 < len(due):
+            outcomes[LEFT] += len(due) - n - 1
+            logger.warning(
+                "publish_pending: the webhook receiver did not answer; %d deliveries left "
+                "for the next pass",
+                len(due) - n - 1,
+            )
+            break
     return outcomes
 
 

@@ -8,7 +8,9 @@ records everything it received:
     receiver.plan("some-slug", 500, "stall", 400)
 
 "stall" holds the request without answering (past the publisher's read timeout)
-until the receiver stops; "slow" answers 200 after SLOW_SECONDS. `go_down()` closes the
+until the receiver stops; "trickle" sends a 200's headers a byte each TRICKLE_GAP
+seconds (each read of the sender's ends well inside its timeout) until the receiver
+stops; "slow" answers 200 after SLOW_SECONDS. `go_down()` closes the
 listening socket (a receiver that is down: connections are refused) and `come_up()`
 listens again on the same port. Each request records when it arrived and was answered.
 
@@ -28,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STALL_AT_MOST = 30.0  # seconds; stop() releases stalled requests at once
 SLOW_SECONDS = 1.0
+TRICKLE_GAP = 0.2
 
 
 @dataclass
@@ -128,6 +131,10 @@ class Receiver:
                     receiver._record(Received(headers, body, None, verified, arrived_at))
                     receiver.stopping.wait(STALL_AT_MOST)
                     return  # the client gave up long ago; close without an answer
+                if answer == "trickle":
+                    receiver._record(Received(headers, body, None, verified, arrived_at))
+                    self._trickle()
+                    return
                 if answer == "slow":
                     receiver.stopping.wait(SLOW_SECONDS)
                     answer = 200
@@ -139,6 +146,17 @@ class Receiver:
                 self.send_header("Content-Length", str(len(text)))
                 self.end_headers()
                 self.wfile.write(text)
+
+            def _trickle(self) -> None:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                end = time.monotonic() + STALL_AT_MOST
+                try:
+                    while time.monotonic() < end and not receiver.stopping.wait(TRICKLE_GAP):
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                except OSError:
+                    return  # the sender gave up and closed
+                self.wfile.write(b"\r\nContent-Length: 0\r\n\r\n")
 
             def log_message(self, format: str, *args) -> None:
                 return  # quiet: the test asserts on what was received

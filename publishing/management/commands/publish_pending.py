@@ -5,7 +5,8 @@
 It needs the database and the publishing targets, not Redis: run it from cron or a
 Kubernetes CronJob while the broker is down. It claims rows through the same services
 as the workers, so running it beside them (or twice) publishes nothing twice. Then it
-sends the due webhook deliveries the same way (one line more when there were any).
+sends the due webhook deliveries the same way, each under its task's time limits and at
+most once a pass (one line more when there were any; services.deliveries_deliver_due).
 """
 
 from __future__ import annotations
