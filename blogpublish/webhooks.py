@@ -4,13 +4,14 @@ On when PUBLISH_WEBHOOK_URL is set. Each event is one POST of a JSON object, sig
 with a key that lets the receiver drop repeats (docs/site.md, "The webhook"):
 
     Content-Type: application/json
-    Idempotency-Key: <sha256 hex of "<uid>:<content_hash>">   same content, same key
+    Idempotency-Key: <sha256 hex of "<uid>:<content_hash>", and ":after:<id>" once
+                     the article had an earlier published event>   one key per publish
     X-Blogpublish-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<key>.<raw body>">
                              with PUBLISH_WEBHOOK_SECRET (publishing/signing.py)
 
 The POST is a delivery, not the publish: `publish`, `publish_many`, `unpublish` and
 `forget` only put the event in the outbox (publishing.services.deliveries, one row per
-article version and event, however often an attempt runs), and a delivery task sends
+publish and event, however often an attempt runs), and a delivery task sends
 it after the publish, with retries of its own, dead after PUBLISH_WEBHOOK_MAX_ATTEMPTS
 with one alert. A slow receiver, a 4xx or a long outage never changes the article's
 status: `published` means its page is live.
@@ -27,7 +28,7 @@ from blogpublish.site.documents import rfc3339
 from blogpublish.site.paths import article_url
 from blogpublish.site.selectors import has_content
 from publishing.publishers import BasePublisher
-from publishing.services.deliveries import NewDelivery, deliveries_enqueue
+from publishing.services.deliveries import NewDelivery, deliveries_enqueue, deliveries_last
 
 # What the digest and the tests import from here: the request is publishing's
 # (publishing/webhook_post.py), shared by every webhook blogpublish sends.
@@ -41,10 +42,15 @@ PUBLISHED = "article.published"
 DELETED = "article.deleted"
 
 
-def idempotency_key(uid: object, version: str) -> str:
-    """The same for the same article and content; new after an edit. `version` is the
-    content hash, or "deleted" / "withdrawn" for those events."""
-    return hashlib.sha256(f"{uid}:{version}".encode()).hexdigest()
+def idempotency_key(uid: object, version: str, *, after: int | None = None) -> str:
+    """One per event: the same at every try and every run of the attempt that made it,
+    new after an edit. `version` is the content hash, or "deleted" / "withdrawn" for
+    those events; `after` the outbox id of the article's previous published event, for
+    each publish but its first, so content A, then B, then A again is a third event
+    under a key of its own (it reused A's, and the receiver stayed on B: a review's
+    finding). A first publish's key is the same as before `after` was added."""
+    text = f"{uid}:{version}" if after is None else f"{uid}:{version}:after:{after}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def encode(payload: dict) -> bytes:
@@ -88,10 +94,17 @@ def _delivery(payload: dict, *, key: str) -> NewDelivery:
     )
 
 
-def published_delivery(article) -> NewDelivery:
-    return _delivery(
-        published_payload(article), key=idempotency_key(article.uid, article.content_hash)
-    )
+def published_delivery(article, *, previous=None) -> NewDelivery:
+    """The article's published event; `previous` its latest published event so far (a
+    WebhookDelivery), if any. The same content as that one is the same publish (a retry,
+    a take-over, an attempt run again): its key, so nothing new goes into the outbox."""
+    key = idempotency_key(article.uid, article.content_hash)
+    if previous is not None:
+        if json.loads(previous.body).get("content_hash") == article.content_hash:
+            key = previous.key
+        else:
+            key = idempotency_key(article.uid, article.content_hash, after=previous.pk)
+    return _delivery(published_payload(article), key=key)
 
 
 def removed_delivery(article) -> NewDelivery:
@@ -118,9 +131,10 @@ class WebhookPublisher(BasePublisher):
         that instead. An attempt that runs again (a retry, a take-over) finds its
         delivery already there and adds none."""
         current = []
+        last = deliveries_last(article_ids=[a.pk for a in articles], event=PUBLISHED)
         for article in articles:
             if has_content(article_id=article.pk, content_hash=article.content_hash):
-                current.append(published_delivery(article))
+                current.append(published_delivery(article, previous=last.get(article.pk)))
             else:
                 logger.info("article %s was edited or deleted; no webhook event", article.pk)
         deliveries_enqueue(current)

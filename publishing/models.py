@@ -1078,7 +1078,7 @@ class WebhookDelivery(models.Model):
     article's status.
 
     `article_id` is a plain number, not a foreign key: the delete event outlives its
-    article. `key` (the Idempotency-Key) is unique, so the same article version and
+    article. `key` (the Idempotency-Key) is unique, so the same publish and
     event never makes two rows, however often an attempt is retried. Deliveries of one
     article go in id order: one waits while an earlier one of the same article is
     pending (`services.deliveries`)."""

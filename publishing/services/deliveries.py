@@ -1,7 +1,7 @@
 """Webhook deliveries: the outbox (docs/design.md, "Webhook deliveries").
 
-The publish attempt only inserts a delivery (`deliveries_enqueue`: one row per article
-version and event, the Idempotency-Key unique) and a message is sent after its commit;
+The publish attempt only inserts a delivery (`deliveries_enqueue`: one row per publish
+and event, the Idempotency-Key unique) and a message is sent after its commit;
 the `deliver_webhook` task then moves the row on by conditional UPDATEs on the one
 fenced lease (work.lease), as an article is moved:
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, Max, OuterRef, Q
 from django.db.models.functions import Now
 
 from publishing.broker_status import queue_message_counts
@@ -107,6 +107,18 @@ def deliveries_enqueue(new: Iterable[NewDelivery]) -> None:
         ).values_list("pk", flat=True)
     )
     after_commit(deliveries_dispatch, ids)
+
+
+def deliveries_last(*, article_ids: Iterable[int], event: str) -> dict[int, WebhookDelivery]:
+    """The latest delivery of `event` of each article that has one (its key and body)."""
+    latest = (
+        WebhookDelivery.objects.filter(article_id__in=list(article_ids), event=event)
+        .values("article_id")
+        .annotate(last=Max("pk"))
+        .values_list("last", flat=True)
+    )
+    rows = WebhookDelivery.objects.filter(pk__in=list(latest)).only("article_id", "key", "body")
+    return {row.article_id: row for row in rows}
 
 
 def deliveries_dispatch(ids: list[int], *, past_breaker: bool = False) -> list[int]:

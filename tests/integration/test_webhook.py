@@ -129,7 +129,16 @@ def wait_delivery(
 
 
 def published_key(article: Article) -> str:
-    return idempotency_key(article.uid, article.content_hash)
+    """The key of the event of the article's current content: after the id of its latest
+    published event of other content, once it had one (A, B, then A again: three keys)."""
+    previous = (
+        WebhookDelivery.objects.filter(article_id=article.pk, event="article.published")
+        .exclude(body__contains=article.content_hash)
+        .order_by("-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return idempotency_key(article.uid, article.content_hash, after=previous)
 
 
 def alerts(receiver: Receiver, kind: str = DEAD_ALERT) -> list:
@@ -435,12 +444,14 @@ def delivered_then_one_without_message(
 def test_the_catch_up_sends_a_delivery_whose_message_was_lost(receiver, make_article):
     article, lost = delivered_then_one_without_message(receiver, make_article, "lost-message")
 
+    first = WebhookDelivery.objects.filter(article_id=article.pk).order_by("pk").first()
+
     report = catch_up()
 
     assert report.deliveries_sent == 1
     wait_delivery(lost.key)
     assert [r.headers["Idempotency-Key"] for r in receiver.requests_for("lost-message")] == [
-        published_key(article),
+        first.key,
         lost.key,
     ]
 
@@ -545,6 +556,29 @@ def test_attempt_of_content_edited_since_is_not_announced(receiver, make_article
     assert WebhookDelivery.objects.filter(article_id=article.pk).count() == 2
     hashes = [r.json["content_hash"] for r in receiver.requests_for("edited-meanwhile")]
     assert hashes == [stale.content_hash, article.content_hash]
+
+
+def test_content_restored_by_an_edit_is_a_new_event_under_a_key_of_its_own(receiver, make_article):
+    """A, then B, then A again: the third publish had A's key, found A's row in the
+    outbox and sent nothing, and the receiver stayed on B for good (a review's finding).
+    Each publish is an event of its own; its attempt run again adds none."""
+    article = wait_current(make_article(slug="restored", title="Title A"), "published")
+    first = wait_delivery(published_key(article))
+    for title in ("Title B", "Title A"):
+        article.title = title
+        article.save()
+        wait_current(article, "published")
+        wait_delivery(published_key(article))
+
+    received = receiver.requests_for("restored")
+    assert [r.json["title"] for r in received] == ["Title A", "Title B", "Title A"]
+    keys = [r.headers["Idempotency-Key"] for r in received]
+    assert len(set(keys)) == 3 and keys[0] == first.key
+    assert received[0].json["content_hash"] == received[2].json["content_hash"]
+
+    WebhookPublisher().publish(article)  # the third publish's attempt, run again
+
+    assert WebhookDelivery.objects.filter(article_id=article.pk).count() == 3
 
 
 def test_an_attempt_run_again_adds_no_second_delivery(receiver, make_article):

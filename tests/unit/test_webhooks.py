@@ -65,6 +65,12 @@ def test_idempotency_key__same_for_same_content_new_after_an_edit():
     assert idempotency_key(uid, "hash-a") != idempotency_key(uid, "hash-b")
     assert idempotency_key(uid, "hash-a") != idempotency_key("another-uid", "hash-a")
     assert len(idempotency_key(uid, "hash-a")) == 64
+    # A later publish of the same content (A, B, then A): after the previous event's id.
+    assert (
+        idempotency_key(uid, "hash-a", after=7)
+        == "59f90a377f0e2eb9727a10f827ea9bcdbd0c66047918e11fa60ed60a13071013"
+    )
+    assert idempotency_key(uid, "hash-a", after=7) != idempotency_key(uid, "hash-a", after=8)
 
 
 @pytest.mark.parametrize("status", [200, 201, 202, 204])
