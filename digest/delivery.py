@@ -57,6 +57,7 @@ def post_digest(content: dict, *, url: str, secret: str) -> None:
             key=digest_key(content["day"]),
             body=encode(content),
             read_timeout=settings.PUBLISH_WEBHOOK_TIMEOUT,
+            setting="DIGEST_WEBHOOK_URL",
         )
     except TransientPublishError as exc:
         raise DigestSendError(f"digest {exc}") from exc

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core.mail import mail_admins
 
 from publishing.signing import signed_headers
+from publishing.webhook_post import failure_reason
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +76,8 @@ def send_alert(*, kind: str, subject: str, message: str, data: dict) -> None:
         return
     response = answered[0]
     if isinstance(response, Exception):
-        logger.error("alert %s: ALERT_WEBHOOK_URL failed: %s", kind, response)
+        # Its reason alone: the URL's path or query may be a secret.
+        logger.error("alert %s: ALERT_WEBHOOK_URL failed: %s", kind, failure_reason(response))
         return
     if not 200 <= response.status_code < 300:
         redirect = " (a redirect: not followed)" if 300 <= response.status_code < 400 else ""

@@ -14,6 +14,9 @@ the receiver refuses this request, or the URL is wrong).
 from __future__ import annotations
 
 import email.utils
+import http.client
+import socket
+import ssl
 from datetime import UTC, datetime
 
 import requests
@@ -48,10 +51,20 @@ def timeouts(read: float) -> tuple[float, float]:
     return (min(CONNECT_TIMEOUT, read), read)
 
 
-def post_signed(*, url: str, secret: str, key: str, body: bytes, read_timeout: float) -> int:
+def post_signed(
+    *,
+    url: str,
+    secret: str,
+    key: str,
+    body: bytes,
+    read_timeout: float,
+    setting: str = "PUBLISH_WEBHOOK_URL",
+) -> int:
     """POST `body` signed under `key`; the receiver's status code when it answered 2xx.
     Raises `NoAnswer` (a `TransientPublishError`: timed out, unreachable) or, through
-    `check_answer`, what a non-2xx answer means; the status code is in the message."""
+    `check_answer`, what a non-2xx answer means; the status code is in the message.
+    No message holds the URL, whose path or query may be a secret (Slack's): the
+    `setting` that names it, and why (`failure_reason`)."""
     headers = {**signed_headers(secret=secret, key=key, body=body), "User-Agent": USER_AGENT}
     try:
         # Streamed: of the answer's body only what the error message keeps is read (a
@@ -67,12 +80,50 @@ def post_signed(*, url: str, secret: str, key: str, body: bytes, read_timeout: f
             status = response.status_code
             text = "" if 200 <= status < 300 else answer_start(response)
             retry_after = response.headers.get("Retry-After")
+    except requests.ConnectTimeout as exc:
+        connect = timeouts(read_timeout)[0]
+        raise NoAnswer(f"{setting} timed out: no connection within {connect:g} s") from exc
     except requests.Timeout as exc:
-        raise NoAnswer(f"webhook timed out: {exc}") from exc
+        raise NoAnswer(f"{setting} timed out: nothing read for {read_timeout:g} s") from exc
     except requests.RequestException as exc:  # connection refused, DNS, TLS, …
-        raise NoAnswer(f"webhook unreachable: {exc}") from exc
+        raise NoAnswer(f"{setting} unreachable: {failure_reason(exc)}") from exc
     check_answer(status, text, retry_after=retry_after)
     return status
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a request failed, without its URL: requests' and urllib3's messages repeat the
+    URL's path and query, which may be the receiver's secret (a review's finding: it was
+    in `last_error`, the dashboard, the logs and the alerts). The root cause's own
+    words: "connection refused", "name not resolved (…)", "TLS failed (…)", or the
+    error's type."""
+    if isinstance(exc, requests.Timeout):
+        return "timed out"
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror):
+            return f"name not resolved ({cause.strerror})"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS failed ({cause.reason or cause.strerror})"
+        if isinstance(cause, OSError) and cause.errno is not None and cause.strerror:
+            return cause.strerror[:1].lower() + cause.strerror[1:]
+        if isinstance(cause, http.client.HTTPException):  # the receiver's words, if any
+            return " ".join(f"{type(cause).__name__}: {cause}".split())[:ANSWER_EXCERPT_CHARS]
+    return type(exc).__name__
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and what it wraps (causes, contexts, urllib3's `reason`, arguments), outer
+    first."""
+    seen: list[BaseException] = []
+    stack = [exc]
+    while stack:
+        error = stack.pop(0)
+        if any(error is s for s in seen):
+            continue
+        seen.append(error)
+        wrapped = [error.__cause__, error.__context__, getattr(error, "reason", None)]
+        stack += [e for e in [*wrapped, *error.args] if isinstance(e, BaseException)]
+    return seen
 
 
 def seconds_asked(retry_after: str | None) -> float | None:
