@@ -1,12 +1,14 @@
 """Telling people: the log, the site admins' mail, and ALERT_WEBHOOK_URL when set.
 
 Alerts run after the state change has committed; a failing channel is logged and
-never undoes or delays the state change.
+never undoes or delays the state change. `send_alert` says whether some channel took
+the alert, so a death's that none took is sent again later (services.alarms).
 
 The alert webhook is a POST of JSON, signed as the publishing webhook is
 (publishing/signing.py) with ALERT_WEBHOOK_SECRET, under an Idempotency-Key of its own
-per alert. It follows no redirect: a POST must not be carried to another address, and
-a 3xx means the URL is wrong, so it is a failure, logged like any other.
+per alert (a death's the same at each try of its alert). It follows no redirect: a POST
+must not be carried to another address, and a 3xx means the URL is wrong, so it is a
+failure, logged like any other.
 """
 
 from __future__ import annotations
@@ -47,18 +49,34 @@ def _post(url: str, body: bytes, headers: dict, answered: list) -> None:
         answered.append(exc)
 
 
-def send_alert(*, kind: str, subject: str, message: str, data: dict) -> None:
+def send_alert(
+    *, kind: str, subject: str, message: str, data: dict, key: str | None = None
+) -> bool:
+    """Log the alert, mail it to the ADMINS and POST it to ALERT_WEBHOOK_URL (under `key`,
+    the same for every try of one alert, or a new one). True when a channel took it, or
+    none is set (the log is all there is); False when every channel set failed, so a
+    caller that can send it again later (a death's) does."""
     logger.error("%s: %s", subject, message)
+    mailed = _mail(kind, subject, message) if settings.ADMINS else None
+    posted = _webhook(kind, subject, message, data, key) if settings.ALERT_WEBHOOK_URL else None
+    return (mailed is None and posted is None) or bool(mailed or posted)
+
+
+def _mail(kind: str, subject: str, message: str) -> bool:
     try:
         mail_admins(f"[blogpublish] {subject}", message, fail_silently=False)
     except Exception:
         logger.exception("alert %s: mail to the admins failed", kind)
+        return False
+    return True
+
+
+def _webhook(kind: str, subject: str, message: str, data: dict, key: str | None) -> bool:
     url = settings.ALERT_WEBHOOK_URL
-    if not url:
-        return
     payload = {"kind": kind, "subject": subject, "message": message, "host": socket.gethostname()}
     body = json.dumps({**payload, **data}, ensure_ascii=False, default=str).encode("utf-8")
-    headers = signed_headers(secret=settings.ALERT_WEBHOOK_SECRET, key=uuid.uuid4().hex, body=body)
+    key = key or uuid.uuid4().hex
+    headers = signed_headers(secret=settings.ALERT_WEBHOOK_SECRET, key=key, body=body)
     answered: list[requests.Response | Exception] = []
     sending = threading.Thread(
         target=_post, args=(url, body, headers, answered), name="alert", daemon=True
@@ -73,12 +91,12 @@ def send_alert(*, kind: str, subject: str, message: str, data: dict) -> None:
         logger.error(
             "alert %s: ALERT_WEBHOOK_URL did not answer within %s s; left", kind, ALERT_DEADLINE
         )
-        return
+        return False
     response = answered[0]
     if isinstance(response, Exception):
         # Its reason alone: the URL's path or query may be a secret.
         logger.error("alert %s: ALERT_WEBHOOK_URL failed: %s", kind, failure_reason(response))
-        return
+        return False
     if not 200 <= response.status_code < 300:
         redirect = " (a redirect: not followed)" if 300 <= response.status_code < 400 else ""
         logger.error(
@@ -87,3 +105,5 @@ def send_alert(*, kind: str, subject: str, message: str, data: dict) -> None:
             response.status_code,
             redirect,
         )
+        return False
+    return True

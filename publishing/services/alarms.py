@@ -13,6 +13,7 @@ is still stamped as alerted once, and listed on the dashboard and in the admin.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -45,9 +46,10 @@ def article_dead_alert(*, article_id: int) -> bool:
     if not claimed:
         return False
     if not _alert_slot("article_dead"):
-        return _deaths_folded(ARTICLES)
+        return _deaths_folded(ARTICLES, pk=article_id)
     row = Article.objects.values("title", "slug", "attempts", "last_error").get(pk=article_id)
-    send_alert(
+    claims = Article.objects.values_list("claims", flat=True).get(pk=article_id)
+    sent = send_alert(
         kind="article_dead",
         subject=f"article {article_id} is dead after {row['attempts']} attempt(s)",
         message=(
@@ -57,8 +59,9 @@ def article_dead_alert(*, article_id: int) -> bool:
             "Fix the cause, then requeue it in the admin (action “Requeue”) or edit it."
         ),
         data={"article_id": article_id, **row},
+        key=death_key("article_dead", article_id, claims),
     )
-    return True
+    return sent or _unstamped(ARTICLES, article_id)
 
 
 def delivery_dead_alert(*, delivery_id: int) -> bool:
@@ -71,11 +74,12 @@ def delivery_dead_alert(*, delivery_id: int) -> bool:
     if not claimed:
         return False
     if not _alert_slot("webhook_delivery_dead"):
-        return _deaths_folded(DELIVERIES)
+        return _deaths_folded(DELIVERIES, pk=delivery_id)
     row = WebhookDelivery.objects.values(
         "article_id", "event", "key", "attempts", "last_error"
     ).get(pk=delivery_id)
-    send_alert(
+    claims = WebhookDelivery.objects.values_list("claims", flat=True).get(pk=delivery_id)
+    sent = send_alert(
         kind="webhook_delivery_dead",
         subject=(
             f"webhook delivery {delivery_id} ({row['event']} of article {row['article_id']}) "
@@ -89,8 +93,24 @@ def delivery_dead_alert(*, delivery_id: int) -> bool:
             "action “Requeue”) or on the publishing dashboard."
         ),
         data={"delivery_id": delivery_id, **row},
+        key=death_key("webhook_delivery_dead", delivery_id, claims),
     )
-    return True
+    return sent or _unstamped(DELIVERIES, delivery_id)
+
+
+def death_key(kind: str, pk: int, claims: int) -> str:
+    """The alert webhook's Idempotency-Key of one death: the same at each try of its
+    alert, new for a later death of the row (after a requeue, its claims are more)."""
+    return hashlib.sha256(f"{kind}:{pk}:{claims}".encode()).hexdigest()[:32]
+
+
+def _unstamped(death: DeathKind, pk: int) -> bool:
+    """No channel took the death's alert (the mail server and the alert webhook down at
+    that moment): its stamp goes, so a later catch-up sends it (a review's finding: the
+    stamp came first, and the death was never told). False: no alert went out."""
+    logger.warning("%s %s: its alert was not sent; tried again later", death.kind, pk)
+    death.dead().filter(pk=pk).update(alerted_at=None)
+    return False
 
 
 def _alert_slot(kind: str) -> bool:
@@ -126,15 +146,18 @@ DELIVERIES = DeathKind("webhook_delivery_dead", "webhook deliveries", WebhookDel
 FOLLOW_UP_OWED = "follow-up owed"
 
 
-def _deaths_folded(death: DeathKind) -> bool:
+def _deaths_folded(death: DeathKind, *, pk: int) -> bool:
     """A death past its kind's alerts for the window: one alert a window says how many
     are dead now (kind `<kind>_many`), the first such death's to send; the others are
-    told by its follow-up (`storm_follow_ups`). True when this one sent it."""
-    if not alarm_raise(name=f"{death.kind}:many", every=ALERT_WINDOW, detail=FOLLOW_UP_OWED):
+    told by its follow-up (`storm_follow_ups`). True when this one sent it; when no
+    channel took it, the storm alarm is lowered and this death unstamped, so a later
+    catch-up sends it again."""
+    name = f"{death.kind}:many"
+    if not alarm_raise(name=name, every=ALERT_WINDOW, detail=FOLLOW_UP_OWED):
         return False
     dead = death.dead().count()
     minutes = ALERT_WINDOW / 60
-    send_alert(
+    sent = send_alert(
         kind=f"{death.kind}_many",
         subject=f"{dead} {death.what} are dead; more died than alerts are sent for",
         message=(
@@ -147,7 +170,10 @@ def _deaths_folded(death: DeathKind) -> bool:
         ),
         data={"dead": dead, "alerts_per_window": ALERTS_PER_WINDOW, "window_s": ALERT_WINDOW},
     )
-    return True
+    if sent:
+        return True
+    Alarm.objects.filter(name=name).update(raised_at=None, detail="")
+    return _unstamped(death, pk)
 
 
 def storm_follow_ups() -> int:

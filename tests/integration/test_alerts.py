@@ -12,11 +12,19 @@ import pytest
 from django.core import mail
 from django.db.models import F
 
-from publishing.models import Alarm, Article, ArticleStatus
+from publishing.models import Alarm, Article, ArticleStatus, WebhookDelivery
 from publishing.services import article_dead_alert
-from publishing.services.alarms import ALERT_WINDOW, ALERTS_PER_WINDOW, storm_follow_ups
+from publishing.services.alarms import (
+    ALERT_WINDOW,
+    ALERTS_PER_WINDOW,
+    death_key,
+    delivery_dead_alert,
+    storm_follow_ups,
+)
+from publishing.services.deliveries import deliveries_catch_up
 from tests.support import documented_receiver
 from tests.support.processes import free_port
+from tests.support.receiver import Receiver as LiveReceiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -188,3 +196,36 @@ def test_a_storm_of_deaths_sends_ten_alerts_then_one_that_counts_them(
     assert article_dead_alert(article_id=later.pk)
     assert handler.received[-1]["kind"] == "article_dead"
     assert handler.received[-1]["article_id"] == later.pk
+
+
+def test_a_death_whose_alert_no_channel_took_is_alerted_by_a_later_catch_up(settings):
+    """The death was stamped before its alert was sent, and a send that failed was only
+    logged: an alert webhook down at that moment (no mail set) lost it for good (a
+    review's finding). Unstamped, the catch-up sends it once the hook is up, under
+    the same Idempotency-Key, once."""
+    alerts = LiveReceiver().start()
+    try:
+        settings.ADMINS = []
+        settings.ALERT_WEBHOOK_URL = alerts.url
+        settings.ALERT_WEBHOOK_SECRET = ALERT_SECRET
+        delivery = WebhookDelivery.objects.create(
+            article_id=1, event="article.published", key="k" * 64, body="{}", status="dead"
+        )
+        alerts.go_down()
+
+        assert delivery_dead_alert(delivery_id=delivery.pk) is False
+
+        delivery.refresh_from_db()
+        assert delivery.alerted_at is None
+        alerts.come_up()
+        assert deliveries_catch_up(limit=10) == (0, 1)
+        assert deliveries_catch_up(limit=10) == (0, 0)
+        with alerts.lock:
+            [received] = alerts.received
+        assert received.json["kind"] == "webhook_delivery_dead"
+        assert received.json["delivery_id"] == delivery.pk
+        assert received.headers["Idempotency-Key"] == death_key(
+            "webhook_delivery_dead", delivery.pk, delivery.claims
+        )
+    finally:
+        alerts.stop()
