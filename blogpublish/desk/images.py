@@ -640,11 +640,19 @@ def make_missing_renditions(site: SiteStorage, *, limit: int = RENDITIONS_PER_CH
     every check, and raised or took the budget, so no other got its copies. Setting its
     renditions to null again (the file restored) has it tried again. Not so what says
     nothing of the image: the task's time limit is raised through, and an image that
-    found the process short of memory is left for a later check (it takes one of the
-    `limit` places until then, not all of them)."""
+    found the process short of memory is recorded so (`short_of_memory`) and tried again
+    by later checks, after every image not tried yet: one that is short of memory every
+    time (a limit on the address space, Pillow on a size) holds no place of theirs (a
+    review's finding)."""
     done = 0
-    rows = Image.objects.filter(renditions__isnull=True).order_by("pk")
-    for pk, rel, width, height in rows.values_list("pk", "path", "width", "height")[:limit]:
+    fields = ("pk", "path", "width", "height")
+    rows = list(
+        Image.objects.filter(renditions__isnull=True).order_by("pk").values_list(*fields)[:limit]
+    )
+    if len(rows) < limit:
+        waiting = Image.objects.filter(renditions__short_of_memory=True).order_by("pk")
+        rows += waiting.values_list(*fields)[: limit - len(rows)]
+    for pk, rel, width, height in rows:
         data = site.read(rel)
         try:
             if data is None:
@@ -653,13 +661,14 @@ def make_missing_renditions(site: SiteStorage, *, limit: int = RENDITIONS_PER_CH
                 made, copies = renditions.make(data, path=rel)
         except TIME_LIMITS:
             raise
-        except MemoryError:
-            logger.warning("the copies of the image %s wait: this process is short of memory", rel)
-            continue
         except Exception as exc:  # whatever it is (UNDECODABLE, or a bug), it is this image's
-            logger.warning("the copies of the image %s cannot be made: %s", rel, _plain(exc))
-            failed = {"width": width, "height": height, "copies": [], "failed": _plain(exc)}
-            Image.objects.filter(pk=pk, renditions__isnull=True).update(renditions=failed)
+            short = isinstance(exc, MemoryError)
+            reason = "this process was short of memory" if short else _plain(exc)
+            logger.warning("the copies of the image %s cannot be made: %s", rel, reason)
+            failed = {"width": width, "height": height, "copies": [], "failed": reason}
+            Image.objects.filter(
+                Q(renditions__isnull=True) | Q(renditions__short_of_memory=True), pk=pk
+            ).update(renditions=failed | ({"short_of_memory": True} if short else {}))
             continue
         with transaction.atomic():
             if not Image.objects.select_for_update().filter(pk=pk).exists():
