@@ -18,6 +18,7 @@ import logging
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 
 import requests
 from django.conf import settings
@@ -31,22 +32,41 @@ logger = logging.getLogger(__name__)
 WEBHOOK_TIMEOUT = (2.0, 3.0)  # connect, read
 # Seconds an alert's POST may take in all, whatever its endpoint does meanwhile.
 ALERT_DEADLINE = 5.0
+# Seconds its mail to the ADMINS may take in all: EMAIL_TIMEOUT (10 s) bounds each of
+# the SMTP exchange's reads, and a server that answers a line every few seconds held
+# the backup executor, or the catch-up to its time limit (a review's finding).
+MAIL_DEADLINE = 15.0
 
 
-def _post(url: str, body: bytes, headers: dict, answered: list) -> None:
-    """POST the alert; its response (the body never read) or its error in `answered`."""
-    try:
-        with requests.post(
-            url,
-            data=body,
-            headers=headers,
-            timeout=WEBHOOK_TIMEOUT,
-            allow_redirects=False,
-            stream=True,
-        ) as response:
-            answered.append(response)
-    except requests.RequestException as exc:
-        answered.append(exc)
+def _within(seconds: float, name: str, call: Callable[[], object]) -> list:
+    """`call()` in a thread of its own, waited for at most `seconds`: [its result, or
+    the exception it raised], or [] when it did not end in time (the thread is left to
+    end with its connection)."""
+    ended: list = []
+
+    def run() -> None:
+        try:
+            ended.append(call())
+        except Exception as exc:
+            ended.append(exc)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return ended
+
+
+def _post(url: str, body: bytes, headers: dict) -> requests.Response:
+    """POST the alert; its response (the body never read)."""
+    with requests.post(
+        url,
+        data=body,
+        headers=headers,
+        timeout=WEBHOOK_TIMEOUT,
+        allow_redirects=False,
+        stream=True,
+    ) as response:
+        return response
 
 
 def send_alert(
@@ -63,10 +83,18 @@ def send_alert(
 
 
 def _mail(kind: str, subject: str, message: str) -> bool:
-    try:
-        mail_admins(f"[blogpublish] {subject}", message, fail_silently=False)
-    except Exception:
-        logger.exception("alert %s: mail to the admins failed", kind)
+    ended = _within(
+        MAIL_DEADLINE,
+        "alert-mail",
+        lambda: mail_admins(f"[blogpublish] {subject}", message, fail_silently=False),
+    )
+    if not ended:
+        logger.error(
+            "alert %s: the mail server did not take the mail within %s s; left", kind, MAIL_DEADLINE
+        )
+        return False
+    if isinstance(ended[0], Exception):
+        logger.error("alert %s: mail to the admins failed", kind, exc_info=ended[0])
         return False
     return True
 
@@ -77,12 +105,7 @@ def _webhook(kind: str, subject: str, message: str, data: dict, key: str | None)
     body = json.dumps({**payload, **data}, ensure_ascii=False, default=str).encode("utf-8")
     key = key or uuid.uuid4().hex
     headers = signed_headers(secret=settings.ALERT_WEBHOOK_SECRET, key=key, body=body)
-    answered: list[requests.Response | Exception] = []
-    sending = threading.Thread(
-        target=_post, args=(url, body, headers, answered), name="alert", daemon=True
-    )
-    sending.start()
-    sending.join(ALERT_DEADLINE)
+    answered = _within(ALERT_DEADLINE, "alert", lambda: _post(url, body, headers))
     if not answered:
         # A thread of its own with a deadline on the whole request: the timeouts bound
         # each read only, and an endpoint that answers a byte a second held a publish

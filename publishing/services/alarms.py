@@ -15,6 +15,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -35,17 +38,46 @@ STUCK = "stuck"
 # ALERT_WINDOW seconds; the deaths past them are told of by one alert a window.
 ALERTS_PER_WINDOW = 10
 ALERT_WINDOW = 600.0
+# A pass over unalerted deaths (the catch-up's, the backup executor's) sends no more of
+# their alerts after one that no channel took (the mail server and the alert webhook
+# down, or hung to their deadlines): the rest stay unstamped for a later pass, which
+# would otherwise wait out every channel's deadline once per dead row (a review's
+# finding). The pass's state, or None outside a pass (a death alerted as it happens).
+_pass_failed: ContextVar[list[bool] | None] = ContextVar("death_alerts_pass", default=None)
+
+
+@contextmanager
+def death_alerts_pass() -> Iterator[None]:
+    """Alerts of deaths sent in a loop: after one that no channel took, the loop's
+    others return False at once and stay unstamped."""
+    token = _pass_failed.set([False])
+    try:
+        yield
+    finally:
+        _pass_failed.reset(token)
+
+
+def _channels_down() -> bool:
+    failed = _pass_failed.get()
+    return bool(failed and failed[0])
+
+
+def _channels_failed() -> None:
+    if (failed := _pass_failed.get()) is not None:
+        failed[0] = True
 
 
 def article_dead_alert(*, article_id: int) -> bool:
     """Alert that an article died, unless that death was alerted already (stamped). True
     when an alert went out: its own, or, in a storm, the one that counts them."""
+    if _channels_down():
+        return False
     claimed = Article.objects.filter(
         pk=article_id, status=ArticleStatus.DEAD, alerted_at__isnull=True
     ).update(alerted_at=Now())
     if not claimed:
         return False
-    if not _alert_slot("article_dead"):
+    if not (slot := _alert_slot("article_dead")):
         return _deaths_folded(ARTICLES, pk=article_id)
     row = Article.objects.values("title", "slug", "attempts", "last_error").get(pk=article_id)
     claims = Article.objects.values_list("claims", flat=True).get(pk=article_id)
@@ -61,19 +93,21 @@ def article_dead_alert(*, article_id: int) -> bool:
         data={"article_id": article_id, **row},
         key=death_key("article_dead", article_id, claims),
     )
-    return sent or _unstamped(ARTICLES, article_id)
+    return sent or _unstamped(ARTICLES, article_id, slot=slot)
 
 
 def delivery_dead_alert(*, delivery_id: int) -> bool:
     """Alert that a webhook delivery died, unless that death was alerted already. The
     article it announces is not affected (its page is live, or gone, as it was). True
     when an alert went out, as article_dead_alert."""
+    if _channels_down():
+        return False
     claimed = WebhookDelivery.objects.filter(
         pk=delivery_id, status=DeliveryStatus.DEAD, alerted_at__isnull=True
     ).update(alerted_at=Now())
     if not claimed:
         return False
-    if not _alert_slot("webhook_delivery_dead"):
+    if not (slot := _alert_slot("webhook_delivery_dead")):
         return _deaths_folded(DELIVERIES, pk=delivery_id)
     row = WebhookDelivery.objects.values(
         "article_id", "event", "key", "attempts", "last_error"
@@ -95,7 +129,7 @@ def delivery_dead_alert(*, delivery_id: int) -> bool:
         data={"delivery_id": delivery_id, **row},
         key=death_key("webhook_delivery_dead", delivery_id, claims),
     )
-    return sent or _unstamped(DELIVERIES, delivery_id)
+    return sent or _unstamped(DELIVERIES, delivery_id, slot=slot)
 
 
 def death_key(kind: str, pk: int, claims: int) -> str:
@@ -104,27 +138,34 @@ def death_key(kind: str, pk: int, claims: int) -> str:
     return hashlib.sha256(f"{kind}:{pk}:{claims}".encode()).hexdigest()[:32]
 
 
-def _unstamped(death: DeathKind, pk: int) -> bool:
+def _unstamped(death: DeathKind, pk: int, *, slot: str = "") -> bool:
     """No channel took the death's alert (the mail server and the alert webhook down at
     that moment): its stamp goes, so a later catch-up sends it (a review's finding: the
-    stamp came first, and the death was never told). False: no alert went out."""
+    stamp came first, and the death was never told), and so does the window's slot it
+    took; a pass of deaths' alerts sends no more (death_alerts_pass). False: no alert
+    went out."""
     logger.warning("%s %s: its alert was not sent; tried again later", death.kind, pk)
+    _channels_failed()
     death.dead().filter(pk=pk).update(alerted_at=None)
+    if slot:
+        Alarm.objects.filter(name=slot).update(raised_at=None)
     return False
 
 
-def _alert_slot(kind: str) -> bool:
+def _alert_slot(kind: str) -> str:
     """May this death of `kind` have an alert of its own? Yes while fewer than
     ALERTS_PER_WINDOW were sent in the last ALERT_WINDOW: each takes one of as many
     slots (the Alarm rows `<kind>:<n>`), with alarm_raise's conditional UPDATE, so two
-    processes never take one slot. In a storm, one read finds them all taken."""
+    processes never take one slot. In a storm, one read finds them all taken. The slot
+    taken, or "" when none is free."""
     names = [f"{kind}:{n}" for n in range(ALERTS_PER_WINDOW)]
     taken = set(
         Alarm.objects.filter(name__in=names, raised_at__gt=now_plus(-ALERT_WINDOW)).values_list(
             "name", flat=True
         )
     )
-    return any(alarm_raise(name=name, every=ALERT_WINDOW) for name in names if name not in taken)
+    free = (name for name in names if name not in taken)
+    return next((name for name in free if alarm_raise(name=name, every=ALERT_WINDOW)), "")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,12 @@ from publishing.selectors import (
     articles_to_arm,
     dead_unalerted_ids,
 )
-from publishing.services.alarms import article_dead_alert, storm_follow_ups, stuck_check
+from publishing.services.alarms import (
+    article_dead_alert,
+    death_alerts_pass,
+    storm_follow_ups,
+    stuck_check,
+)
 from publishing.services.deliveries import deliveries_catch_up
 from publishing.services.publish import publish_group, suspects_due
 from publishing.services.refresh import full_check_due, shared_views_pass
@@ -174,15 +179,19 @@ def _catch_up(run: Run, *, limit: int) -> CatchUpReport:
     )
     armed = _send_all(soon)
 
-    alerts = 0
-    for article_id in dead_unalerted_ids(limit=limit):
-        run.renew()  # each alert may wait for a slow mail server or webhook
-        alerts += article_dead_alert(article_id=article_id)
+    # The stuck check and the deliveries before the deaths' alerts, each of which may
+    # wait for a slow mail server or webhook up to their deadlines (a review's finding:
+    # a hung mail server took the run's time limit, and the rest was never reached).
+    stuck = stuck_check()
     run.renew()
     deliveries_sent, delivery_alerts = deliveries_catch_up(limit=limit)
+    alerts = 0
+    with death_alerts_pass():
+        for article_id in dead_unalerted_ids(limit=limit):
+            run.renew()
+            alerts += article_dead_alert(article_id=article_id)
     run.renew()
     alerts += storm_follow_ups()  # how many more died in a storm's window, once it is over
-    stuck = stuck_check()
     rerender_sent = rerender_wanted() and dispatch_rerender()
     report = CatchUpReport(
         len(stale),
@@ -256,9 +265,10 @@ def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:
         if not report.claimed:
             break
         outcomes.update(report.outcomes)
-    for article_id in dead_unalerted_ids(limit=limit):
-        article_dead_alert(article_id=article_id)
     stuck_check()
+    with death_alerts_pass():
+        for article_id in dead_unalerted_ids(limit=limit):
+            article_dead_alert(article_id=article_id)
     if outcomes:  # the passes its outcomes deferred need a broker: one now, here
         # Under a time limit inside the refresher's lease, as the refresh_site task
         # runs one (publishing.time_limits: no pool here to stop it).

@@ -4,6 +4,8 @@ The alert webhook is signed like the publishing webhook and follows no redirect.
 from __future__ import annotations
 
 import json
+import logging
+import socket
 import threading
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -12,11 +14,13 @@ import pytest
 from django.core import mail
 from django.db.models import F
 
+from publishing import alerts as alert_channels
 from publishing.models import Alarm, Article, ArticleStatus, WebhookDelivery
 from publishing.services import article_dead_alert
 from publishing.services.alarms import (
     ALERT_WINDOW,
     ALERTS_PER_WINDOW,
+    death_alerts_pass,
     death_key,
     delivery_dead_alert,
     storm_follow_ups,
@@ -229,3 +233,62 @@ def test_a_death_whose_alert_no_channel_took_is_alerted_by_a_later_catch_up(sett
         )
     finally:
         alerts.stop()
+
+
+def test_a_pass_of_deaths_alerts_sends_no_more_after_one_no_channel_took(
+    settings, make_article, receiver
+):
+    """A review's finding: with the alert channels down (or hung to their deadlines),
+    a catch-up over a thousand unalerted deaths waited out every deadline once a row,
+    each unstamped again for the next catch-up to do the same. The pass stops at the
+    first, leaves the rest unstamped, and gives back the window's slot it took."""
+    url, handler = receiver
+    settings.ADMINS = []
+    settings.ALERT_WEBHOOK_URL = url
+    handler.status = 503
+    doomed = [dead_article(make_article) for _ in range(3)]
+
+    with death_alerts_pass():
+        sent = [article_dead_alert(article_id=a.pk) for a in doomed]
+
+    assert sent == [False, False, False]
+    assert len(handler.received) == 1  # one try, not one a death
+    assert not Article.objects.filter(alerted_at__isnull=False).exists()
+    assert not Alarm.objects.filter(name__startswith="article_dead:", raised_at__isnull=False)
+    handler.status = 200
+    with death_alerts_pass():
+        sent = [article_dead_alert(article_id=a.pk) for a in doomed]
+    assert sent == [True, True, True]
+    assert [r["article_id"] for r in handler.received[1:]] == [a.pk for a in doomed]
+
+
+def test_a_mail_server_that_trickles_is_left_at_the_mails_deadline(settings, monkeypatch, caplog):
+    """A review's finding: EMAIL_TIMEOUT bounds each read of the SMTP exchange, and a
+    server that sends its greeting a byte at a time held the backup executor (and the
+    catch-up, to its time limit) as long as it liked."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            for byte in b"220 mail.example.com ESMTP at its own pace" * 4:
+                if stop.wait(0.5):
+                    return
+                connection.sendall(bytes([byte]))
+
+    threading.Thread(target=trickle, daemon=True).start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", listener.getsockname()[1]
+    settings.ADMINS = [("Ops", "ops@example.com")]
+    settings.ALERT_WEBHOOK_URL = ""
+    monkeypatch.setattr(alert_channels, "MAIL_DEADLINE", 1.0)
+    caplog.set_level(logging.ERROR, logger="publishing.alerts")
+    try:
+        sent = alert_channels.send_alert(kind="test", subject="s", message="m", data={})
+    finally:
+        stop.set()
+        listener.close()
+
+    assert sent is False
+    assert "did not take the mail within 1.0 s" in caplog.text
