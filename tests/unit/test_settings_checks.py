@@ -134,8 +134,6 @@ def test_each_bad_combination_is_named(changes, named):
         # a deferred pass's countdown past the visibility timeout: sent twice (a review's)
         ({"PUBLISH_REFRESH_INTERVAL": "7200"}, "INTERVAL=7200 is above its maximum of 600"),
         ({"PUBLISH_REFRESH_BACKLOG_INTERVAL": "4000"}, "INTERVAL=4000 is above its maximum"),
-        # collectstatic writing where the web process does not look (a review's)
-        ({"STATIC_ROOT": "var/static"}, "STATIC_ROOT='var/static' is a relative path"),
         ({"METRICS_TOKEN": "x"}, "METRICS_TOKEN must be at least 32 characters (it has 1)"),
         # where mail goes and comes from (a review's finding: accepted, failing later)
         ({"ADMINS": "ops@example.com, not-an-address"}, "ADMINS: 'not-an-address' is not"),
@@ -213,6 +211,29 @@ def test_debug_is_off_unless_set():
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "True"]
+
+
+def test_a_relative_static_root_is_the_project_folders_whatever_the_working_folder(tmp_path):
+    """collectstatic and the web process (WhiteNoise) must use one folder: a relative
+    STATIC_ROOT was each process's working folder's (a review's finding), and the
+    previous release's .env.example gave one, `var/static`."""
+    code = "from django.conf import settings; print(settings.STATIC_ROOT)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={
+            **env_without("DEBUG"),
+            "PYTHONPATH": str(ROOT),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "SECRET_KEY": STRONG_KEY,
+            "STATIC_ROOT": "var/static",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.stdout.strip() == str(ROOT / "var" / "static"), result.stderr[-2000:]
 
 
 def test_allowed_hosts__spaces_around_a_name_and_empty_entries_are_dropped():
