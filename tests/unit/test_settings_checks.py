@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -194,20 +195,29 @@ def env_without(*names: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in names}
 
 
-def test_debug_is_off_unless_set():
-    code = "from django.conf import settings; print(settings.DEBUG, settings.SESSION_COOKIE_SECURE)"
-    result = subprocess.run(
+def printed_settings(names: str, *, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
+    """A process that imports the production settings (DEBUG unset, a strong key, `env`)
+    and prints the settings `names` (comma-separated)."""
+    shown = ", ".join(f"settings.{name}" for name in names.split(","))
+    code = f"from django.conf import settings; print({shown})"
+    return subprocess.run(
         [sys.executable, "-c", code],
-        cwd=ROOT,
+        cwd=cwd,
         env={
             **env_without("DEBUG"),
+            "PYTHONPATH": str(ROOT),
             "DJANGO_SETTINGS_MODULE": "config.settings",
             "SECRET_KEY": STRONG_KEY,
+            **env,
         },
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_debug_is_off_unless_set():
+    result = printed_settings("DEBUG,SESSION_COOKIE_SECURE")
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "True"]
@@ -217,41 +227,14 @@ def test_a_relative_static_root_is_the_project_folders_whatever_the_working_fold
     """collectstatic and the web process (WhiteNoise) must use one folder: a relative
     STATIC_ROOT was each process's working folder's (a review's finding), and the
     previous release's .env.example gave one, `var/static`."""
-    code = "from django.conf import settings; print(settings.STATIC_ROOT)"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env={
-            **env_without("DEBUG"),
-            "PYTHONPATH": str(ROOT),
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "SECRET_KEY": STRONG_KEY,
-            "STATIC_ROOT": "var/static",
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = printed_settings("STATIC_ROOT", cwd=tmp_path, STATIC_ROOT="var/static")
 
     assert result.stdout.strip() == str(ROOT / "var" / "static"), result.stderr[-2000:]
 
 
 def test_allowed_hosts__spaces_around_a_name_and_empty_entries_are_dropped():
     # " testserver" matched no request's host: a 400 for it (a review's finding)
-    code = "from django.conf import settings; print(settings.ALLOWED_HOSTS)"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env={
-            **env_without("DEBUG"),
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "SECRET_KEY": STRONG_KEY,
-            "ALLOWED_HOSTS": "example.com, testserver,, ",
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = printed_settings("ALLOWED_HOSTS", ALLOWED_HOSTS="example.com, testserver,, ")
 
     assert result.stdout.strip() == "['example.com', 'testserver']", result.stderr[-2000:]
 
