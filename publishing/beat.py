@@ -1,10 +1,13 @@
 """Celery Beat's scheduler, with the stuck alarm checked from Beat itself.
 
 The stuck alarm must sound exactly when workers are not running, so it cannot be a
-task that a worker would have to run. Beat is the alarm clock anyway: between two
-schedule ticks it asks the database whether due work has waited too long
-(`stuck_check`, at most once per PUBLISH_CATCHUP_INTERVAL). Two Beats are harmless:
-the alarm is claimed with a conditional UPDATE.
+task that a worker would have to run. Beat is the alarm clock anyway: a thread of its
+own asks the database every PUBLISH_CATCHUP_INTERVAL whether due work has waited too
+long (`stuck_check`). A thread, not a step of the schedule's tick: a send that hangs
+(RabbitMQ blocking its publishers on a memory or disk alarm, or a node that stopped
+answering, holds the publish confirm for as long as it lasts) held the tick, and the
+alarm stayed silent while nothing was published (a review's finding). Two Beats are
+harmless: the alarm is claimed with a conditional UPDATE.
 
 Celery opens Beat's connection to the broker at its first send, inside `tick`, retrying for
 as long as the broker is down (`broker_connection_max_retries` is None here), so a
@@ -17,7 +20,7 @@ the ticks go on.
 from __future__ import annotations
 
 import logging
-import time
+import threading
 
 from celery.beat import PersistentScheduler
 from django.conf import settings
@@ -32,16 +35,23 @@ BROKER_RETRY_SECONDS = 2.0
 
 
 class Scheduler(PersistentScheduler):
-    _next_stuck_check = 0.0
     _connected = False
+    _stuck_watch: threading.Thread | None = None
 
     def tick(self, *args, **kwargs) -> float:
-        wait = super().tick(*args, **kwargs) if self._broker_answered() else BROKER_RETRY_SECONDS
-        now = time.monotonic()
-        if now >= self._next_stuck_check:
-            self._next_stuck_check = now + settings.PUBLISH_CATCHUP_INTERVAL
+        if self._stuck_watch is None:  # started before anything here can wait on a send
+            self._stuck_watch = threading.Thread(
+                target=self._watch_stuck, name="stuck-check", daemon=True
+            )
+            self._stuck_watch.start()
+        return super().tick(*args, **kwargs) if self._broker_answered() else BROKER_RETRY_SECONDS
+
+    def _watch_stuck(self) -> None:
+        """The stuck check now and every PUBLISH_CATCHUP_INTERVAL, for Beat's life."""
+        interval = threading.Event()  # never set: a wait of the interval between checks
+        while True:
             self._check_stuck()
-        return min(wait, max(0.0, self._next_stuck_check - time.monotonic()))
+            interval.wait(settings.PUBLISH_CATCHUP_INTERVAL)
 
     def _broker_answered(self) -> bool:
         """Has the broker answered once (Celery's connection for the sends is made)? If

@@ -104,3 +104,18 @@ def assert_others_dropped(log: Path, articles: list[Article]) -> set[str]:
     )
     assert all(published_by[message_id] != message_id for message_id in dropped_by(log))
     return dropped_by(log)
+
+
+def log_count(proc, needle: str) -> int:
+    """How many times `needle` is in the process's log so far."""
+    return proc.log.read_text(errors="replace").count(needle)
+
+
+def mails(needle: str) -> list[str]:
+    """The run's mails containing `needle` (the mail folder is the whole run's: name an
+    article by its slug in parentheses, as the alert does, so `poison-0` does not also
+    match another test's `poison-0b89e5-1`)."""
+    mail_dir = settings.EMAIL_FILE_PATH
+    if not mail_dir.exists():
+        return []
+    return [t for p in mail_dir.iterdir() if needle in (t := p.read_text(errors="replace"))]

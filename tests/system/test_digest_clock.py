@@ -17,6 +17,7 @@ from tests.support.receiver import Receiver
 from tests.support.smtp import SmtpServer
 from tests.support.waiting import wait_for
 from tests.system.conftest import record_timing, since
+from tests.system.helpers import log_count
 from work.models import Digest, DigestState
 
 pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
@@ -44,10 +45,6 @@ def digest_env(smtp: SmtpServer, receiver: Receiver, **extra: str) -> dict[str, 
         "DIGEST_WEBHOOK_SECRET": SECRET,
         **extra,
     }
-
-
-def log_count(proc, needle: str) -> int:
-    return proc.log.read_text(errors="replace").count(needle)
 
 
 def wait_sent(day, timeout: float) -> Digest:

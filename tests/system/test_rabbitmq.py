@@ -19,9 +19,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from config.celery import app
 from publishing.broker_status import queue_message_counts
@@ -35,6 +37,8 @@ from tests.system.conftest import SYSTEM_SETTINGS, Processes, record_timing, sin
 from tests.system.helpers import (
     assert_others_dropped,
     assert_published_once,
+    log_count,
+    mails,
     save_articles,
     wait_all_published,
 )
@@ -309,6 +313,41 @@ def test_two_beats_publish_nothing_twice(rabbit):
     sent = [beat.log.read_text().count("Sending due task publish-catch-up") for beat in beats]
     assert min(sent) >= 3, f"both Beats must have been sending: {sent}"
     assert_published_once(articles)
+
+
+def test_the_stuck_alarm_sounds_while_the_broker_blocks_beats_sends(rabbit):
+    """A review's finding: RabbitMQ on a memory alarm blocks every connection that
+    publishes, and Beat's send of the catch-up waited for its confirm as long as the
+    alarm lasted; the stuck check ran in the same tick, after the send, so the alarm
+    that must sound when nothing publishes stayed silent. It runs on a thread of its own."""
+    beat = rabbit.beat()
+    wait_for(  # sending: its connection made, before the alarm
+        lambda: log_count(beat, "Sending due task publish-catch-up") >= 2,
+        timeout=30,
+        what="Beat's sends of the catch-up",
+    )
+    sent = log_count(beat, "Sending due task")
+    assert rabbit.node.ctl("set_vm_memory_high_watermark", "0.0000001").returncode == 0
+    try:
+        wait_for(  # a send begun after the alarm (any entry's): the tick waits in it now
+            lambda: log_count(beat, "Sending due task") > sent,
+            timeout=30,
+            what="a send of Beat's during the alarm",
+        )
+        [article] = save_articles("blocked-beat", 1)  # its own send refused within its bound
+        long_ago = timezone.now() - timedelta(seconds=120)
+        Article.objects.filter(pk=article.pk).update(publish_at=long_ago, updated_at=long_ago)
+
+        wait_for(
+            lambda: [m for m in mails("publishing is stuck") if f"oldest is {article.pk} " in m],
+            timeout=60,
+            what="the stuck alarm while the broker blocks Beat's sends",
+        )
+    finally:
+        rabbit.node.ctl("set_vm_memory_high_watermark", "0.4")
+    rabbit.worker()
+    wait_all_published([article], timeout=60)
+    assert_published_once([article])
 
 
 def test_broker_killed_and_restarted_under_load_publishes_everything_once(rabbit):

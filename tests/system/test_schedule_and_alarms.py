@@ -14,23 +14,15 @@ from publishing.models import Article, ArticleStatus, AttemptOutcome
 from publishing.services import article_requeue
 from tests.support.waiting import wait_for
 from tests.system.conftest import record_timing, since
-from tests.system.helpers import assert_published_once, save_articles, wait_all_published
+from tests.system.helpers import (
+    assert_published_once,
+    log_count,
+    mails,
+    save_articles,
+    wait_all_published,
+)
 
 pytestmark = [pytest.mark.system, pytest.mark.django_db(transaction=True)]
-
-
-def log_count(proc, needle: str) -> int:
-    return proc.log.read_text(errors="replace").count(needle)
-
-
-def mails(needle: str) -> list[str]:
-    """The run's mails containing `needle` (the mail folder is the whole run's: name an
-    article by its slug in parentheses, as the alert does, so `poison-0` does not also
-    match another test's `poison-0b89e5-1`)."""
-    mail_dir = settings.EMAIL_FILE_PATH
-    if not mail_dir.exists():
-        return []
-    return [t for p in mail_dir.iterdir() if needle in (t := p.read_text(errors="replace"))]
 
 
 def test_two_beats_for_several_intervals_publish_nothing_twice(pipeline):
