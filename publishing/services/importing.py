@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -135,31 +135,23 @@ class ImportReport:
 # --- finding and reading the files -------------------------------------------------
 
 
-class Found(NamedTuple):
-    """A file to read, and the folder named on the command line it was found in (None
-    for a file named itself): what read_file() reads Jekyll's `_drafts/` from."""
-
-    path: Path
-    root: Path | None = None
-
-
-def find_files(paths: Iterable[str | Path]) -> Iterator[Found | FileResult]:
+def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
     """`_find_files`, each file once: a file named and also found in a folder named
     (`import_articles posts ./posts/a.md`, overlapping globs) was read twice and
     refused as its own duplicate slug (a review's finding)."""
     seen: set[str] = set()
     for item in _find_files(paths):
-        if isinstance(item, Found):
+        if isinstance(item, Path):
             # Its folder resolved (a folder named through a link is the same folder), the
             # file itself not: a file that is a link still fails as one in read_file().
-            where = os.path.join(os.path.realpath(item.path.parent), item.path.name)
+            where = os.path.join(os.path.realpath(item.parent), item.name)
             if where in seen:
                 continue
             seen.add(where)
         yield item
 
 
-def _find_files(paths: Iterable[str | Path]) -> Iterator[Found | FileResult]:
+def _find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
     """Each file named, and each Markdown file (.md, .markdown) under each folder named
     (`_files_in`). A path that does not exist gives a failure, not an exception."""
     for raw in paths:
@@ -167,12 +159,12 @@ def _find_files(paths: Iterable[str | Path]) -> Iterator[Found | FileResult]:
         if path.is_dir():
             yield from _files_in(path)
         elif os.path.lexists(path):
-            yield Found(path)  # a file, or something read_file() refuses with its reason
+            yield path  # a file, or something read_file() refuses with its reason
         else:
             yield FileResult(path, Action.FAILED, "no such file or folder")
 
 
-def _files_in(path: Path) -> list[Found | FileResult]:
+def _files_in(path: Path) -> list[Path | FileResult]:
     """Each Markdown file under the folder `path`, recursively, in name order; hidden
     files and folders are left out. The folder may be a link (the operator's choice);
     links inside it are not followed: a link to a folder is not entered (it is skipped,
@@ -180,7 +172,7 @@ def _files_in(path: Path) -> list[Found | FileResult]:
     A folder that cannot be listed (no permission, a path past PATH_MAX) fails, named:
     os.walk() left it out without a word, and the run exited 0 without its files (a
     review's finding)."""
-    found: list[Found | FileResult] = []
+    found: list[Path | FileResult] = []
 
     def unreadable(exc: OSError) -> None:
         where = Path(exc.filename) if exc.filename else path
@@ -199,11 +191,11 @@ def _files_in(path: Path) -> list[Found | FileResult]:
                     )
                 )
         found += [
-            Found(Path(folder, name), path)
+            Path(folder, name)
             for name in files
             if name.lower().endswith(markdown_files.MARKDOWN_SUFFIXES) and not name.startswith(".")
         ]
-    return sorted(found, key=lambda item: str(item.path))
+    return sorted(found, key=lambda item: str(item.path if isinstance(item, FileResult) else item))
 
 
 def _refuse_unless_regular(mode: int) -> None:
@@ -249,16 +241,15 @@ def read_bytes(path: Path) -> bytes:
     return raw
 
 
-def read_file(path: Path, root: Path | None = None) -> ParsedFile | Draft:
-    """Parse one file; BadFile with the reason when it cannot be imported. `root`: the
-    folder named on the command line that `path` is in (`Found`), else its own."""
+def read_file(path: Path) -> ParsedFile | Draft:
+    """Parse one file; BadFile with the reason when it cannot be imported."""
     raw = read_bytes(path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise BadFile(f"not UTF-8 text (byte {exc.start + 1})") from None
     result = markdown_files.parse(text)
-    if isinstance(result, ParsedFile) and _in_drafts(path, root or path.parent):
+    if isinstance(result, ParsedFile) and _in_drafts(path):
         result = Draft(result)  # Jekyll builds its drafts only when asked to
     parsed = result.parsed if isinstance(result, Draft) else result
     if parsed.publish_at is None and not isinstance(result, Draft):
@@ -280,11 +271,18 @@ def read_file(path: Path, root: Path | None = None) -> ParsedFile | Draft:
     return result
 
 
-def _in_drafts(path: Path, root: Path) -> bool:
-    """Under a folder named `_drafts` (Jekyll's drafts): the folder named on the command
-    line, or one in it, never one above it (a review's finding: a blog kept in a
-    writer's `~/_drafts/site/` imported every post as a draft)."""
-    return "_drafts" in (root.name, *path.relative_to(root).parent.parts)
+def _in_drafts(path: Path) -> bool:
+    """Under Jekyll's `_drafts/` (which Jekyll reads recursively): of the folders named
+    `_drafts` and `_posts` on the file's real path, the innermost is `_drafts`. So
+    `import_articles site/_drafts/2024` (or a file in it) reads drafts, as Jekyll does
+    (a review's finding: 9f4da39 counted only the folder named and below, and they went
+    live), while a blog kept in a writer's `~/_drafts/site/` has its `_posts/` live (the
+    finding 9f4da39 mended). Resolved, so a folder named through a link, or `.` inside
+    `_drafts/`, is read as where it is."""
+    for name in reversed(Path(os.path.realpath(path.parent)).parts):
+        if name in ("_drafts", "_posts"):
+            return name == "_drafts"
+    return False
 
 
 # --- validating -----------------------------------------------------------------------
@@ -708,15 +706,15 @@ def articles_import(
             _report(report, on_result, found)
             continue
         try:
-            result = read_file(*found)
+            result = read_file(found)
         except BadFile as exc:
-            _report(report, on_result, FileResult(found.path, Action.FAILED, exc.reason))
+            _report(report, on_result, FileResult(found, Action.FAILED, exc.reason))
             continue
         if isinstance(result, Draft):
-            drafts.append((found.path, result.parsed))
+            drafts.append((found, result.parsed))
             continue
         report.ignored_keys |= result.ignored_keys
-        parsed.append((found.path, result))
+        parsed.append((found, result))
 
     planned: list[_Planned] = []
     for path, result in parsed:

@@ -731,35 +731,34 @@ def test_a_folder_without_read_permission_fails_naming_it(blog):
     assert f"would create: {blog / 'a-top.md'} (perm-top)" in proc.stdout
 
 
-def test_only_a_drafts_folder_at_or_below_the_folder_named_makes_drafts(tmp_path):
-    """`"_drafts" in path.parts` read the whole path, the folders above the one named
-    included: a blog kept under a folder named `_drafts` (a writer's own
-    `~/_drafts/site/`) imported every post as a draft, without a word (a review's
-    finding). Jekyll's `_drafts/` in the folder named, or the folder named itself, still
-    makes drafts."""
-    site = tmp_path / "_drafts" / "site"
-    write(site, "_posts/2024-05-01-hello.md", post("Hello", slug="above-hello"))
-    write(site, "_drafts/notes.md", post("Notes", slug="below-notes"))
-    write(tmp_path / "other" / "_drafts", "idea.md", post("Idea", slug="named-idea"))
+def test_drafts_are_told_by_the_innermost_of_drafts_and_posts_whatever_is_named(tmp_path):
+    """`"_drafts" in path.parts` read a blog kept under a folder named `_drafts` (a
+    writer's own `~/_drafts/site/`) as drafts, every post (a review's finding); 9f4da39
+    then counted only the folder named and below, and `import_articles
+    site/_drafts/2024` (or a file in it) put Jekyll's drafts live (the next review's).
+    Of `_drafts` and `_posts` on a file's path, the innermost decides."""
+    kept = tmp_path / "_drafts" / "site"
+    write(kept, "_posts/2024-05-01-hello.md", post("Hello", slug="kept-post"))
+    write(kept, "_drafts/notes.md", post("Notes", slug="kept-draft"))
+    write(tmp_path / "_drafts" / "other", "_posts/hi.md", post("Hi", slug="posts-named"))
+    jekyll = tmp_path / "jekyll"
+    write(jekyll / "_drafts" / "2024", "a.md", post("A", slug="sub-named", date="2020-01-01"))
+    write(jekyll / "_drafts" / "2025", "b.md", post("B", slug="file-named", date="2020-01-01"))
+    write(tmp_path / "bare" / "_drafts", "idea.md", post("Idea", slug="drafts-named"))
 
-    out, err, code = run_import(str(site), str(tmp_path / "other" / "_drafts"))
-
-    assert code == 0, out + err
-    assert list(Article.objects.values_list("slug", flat=True)) == ["above-hello"]
-    assert sorted(Story.objects.values_list("slug", flat=True)) == ["below-notes", "named-idea"]
-
-
-def test_a_draft_files_first_published_is_held_to_the_years_of_a_date(blog):
-    """`first_published` went in with a queryset update, past the validators: year 1
-    was stored, and the draft's Publish failed over it (a review's finding)."""
-    write(
-        blog,
-        "d.md",
-        post("Old", slug="held-fp", draft="true", first_published="0001-01-01T00:00:00Z"),
+    out, err, code = run_import(
+        str(kept),
+        str(tmp_path / "_drafts" / "other" / "_posts"),
+        str(jekyll / "_drafts" / "2024"),
+        str(jekyll / "_drafts" / "2025" / "b.md"),
+        str(tmp_path / "bare" / "_drafts"),
     )
 
-    out, err, code = run_import(str(blog))
-
-    assert code == 1, out + err
-    assert f"{blog / 'd.md'}: first_published '0001-01-01T00:00:00+00:00': The date must be" in err
-    assert not Story.objects.exists()
+    assert code == 0, out + err
+    assert sorted(Article.objects.values_list("slug", flat=True)) == ["kept-post", "posts-named"]
+    assert sorted(Story.objects.values_list("slug", flat=True)) == [
+        "drafts-named",
+        "file-named",
+        "kept-draft",
+        "sub-named",
+    ]

@@ -396,14 +396,32 @@ def test_a_file_under_jekylls_drafts_folder_is_a_draft(tmp_path):
     path.write_text("---\ntitle: Unfinished\n---\nNot yet.\n", encoding="utf-8")
 
     assert isinstance(read_file(path), Draft)
-    # Found in a folder named: its `_drafts` counts from that folder, not above it.
-    assert isinstance(read_file(path, tmp_path), Draft)
-    assert isinstance(read_file(path, tmp_path / "_drafts"), Draft)
-    nested = tmp_path / "_drafts" / "site" / "_posts" / "post.md"
-    nested.parent.mkdir(parents=True)
-    nested.write_text("---\ntitle: Post\n---\nLive.\n", encoding="utf-8")
-    assert not isinstance(read_file(nested, tmp_path / "_drafts" / "site"), Draft)
-    assert not isinstance(read_file(nested), Draft)
+
+
+@pytest.mark.parametrize(
+    ("where", "draft"),
+    [
+        ("_drafts/2024/post.md", True),  # Jekyll reads _drafts/ recursively
+        ("_drafts/site/_drafts/post.md", True),
+        ("_posts/_drafts/post.md", True),
+        ("_drafts/site/_posts/post.md", False),  # a blog kept in ~/_drafts/site/
+        ("_drafts/site/_posts/2024/post.md", False),
+        ("site/_posts/post.md", False),
+        ("site/post.md", False),
+    ],
+)
+def test_the_innermost_of_drafts_and_posts_on_the_files_path_decides(tmp_path, where, draft):
+    """Of the folders named `_drafts` and `_posts` on a file's path, the innermost says
+    whether it is a draft, wherever the import was told to start: `import_articles
+    site/_drafts/2024` made drafts live when only the folder named and below counted (a
+    review's finding), and `~/_drafts/site/_posts` made posts drafts when any `_drafts`
+    above did."""
+    from publishing.services.importing import read_file
+
+    path = tmp_path / where
+    path.parent.mkdir(parents=True)
+    path.write_text("---\ntitle: Post\n---\nText.\n", encoding="utf-8")
+    assert isinstance(read_file(path), Draft) is draft
 
 
 @pytest.mark.parametrize(
