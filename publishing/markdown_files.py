@@ -226,6 +226,9 @@ class _FrontMatterComposer(Composer):
             self._depth -= 1
 
 
+_MERGE = "tag:yaml.org,2002:merge"  # YAML 1.1's `<<` key
+
+
 class _NoRepeatedKeys(SafeConstructor):
     """A mapping that gives one key twice (`date:` and `date:` again) is refused, as
     one that gives it in two cases is (`_keys_in_any_case`) and as Hugo refuses both
@@ -233,18 +236,21 @@ class _NoRepeatedKeys(SafeConstructor):
     review's finding), and which one the blog meant is not known."""
 
     def construct_mapping(self, node, deep=False):
+        # The pairs as written, before flatten_mapping puts a merge's (`<<: {…}`) into
+        # node.value: a key the mapping sets over a merged one is YAML's override, not a
+        # repeat (a review's finding: `<<: {title: X}` then `title: Mine` was refused).
+        written = [key for key, _value in node.value if key.tag != _MERGE]
         mapping = super().construct_mapping(node, deep=deep)
-        if len(mapping) < len(node.value):  # node.value: every pair as written
-            seen: set = set()
-            for key_node, _value in node.value:
-                key = self.construct_object(key_node, deep=deep)  # constructed already
-                if key in seen:
-                    line = key_node.start_mark.line + 2  # the opening `---` is line 1
-                    raise BadFile(
-                        f"the front matter gives {_key_name(key)!r} twice (line {line}):"
-                        " which one the blog meant is not known; keep one"
-                    )
-                seen.add(key)
+        seen: set = set()
+        for key_node in written:
+            key = self.construct_object(key_node, deep=deep)  # constructed already
+            if key in seen:
+                line = key_node.start_mark.line + 2  # the opening `---` is line 1
+                raise BadFile(
+                    f"the front matter gives {_key_name(key)!r} twice (line {line}):"
+                    " which one the blog meant is not known; keep one"
+                )
+            seen.add(key)
         return mapping
 
 

@@ -521,6 +521,27 @@ def test_one_key_twice_in_one_case_is_refused(loader, front, reason):
         parse(f"---\n{front}\n---\nText.\n", loader=loader)
 
 
+@pytest.mark.parametrize("loader", [SafeLoader, PureSafeLoader], ids=["libyaml", "pure"])
+@pytest.mark.parametrize(
+    "front",
+    [
+        "<<: {title: Merged, description: From the merge}\ntitle: Mine",
+        "title: Mine\n<<: {title: Merged, description: From the merge}",
+        "<<: [{title: A}, {title: B, description: From the merge}]\ntitle: Mine",
+        "<<: {title: Merged}\n<<: {description: From the merge}\ntitle: Mine",
+    ],
+)
+def test_a_key_set_over_a_merged_one_is_no_repeat(loader, front):
+    """YAML 1.1's merge (`<<:`, no anchor needed): the mapping's own key overrides the
+    merged one, as PyYAML reads it. The check of repeated keys counted the pairs
+    flatten_mapping merged in and refused it (a review's finding); it looks at the pairs
+    as written."""
+    parsed = parse(f"---\n{front}\n---\nText.\n", loader=loader)
+    assert (parsed.title, parsed.description) == ("Mine", "From the merge")
+    with pytest.raises(BadFile, match=re.escape("gives 'title' twice")):
+        parse(f"---\n{front}\ntitle: Again\n---\nText.\n", loader=loader)
+
+
 @pytest.mark.parametrize(
     "front, when, noted",
     [
