@@ -93,6 +93,13 @@ KNOWN_KEYS = frozenset(
 )
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
+
+def is_markdown_name(name: str) -> bool:
+    """A name the import reads in a folder: `.md` or `.markdown` in any case, not hidden.
+    The export's `--prune` asks the same, so what an import would bring back is named."""
+    return name.lower().endswith(MARKDOWN_SUFFIXES) and not name.startswith(".")
+
+
 # The opening line, the YAML, the closing line ("---", or YAML's "..." end marker).
 _FRONT_MATTER = re.compile(
     r"\A---[ \t]*\r?\n(?P<yaml>.*?)^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE

@@ -190,11 +190,7 @@ def _files_in(path: Path) -> list[Path | FileResult]:
                         "a link to a folder, not followed: name the folder itself",
                     )
                 )
-        found += [
-            Path(folder, name)
-            for name in files
-            if name.lower().endswith(markdown_files.MARKDOWN_SUFFIXES) and not name.startswith(".")
-        ]
+        found += [Path(folder, name) for name in files if markdown_files.is_markdown_name(name)]
     return sorted(found, key=lambda item: str(item.path if isinstance(item, FileResult) else item))
 
 

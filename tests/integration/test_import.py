@@ -647,7 +647,7 @@ def test_an_export_into_a_folder_used_before_names_what_it_did_not_write_and_pru
     call_command("export_articles", str(backup), stdout=out, stderr=err)
 
     assert (
-        f"export_articles: 2 .md file(s) in {backup} are not of this export (articles"
+        f"export_articles: 2 Markdown file(s) in {backup} are not of this export (articles"
         " deleted or moved since an earlier one?), and an import of the folder would bring"
         " them back: before-move.md, gone.md. --prune removes them." in err.getvalue()
     )
@@ -656,7 +656,7 @@ def test_an_export_into_a_folder_used_before_names_what_it_did_not_write_and_pru
     out, err = io.StringIO(), io.StringIO()
     call_command("export_articles", str(backup), "--prune", stdout=out, stderr=err)
 
-    assert "2 .md file(s) not of this export removed" in err.getvalue()
+    assert "2 Markdown file(s) not of this export removed" in err.getvalue()
     assert sorted(p.name for p in backup.iterdir()) == [
         ".hidden.md",
         "after-move.md",
@@ -664,6 +664,28 @@ def test_an_export_into_a_folder_used_before_names_what_it_did_not_write_and_pru
         "notes.txt",
     ]
     assert (backup / "folder.md" / "inner.md").read_text() == "kept"
+
+
+def test_the_export_names_and_prunes_every_file_the_import_would_read(tmp_path):
+    """The export looked for `*.md` alone, while the import reads `.md` and `.markdown`
+    in any case: `old.markdown` and `Older.MD` were neither named nor pruned, and an
+    import of the folder brought them back (a review's finding). One test serves both
+    (markdown_files.is_markdown_name). DIR's subfolders are not looked in."""
+    Article.objects.create(title="Kept", slug="kept", body="The body.")
+    backup = tmp_path / "backup"
+    write(backup, "old.markdown", post("Old one", slug="old-one", date="2020-01-01"))
+    write(backup, "Older.MD", post("Older one", slug="older-one", date="2020-01-01"))
+    write(backup, "sub/deeper.md", post("Deeper", slug="deeper", date="2020-01-01"))
+
+    err = io.StringIO()
+    call_command("export_articles", str(backup), stdout=io.StringIO(), stderr=err)
+    assert ": Older.MD, old.markdown. --prune removes them." in err.getvalue()
+
+    err = io.StringIO()
+    call_command("export_articles", str(backup), "--prune", stdout=io.StringIO(), stderr=err)
+    assert "2 Markdown file(s) not of this export removed" in err.getvalue()
+    assert sorted(p.name for p in backup.iterdir()) == ["kept.md", "sub"]
+    assert (backup / "sub" / "deeper.md").exists()
 
 
 def test_a_folder_the_import_cannot_list_fails_naming_it(blog):

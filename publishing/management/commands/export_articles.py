@@ -7,10 +7,11 @@ reads: `title`, `slug`, `date` (publish_at, UTC), then the body as stored; and o
 draft on no page (a story never published, or withdrawn; not in the trash), with
 `draft: true`. Importing the folder into an empty database gives the same articles and
 drafts. An article whose draft holds changes not published yet is written as readers
-see it, and named on stderr: its draft's text is in no file. The `*.md` files in DIR
-that this run did not write (an earlier export's, of articles deleted or moved since)
-are named on stderr, and removed with `--prune`: importing the folder would bring them
-back.
+see it, and named on stderr: its draft's text is in no file. The Markdown files
+directly in DIR (as the import tells them: `.md`, `.markdown`, in any case) that this
+run did not write (an earlier export's, of articles deleted or moved since) are named
+on stderr, and removed with `--prune`: importing the folder would bring them back.
+DIR's subfolders are not looked in.
 
 Each file is written to `.<slug>.md.tmp` beside it, created new (`O_CREAT | O_EXCL |
 O_NOFOLLOW`: never through a link, never into a file already there), then renamed into
@@ -29,7 +30,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db.models import F
 
-from publishing.markdown_files import render
+from publishing.markdown_files import is_markdown_name, render
 from publishing.models import (
     CONTENT_FIELDS,
     DRAFT_FIELDS,
@@ -102,7 +103,7 @@ class Command(DatabaseCommand):
         parser.add_argument(
             "--prune",
             action="store_true",
-            help="remove the *.md files directly in DIR that this export did not write",
+            help="remove the Markdown files directly in DIR that this export did not write",
         )
 
     def handle(self, *args, dir: str, prune: bool = False, **options) -> None:
@@ -132,18 +133,19 @@ class Command(DatabaseCommand):
         self._unpublished_changes()
 
     def _not_written(self, folder: Path, dir_fd: int, names: set[str], *, prune: bool) -> None:
-        """The `*.md` files directly in DIR that this run did not write: an earlier
-        export's, of articles deleted or moved since, which an import of the folder
-        would bring back (a review's finding: a nightly export into one folder kept
-        them without a word). Named on stderr; removed with --prune (unlinked: a link
-        goes, not what it points to). Nothing else in DIR is touched."""
+        """The Markdown files directly in DIR (`is_markdown_name`, the import's own
+        test: `old.markdown` and `Older.MD` were left out, and the import read them)
+        that this run did not write: an earlier export's, of articles deleted or moved
+        since, which an import of the folder would bring back (a review's finding: a
+        nightly export into one folder kept them without a word). Named on stderr;
+        removed with --prune (unlinked: a link goes, not what it points to). Nothing
+        else in DIR is touched, and its subfolders are not looked in."""
         try:
             with os.scandir(dir_fd) as entries:
                 stale = sorted(
                     entry.name
                     for entry in entries
-                    if entry.name.endswith(".md")
-                    and not entry.name.startswith(".")
+                    if is_markdown_name(entry.name)
                     and entry.name not in names
                     and not entry.is_dir(follow_symlinks=False)
                 )
@@ -155,7 +157,7 @@ class Command(DatabaseCommand):
         more = f" and {len(stale) - STALE_SHOWN} more" if len(stale) > STALE_SHOWN else ""
         if not prune:
             self.stderr.write(
-                f"export_articles: {len(stale)} .md file(s) in {folder} are not of this"
+                f"export_articles: {len(stale)} Markdown file(s) in {folder} are not of this"
                 f" export (articles deleted or moved since an earlier one?), and an import of"
                 f" the folder would bring them back: {shown}{more}. --prune removes them."
             )
@@ -168,7 +170,7 @@ class Command(DatabaseCommand):
             except OSError as exc:
                 raise CommandError(f"cannot remove {folder / name}: {exc.strerror or exc}") from exc
         self.stderr.write(
-            f"export_articles: {len(stale)} .md file(s) not of this export removed from"
+            f"export_articles: {len(stale)} Markdown file(s) not of this export removed from"
             f" {folder}: {shown}{more}."
         )
 
