@@ -171,27 +171,39 @@ def _files_in(path: Path) -> list[Path | FileResult]:
     saying so), and a file that is a link (or not a regular file) fails in read_file().
     A folder that cannot be listed (no permission, a path past PATH_MAX) fails, named:
     os.walk() left it out without a word, and the run exited 0 without its files (a
-    review's finding)."""
+    review's finding). Walked with a list of folders to list, as deep as the paths
+    allow: os.walk() recurses on Python 3.11, and a tree ~1,000 folders deep raised
+    RecursionError out of the import (the next review's finding)."""
     found: list[Path | FileResult] = []
-
-    def unreadable(exc: OSError) -> None:
-        where = Path(exc.filename) if exc.filename else path
-        reason = f"cannot read this folder: {exc.strerror or exc}"
-        found.append(FileResult(where, Action.FAILED, reason))
-
-    for folder, dirs, files in os.walk(path, onerror=unreadable):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in dirs:  # os.walk enters none of these: each named
-            if os.path.islink(os.path.join(folder, name)):
-                found.append(
-                    FileResult(
-                        Path(folder, name),
-                        Action.SKIPPED,
-                        "a link to a folder, not followed: name the folder itself",
-                    )
-                )
-        found += [Path(folder, name) for name in files if markdown_files.is_markdown_name(name)]
+    folders = [path]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = [entry for entry in listing if not entry.name.startswith(".")]
+        except OSError as exc:
+            reason = f"cannot read this folder: {exc.strerror or exc}"
+            found.append(FileResult(folder, Action.FAILED, reason))
+            continue
+        for entry in entries:
+            where = Path(folder, entry.name)
+            if not _a_folder(entry):  # a file, or what read_file() refuses with its reason
+                if markdown_files.is_markdown_name(entry.name):
+                    found.append(where)
+            elif entry.is_symlink():
+                reason = "a link to a folder, not followed: name the folder itself"
+                found.append(FileResult(where, Action.SKIPPED, reason))
+            else:
+                folders.append(where)
     return sorted(found, key=lambda item: str(item.path if isinstance(item, FileResult) else item))
+
+
+def _a_folder(entry: os.DirEntry) -> bool:
+    """A folder, or a link to one (as os.walk() tells them); False when it cannot say."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _refuse_unless_regular(mode: int) -> None:

@@ -10,6 +10,7 @@ import contextlib
 import errno
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,66 @@ def test_a_billion_laughs_file_fails_alone_and_quickly_explained(blog):
     assert code == 1
     assert "anchors and aliases" in failed_line(err, blog / "laughs.md")
     assert Article.objects.filter(slug="sec-good").exists()
+
+
+DEEP = 1100  # folders one in another: past Python's recursion limit (1,000)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+@pytest.fixture
+def deep_blog(blog) -> Iterator[Path]:
+    """`blog` with DEEP folders `d` one in another (2,200 bytes of path, well inside
+    PATH_MAX) and a post at the bottom. Removed here, bottom up through descriptors:
+    pytest's own cleanup (shutil.rmtree, recursive on Python 3.11) crashed on such a
+    tree, and so would the run's temporary folder."""
+    fd = os.open(blog, _DIR_FLAGS)
+    try:
+        for _ in range(DEEP):
+            os.mkdir("d", dir_fd=fd)
+            fd = _enter(fd, "d")
+        with os.fdopen(os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as fh:
+            fh.write(post("Deep", slug="sec-deep"))
+    finally:
+        os.close(fd)
+    yield blog
+    _remove_nested(blog, "d")
+
+
+def _enter(fd: int, name: str) -> int:
+    """The folder `name` in the folder `fd`, opened; `fd` closed."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_nested(top: Path, name: str) -> None:
+    """Remove the folders `name` one in another under `top` (and the files at the
+    bottom) without recursion: down by descriptors, then up through `..`."""
+    fd, depth = os.open(top, _DIR_FLAGS), 0
+    while True:
+        try:
+            inner = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            break
+        os.close(fd)
+        fd, depth = inner, depth + 1
+    for leftover in os.listdir(fd):
+        os.unlink(leftover, dir_fd=fd)
+    for _ in range(depth):
+        fd = _enter(fd, "..")
+        os.rmdir(name, dir_fd=fd)
+    os.close(fd)
+
+
+@pytest.mark.django_db
+def test_a_folder_tree_past_the_recursion_limit_is_read_not_a_traceback(deep_blog):
+    """os.walk() recurses on Python 3.11: 1,100 folders one in another raised
+    RecursionError out of the import (a review's finding). The walk keeps its own list
+    of folders: the post at the bottom is read."""
+    out, err, code = run_import("--dry-run", str(deep_blog))
+
+    assert code == 0, out + err
+    deep = deep_blog.joinpath(*["d"] * DEEP, "deep.md")
+    assert f"would create: {deep} (sec-deep)" in out
+    assert f"would create: {deep_blog / 'good.md'} (sec-good)" in out
