@@ -418,7 +418,8 @@ PUBLISH_STUCK_AFTER = env_number("PUBLISH_STUCK_AFTER", 900, minimum=1)
 # Saves, admin actions and the catch-up hand their messages to the broker on a pool of
 # connections kept per process with short timeouts (publishing/dispatch.py,
 # work/brokers.py `dispatch_transport_options`, for the broker in use): with one retry,
-# a broker that is down, or accepts and never answers, costs a send about a second.
+# a broker that is down, or accepts and never answers, costs a send about a second (two
+# for one whose open connection never confirms: RabbitMQ on a memory alarm).
 # redis-py and py-amqp wait forever by default.
 # After a send failed, a process skips the broker for this many seconds (its rows stay
 # pending for the catch-up), so a burst of saves or a bulk action during an outage costs

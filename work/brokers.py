@@ -112,7 +112,8 @@ def worker_transport_options(kind: str, *, visibility_timeout: float) -> dict:
 def dispatch_transport_options(kind: str) -> dict:
     """The options of the connections that saves, admin actions and the catch-up send
     on (publishing/dispatch.py): with one retry, a broker that is down, or accepts and
-    never answers, costs a send about a second."""
+    never answers, costs a send about a second (two for one whose open connection never
+    confirms: RabbitMQ on a memory alarm)."""
     if kind == AMQP:
         # connect_timeout covers the TCP connect and the handshake (several round
         # trips); read_timeout bounds the wait for the publish confirm.
