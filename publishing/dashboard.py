@@ -32,7 +32,7 @@ from publishing.models import (
     DeliveryStatus,
     WebhookDelivery,
 )
-from publishing.selectors import broker_queue_lengths, pipeline_status
+from publishing.selectors import broker_queue_lengths, delivery_counts, pipeline_status
 from publishing.services import article_requeue, delivery_requeue
 from publishing.services.alarms import STUCK
 from publishing.services.rerender import rerender_status
@@ -68,14 +68,6 @@ def dead_deliveries(*, limit: int = DEAD_SHOWN) -> list[Mapping[str, Any]]:
         .order_by("-updated_at")
         .values("id", "event", "article_id", "attempts", "last_error", "updated_at")[:limit]
     )
-
-
-def delivery_counts() -> dict[str, int]:
-    """Pending and dead webhook deliveries (delivered ones are history, not counted)."""
-    return {
-        status: WebhookDelivery.objects.filter(status=status).count()
-        for status in (DeliveryStatus.PENDING, DeliveryStatus.DEAD)
-    }
 
 
 def database_state() -> str:

@@ -7,10 +7,18 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Min, Q, QuerySet
 from django.db.models.functions import Now
+from django.utils import timezone
 
-from publishing.models import Article, ArticleStatus, ArticleTag, TagKind
+from publishing.models import (
+    Article,
+    ArticleStatus,
+    ArticleTag,
+    DeliveryStatus,
+    TagKind,
+    WebhookDelivery,
+)
 from publishing.reader_fields import tag_key
 from work import lease
 from work.lease import now_plus
@@ -185,3 +193,22 @@ def tags_in_use(*, prefix: str = "", limit: int = 100) -> list[tuple[str, int]]:
         .order_by("-articles", "tag__name")[:limit]
     )
     return [(row["tag__name"], row["articles"]) for row in counted]
+
+
+def delivery_counts() -> dict[str, int]:
+    """Pending and dead webhook deliveries (delivered ones are history, not counted)."""
+    return {
+        status: WebhookDelivery.objects.filter(status=status).count()
+        for status in (DeliveryStatus.PENDING, DeliveryStatus.DEAD)
+    }
+
+
+def oldest_pending_delivery_seconds() -> float:
+    """How long the oldest pending webhook delivery has waited since it was made (0 when
+    none waits): a receiver that has not taken one for long (delivery_status_idx)."""
+    oldest = (
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING)
+        .order_by()
+        .aggregate(oldest=Min("created_at"))["oldest"]
+    )
+    return max(0.0, (timezone.now() - oldest).total_seconds()) if oldest else 0.0

@@ -26,7 +26,13 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from publishing import rollup
 from publishing.dispatch import send_options
-from publishing.selectors import broker_queue_lengths, catch_up_last_run, pipeline_status
+from publishing.selectors import (
+    broker_queue_lengths,
+    catch_up_last_run,
+    delivery_counts,
+    oldest_pending_delivery_seconds,
+    pipeline_status,
+)
 from work.metrics import add_job_gauges
 
 # A proxy in front adds one of these: a request that carries one did not come from a
@@ -193,6 +199,20 @@ class PipelineCollector:
             if length is not None:
                 queues.add_metric([queue], length)
         yield queues
+        deliveries = GaugeMetricFamily(
+            "blogpublish_webhook_deliveries",
+            "Webhook deliveries waiting (pending) or given up on (dead); delivered ones are "
+            "not counted",
+            labels=["status"],
+        )
+        for state, count in delivery_counts().items():
+            deliveries.add_metric([state], count)
+        yield deliveries
+        yield GaugeMetricFamily(
+            "blogpublish_webhook_oldest_pending_seconds",
+            "Wait of the oldest pending webhook delivery since it was made",
+            oldest_pending_delivery_seconds(),
+        )
         ran_at = catch_up_last_run()
         if ran_at is not None:
             yield GaugeMetricFamily(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
@@ -14,7 +15,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from publishing import rollup
-from publishing.models import Article, ArticleStatus, MetricsBucket
+from publishing.models import Article, ArticleStatus, MetricsBucket, WebhookDelivery
 from tests.support import processes
 from tests.support.own_worker import own_worker
 from tests.support.waiting import wait_for
@@ -208,3 +209,28 @@ def test_rollup__a_batch_of_publishes_is_counted_like_single_ones(transactional_
     assert after.latency.count - before.latency.count == 4
     assert after.duration.count - before.duration.count == 4
     assert Article.objects.filter(status=ArticleStatus.PUBLISHED).count() == 4
+
+
+def test_metrics__the_webhooks_deliveries_waiting_and_dead(client, settings):
+    """A receiver that is down showed on the dashboard and in alerts only (a review's
+    finding): /metrics counts the deliveries waiting and given up on, and how long the
+    oldest waiting one has (BlogpublishWebhookDeliveriesDead, deploy/prometheus)."""
+    settings.METRICS_TOKEN = TOKEN
+    made = [
+        WebhookDelivery.objects.create(
+            article_id=n, event="article.published", key=f"{n:064x}", body="{}", status=status
+        )
+        for n, status in enumerate(["pending", "pending", "dead", "dead", "dead", "delivered"])
+    ]
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    WebhookDelivery.objects.filter(pk=made[0].pk).update(created_at=an_hour_ago)
+
+    samples = scrape(client)
+
+    counts = {
+        state: samples["blogpublish_webhook_deliveries", (("status", state),)]
+        for state in ("pending", "dead")
+    }
+    assert counts == {"pending": 2, "dead": 3}
+    oldest = samples["blogpublish_webhook_oldest_pending_seconds", ()]
+    assert 3600 <= oldest < 3600 + 300
