@@ -19,6 +19,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
+from enum import StrEnum
 
 import requests
 from django.conf import settings
@@ -69,20 +70,35 @@ def _post(url: str, body: bytes, headers: dict) -> requests.Response:
         return response
 
 
+class Sent(StrEnum):
+    """What became of an alert."""
+
+    # A channel took it, or none is set (the log is all there is).
+    TAKEN = "taken"
+    # No channel took it, and one at least is still at it past its deadline: it may yet
+    # arrive, so it is not sent again (a review's finding: a slow mail server that did
+    # deliver got the same death's alert at every pass).
+    LATE = "late"
+    # Every channel set refused or failed: a caller that can send it again later (a
+    # death's) does.
+    FAILED = "failed"
+
+
 def send_alert(
     *, kind: str, subject: str, message: str, data: dict, key: str | None = None
-) -> bool:
+) -> Sent:
     """Log the alert, mail it to the ADMINS and POST it to ALERT_WEBHOOK_URL (under `key`,
-    the same for every try of one alert, or a new one). True when a channel took it, or
-    none is set (the log is all there is); False when every channel set failed, so a
-    caller that can send it again later (a death's) does."""
+    the same for every try of one alert, or a new one)."""
     logger.error("%s: %s", subject, message)
     mailed = _mail(kind, subject, message) if settings.ADMINS else None
     posted = _webhook(kind, subject, message, data, key) if settings.ALERT_WEBHOOK_URL else None
-    return (mailed is None and posted is None) or bool(mailed or posted)
+    channels = [c for c in (mailed, posted) if c is not None]
+    if not channels or Sent.TAKEN in channels:
+        return Sent.TAKEN
+    return Sent.LATE if Sent.LATE in channels else Sent.FAILED
 
 
-def _mail(kind: str, subject: str, message: str) -> bool:
+def _mail(kind: str, subject: str, message: str) -> Sent:
     ended = _within(
         MAIL_DEADLINE,
         "alert-mail",
@@ -92,14 +108,14 @@ def _mail(kind: str, subject: str, message: str) -> bool:
         logger.error(
             "alert %s: the mail server did not take the mail within %s s; left", kind, MAIL_DEADLINE
         )
-        return False
+        return Sent.LATE
     if isinstance(ended[0], Exception):
         logger.error("alert %s: mail to the admins failed", kind, exc_info=ended[0])
-        return False
-    return True
+        return Sent.FAILED
+    return Sent.TAKEN
 
 
-def _webhook(kind: str, subject: str, message: str, data: dict, key: str | None) -> bool:
+def _webhook(kind: str, subject: str, message: str, data: dict, key: str | None) -> Sent:
     url = settings.ALERT_WEBHOOK_URL
     payload = {"kind": kind, "subject": subject, "message": message, "host": socket.gethostname()}
     body = json.dumps({**payload, **data}, ensure_ascii=False, default=str).encode("utf-8")
@@ -114,12 +130,12 @@ def _webhook(kind: str, subject: str, message: str, data: dict, key: str | None)
         logger.error(
             "alert %s: ALERT_WEBHOOK_URL did not answer within %s s; left", kind, ALERT_DEADLINE
         )
-        return False
+        return Sent.LATE
     response = answered[0]
     if isinstance(response, Exception):
         # Its reason alone: the URL's path or query may be a secret.
         logger.error("alert %s: ALERT_WEBHOOK_URL failed: %s", kind, failure_reason(response))
-        return False
+        return Sent.FAILED
     if not 200 <= response.status_code < 300:
         redirect = " (a redirect: not followed)" if 300 <= response.status_code < 400 else ""
         logger.error(
@@ -128,5 +144,5 @@ def _webhook(kind: str, subject: str, message: str, data: dict, key: str | None)
             response.status_code,
             redirect,
         )
-        return False
-    return True
+        return Sent.FAILED
+    return Sent.TAKEN

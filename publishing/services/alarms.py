@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -26,7 +26,7 @@ from django.db import IntegrityError, models
 from django.db.models import Q
 from django.db.models.functions import Now
 
-from publishing.alerts import send_alert
+from publishing.alerts import Sent, send_alert
 from publishing.models import Alarm, Article, ArticleStatus, DeliveryStatus, WebhookDelivery
 from publishing.selectors import stuck_articles
 from work.lease import now_plus
@@ -81,19 +81,30 @@ def article_dead_alert(*, article_id: int) -> bool:
         return _deaths_folded(ARTICLES, pk=article_id)
     row = Article.objects.values("title", "slug", "attempts", "last_error").get(pk=article_id)
     claims = Article.objects.values_list("claims", flat=True).get(pk=article_id)
-    sent = send_alert(
-        kind="article_dead",
-        subject=f"article {article_id} is dead after {row['attempts']} attempt(s)",
-        message=(
-            f"Article {article_id} “{row['title']}” ({row['slug']}) was not published after "
-            f"{row['attempts']} attempt(s).\n"
-            f"Last error: {row['last_error']}\n"
-            "Fix the cause, then requeue it in the admin (action “Requeue”) or edit it."
+    return _told(
+        ARTICLES,
+        article_id,
+        slot,
+        lambda: send_alert(
+            kind="article_dead",
+            subject=f"article {article_id} is dead after {row['attempts']} attempt(s)",
+            message=(
+                f"Article {article_id} “{row['title']}” ({row['slug']}) was not published after "
+                f"{row['attempts']} attempt(s).\n"
+                f"Last error: {row['last_error']}\n"
+                "Fix the cause, then requeue it in the admin (action “Requeue”) or edit it."
+            ),
+            data={"article_id": article_id, **row},
+            key=death_key("article_dead", article_id, claims),
         ),
-        data={"article_id": article_id, **row},
-        key=death_key("article_dead", article_id, claims),
     )
-    return sent or _unstamped(ARTICLES, article_id, slot=slot)
+
+
+def articles_dead_alerts(*, article_ids: list[int]) -> int:
+    """The alerts of a publish group's deaths, as one pass (death_alerts_pass): a channel
+    that is down or slow costs the group one wait, not one a death. How many went out."""
+    with death_alerts_pass():
+        return sum(article_dead_alert(article_id=article_id) for article_id in article_ids)
 
 
 def delivery_dead_alert(*, delivery_id: int) -> bool:
@@ -113,23 +124,27 @@ def delivery_dead_alert(*, delivery_id: int) -> bool:
         "article_id", "event", "key", "attempts", "last_error"
     ).get(pk=delivery_id)
     claims = WebhookDelivery.objects.values_list("claims", flat=True).get(pk=delivery_id)
-    sent = send_alert(
-        kind="webhook_delivery_dead",
-        subject=(
-            f"webhook delivery {delivery_id} ({row['event']} of article {row['article_id']}) "
-            f"is dead after {row['attempts']} try(s)"
+    return _told(
+        DELIVERIES,
+        delivery_id,
+        slot,
+        lambda: send_alert(
+            kind="webhook_delivery_dead",
+            subject=(
+                f"webhook delivery {delivery_id} ({row['event']} of article {row['article_id']}) "
+                f"is dead after {row['attempts']} try(s)"
+            ),
+            message=(
+                f"The webhook {row['event']} of article {row['article_id']} was not delivered to "
+                f"PUBLISH_WEBHOOK_URL after {row['attempts']} try(s); the article itself is not "
+                f"affected.\nLast error: {row['last_error']}\n"
+                "Fix the receiver, then requeue the delivery in the admin (Webhook deliveries, "
+                "action “Requeue”) or on the publishing dashboard."
+            ),
+            data={"delivery_id": delivery_id, **row},
+            key=death_key("webhook_delivery_dead", delivery_id, claims),
         ),
-        message=(
-            f"The webhook {row['event']} of article {row['article_id']} was not delivered to "
-            f"PUBLISH_WEBHOOK_URL after {row['attempts']} try(s); the article itself is not "
-            f"affected.\nLast error: {row['last_error']}\n"
-            "Fix the receiver, then requeue the delivery in the admin (Webhook deliveries, "
-            "action “Requeue”) or on the publishing dashboard."
-        ),
-        data={"delivery_id": delivery_id, **row},
-        key=death_key("webhook_delivery_dead", delivery_id, claims),
     )
-    return sent or _unstamped(DELIVERIES, delivery_id, slot=slot)
 
 
 def death_key(kind: str, pk: int, claims: int) -> str:
@@ -138,17 +153,32 @@ def death_key(kind: str, pk: int, claims: int) -> str:
     return hashlib.sha256(f"{kind}:{pk}:{claims}".encode()).hexdigest()[:32]
 
 
-def _unstamped(death: DeathKind, pk: int, *, slot: str = "") -> bool:
-    """No channel took the death's alert (the mail server and the alert webhook down at
-    that moment): its stamp goes, so a later catch-up sends it (a review's finding: the
-    stamp came first, and the death was never told), and so does the window's slot it
-    took; a pass of deaths' alerts sends no more (death_alerts_pass). False: no alert
-    went out."""
+def _told(death: DeathKind, pk: int, slot: str, send: Callable[[], Sent]) -> bool:
+    """Send a death's alert (stamped, with its window's `slot`, or "" for a storm's count
+    alert): True when it went out. A channel still at it past its deadline (LATE) may
+    yet deliver it: it stays stamped, not sent again, but the pass sends no more (a
+    slow channel would hold it once a death). When no channel took it (FAILED), or a
+    time limit (the try's, the task's) came during the send, its stamp and its slot go,
+    so a later catch-up sends it (a review's finding: the stamp came first, and the
+    death was never told); the time limit is raised on."""
+    try:
+        sent = send()
+    except BaseException:
+        _unstamped(death, pk, slot=slot)
+        raise
+    if sent is not Sent.TAKEN:
+        _channels_failed()
+    if sent is Sent.FAILED:
+        return _unstamped(death, pk, slot=slot)
+    return True
+
+
+def _unstamped(death: DeathKind, pk: int, *, slot: str) -> bool:
+    """The death unstamped for a later pass, and the window's slot its alert took given
+    back (the storm alarm, for a count alert). False: no alert went out."""
     logger.warning("%s %s: its alert was not sent; tried again later", death.kind, pk)
-    _channels_failed()
     death.dead().filter(pk=pk).update(alerted_at=None)
-    if slot:
-        Alarm.objects.filter(name=slot).update(raised_at=None)
+    Alarm.objects.filter(name=slot).update(raised_at=None, detail="")
     return False
 
 
@@ -198,23 +228,24 @@ def _deaths_folded(death: DeathKind, *, pk: int) -> bool:
         return False
     dead = death.dead().count()
     minutes = ALERT_WINDOW / 60
-    sent = send_alert(
-        kind=f"{death.kind}_many",
-        subject=f"{dead} {death.what} are dead; more died than alerts are sent for",
-        message=(
-            f"More than {ALERTS_PER_WINDOW} {death.what} died within {minutes:.0f} minutes: "
-            f"the ones past those get no alert of their own for {minutes:.0f} minutes; one "
-            f"alert after them says how many more died. {dead} {death.what} are dead now; "
-            "the publishing dashboard lists them. Fix the cause (often one: a receiver or "
-            "a target that is down), then requeue them there or in the admin (action "
-            "“Requeue”)."
+    return _told(
+        death,
+        pk,
+        name,
+        lambda: send_alert(
+            kind=f"{death.kind}_many",
+            subject=f"{dead} {death.what} are dead; more died than alerts are sent for",
+            message=(
+                f"More than {ALERTS_PER_WINDOW} {death.what} died within {minutes:.0f} minutes: "
+                f"the ones past those get no alert of their own for {minutes:.0f} minutes; one "
+                f"alert after them says how many more died. {dead} {death.what} are dead now; "
+                "the publishing dashboard lists them. Fix the cause (often one: a receiver or "
+                "a target that is down), then requeue them there or in the admin (action "
+                "“Requeue”)."
+            ),
+            data={"dead": dead, "alerts_per_window": ALERTS_PER_WINDOW, "window_s": ALERT_WINDOW},
         ),
-        data={"dead": dead, "alerts_per_window": ALERTS_PER_WINDOW, "window_s": ALERT_WINDOW},
     )
-    if sent:
-        return True
-    Alarm.objects.filter(name=name).update(raised_at=None, detail="")
-    return _unstamped(death, pk)
 
 
 def storm_follow_ups() -> int:

@@ -80,7 +80,11 @@ from publishing.models import (
 )
 from publishing.publishers import get_publishers, publish_many_of
 from publishing.selectors import backlog_waiting, due_q
-from publishing.services.alarms import article_dead_alert, site_unwritable_alert
+from publishing.services.alarms import (
+    article_dead_alert,
+    articles_dead_alerts,
+    site_unwritable_alert,
+)
 from publishing.services.live_tags import live_tags_write
 from publishing.services.refresh import shared_views_backlog_drained, shared_views_request
 from work import lease
@@ -1011,8 +1015,8 @@ def publish_group(
         finally:
             report = group.report
             _drop_their_messages(claims, first, report)
-            for article_id in group.dead:  # (the catch-up sends any a kill left unsent)
-                after_commit(article_dead_alert, article_id=article_id)
+            if group.dead:  # (the catch-up sends any a kill left unsent)
+                after_commit(articles_dead_alerts, article_ids=sorted(group.dead))
             if group.unwritable:
                 after_commit(site_unwritable_alert, error=group.unwritable)
             if report.outcomes[str(Outcome.PUBLISHED)] or group.dead:

@@ -15,20 +15,24 @@ from django.core import mail
 from django.db.models import F
 
 from publishing import alerts as alert_channels
+from publishing.exceptions import TIME_LIMITS
 from publishing.models import Alarm, Article, ArticleStatus, WebhookDelivery
 from publishing.services import article_dead_alert
 from publishing.services.alarms import (
     ALERT_WINDOW,
     ALERTS_PER_WINDOW,
+    articles_dead_alerts,
     death_alerts_pass,
     death_key,
     delivery_dead_alert,
     storm_follow_ups,
 )
 from publishing.services.deliveries import deliveries_catch_up
+from publishing.time_limits import attempt_time_limit
 from tests.support import documented_receiver
 from tests.support.processes import free_port
 from tests.support.receiver import Receiver as LiveReceiver
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -290,5 +294,54 @@ def test_a_mail_server_that_trickles_is_left_at_the_mails_deadline(settings, mon
         stop.set()
         listener.close()
 
-    assert sent is False
+    assert sent is alert_channels.Sent.LATE  # it may yet arrive: not sent again
     assert "did not take the mail within 1.0 s" in caplog.text
+
+
+def test_an_alert_still_under_way_at_its_deadline_is_not_sent_again_and_ends_the_pass(
+    settings, make_article, monkeypatch
+):
+    """A review of the mends: a channel still at it past its deadline (a slow mail
+    server, a slow hook) was taken for one that failed, so the death was unstamped and
+    the same alert went out again at every pass while the other deaths waited behind it.
+    It may yet arrive: it stays stamped; the group's other deaths wait for a later pass
+    (one wait a pass, not one a death)."""
+    hook = LiveReceiver().start()
+    try:
+        settings.ADMINS = []
+        settings.ALERT_WEBHOOK_URL = hook.url
+        settings.ALERT_WEBHOOK_SECRET = ALERT_SECRET
+        monkeypatch.setattr(alert_channels, "ALERT_DEADLINE", 0.5)
+        doomed = [dead_article(make_article) for _ in range(3)]
+        hook.plan(doomed[0].slug, "slow")  # answers 200 after SLOW_SECONDS
+
+        assert articles_dead_alerts(article_ids=[a.pk for a in doomed]) == 1
+
+        stamped = dict(Article.objects.values_list("pk", "alerted_at"))
+        assert [stamped[a.pk] is not None for a in doomed] == [True, False, False]
+        assert articles_dead_alerts(article_ids=[a.pk for a in doomed]) == 2
+        wait_for(lambda: len(hook.requests_for(doomed[0].slug)) == 1, what="the slow one")
+        assert [len(hook.requests_for(a.slug)) for a in doomed] == [1, 1, 1]
+    finally:
+        hook.stop()
+
+
+def test_a_time_limit_during_a_deaths_alert_leaves_it_for_a_later_pass(settings, make_article):
+    """A review of the mends: a delivery's death is alerted inside its try, under the
+    try's time limit; a limit that came during the send left the death stamped and the
+    alert unsent, for good. Now unstamped (and its slot given back), and raised on."""
+    hook = LiveReceiver().start()
+    try:
+        settings.ADMINS = []
+        settings.ALERT_WEBHOOK_URL = hook.url
+        settings.ALERT_WEBHOOK_SECRET = ALERT_SECRET
+        article = dead_article(make_article)
+        hook.plan(article.slug, "stall")
+
+        with pytest.raises(TIME_LIMITS), attempt_time_limit(soft=0.5, hard=4, lease=5):
+            article_dead_alert(article_id=article.pk)
+
+        assert Article.objects.get(pk=article.pk).alerted_at is None
+        assert not Alarm.objects.filter(name__startswith="article_dead:", raised_at__isnull=False)
+    finally:
+        hook.stop()

@@ -196,12 +196,12 @@ def test_a_groups_dead_row_is_alerted_after_every_row_has_its_outcome(
     chaos(articles[0].slug, fail="permanent")
     leased_at_alert = []
 
-    def alert(*, article_id: int) -> bool:
+    def alert(*, article_ids: list[int]) -> int:
         leased = Article.objects.filter(pk__in=[a.pk for a in articles])
         leased_at_alert.append(leased.filter(lease_expires_at__isnull=False).count())
-        return True
+        return len(article_ids)
 
-    monkeypatch.setattr(publish, "article_dead_alert", alert)
+    monkeypatch.setattr(publish, "articles_dead_alerts", alert)
 
     report = publish_group(retry_in=publish_article.backoff, limit=4, worker="here")
 
