@@ -76,11 +76,10 @@ class Sent(StrEnum):
     # A channel took it, or none is set (the log is all there is).
     TAKEN = "taken"
     # No channel took it, and one at least is still at it past its deadline: it may yet
-    # arrive, so it is not sent again (a review's finding: a slow mail server that did
-    # deliver got the same death's alert at every pass).
+    # arrive, or never (a DNS lookup that hangs, a server that then drops it).
     LATE = "late"
-    # Every channel set refused or failed: a caller that can send it again later (a
-    # death's) does.
+    # Every channel set refused or failed. A caller that can send it again later (a
+    # death's) does so for this and LATE alike.
     FAILED = "failed"
 
 

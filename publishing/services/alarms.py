@@ -154,23 +154,25 @@ def death_key(kind: str, pk: int, claims: int) -> str:
 
 
 def _told(death: DeathKind, pk: int, slot: str, send: Callable[[], Sent]) -> bool:
-    """Send a death's alert (stamped, with its window's `slot`, or "" for a storm's count
-    alert): True when it went out. A channel still at it past its deadline (LATE) may
-    yet deliver it: it stays stamped, not sent again, but the pass sends no more (a
-    slow channel would hold it once a death). When no channel took it (FAILED), or a
-    time limit (the try's, the task's) came during the send, its stamp and its slot go,
-    so a later catch-up sends it (a review's finding: the stamp came first, and the
-    death was never told); the time limit is raised on."""
+    """Send a death's alert (stamped, with its window's `slot`, or the storm alarm for a
+    count alert): True when a channel took it. When none did in time (FAILED, or LATE:
+    one still at it past its deadline, which may deliver it or may never), or a time
+    limit (the try's, the task's) came during the send, its stamp and its slot go, so a
+    later pass sends it (a review's finding: the stamp came first, and the death was
+    never told), and the pass sends no more (a channel down or slow would cost it one
+    wait a death). At least once, then: a late channel that did deliver gets it again,
+    under the same Idempotency-Key on the alert webhook (reviews of the mends: taken
+    for sent, a late send that then failed lost the death for good). A time limit is
+    raised on."""
     try:
         sent = send()
     except BaseException:
         _unstamped(death, pk, slot=slot)
         raise
-    if sent is not Sent.TAKEN:
-        _channels_failed()
-    if sent is Sent.FAILED:
-        return _unstamped(death, pk, slot=slot)
-    return True
+    if sent is Sent.TAKEN:
+        return True
+    _channels_failed()
+    return _unstamped(death, pk, slot=slot)
 
 
 def _unstamped(death: DeathKind, pk: int, *, slot: str) -> bool:
