@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 from django.db.models.functions import Now
 
@@ -395,6 +396,10 @@ def deliveries_deliver_due(*, limit: int) -> Counter:
                 result = webhook_deliver(delivery_id=pk)
         except TIME_LIMITS:  # outside the POST (its claim, its record): the lease decides
             logger.warning("webhook delivery %s: its try ran past its time limit", pk)
+            # It may have come in the middle of a statement: the connection is then
+            # unusable for the tries after it (as a publish group's, services.publish).
+            if not connection.in_atomic_block:
+                connection.close()
             result = DeliveryResult(DeliveryOutcome.RETRY, pk, unanswered=True)
         outcomes[str(result.outcome)] += 1
         if result.unanswered and n + 1 < len(due):
