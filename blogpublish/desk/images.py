@@ -460,23 +460,27 @@ def png_without_location(data: bytes) -> bytes:
     return b"".join([*out, _png_chunk(b"IEND", b"")])
 
 
+# Adam7's seven passes (the PNG specification, 8.2): each one's first column and row,
+# and its steps across and down.
+ADAM7_PASSES = (
+    (0, 0, 8, 8),
+    (4, 0, 8, 8),
+    (0, 4, 4, 8),
+    (2, 0, 4, 4),
+    (0, 2, 2, 4),
+    (1, 0, 2, 2),
+    (0, 1, 1, 2),
+)
+
+
 def _png_raw_size(ihdr: bytes) -> int:
     """The bytes of a PNG's filtered rows (a filter byte each), from its IHDR's
     width, height, bit depth, colour type and interlace (Adam7's seven passes)."""
     width, height = int.from_bytes(ihdr[0:4], "big"), int.from_bytes(ihdr[4:8], "big")
     depth, colour, interlace = ihdr[8], ihdr[9], ihdr[12]
     bits = depth * {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}.get(colour, 4)
-    passes = [
-        (0, 0, 8, 8),
-        (4, 0, 8, 8),
-        (0, 4, 4, 8),
-        (2, 0, 4, 4),
-        (0, 2, 2, 4),
-        (1, 0, 2, 2),
-        (0, 1, 1, 2),
-    ]
     total = 0
-    for x0, y0, dx, dy in passes if interlace else [(0, 0, 1, 1)]:
+    for x0, y0, dx, dy in ADAM7_PASSES if interlace else [(0, 0, 1, 1)]:
         w, h = -(-(width - x0) // dx), -(-(height - y0) // dy)
         if w > 0 and h > 0:
             total += h * (1 + -(-w * bits // 8))

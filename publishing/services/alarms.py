@@ -27,7 +27,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from publishing.alerts import Sent, send_alert
-from publishing.models import Alarm, Article, ArticleStatus, DeliveryStatus, WebhookDelivery
+from publishing.models import Alarm, Article, WebhookDelivery
 from publishing.selectors import stuck_articles
 from work.lease import now_plus
 
@@ -70,22 +70,11 @@ def _channels_failed() -> None:
 def article_dead_alert(*, article_id: int) -> bool:
     """Alert that an article died, unless that death was alerted already (stamped). True
     when an alert went out: its own, or, in a storm, the one that counts them."""
-    if _channels_down():
-        return False
-    claimed = Article.objects.filter(
-        pk=article_id, status=ArticleStatus.DEAD, alerted_at__isnull=True
-    ).update(alerted_at=Now())
-    if not claimed:
-        return False
-    if not (slot := _alert_slot("article_dead")):
-        return _deaths_folded(ARTICLES, pk=article_id)
-    row = Article.objects.values("title", "slug", "attempts", "last_error").get(pk=article_id)
-    claims = Article.objects.values_list("claims", flat=True).get(pk=article_id)
-    return _told(
+    return _dead_alert(
         ARTICLES,
         article_id,
-        slot,
-        lambda: send_alert(
+        ("title", "slug", "attempts", "last_error"),
+        lambda row, key: send_alert(
             kind="article_dead",
             subject=f"article {article_id} is dead after {row['attempts']} attempt(s)",
             message=(
@@ -95,7 +84,7 @@ def article_dead_alert(*, article_id: int) -> bool:
                 "Fix the cause, then requeue it in the admin (action “Requeue”) or edit it."
             ),
             data={"article_id": article_id, **row},
-            key=death_key("article_dead", article_id, claims),
+            key=key,
         ),
     )
 
@@ -111,24 +100,11 @@ def delivery_dead_alert(*, delivery_id: int) -> bool:
     """Alert that a webhook delivery died, unless that death was alerted already. The
     article it announces is not affected (its page is live, or gone, as it was). True
     when an alert went out, as article_dead_alert."""
-    if _channels_down():
-        return False
-    claimed = WebhookDelivery.objects.filter(
-        pk=delivery_id, status=DeliveryStatus.DEAD, alerted_at__isnull=True
-    ).update(alerted_at=Now())
-    if not claimed:
-        return False
-    if not (slot := _alert_slot("webhook_delivery_dead")):
-        return _deaths_folded(DELIVERIES, pk=delivery_id)
-    row = WebhookDelivery.objects.values(
-        "article_id", "event", "key", "attempts", "last_error"
-    ).get(pk=delivery_id)
-    claims = WebhookDelivery.objects.values_list("claims", flat=True).get(pk=delivery_id)
-    return _told(
+    return _dead_alert(
         DELIVERIES,
         delivery_id,
-        slot,
-        lambda: send_alert(
+        ("article_id", "event", "key", "attempts", "last_error"),
+        lambda row, key: send_alert(
             kind="webhook_delivery_dead",
             subject=(
                 f"webhook delivery {delivery_id} ({row['event']} of article {row['article_id']}) "
@@ -142,9 +118,26 @@ def delivery_dead_alert(*, delivery_id: int) -> bool:
                 "action “Requeue”) or on the publishing dashboard."
             ),
             data={"delivery_id": delivery_id, **row},
-            key=death_key("webhook_delivery_dead", delivery_id, claims),
+            key=key,
         ),
     )
+
+
+def _dead_alert(
+    death: DeathKind, pk: int, fields: tuple[str, ...], alert: Callable[[dict, str], Sent]
+) -> bool:
+    """A death's alert: claimed by stamping it (one process sends it), then its own in a
+    window slot, or, in a storm, folded into the count alert; `alert(row, key)` sends it
+    with the row's `fields` under the death's Idempotency-Key."""
+    if _channels_down():
+        return False
+    if not death.dead().filter(pk=pk, alerted_at__isnull=True).update(alerted_at=Now()):
+        return False
+    if not (slot := _alert_slot(death.kind)):
+        return _deaths_folded(death, pk=pk)
+    row = death.model._default_manager.values(*fields, "claims").get(pk=pk)
+    key = death_key(death.kind, pk, row.pop("claims"))
+    return _told(death, pk, slot, lambda: alert(row, key))
 
 
 def death_key(kind: str, pk: int, claims: int) -> str:

@@ -12,7 +12,13 @@ import PIL.Image
 import PIL.ImageSequence
 import pytest
 
-from blogpublish.desk.images import ImageRefused, alt_text, check, jpeg_without_location
+from blogpublish.desk.images import (
+    ADAM7_PASSES,
+    ImageRefused,
+    alt_text,
+    check,
+    jpeg_without_location,
+)
 from tests.support.desk import image_bytes
 
 
@@ -395,16 +401,9 @@ def test_a_16_bit_pngs_pixels_carry_nothing_else(interlace):
     width, height, secret = 5, 3, b"GPS 52.5200N 13.4050E"
     sample = itertools.count(0x1234, 0x0101)
     if interlace:  # Adam7's passes, each a little image of its own rows
-        passes = [
-            (0, 0, 8, 8),
-            (4, 0, 8, 8),
-            (0, 4, 4, 8),
-            (2, 0, 4, 4),
-            (0, 2, 2, 4),
-            (1, 0, 2, 2),
-            (0, 1, 1, 2),
+        sizes = [
+            (len(range(x, width, dx)), len(range(y, height, dy))) for x, y, dx, dy in ADAM7_PASSES
         ]
-        sizes = [(len(range(x, width, dx)), len(range(y, height, dy))) for x, y, dx, dy in passes]
     else:
         sizes = [(width, height)]
     raw = b"".join(
