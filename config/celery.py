@@ -98,3 +98,31 @@ def _unbind_log_context(task_id=None, **extra) -> None:
     token = _log_tokens.pop(task_id, None)
     if token is not None:
         unbind(token)
+
+
+@signals.worker_init.connect
+def _refuse_queues_declared_otherwise(sender=None, **kwargs) -> None:
+    """On RabbitMQ, declare the task queues before the worker consumes: queues or
+    exchanges of these names made otherwise (BROKER_QUEUE_TYPE=quorum over classic
+    ones) stop the worker with what to do, where Celery's own start said only
+    "Unrecoverable error: PreconditionFailed(406, …)" (a review's finding)."""
+    from django.conf import settings
+
+    from work.brokers import AMQP, refusal
+
+    if settings.BROKER_KIND != AMQP:
+        return
+    with app.connection_for_write() as connection:
+        try:
+            connection.ensure_connection(max_retries=1)
+        except Exception:
+            return  # the broker is down: the worker's own start says so, waits and retries
+        try:
+            channel = connection.default_channel
+            for queue in app.amqp.queues.values():
+                queue(channel).declare()
+        except connection.channel_errors as exc:
+            hint = refusal(exc, queue_type=settings.BROKER_QUEUE_TYPE)
+            if hint is None:
+                raise
+            raise SystemExit(f"worker: {hint}: {exc}") from None

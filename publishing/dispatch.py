@@ -41,7 +41,7 @@ from kombu.pools import ProducerPool
 from publishing import logcontext
 from publishing.breaker import Breaker
 from publishing.exceptions import TIME_LIMITS
-from work.brokers import broker_kind, dispatch_transport_options
+from work.brokers import broker_kind, dispatch_transport_options, refusal
 from work.celery_app import celery_app
 
 logger = logging.getLogger(__name__)
@@ -203,10 +203,15 @@ def send_batch(
         dispatcher.discard_pool()
         seconds = settings.PUBLISH_DISPATCH_BREAKER_SECONDS
         opened = dispatcher.breaker.failed(seconds)
-        logger.warning(
-            "%s: the broker is unreachable (%s: %s); %s",
-            *_describe(unsent, exc),
-        )
+        refused = refusal(exc, queue_type=settings.BROKER_QUEUE_TYPE)
+        if refused:
+            what, kind, error, then = _describe(unsent, exc)
+            logger.error("%s: %s (%s: %s); %s", what, refused, kind, error, then)
+        else:
+            logger.warning(
+                "%s: the broker is unreachable (%s: %s); %s",
+                *_describe(unsent, exc),
+            )
         if opened and seconds > 0:
             logger.warning(
                 "dispatch: this process skips the broker for %ss; what it would send "

@@ -145,3 +145,28 @@ def queue_type_problems(*, kind: str, queue_type: str) -> list[str]:
             "Redis has one kind of queue."
         ]
     return []
+
+
+def refusal(exc: BaseException, *, queue_type: str) -> str | None:
+    """What to do about a broker that answered and refused (RabbitMQ's channel errors:
+    the reply code and text py-amqp puts on the exception), or None when `exc` is no
+    such refusal (a broker down, a timeout). A broker that refuses is reachable: saying
+    "unreachable" sent operators after the network (a review's finding)."""
+    code = getattr(exc, "reply_code", None)
+    text = str(getattr(exc, "reply_text", "") or "")
+    if code == 406 and "inequivalent arg" in text:
+        other = "classic" if queue_type == "quorum" else "quorum"
+        return (
+            f"the broker holds queues or exchanges of these names declared otherwise "
+            f"(BROKER_QUEUE_TYPE={queue_type}, and they were made {other} or by another "
+            f"release): drain them and move to a new vhost (or delete them), and start "
+            f"every process with the same BROKER_QUEUE_TYPE (docs/operations.md, "
+            f'"Brokers")'
+        )
+    if code == 403:
+        return "the broker refused access: give the user permissions on the vhost"
+    if code == 404:
+        return "the broker has no such vhost, queue or exchange"
+    if isinstance(code, int) and code >= 400:
+        return f"the broker refused it ({code})"
+    return None

@@ -292,6 +292,19 @@ def test_scheduled_article_is_published_at_its_time_not_before(
     assert_published_once([article])
 
 
+def test_a_worker_on_quorum_queues_over_classic_ones_stops_and_says_what_to_do(rabbit):
+    # The vhost's queues made classic, as a release before BROKER_QUEUE_TYPE=quorum did.
+    with app.connection_for_write() as conn:
+        for queue in settings.CELERY_TASK_QUEUES:
+            queue.bind(conn.default_channel).declare()
+    worker = rabbit.worker(ready=False, env={"BROKER_QUEUE_TYPE": "quorum"})
+    wait_for(lambda: not worker.alive(), timeout=60, what="the worker to stop")
+    assert worker.popen.returncode != 0
+    log = worker.log.read_text(errors="replace")
+    assert "declared otherwise (BROKER_QUEUE_TYPE=quorum" in log, worker.tail()
+    assert "Unrecoverable error" not in log and "ready." not in log
+
+
 def test_two_beats_publish_nothing_twice(rabbit):
     articles = save_articles("rabbit-beats", 8)  # no worker yet; then the messages are lost
     with app.connection_for_write() as conn:

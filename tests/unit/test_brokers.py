@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import amqp.exceptions
 import pytest
 
 from config.checks import publishing_settings_problems
@@ -152,6 +153,31 @@ def test_quorum_queues_are_declared_quorum_on_topic_exchanges():
         assert queue.exchange.type == "topic"
     _, classic = celery_queues("blog")
     assert all(not q.queue_arguments for q in classic)
+
+
+@pytest.mark.parametrize(
+    ("exc", "named"),
+    [
+        # What py-amqp raises for a quorum declare over a classic exchange (RabbitMQ 3.10).
+        (
+            amqp.exceptions.PreconditionFailed(
+                "PRECONDITION_FAILED - inequivalent arg 'type' for exchange 'blogpublish' "
+                "in vhost 'v': received 'topic' but current is 'direct'",
+                (40, 10),
+            ),
+            "BROKER_QUEUE_TYPE=quorum, and they were made classic",
+        ),
+        (amqp.exceptions.AccessRefused("ACCESS_REFUSED", (50, 10)), "permissions on the vhost"),
+        (amqp.exceptions.NotFound("NOT_FOUND - no queue", (50, 10)), "no such vhost"),
+    ],
+)
+def test_a_broker_that_refuses_is_told_apart_from_one_that_is_down(exc, named):
+    hint = brokers.refusal(exc, queue_type="quorum")
+    assert hint is not None and named in hint, hint
+    assert "unreachable" not in hint
+    # A broker down or a timeout is no refusal: dispatch says "unreachable" for those.
+    for down in (ConnectionRefusedError(111, "refused"), TimeoutError(), OSError("reset")):
+        assert brokers.refusal(down, queue_type="quorum") is None
 
 
 def start(env: dict[str, str]) -> subprocess.CompletedProcess:
