@@ -458,7 +458,10 @@ def article_page(
                 slug=article.slug,
                 body=article.body,
                 publish_at=article.publish_at,
-                **reader,
+                # The language as stored, as the article's hash has it: one stored before
+                # LANGUAGE_RE was narrowed is shown as none, and its page, marked with
+                # what it shows, was written again by every full check (a review's finding).
+                **{**reader, "language": getattr(article, "language", "") or ""},
             ),
             # The look it is written in (blogpublish.site.look), beside the content mark:
             # the re-render reads it to find a page of another look.

@@ -409,12 +409,18 @@ class StaticSitePublisher(BasePublisher):
             were_at = {i: w.listed_at for i, w in state.written.items() if w.was_listed}
             done = views(site, state, time_left)
             due = checks_due_add(
-                list(state.settled), [(i, were_at[i]) for i in state.settled if were_at.get(i)]
+                list(state.settled),
+                [(i, were_at[i]) for i in state.settled if were_at.get(i)],
+                [slug for slugs, _ in state.removals for slug in slugs],
             )
             state.save_pass()
-        self._remove(state)
-        if due is not None and self._repair_settled(due.ids, were_at=due.were_at):
+        if due is None:
+            return done
+        refused = self._remove(due.removals)
+        if self._repair_settled(due.ids, were_at=due.were_at) and refused is None:
             checks_done(due)
+        if refused is not None:
+            raise refused  # the pass is failed, so wanted again soon: it removes them then
         return done
 
     def _shared(self, fence: Fence | None) -> tuple[build.Site, build.TimeLeft]:
@@ -660,11 +666,22 @@ class StaticSitePublisher(BasePublisher):
         except (OSError, SymlinkRefused, StorageError) as exc:  # the next full check tries again
             logger.error("reconcile: the images were not swept: %s", exc)
 
-    def _remove(self, state: SiteState) -> None:
-        for slugs, _ in state.removals:
-            # The full check removes what is left.
-            with contextlib.suppress(OSError, StorageError):
-                build.settle_page_dirs(self.site, slugs)
+    def _remove(self, slugs: list[str]) -> OSError | StorageError | None:
+        """The page folders the settled notes no longer need, removed (or sending
+        readers on); the first refusal of the storage, if any: those it refused stay in
+        the checks due, for the next pass to try again."""
+        refused: OSError | StorageError | None = None
+        for slug in slugs:
+            try:
+                build.settle_page_dirs(self.site, [slug])
+            except (OSError, StorageError) as exc:
+                refused = refused or exc
+                logger.error(
+                    "%s/ was not removed (%s); the next pass of the shared views tries again",
+                    slug,
+                    exc,
+                )
+        return refused
 
 
 # What no page of the site can be written through: SITE_ROOT read-only, not the

@@ -173,9 +173,11 @@ def add_notes(notes: list[Note]) -> None:
 # --- the pages a pass checks after it commits -----------------------------------------
 
 # The articles settled and not yet checked (the checkpoint's position, JSON: a token,
-# their ids, and where each was listed before it settled), saved in the pass's
-# transaction and cleared once checked: a worker killed between the two leaves them to
-# the next pass, not to the next full check.
+# their ids, where each was listed before it settled, and the page folders they no
+# longer need), saved in the pass's transaction and cleared once checked and removed: a
+# worker killed between the two, or a removal the storage refused, leaves them to the
+# next pass, not to the next full check (a withdrawn page stayed served for up to an
+# hour after one failed removal: a review's finding).
 CHECKS_CHECKPOINT = "site-checks-due"
 
 
@@ -186,25 +188,39 @@ class ChecksDue:
     # (article id, the listed date it had before it settled): its old neighbours'
     # links may name it.
     were_at: list[tuple[int, str]]
+    # The page folders to remove (build.settle_page_dirs, which leaves one needed again).
+    removals: list[str] = field(default_factory=list)
 
 
-def checks_due_add(ids: list[int], were_at: list[tuple[int, str]]) -> ChecksDue | None:
-    """Inside the pass's transaction: the articles it settled added to those a pass
-    before it settled and did not get to check. None when there are none."""
+def checks_due_add(
+    ids: list[int], were_at: list[tuple[int, str]], removals: list[str] = ()
+) -> ChecksDue | None:
+    """Inside the pass's transaction: the articles it settled, and the folders they no
+    longer need, added to those a pass before it settled and did not get to check or
+    remove. None when there are none."""
     before = checkpoint_read(CHECKS_CHECKPOINT) or {}
     due = ChecksDue(
         token=before.get("token", ""),
         ids=list(before.get("ids", [])),
         were_at=[(i, at) for i, at in before.get("were_at", [])],
+        removals=list(before.get("removals", [])),
     )
-    if not ids:
-        return due if due.ids else None
-    ids_now = sorted({*due.ids, *ids})
-    were_now = sorted({*due.were_at, *were_at})
-    due = ChecksDue(token=uuid.uuid4().hex, ids=ids_now, were_at=were_now)
+    if not ids and not removals:
+        return due if due.ids or due.removals else None
+    due = ChecksDue(
+        token=uuid.uuid4().hex,
+        ids=sorted({*due.ids, *ids}),
+        were_at=sorted({*due.were_at, *were_at}),
+        removals=sorted({*due.removals, *(slug for slug in removals if slug)}),
+    )
     checkpoint_save(
         CHECKS_CHECKPOINT,
-        {"token": due.token, "ids": due.ids, "were_at": [list(w) for w in due.were_at]},
+        {
+            "token": due.token,
+            "ids": due.ids,
+            "were_at": [list(w) for w in due.were_at],
+            "removals": due.removals,
+        },
     )
     return due
 

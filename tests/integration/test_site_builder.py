@@ -10,7 +10,6 @@ import sqlite3
 import threading
 from datetime import timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from django.db import OperationalError, connection
@@ -24,6 +23,7 @@ from blogpublish.site import StaticSitePublisher, selectors
 from blogpublish.site.check import installation_check
 from blogpublish.site.lock import advisory_key, page_guard
 from blogpublish.site.state import SiteState
+from blogpublish.storage.local import LocalStorage
 from publishing.models import Article, ArticleStatus, FormerAddress
 from publishing.publishers import get_publishers
 from publishing.services import (
@@ -419,6 +419,32 @@ def test_page_of_an_article_deleted_during_its_attempt_is_removed(site):
     assert_lists_exactly(site.root, [])
 
 
+def test_a_removal_the_storage_refused_is_tried_again_by_the_next_pass(site, monkeypatch, caplog):
+    [gone] = site.add(1)
+    page = site.root / gone.slug / "index.html"
+    assert page.exists()
+    refused = []
+    real = LocalStorage.delete_tree
+
+    def refuse_once(self, rel):
+        if not refused:
+            refused.append(rel)
+            raise OSError(5, "Input/output error")
+        return real(self, rel)
+
+    monkeypatch.setattr(LocalStorage, "delete_tree", refuse_once)
+    with caplog.at_level(logging.ERROR, logger="blogpublish.site.publisher"):
+        site.delete(gone)  # its pass runs here, and its removal is refused
+
+    assert refused == [gone.slug]
+    assert page.exists() and f"{gone.slug}/ was not removed" in caplog.text
+
+    shared_views_request()  # the next pass, whatever asks for it: no full check
+
+    assert not page.parent.exists()
+    assert_lists_exactly(site.root, [])
+
+
 def test_slug_edited_after_the_page_was_written_leaves_no_old_directory(site):
     article = Article(title="Draft", slug="first-name", body="x", publish_at=site.base)
     article.full_clean()
@@ -480,7 +506,7 @@ def test_an_article_back_at_its_former_address_keeps_the_page_its_attempt_wrote(
 
     # The pass's late removal of the folder the move left (its note's, settled before
     # the edit back): what `_pass` runs once its snapshot's transaction commits.
-    site.publisher._remove(SimpleNamespace(removals=[(["there-and"], article.pk)]))
+    assert site.publisher._remove(["there-and"]) is None
 
     assert "blogpublish-moved" not in (site.root / "there-and" / "index.html").read_text()
     assert article_complete(claim=claim).outcome == "published"

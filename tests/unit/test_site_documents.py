@@ -314,3 +314,21 @@ def test_an_empty_feed_says_a_fixed_time():
 
     assert updated.startswith("1970-01-01T00:00:00")
     assert parsed_feed(documents.atom_feed([entry(1)])).feed.updated.startswith("2025-03-01")
+
+
+def test_article_page__its_mark_is_the_stored_contents_also_for_a_language_it_does_not_show():
+    """A language stored before LANGUAGE_RE was narrowed ("english" passed it then) is
+    shown as none; the page's content mark is still the hash of what is stored, the
+    article's own, or the full check takes the page for stale and writes it for ever."""
+    from publishing.models import content_hash_of
+
+    old = SimpleNamespace(
+        title="Old", slug="old", body="Text.", publish_at=MOMENT, language="english"
+    )
+    page = documents.article_page(old, around=ALONE, related=[])
+
+    assert '<html lang="en">' in page  # the site's language shown
+    stored = content_hash_of(
+        title="Old", slug="old", body="Text.", publish_at=MOMENT, language="english"
+    )
+    assert documents.page_content_hash(page.encode()[: documents.CONTENT_MARK_WITHIN]) == stored
