@@ -10,6 +10,7 @@ nothing: the next refresh rebuilds, and the full check removes what no article n
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from blogpublish.models import SITE_STATE_ID, PageNote
@@ -193,7 +194,7 @@ class ChecksDue:
 
 
 def checks_due_add(
-    ids: list[int], were_at: list[tuple[int, str]], removals: list[str] = ()
+    ids: list[int], were_at: list[tuple[int, str]], removals: Sequence[str] = ()
 ) -> ChecksDue | None:
     """Inside the pass's transaction: the articles it settled, and the folders they no
     longer need, added to those a pass before it settled and did not get to check or
