@@ -158,14 +158,47 @@ def _render_in_child(write_fd: int, function: Callable[[Any], Any], argument: An
     next send met a reset connection.)"""
     try:
         os.nice(19)  # the web's other requests (readers) come first for the CPU
+        own = _database_connections_of_its_own()
         try:
             result = ("ok", function(argument))
         except Exception as exc:  # sent back as text: the parent says what failed
             result = ("error", f"{type(exc).__name__}: {exc}")
+        finally:
+            for connection in own:
+                with contextlib.suppress(Exception):
+                    connection.close()
         with os.fdopen(write_fd, "wb") as out:
             out.write(pickle.dumps(result))
     finally:
         os._exit(0)
+
+
+# The parent's database connections, as the child inherited them: kept referenced (never
+# closed, never collected) until the child's os._exit.
+_INHERITED: list[Any] = []
+
+
+def _database_connections_of_its_own() -> list[Any]:
+    """In the forked child: each database connection the parent holds outside a
+    transaction is left to the parent and the child's queries open one of their own
+    (Django connects again once `connection` is None). The render reads the database
+    (neighbours, related articles, image copies); over the parent's socket, a TLS
+    session's state moved on in the child and the parent's next statement failed
+    ("decryption failed or bad record mac"), its slot's release too (a review's
+    finding: PostgreSQL offers TLS by default, sslmode=prefer). A connection inside a
+    transaction is shared as before (the render may read its uncommitted rows; the
+    tests' own transactions): no request's preview runs in one. Returns the child's
+    wrappers, to close its own connections before it leaves."""
+    from django.db import connections
+
+    own = []
+    for wrapper in connections.all(initialized_only=True):
+        if wrapper.connection is None or wrapper.in_atomic_block:
+            continue
+        _INHERITED.append(wrapper.connection)
+        wrapper.connection = None
+        own.append(wrapper)
+    return own
 
 
 def cpu_seconds(pid: int) -> float | None:

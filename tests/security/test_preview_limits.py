@@ -187,3 +187,28 @@ def test_preview__limits_that_cannot_be_read_refuse_it(admin_client):
     assert answer.status_code == 503  # closed: no render without its limits
     assert answer["Retry-After"] == "5"
     assert "unavailable" in answer.json()["error"]
+
+
+def _backend() -> object:
+    """Which server session (PostgreSQL) or which connection object (SQLite) answers
+    this process's queries."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
+    connection.ensure_connection()
+    return id(connection.connection)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_preview__the_render_child_queries_over_a_connection_of_its_own():
+    """Over the parent's socket a TLS session's state moved on in the child, and the
+    web process's next statement failed ("decryption failed or bad record mac": a
+    review's finding). Outside a transaction, as every request's preview is, the child
+    opens its own connection and closes it; the parent's keeps working."""
+    parent = _backend()
+
+    child = limits.run_with_time_limit(lambda _: _backend(), None, seconds=10)
+
+    assert child != parent
+    assert _backend() == parent
