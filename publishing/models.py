@@ -20,7 +20,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.db.models import Func, JSONField, Q, Value
+from django.db.models import F, Func, JSONField, Q, Value
 from django.db.models.functions import Length, Now, Replace, Substr
 from django.db.models.lookups import Exact, GreaterThan, LessThanOrEqual
 from django.utils import timezone
@@ -126,6 +126,20 @@ FRESH_PENDING = {
     "alerted_at": None,
     # Latency (blogpublish_publish_latency_seconds) is counted from here.
     "pending_since": Now(),
+    # The fencing token moves on: an attempt claimed before the row died or went live
+    # (its worker paused past its lease) holds a token no longer current, and its late
+    # outcome cannot count against the fresh budget. With the token left as it was, a
+    # late failure found the row pending with its own token and its attempt number
+    # last, and put the requeued row back to dead (a review's finding).
+    "claims": F("claims") + 1,
+}
+# The same for new content while the row is pending: an attempt in flight keeps its
+# lease and its token, so that it lets go (its content no longer matches, it cannot
+# complete) and the new content goes as soon as it does.
+EDITED_WHILE_PENDING = {
+    name: value
+    for name, value in FRESH_PENDING.items()
+    if name not in ("lease_expires_at", "claims")
 }
 
 
@@ -813,9 +827,7 @@ class Article(models.Model):
                 rows.filter(status__in=[ArticleStatus.PUBLISHED, ArticleStatus.DEAD]).update(
                     **FRESH_PENDING
                 )
-                rows.filter(status=ArticleStatus.PENDING).update(
-                    **{k: v for k, v in FRESH_PENDING.items() if k != "lease_expires_at"}
-                )
+                rows.filter(status=ArticleStatus.PENDING).update(**EDITED_WHILE_PENDING)
             self.refresh_from_db(
                 fields=["status", "attempts", "last_error", "next_attempt_at", "lease_expires_at"]
             )

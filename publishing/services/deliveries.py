@@ -35,7 +35,7 @@ from enum import StrEnum
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, F, Max, OuterRef, Q
 from django.db.models.functions import Now
 
 from publishing.broker_status import queue_message_counts
@@ -314,6 +314,8 @@ def delivery_requeue(*, delivery_id: int) -> bool:
         next_attempt_at=None,
         lease_expires_at=None,
         alerted_at=None,
+        # The token moves on: a try from before it died cannot undo the requeue.
+        claims=F("claims") + 1,
         updated_at=Now(),
     )
     if requeued:

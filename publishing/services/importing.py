@@ -38,6 +38,7 @@ from publishing.dispatch import dispatch_batches
 from publishing.markdown_files import BadFile, Draft, ParsedFile, shown
 from publishing.models import (
     CONTENT_FIELDS,
+    EDITED_WHILE_PENDING,
     FRESH_PENDING,
     READER_FIELDS,
     Article,
@@ -494,9 +495,7 @@ def _update(changed: list[_Planned]) -> list[_Planned]:
     rows.filter(status__in=[ArticleStatus.PUBLISHED, ArticleStatus.DEAD]).update(
         **FRESH_PENDING, updated_at=Now()
     )
-    rows.filter(status=ArticleStatus.PENDING).update(
-        **{k: v for k, v in FRESH_PENDING.items() if k != "lease_expires_at"}, updated_at=Now()
-    )
+    rows.filter(status=ArticleStatus.PENDING).update(**EDITED_WHILE_PENDING, updated_at=Now())
     return edits
 
 

@@ -13,11 +13,14 @@ from django.test import Client
 from django.utils import timezone
 
 from publishing import rollup
+from publishing.exceptions import TransientPublishError
 from publishing.models import (
     Article,
     ArticleStatus,
     AttemptOutcome,
+    DeliveryStatus,
     PublishAttempt,
+    WebhookDelivery,
     key_of,
 )
 from publishing.services import (
@@ -26,7 +29,9 @@ from publishing.services import (
     article_fail,
     article_publish,
     article_requeue,
+    delivery_requeue,
 )
+from publishing.services.deliveries import _failed, delivery_claim
 from publishing.services.publish import release
 from tests.support.desk import article_form
 from tests.support.waiting import wait_for
@@ -71,6 +76,58 @@ def test_attempt_overtaken_before_a_requeue_cannot_touch_a_later_attempt(
     assert row.lease_expires_at is not None  # the new attempt still holds its lease
     assert article_claim(article_id=article.pk) is None
     assert article_complete(claim=new).outcome == "published"
+
+
+@pytest.mark.parametrize("permanent", [False, True], ids=["failed", "failed for good"])
+def test_an_attempt_from_before_the_death_cannot_undo_the_requeue(
+    quiet_article, monkeypatch, permanent
+):
+    """Its worker paused past its lease, the row died of attempts that never finished,
+    the operator requeued it, and then the paused attempt reported its failure: with the
+    token as it was, the row went dead again ("dead after 0 attempts", a second alert)
+    before anything tried the requeued row (a review's finding)."""
+    monkeypatch.setattr("publishing.services.operator.dispatch_publish", lambda *a, **k: False)
+    article = quiet_article("paused-past-its-death")
+    for _ in range(settings.PUBLISH_MAX_ATTEMPTS - 1):
+        article_fail(claim=article_claim(article_id=article.pk), error="boom", permanent=False)
+        Article.objects.filter(pk=article.pk).update(next_attempt_at=None)
+    paused = article_claim(article_id=article.pk)  # the last attempt; its worker pauses
+    lapse_lease(article)
+    assert article_claim(article_id=article.pk) is None  # the budget spent: dead
+    assert Article.objects.get(pk=article.pk).status == ArticleStatus.DEAD
+    assert article_requeue(article_id=article.pk)
+
+    late = article_fail(claim=paused, error="late failure", permanent=permanent)
+
+    row = Article.objects.get(pk=article.pk)
+    assert late.reason == "overtaken"
+    assert (row.status, row.attempts, row.last_error) == (ArticleStatus.PENDING, 0, "")
+    assert article_complete(claim=article_claim(article_id=article.pk)).outcome == "published"
+
+
+def test_a_try_from_before_the_death_cannot_undo_a_deliverys_requeue(monkeypatch):
+    """The same for a webhook delivery: its last try paused past its lease, the delivery
+    died of it, the operator requeued it, and the paused try then reported a 503."""
+    monkeypatch.setattr("publishing.services.deliveries.deliveries_dispatch", lambda *a, **k: [])
+    delivery = WebhookDelivery.objects.create(
+        article_id=1,
+        event="article.published",
+        key="paused-try",
+        body="{}",
+        attempts=settings.PUBLISH_WEBHOOK_MAX_ATTEMPTS - 1,
+    )
+    paused = delivery_claim(delivery_id=delivery.pk)  # the last try; its worker pauses
+    token, attempt = paused.claims, paused.attempts
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert delivery_claim(delivery_id=delivery.pk) is None  # its tries spent: dead
+    assert delivery_requeue(delivery_id=delivery.pk)
+
+    _failed(paused, token=token, attempt=attempt, exc=TransientPublishError("late 503"))
+
+    row = WebhookDelivery.objects.get(pk=delivery.pk)
+    assert (row.status, row.attempts, row.last_error) == (DeliveryStatus.PENDING, 0, "")
 
 
 def test_budget_spent_by_attempts_that_never_finished_makes_it_dead_once(quiet_article):
