@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import logging
 import mimetypes
-import time
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from django.conf import settings
+from django.core.cache import cache
 from django.http import (
     Http404,
     HttpRequest,
@@ -172,31 +172,36 @@ def story_preview(request: HttpRequest, token: str) -> HttpResponse:
     return with_policy(response)
 
 
-# A shared link's reader does not retry by hand: a busy render slot (a writer's preview
-# holds it for a moment) is waited for a little, then the page reloads itself.
-SLOT_TRIES = 10
-SLOT_PAUSE = 0.2  # seconds
+# A shared link's reader does not retry by hand: when the render slot is busy (a
+# writer's preview, or this link's render for another reader), the page answers at once
+# and reloads itself; a request never waits for the slot, so a link shared with many
+# readers cannot hold the web's threads (a review's finding: 32 readers of one link,
+# each waiting up to 2 s for the one slot, left /healthz 4 s behind).
 BUSY_PAGE = (
     '<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="2">'
     '<meta name="robots" content="noindex, nofollow"><title>Preview busy</title>'
     "<p>The preview is busy; this page tries again in a moment.</p>"
 )
+# A shared link's page, kept this long per web process for the story's version: the
+# readers of one link share one render, not one each (the neighbours and related
+# articles around it are as recent as that).
+SHARED_PAGE_SECONDS = 10
 
 
 def shared_preview_response(story) -> HttpResponse:
-    retry_after = 1
-    for _try in range(SLOT_TRIES):
+    key = f"blogpublish:shared-preview:{story.pk}:{story.version}:{story.updated_at.isoformat()}"
+    page = cache.get(key)
+    if page is None:
         try:
             with limits.render_slot():
                 page = limits.run_with_time_limit(
                     shared_page, story, seconds=settings.PREVIEW_TIME_LIMIT
                 )
-            return HttpResponse(page, content_type=TYPES[".html"])
         except limits.PreviewRefused as exc:
-            retry_after = exc.retry_after
-            time.sleep(SLOT_PAUSE)
+            response = HttpResponse(BUSY_PAGE, status=429, content_type=TYPES[".html"])
+            response["Retry-After"] = str(exc.retry_after)
+            return response
         except limits.PreviewTooSlow as exc:
             return HttpResponse(str(exc), status=503, content_type="text/plain")
-    response = HttpResponse(BUSY_PAGE, status=429, content_type=TYPES[".html"])
-    response["Retry-After"] = str(retry_after)
-    return response
+        cache.set(key, page, SHARED_PAGE_SECONDS)
+    return HttpResponse(page, content_type=TYPES[".html"])

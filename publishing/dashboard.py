@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_POST
 
 from publishing import charts, rollup
@@ -174,6 +175,16 @@ def _broker_state() -> str:
     from publishing.views import broker_state
 
     return broker_state()
+
+
+def unavailable(why: str) -> HttpResponse:
+    """The dashboard without its database: a 503 that says so (its script keeps polling),
+    not Django's bare 500 page (a review's finding)."""
+    return HttpResponse(
+        f"<p>The publishing dashboard cannot be shown: {escape(why)}.</p>",
+        status=503,
+        content_type="text/html; charset=utf-8",
+    )
 
 
 @require_GET

@@ -6,13 +6,14 @@ depends on them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 from kombu import Connection
@@ -63,15 +64,25 @@ logger = logging.getLogger(__name__)
 View = Callable[..., HttpResponse]
 
 
+# How long one statement of a watcher's read (/metrics, /status.json, the dashboard) may
+# wait on PostgreSQL, a lock held on a counted table included, before the view answers
+# 503: without it each scrape waited as long as the lock (a migration, a long
+# transaction), and the scrapes Prometheus gave up on after 10 s kept every web thread
+# until /healthz itself got no answer (a review's finding).
+READ_TIMEOUT_MS = 5000
+
+
 def without_database(answer: Callable[[str], HttpResponse]) -> Callable[[View], View]:
     """A view that reads the database answers `answer(why)`, a 503, when it cannot (down,
-    unreachable): a monitor reads "unavailable", not an HTML 500 (a review's finding)."""
+    unreachable, or a statement past READ_TIMEOUT_MS on PostgreSQL): a monitor reads
+    "unavailable", not an HTML 500 or no answer (a review's finding)."""
 
     def decorate(view: View) -> View:
         @functools.wraps(view)
         def answered(request: HttpRequest, *args, **kwargs) -> HttpResponse:
             try:
-                return view(request, *args, **kwargs)
+                with _statements_bounded():
+                    return view(request, *args, **kwargs)
             # Not reachable, or gone: not a query's own error (a ProgrammingError is a
             # bug, or a deploy without migrate: a 500 with its traceback).
             except (OperationalError, InterfaceError) as exc:
@@ -81,6 +92,22 @@ def without_database(answer: Callable[[str], HttpResponse]) -> Callable[[View], 
         return answered
 
     return decorate
+
+
+@contextlib.contextmanager
+def _statements_bounded() -> Iterator[None]:
+    """On PostgreSQL, a transaction whose statements each stop at READ_TIMEOUT_MS
+    (`SET LOCAL`: the connection's own setting is back after it); elsewhere nothing
+    (SQLite's readers wait on no lock)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT set_config('statement_timeout', %s, true)", [str(READ_TIMEOUT_MS)]
+            )
+        yield
 
 
 def broker_state() -> str:

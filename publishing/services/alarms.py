@@ -28,7 +28,7 @@ from django.db.models.functions import Now
 
 from publishing.alerts import Sent, send_alert
 from publishing.models import Alarm, Article, WebhookDelivery
-from publishing.selectors import stuck_articles
+from publishing.selectors import stuck_articles, stuck_count
 from work.lease import now_plus
 
 logger = logging.getLogger(__name__)
@@ -317,12 +317,12 @@ def site_unwritable_alert(*, error: str) -> bool:
 def stuck_check() -> bool:
     """Raise the stuck alarm when due work has waited over PUBLISH_STUCK_AFTER seconds."""
     stuck_after = settings.PUBLISH_STUCK_AFTER
-    stuck = stuck_articles(stuck_after=stuck_after)
+    stuck = stuck_articles(stuck_after=stuck_after, limit=1)
     if not stuck:
         return False
-    oldest = stuck[0]
+    oldest, waiting = stuck[0], stuck_count(stuck_after=stuck_after)
     detail = (
-        f"{len(stuck)} due article(s) untouched for over {stuck_after:.0f}s; the oldest is "
+        f"{waiting} due article(s) untouched for over {stuck_after:.0f}s; the oldest is "
         f"{oldest['id']} “{oldest['title']}”, due since {oldest['publish_at']:%Y-%m-%d %H:%M:%S} "
         "UTC."
     )
@@ -330,12 +330,12 @@ def stuck_check() -> bool:
         return False
     send_alert(
         kind="stuck",
-        subject=f"publishing is stuck: {len(stuck)} article(s) waiting",
+        subject=f"publishing is stuck: {waiting} article(s) waiting",
         message=(
             f"{detail}\nIs a worker running, and can it reach the broker and the database? "
             "`python manage.py publishing_status` shows the pipeline; "
             "`python manage.py publish_pending` publishes without the broker."
         ),
-        data={"waiting": len(stuck), "oldest_article_id": oldest["id"]},
+        data={"waiting": waiting, "oldest_article_id": oldest["id"]},
     )
     return True

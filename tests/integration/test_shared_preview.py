@@ -6,9 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from blogpublish.models import PreviewSlot
 from publishing.models import Story
 from publishing.services import story_save, story_share, story_unshare
 
@@ -112,3 +115,43 @@ def test_the_story_page_shares_and_revokes(admin_client, settings, site_url):
 
     admin_client.post(f"/admin/publishing/story/{story.pk}/unshare/")
     assert Client().get(f"/preview/{path}").status_code == 404
+
+
+def slot_takes(captured) -> int:
+    """How many UPDATEs of the render slots a request made (a try to take one, its
+    release): none when no render was tried."""
+    return sum(
+        1
+        for query in captured.captured_queries
+        if query["sql"].startswith("UPDATE") and "previewslot" in query["sql"]
+    )
+
+
+def test_a_links_readers_share_one_render_and_an_edit_renders_again():
+    story = story_save(title="Many readers", body="First text.", slug="many-readers")
+    token = story_share(story_id=story.pk)
+    with CaptureQueriesContext(connection) as first:
+        assert "First text." in shared(token).content.decode()
+    with CaptureQueriesContext(connection) as second:
+        assert "First text." in shared(token).content.decode()
+
+    assert slot_takes(first) > 0 and slot_takes(second) == 0  # the second: no render
+    story_save(story_id=story.pk, title="Many readers", body="Edited text.", slug="many-readers")
+    assert "Edited text." in shared(token).content.decode()
+
+
+def test_a_link_whose_render_slot_is_busy_answers_at_once_and_reloads_itself():
+    """A reader never waits for the slot: 32 readers of one link each waited up to 2 s
+    for it and held the web's threads (a review's finding)."""
+    story = story_save(title="Busy", body="Text.", slug="busy-link")
+    token = story_share(story_id=story.pk)
+    PreviewSlot.objects.create(
+        number=0, holder="a-writers-preview", held_until=timezone.now() + timedelta(seconds=30)
+    )
+
+    with CaptureQueriesContext(connection) as busy:
+        response = shared(token)
+
+    assert response.status_code == 429 and "tries again in a moment" in response.content.decode()
+    assert response["Retry-After"] == "1"
+    assert slot_takes(busy) == 1  # one try, no waiting and trying again

@@ -1,5 +1,5 @@
-"""/metrics, /status.json and the API answer 503 in their own format when the database
-cannot be reached, not an HTML 500 (a review's finding). Port 1 of loopback is closed:
+"""/metrics, /status.json, the dashboard and the API answer 503 in their own format when
+the database cannot be reached, not an HTML 500 (a review's finding). Port 1 of loopback is closed:
 a real unreachable server, nothing mocked; the web runs in a process of its own, with
 Django's test client, so that its settings name that server."""
 
@@ -22,6 +22,7 @@ for path, headers in [
     ("/metrics", {}),
     ("/status.json", {}),
     ("/api/articles", {"HTTP_AUTHORIZATION": "Bearer some-token"}),
+    ("/admin/publishing/dashboard/", {}),
 ]:
     answer = client.get(path, **headers)
     print(json.dumps([path, answer.status_code, answer["Content-Type"], answer.content.decode()]))
@@ -61,3 +62,6 @@ def test_the_watching_endpoints_and_the_api_answer_503_without_the_database(tmp_
     status, content_type, body = answers["/api/articles"]
     assert (status, content_type.split(";")[0]) == (503, "application/json")
     assert json.loads(body)["detail"] == "The database is unavailable; try again later."
+    status, content_type, body = answers["/admin/publishing/dashboard/"]
+    assert (status, content_type) == (503, "text/html; charset=utf-8")
+    assert "cannot be shown: the database is unavailable: OperationalError" in body
