@@ -30,8 +30,8 @@ from publishing.models import (
 from publishing.services import (
     article_create,
     article_publish_now,
-    article_requeue,
     article_update,
+    articles_requeue,
     delivery_requeue,
     story_trash,
 )
@@ -375,7 +375,11 @@ class ArticleAdmin(BadLookupsAreBadLinks):
 
     @admin.action(description="Requeue (dead → pending, attempts reset)", permissions=["change"])
     def requeue(self, request: HttpRequest, queryset: QuerySet[Article]) -> None:
-        requeue_each(self, request, queryset, lambda pk: article_requeue(article_id=pk), "article")
+        ids = list(queryset.values_list("pk", flat=True))
+        done = articles_requeue(ids)
+        self.message_user(request, f"{done} dead article(s) requeued.", messages.SUCCESS)
+        if done < len(ids):
+            self.message_user(request, f"{len(ids) - done} were not dead.", messages.WARNING)
 
 
 def _has_story(article_id: int) -> bool:

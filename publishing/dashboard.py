@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth.decorators import permission_required
-from django.db import connection, transaction
+from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -34,7 +34,7 @@ from publishing.models import (
     WebhookDelivery,
 )
 from publishing.selectors import broker_queue_lengths, delivery_counts, pipeline_status
-from publishing.services import article_requeue, delivery_requeue
+from publishing.services import article_requeue, articles_requeue, delivery_requeue
 from publishing.services.alarms import STUCK
 from publishing.services.rerender import rerender_status
 
@@ -238,17 +238,7 @@ def _requeue_one(request: HttpRequest, name: str, requeue: Callable[[int], bool]
         messages.warning(request, f"{what.capitalize()} {pk} is not dead (any more).")
 
 
-def requeue_all_dead(*, batch: int = 500) -> int:
-    """Every dead article, a batch per transaction (each dispatched after its commit)."""
-    done, after = 0, 0
-    while True:
-        ids = list(
-            Article.objects.filter(status=ArticleStatus.DEAD, pk__gt=after)
-            .order_by("pk")
-            .values_list("pk", flat=True)[:batch]
-        )
-        if not ids:
-            return done
-        with transaction.atomic():
-            done += sum(article_requeue(article_id=pk) for pk in ids)
-        after = ids[-1]
+def requeue_all_dead() -> int:
+    """Every dead article, requeued as the admin's action requeues a selection."""
+    ids = list(Article.objects.filter(status=ArticleStatus.DEAD).values_list("pk", flat=True))
+    return articles_requeue(ids)

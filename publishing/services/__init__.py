@@ -27,7 +27,7 @@ from publishing.services.deliveries import (
     delivery_requeue,
     webhook_deliver,
 )
-from publishing.services.operator import article_publish_now, article_requeue
+from publishing.services.operator import article_publish_now, article_requeue, articles_requeue
 from publishing.services.publish import (
     AttemptResult,
     Claim,
@@ -100,6 +100,7 @@ __all__ = [
     "article_unpublish",
     "article_update",
     "articles_create_many",
+    "articles_requeue",
     "catch_up",
     "claim_group",
     "complete",
