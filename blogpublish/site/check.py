@@ -39,6 +39,8 @@ class CheckReport:
     images: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # The listed articles whose page is there but not their live version.
+    pages_differing: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -66,6 +68,7 @@ def _page_problems(site: SiteStorage, report: CheckReport) -> Iterator[str]:
             documents.without_related(expected := documents.article_page(live))
         ):
             why = _differs_by(stored, expected.encode())
+            report.pages_differing.append(live.id)
             yield f"article {live.id}: its page {page} is not its live version ({why})"
 
 

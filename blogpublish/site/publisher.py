@@ -576,11 +576,18 @@ class StaticSitePublisher(BasePublisher):
             for start in range(0, len(wrong), REPAIR_CHUNK)
         )
 
-    def _write_live_pages(self, article_ids: list[int]) -> int:
+    def write_pages_again(self, article_ids: list[int]) -> int:
+        """The live pages of these articles written again even where their marks say
+        they are right (`restore_check --repair`: a page whose text differs below its
+        head, which the full check reads alone; a review's finding). Returns how many."""
+        return self._write_live_pages(article_ids, whole=True)
+
+    def _write_live_pages(self, article_ids: list[int], *, whole: bool = False) -> int:
         """The live versions of these articles written again, as a batch writes its pages
         (publish_many): rendered and staged together (one flush), then under ONE page
         guard, each made live only if it is still live as rendered, its neighbours are
-        still those it links to, and its page still wrong. Returns how many were."""
+        still those it links to, and its page still wrong (`whole`: or its text other
+        than the one rendered). Returns how many were."""
         site = self.site
         lives = list(selectors.live_versions_of(article_ids))
         seen = {page.id: page for page in selectors.listed_pages([live.id for live in lives])}
@@ -620,7 +627,10 @@ class StaticSitePublisher(BasePublisher):
                         (page := now.get(live.id)) is not None
                         and (page.slug, page.published_hash) == (live.slug, live.published_hash)
                         and page.neighbours == seen[live.id].neighbours
-                        and (why := _why_wrong(page, heads[item.rel], mend_look))
+                        and (
+                            why := _why_wrong(page, heads[item.rel], mend_look)
+                            or (whole and TEXT_DIFFERS)
+                        )
                     ):
                         due.append(item)
                         # New links or a new look are routine; a page missing or stale is a repair.
@@ -704,6 +714,8 @@ def write_failed(exc: BaseException) -> TransientPublishError:
 # Why a page is written again that no one did wrong: a publish or a withdraw gave it new
 # neighbours, or the site has a new look.
 NEW_LINKS = "its previous or next article changed"
+# Why restore_check --repair writes a page whose marks are right.
+TEXT_DIFFERS = "restore_check --repair: its text is written again whole"
 OTHER_LOOK = "it is in another look"
 ROUTINE = frozenset({NEW_LINKS, OTHER_LOOK})
 

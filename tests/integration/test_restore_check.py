@@ -71,6 +71,23 @@ def test_restore_check__a_whole_site_passes_a_stale_page_and_a_lost_image_do_not
     assert "检查" in (root / paths.page_file(article.slug)).read_text()
 
 
+def test_restore_check__repair_writes_a_page_damaged_below_its_head(worker, make_article):
+    """A page whose first bytes (its marks) are right and whose text below is not: the
+    full check reads only the head, and --repair left it while naming it (a review's
+    finding)."""
+    article = published(make_article, slug="cut-below", title="Cut", body="Whole text. " * 200)
+    page = Path(settings.SITE_ROOT) / paths.page_file(article.slug)
+    whole = page.read_text()
+    page.write_text(whole[:700] + "<p>damaged</p>")
+
+    assert "its marks agree; the text differs" in check()
+
+    call_command("restore_check", "--repair", stdout=(out := io.StringIO()))
+    assert "1 page(s) written again whole" in out.getvalue()
+    assert "the installation is whole" in out.getvalue()
+    assert page.read_text() == whole
+
+
 def test_restore_check__repair_writes_the_pages_of_a_site_restored_empty(worker, make_article):
     article = published(make_article, slug="restored-empty", title="Restored")
     call_command("restore_check", "--repair", stdout=io.StringIO())
