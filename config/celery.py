@@ -114,15 +114,13 @@ def _refuse_queues_declared_otherwise(sender=None, **kwargs) -> None:
         return
     with app.connection_for_write() as connection:
         try:
-            connection.ensure_connection(max_retries=1)
-        except Exception:
-            return  # the broker is down: the worker's own start says so, waits and retries
-        try:
+            connection.ensure_connection(max_retries=0)
             channel = connection.default_channel
-            for queue in app.amqp.queues.values():
+            # The queues this worker consumes (-Q, -X), as Celery declares them.
+            for queue in app.amqp.queues.consume_from.values():
                 queue(channel).declare()
-        except connection.channel_errors as exc:
+        except Exception as exc:
             hint = refusal(exc, queue_type=settings.BROKER_QUEUE_TYPE)
             if hint is None:
-                raise
+                return  # the broker is down: the worker's own start says so, waits and retries
             raise SystemExit(f"worker: {hint}: {exc}") from None

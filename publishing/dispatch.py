@@ -201,17 +201,19 @@ def send_batch(
             logger.exception("dispatch: sending %s failed", _describe(unsent, exc)[0])
             return sent
         dispatcher.discard_pool()
-        seconds = settings.PUBLISH_DISPATCH_BREAKER_SECONDS
-        opened = dispatcher.breaker.failed(seconds)
         refused = refusal(exc, queue_type=settings.BROKER_QUEUE_TYPE)
         if refused:
+            # The broker answered: no outage for the breaker to skip (a refused exchange
+            # would have held back this process's other sends).
             what, kind, error, then = _describe(unsent, exc)
             logger.error("%s: %s (%s: %s); %s", what, refused, kind, error, then)
-        else:
-            logger.warning(
-                "%s: the broker is unreachable (%s: %s); %s",
-                *_describe(unsent, exc),
-            )
+            return sent
+        seconds = settings.PUBLISH_DISPATCH_BREAKER_SECONDS
+        opened = dispatcher.breaker.failed(seconds)
+        logger.warning(
+            "%s: the broker is unreachable (%s: %s); %s",
+            *_describe(unsent, exc),
+        )
         if opened and seconds > 0:
             logger.warning(
                 "dispatch: this process skips the broker for %ss; what it would send "

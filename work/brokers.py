@@ -163,7 +163,9 @@ def refusal(exc: BaseException, *, queue_type: str) -> str | None:
             f"every process with the same BROKER_QUEUE_TYPE (docs/operations.md, "
             f'"Brokers")'
         )
-    if code == 403:
+    if code == 403 and "login" in text.lower():
+        return "the broker refused the login: check the user and password in CELERY_BROKER_URL"
+    if code in (403, 530):  # a declare refused; a vhost the user may not open
         return "the broker refused access: give the user permissions on the vhost"
     if code == 404:
         return "the broker has no such vhost, queue or exchange"

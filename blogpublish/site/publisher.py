@@ -416,11 +416,13 @@ class StaticSitePublisher(BasePublisher):
             state.save_pass()
         if due is None:
             return done
+        # A folder the storage refused to remove stays in the checkpoint alone, for every
+        # later pass (and the full check) to try again; the pass itself is not failed for
+        # it (a review of the mend: a folder refused for good failed every pass, each
+        # wanting the next, about 15,000 a day, and the checked ids piled up).
         refused = self._remove(due.removals)
-        if self._repair_settled(due.ids, were_at=due.were_at) and refused is None:
-            checks_done(due)
-        if refused is not None:
-            raise refused  # the pass is failed, so wanted again soon: it removes them then
+        if self._repair_settled(due.ids, were_at=due.were_at):
+            checks_done(due, removals_left=refused)
         return done
 
     def _shared(self, fence: Fence | None) -> tuple[build.Site, build.TimeLeft]:
@@ -481,7 +483,12 @@ class StaticSitePublisher(BasePublisher):
                 )
                 continue
             logger.info("reconcile: removing %s/, which no article needs", name)
-            build.settle_page_dirs(self.site, [name])
+            try:
+                build.settle_page_dirs(self.site, [name])
+            except (OSError, StorageError) as exc:
+                # The rest of the check goes on: one folder it cannot remove stopped it
+                # before the pages' repair (a review's finding).
+                logger.error("reconcile: %s/ was not removed: %s", name, exc)
 
     def reconcile(self, *, fence: Fence | None = None) -> bool:
         """The full check's pass over the shared views, after `check`, under the
@@ -676,16 +683,16 @@ class StaticSitePublisher(BasePublisher):
         except (OSError, SymlinkRefused, StorageError) as exc:  # the next full check tries again
             logger.error("reconcile: the images were not swept: %s", exc)
 
-    def _remove(self, slugs: list[str]) -> OSError | StorageError | None:
+    def _remove(self, slugs: list[str]) -> list[str]:
         """The page folders the settled notes no longer need, removed (or sending
-        readers on); the first refusal of the storage, if any: those it refused stay in
-        the checks due, for the next pass to try again."""
-        refused: OSError | StorageError | None = None
+        readers on); those the storage refused, each logged: they stay in the checks
+        due, for the next pass to try again."""
+        refused = []
         for slug in slugs:
             try:
                 build.settle_page_dirs(self.site, [slug])
             except (OSError, StorageError) as exc:
-                refused = refused or exc
+                refused.append(slug)
                 logger.error(
                     "%s/ was not removed (%s); the next pass of the shared views tries again",
                     slug,

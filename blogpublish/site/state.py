@@ -226,9 +226,14 @@ def checks_due_add(
     return due
 
 
-def checks_done(due: ChecksDue) -> None:
+def checks_done(due: ChecksDue, *, removals_left: Sequence[str] = ()) -> None:
     """After the check: cleared, unless a later pass added to them meanwhile (its
-    token, then: it checks them all)."""
+    token, then: it checks them all). `removals_left`: the folders the storage refused
+    to remove, kept alone for the passes after it."""
+    left = sorted(set(removals_left))
+    position = (
+        {"token": uuid.uuid4().hex, "ids": [], "were_at": [], "removals": left} if left else None
+    )
     Checkpoint.objects.filter(name=CHECKS_CHECKPOINT, position__token=due.token).update(
-        position=None
+        position=position
     )

@@ -22,7 +22,7 @@ from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import StaticSitePublisher, selectors
 from blogpublish.site.check import installation_check
 from blogpublish.site.lock import advisory_key, page_guard
-from blogpublish.site.state import SiteState
+from blogpublish.site.state import CHECKS_CHECKPOINT, SiteState
 from blogpublish.storage.local import LocalStorage
 from publishing.models import Article, ArticleStatus, FormerAddress
 from publishing.publishers import get_publishers
@@ -44,6 +44,7 @@ from tests.support.site import (
     run_full_check,
     stale_page,
 )
+from work.checkpoints import checkpoint_read
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -445,6 +446,35 @@ def test_a_removal_the_storage_refused_is_tried_again_by_the_next_pass(site, mon
     assert_lists_exactly(site.root, [])
 
 
+def test_a_folder_refused_for_good_fails_no_pass_and_no_full_check(site, monkeypatch, caplog):
+    """A review of the mend above: a folder the storage refused every time made every
+    pass fail (and want the next, 5.5 s later, for ever), and the articles each settled
+    piled up in the checks due; the full check stopped at it before its repairs."""
+    [gone, kept] = site.add(2)
+    real = LocalStorage.delete_tree
+
+    def refuse_gone(self, rel):
+        if rel == gone.slug:
+            raise OSError(13, "Permission denied")
+        return real(self, rel)
+
+    monkeypatch.setattr(LocalStorage, "delete_tree", refuse_gone)
+    with caplog.at_level(logging.WARNING):
+        site.delete(gone)
+        site.add(2)  # more passes, each trying the folder again
+
+    assert "pass failed" not in caplog.text
+    due = checkpoint_read(CHECKS_CHECKPOINT)
+    assert (due["ids"], due["removals"]) == ([], [gone.slug])  # only what is left to do
+    assert (site.root / gone.slug).exists()
+
+    (site.root / kept.slug / "index.html").unlink()  # and a page the full check must write
+    run_full_check(site.publisher)
+
+    assert (site.root / kept.slug / "index.html").exists()
+    assert f"{gone.slug}/ was not removed" in caplog.text
+
+
 def test_slug_edited_after_the_page_was_written_leaves_no_old_directory(site):
     article = Article(title="Draft", slug="first-name", body="x", publish_at=site.base)
     article.full_clean()
@@ -506,7 +536,7 @@ def test_an_article_back_at_its_former_address_keeps_the_page_its_attempt_wrote(
 
     # The pass's late removal of the folder the move left (its note's, settled before
     # the edit back): what `_pass` runs once its snapshot's transaction commits.
-    assert site.publisher._remove(["there-and"]) is None
+    assert site.publisher._remove(["there-and"]) == []
 
     assert "blogpublish-moved" not in (site.root / "there-and" / "index.html").read_text()
     assert article_complete(claim=claim).outcome == "published"

@@ -305,6 +305,21 @@ def test_a_worker_on_quorum_queues_over_classic_ones_stops_and_says_what_to_do(r
     assert "Unrecoverable error" not in log and "ready." not in log
 
 
+def test_a_worker_checks_only_the_queues_it_consumes(rabbit):
+    """-Q: a queue declared otherwise that this worker does not consume is not its
+    concern (the first version of the check refused the webhook worker over the
+    re-render queue: a review of the mend)."""
+    by_name = {queue.name: queue for queue in settings.CELERY_TASK_QUEUES}
+    rerender = next(name for name in by_name if name.endswith(".rerender"))
+    webhooks = next(name for name in by_name if name.endswith(".webhooks"))
+    with app.connection_for_write() as conn:
+        by_name[rerender].bind(conn.default_channel).declare()  # classic
+
+    worker = rabbit.worker(env={"BROKER_QUEUE_TYPE": "quorum"}, queues=[webhooks])
+
+    assert worker.alive() and "declared otherwise" not in worker.log.read_text()
+
+
 def test_two_beats_publish_nothing_twice(rabbit):
     articles = save_articles("rabbit-beats", 8)  # no worker yet; then the messages are lost
     with app.connection_for_write() as conn:

@@ -167,7 +167,21 @@ def test_quorum_queues_are_declared_quorum_on_topic_exchanges():
             ),
             "BROKER_QUEUE_TYPE=quorum, and they were made classic",
         ),
-        (amqp.exceptions.AccessRefused("ACCESS_REFUSED", (50, 10)), "permissions on the vhost"),
+        (
+            amqp.exceptions.AccessRefused("ACCESS_REFUSED - access to queue 'q' refused", (50, 10)),
+            "permissions on the vhost",
+        ),
+        (
+            amqp.exceptions.AccessRefused(
+                "ACCESS_REFUSED - Login was refused using authentication mechanism AMQPLAIN",
+                (10, 11),
+            ),
+            "check the user and password",
+        ),
+        (
+            amqp.exceptions.NotAllowed("NOT_ALLOWED - vhost v not found or no access", (10, 40)),
+            "permissions on the vhost",
+        ),
         (amqp.exceptions.NotFound("NOT_FOUND - no queue", (50, 10)), "no such vhost"),
     ],
 )
