@@ -9,6 +9,7 @@ whole of `full_clean()`: uniqueness with a clear message, and one error per fiel
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,16 @@ from publishing.models import (
 from work.db import after_commit
 
 
+def reborn_claims() -> int:
+    """The fencing token of a row made again under an id it had (a story published
+    again after a withdraw or the trash: its Article was deleted and is inserted anew):
+    the time in milliseconds, past any token its former row reached (one a claim, each
+    claim at least a lease apart, and fewer than the milliseconds since). From 0, a
+    claim of the former row's, its worker paused past the withdraw, held the new row's
+    first token and put it dead with its late failure (a review's finding)."""
+    return time.time_ns() // 1_000_000
+
+
 def _article(
     *,
     title: str,
@@ -40,6 +51,8 @@ def _article(
     if unknown:
         raise TypeError(f"not an article's content: {', '.join(sorted(unknown))}")
     article = Article(id=article_id, title=title, body=body, slug=slug, **reader)
+    if article_id is not None:
+        article.claims = reborn_claims()
     if publish_at is not None:
         article.publish_at = publish_at
     return article

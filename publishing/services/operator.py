@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from publishing.dispatch import dispatch_batches, dispatch_many, dispatch_publish
 from publishing.models import FRESH_PENDING, Article, ArticleStatus
+from work import lease
 from work.db import after_commit, update_returning
 
 logger = logging.getLogger(__name__)
@@ -41,10 +42,16 @@ def articles_requeue(article_ids: Sequence[int]) -> int:
     ONE_BY_ONE, as a backlog's batches beyond (whatever the broker does not take, the
     catch-up takes). Returns how many were requeued."""
     requeued: list[int] = []
+    # In key order, chunks and rows within each (lease.in_lock_order): two requeues at
+    # once (the admin's action on a list sorted by title, the dashboard's Requeue all)
+    # deadlocked on PostgreSQL, each holding rows the other waited for (a review's finding).
+    ids = sorted(set(article_ids))
     with transaction.atomic():
-        for start in range(0, len(article_ids), REQUEUE_CHUNK):
-            chunk = list(article_ids[start : start + REQUEUE_CHUNK])
-            rows = Article.objects.filter(pk__in=chunk, status=ArticleStatus.DEAD)
+        for start in range(0, len(ids), REQUEUE_CHUNK):
+            chunk = ids[start : start + REQUEUE_CHUNK]
+            rows = lease.in_lock_order(
+                Article.objects.filter(pk__in=chunk, status=ArticleStatus.DEAD)
+            )
             requeued += [
                 a.pk
                 for a in update_returning(rows, only=("id",), **FRESH_PENDING, updated_at=Now())

@@ -30,6 +30,9 @@ from publishing.services import (
     article_publish,
     article_requeue,
     delivery_requeue,
+    story_publish,
+    story_save,
+    story_withdraw,
 )
 from publishing.services.deliveries import _failed, delivery_claim
 from publishing.services.publish import release
@@ -128,6 +131,25 @@ def test_a_try_from_before_the_death_cannot_undo_a_deliverys_requeue(monkeypatch
 
     row = WebhookDelivery.objects.get(pk=delivery.pk)
     assert (row.status, row.attempts, row.last_error) == (DeliveryStatus.PENDING, 0, "")
+
+
+def test_an_attempt_from_before_a_withdraw_cannot_touch_the_story_published_again(monkeypatch):
+    """A withdraw deletes the Article and a publish of its story inserts it again under
+    the same id: its token started at 0 again, and an attempt of the former row, its
+    worker paused past the withdraw, held the new row's first token (a review's
+    finding: its late failure put the new row dead)."""
+    monkeypatch.setattr("publishing.dispatch.send_batch", lambda *a, **k: 0)  # no worker
+    story = story_save(title="Again", body="Same text.", slug="published-again")
+    paused = article_claim(article_id=story_publish(story_id=story.pk).pk)
+    story_withdraw(article_id=story.pk)
+    again = article_claim(article_id=story_publish(story_id=story.pk).pk)
+    assert paused.content_hash == again.content_hash and paused.token < again.token
+
+    late = article_fail(claim=paused, error="late failure", permanent=True)
+
+    assert late.reason == "overtaken"
+    assert Article.objects.get(pk=story.pk).status == ArticleStatus.PENDING
+    assert article_complete(claim=again).outcome == "published"
 
 
 def test_budget_spent_by_attempts_that_never_finished_makes_it_dead_once(quiet_article):

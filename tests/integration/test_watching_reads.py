@@ -1,6 +1,7 @@
-"""The watchers' reads (/metrics, /status.json, the dashboard) on a database that is slow
-or holds much: a statement waiting on a lock ends in a 503 instead of holding a web
-thread for as long as the lock, and the stuck count counts every stuck row."""
+"""The operators' reads and bulk writes (/metrics, /status.json, the dashboard, a bulk
+requeue) on a database that is slow or holds much: a statement waiting on a lock ends in
+a 503 instead of holding a web thread for as long as the lock, the stuck count counts
+every stuck row, and two bulk requeues at once both end."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from publishing import views
-from publishing.models import Article
+from publishing.models import Article, ArticleStatus, content_hash_of
 from publishing.selectors import pipeline_status
+from publishing.services import operator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,3 +59,58 @@ def test_the_stuck_count_counts_past_the_hundred_it_lists(quiet_article, setting
     Article.objects.filter(pk__in=[a.pk for a in made]).update(updated_at=long_ago)
 
     assert pipeline_status()["stuck"] == 130
+
+
+def _dead(count: int, prefix: str) -> list[int]:
+    past = timezone.now().replace(microsecond=0) - timedelta(hours=1)
+    rows = []
+    for n in range(count):
+        slug = f"{prefix}-{n}"
+        rows.append(
+            Article(
+                title=slug,
+                slug=slug,
+                slug_key=slug,
+                body="Body.",
+                publish_at=past,
+                content_hash=content_hash_of(title=slug, slug=slug, body="Body.", publish_at=past),
+                status=ArticleStatus.DEAD,
+                attempts=5,
+                last_error="x",
+            )
+        )
+    Article.objects.bulk_create(rows, batch_size=500)
+    return list(Article.objects.filter(status=ArticleStatus.DEAD).values_list("pk", flat=True))
+
+
+def test_two_bulk_requeues_at_once_in_opposite_orders_both_end(monkeypatch):
+    """The admin's action on a list in one order, the dashboard's Requeue all in
+    another: on PostgreSQL each held rows the other waited for, and one admin got a
+    500 (a review's finding). Each ends now, and every row is requeued once."""
+    monkeypatch.setattr(operator, "after_commit", lambda *args, **kwargs: None)  # no sends
+    ids = sorted(_dead(2400, "twice"))
+    barrier = threading.Barrier(2)
+    out: dict[str, object] = {}
+
+    def requeue(name: str, order: list[int]) -> None:
+        try:
+            barrier.wait()
+            out[name] = operator.articles_requeue(order)
+        except Exception as exc:
+            out[name] = repr(exc)
+        finally:
+            connections.close_all()
+
+    runs = [
+        threading.Thread(target=requeue, args=(name, order))
+        for name, order in (("ascending", ids), ("descending", ids[::-1]))
+    ]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(timeout=120)
+
+    assert sorted(out) == ["ascending", "descending"], out
+    assert all(isinstance(done, int) for done in out.values()), out
+    assert sum(out.values()) == 2400  # type: ignore[arg-type]
+    assert not Article.objects.filter(status=ArticleStatus.DEAD).exists()
