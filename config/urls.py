@@ -35,7 +35,7 @@ urlpatterns = [
     ),
     path(
         "admin/publishing/dashboard/requeue/",
-        admin.site.admin_view(dashboard_requeue),
+        without_database(dashboard_unavailable)(admin.site.admin_view(dashboard_requeue)),
         name="publishing-dashboard-requeue",
     ),
     path("admin/", admin.site.urls),

@@ -158,8 +158,9 @@ def _render_in_child(write_fd: int, function: Callable[[Any], Any], argument: An
     next send met a reset connection.)"""
     try:
         os.nice(19)  # the web's other requests (readers) come first for the CPU
-        own = _database_connections_of_its_own()
+        own: list[Any] = []
         try:
+            own = _database_connections_of_its_own()
             result = ("ok", function(argument))
         except Exception as exc:  # sent back as text: the parent says what failed
             result = ("error", f"{type(exc).__name__}: {exc}")
@@ -193,11 +194,19 @@ def _database_connections_of_its_own() -> list[Any]:
 
     own = []
     for wrapper in connections.all(initialized_only=True):
-        if wrapper.connection is None or wrapper.in_atomic_block:
+        if wrapper.in_atomic_block:
             continue
-        _INHERITED.append(wrapper.connection)
-        wrapper.connection = None
+        if wrapper.connection is not None:
+            _INHERITED.append(wrapper.connection)
+            wrapper.connection = None
         own.append(wrapper)
+        if wrapper.vendor == "postgresql":
+            # Its statements end by the render's wall limit: a child killed while its
+            # session waited on a lock (a migration's) left that session on the server
+            # until the lock went, one a preview (a review of the mend).
+            with wrapper.cursor() as cursor:
+                limit = round(wall_limit(settings.PREVIEW_TIME_LIMIT) * 1000)
+                cursor.execute("SELECT set_config('statement_timeout', %s, false)", [str(limit)])
     return own
 
 

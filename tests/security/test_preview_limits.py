@@ -10,6 +10,7 @@ import contextlib
 import threading
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -17,6 +18,7 @@ from django.utils import timezone
 from blogpublish.desk import limits
 from blogpublish.models import PreviewBudget, PreviewSlot
 from blogpublish.site import documents
+from publishing.models import Article
 from tests.support.admin_http import admin_session
 from tests.support.desk import article_form
 from tests.support.waiting import wait_for
@@ -212,3 +214,34 @@ def test_preview__the_render_child_queries_over_a_connection_of_its_own():
 
     assert child != parent
     assert _backend() == parent
+
+
+def _sessions_waiting_on_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="a lock held by another session")
+@pytest.mark.django_db(transaction=True)
+def test_preview__a_render_stopped_while_waiting_on_a_lock_leaves_no_session(settings, monkeypatch):
+    """The child's own session waited on a lock (a migration's) after the child was
+    killed at its wall limit, until the lock went: one a preview (a review of the
+    mend). Its statements now end by the wall limit."""
+    settings.PREVIEW_TIME_LIMIT = 0.2
+    monkeypatch.setattr(limits, "WALL_MARGIN", 0.5)
+    params = connection.get_connection_params()
+    with psycopg.connect(**params, autocommit=False) as locker:
+        locker.execute("LOCK TABLE publishing_article IN ACCESS EXCLUSIVE MODE")
+        with pytest.raises(limits.PreviewTooSlow):
+            limits.run_with_time_limit(
+                lambda _: Article.objects.count(), None, seconds=settings.PREVIEW_TIME_LIMIT
+            )
+        wait_for(
+            lambda: _sessions_waiting_on_a_lock() == 0,
+            timeout=10,
+            what="the stopped render's session to end while the lock is held",
+        )

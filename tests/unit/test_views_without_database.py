@@ -19,13 +19,16 @@ from django.test import Client
 client = Client(raise_request_exception=False)
 client.cookies["sessionid"] = "s" * 32  # a session to look up: /status.json reads it
 for path, headers in [
-    ("/metrics", {}),
+    ("/metrics", {"HTTP_AUTHORIZATION": "Bearer scrape-token-0123456789-abcdefghijklmnop"}),
+    ("/metrics?anonymous", {}),
     ("/status.json", {}),
     ("/api/articles", {"HTTP_AUTHORIZATION": "Bearer some-token"}),
     ("/admin/publishing/dashboard/", {}),
 ]:
     answer = client.get(path, **headers)
     print(json.dumps([path, answer.status_code, answer["Content-Type"], answer.content.decode()]))
+answer = client.post("/admin/publishing/dashboard/requeue/", {"all": "1"})
+print(json.dumps(["requeue", answer.status_code, answer["Content-Type"], answer.content.decode()]))
 """
 
 
@@ -37,7 +40,8 @@ def test_the_watching_endpoints_and_the_api_answer_503_without_the_database(tmp_
         env={
             **env,
             "DJANGO_SETTINGS_MODULE": "config.settings",
-            "DEBUG": "1",  # /metrics without METRICS_TOKEN, for the test client
+            "DEBUG": "1",
+            "METRICS_TOKEN": "scrape-token-0123456789-abcdefghijklmnop",
             "ALLOWED_HOSTS": "testserver",
             "SITE_ROOT": str(tmp_path / "site"),
             "DATABASE_URL": "postgres://nobody@127.0.0.1:1/blog",
@@ -56,6 +60,9 @@ def test_the_watching_endpoints_and_the_api_answer_503_without_the_database(tmp_
         "text/plain",
         "the database is unavailable: OperationalError\n",
     ), result.stderr[-3000:]
+    # Refused before the database is touched: a caller without the token learns
+    # nothing of it (a review's finding).
+    assert answers["/metrics?anonymous"][0] == 401
     status, content_type, body = answers["/status.json"]
     assert (status, content_type) == (503, "application/json")
     assert json.loads(body) == {"error": "the database is unavailable: OperationalError"}
@@ -65,3 +72,4 @@ def test_the_watching_endpoints_and_the_api_answer_503_without_the_database(tmp_
     status, content_type, body = answers["/admin/publishing/dashboard/"]
     assert (status, content_type) == (503, "text/html; charset=utf-8")
     assert "cannot be shown: the database is unavailable: OperationalError" in body
+    assert answers["requeue"][:2] == (503, "text/html; charset=utf-8")  # its buttons too
