@@ -72,7 +72,10 @@ def body_problems(body: str) -> list[str]:
 
 
 def preview_of(data) -> Preview:
-    """The page for the form data `data` (a QueryDict or dict). Reads and writes no row."""
+    """The page for the form data `data` (a QueryDict or dict). Writes no row. The form's
+    `article_id` (the article's or the story's: they share it) is the article the page
+    is of: the page's neighbours and related articles leave it out, as its published
+    page does."""
     title = " ".join((data.get("title") or "").split())[:TITLE_MAX_LENGTH] or UNTITLED
     body = normalize_body(data.get("body") or "")
     slug = normalize_slug(data.get("slug") or "") or slug_from_title(title)
@@ -86,9 +89,25 @@ def preview_of(data) -> Preview:
     except ValidationError as exc:
         problems += exc.messages
         shown.pop("tags", None)
-    article = Article(title=title, slug=slug, body=body, publish_at=publish_at, **shown)
+    article_id = object_id(data.get("article_id"))
+    article = Article(
+        id=article_id, title=title, slug=slug, body=body, publish_at=publish_at, **shown
+    )
     page = documents.article_page(article)  # under the size limit, any Markdown renders
     return Preview(html=with_policy_meta(page), problems=problems)
+
+
+# The largest id a bigint column holds: a larger one would be an error of the query.
+ID_MAX = 2**63 - 1
+
+
+def object_id(value) -> int | None:
+    """A positive id as the form sent it (digits 0-9 only), or None for anything else
+    (empty on a new article's page; a page's id is only ever left out of listings)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
+        number = int(value)
+        return number if 0 < number <= ID_MAX else None
+    return None
 
 
 def _shown(data) -> dict:
@@ -133,6 +152,7 @@ def shared_page(story) -> str:
     """The story's draft as its published page will look, for a shared preview link
     (blogpublish.views.story_preview): the site's own page, marked noindex."""
     article = Article(
+        id=story.pk,  # the story's article has its id: its listings leave it out
         title=story.title,
         slug=story.slug,
         body=story.body,

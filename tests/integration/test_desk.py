@@ -27,6 +27,7 @@ from blogpublish.site import documents
 from blogpublish.site.figures import SIZES
 from publishing.models import Article, ArticleStatus, PublishAttempt, Story
 from tests.support.desk import article_form, image_bytes
+from tests.support.live_tags import listed_with_tags
 from tests.support.site import without_json_ld
 from tests.support.waiting import wait_for, wait_status
 
@@ -125,6 +126,54 @@ def test_preview__shows_the_reader_fields_as_the_page_will(admin_client):
     )
     assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", html) == page
     assert '<html lang="zh-Hans">' in html and "王小明" in html and "数据库" in html
+
+
+@pytest.mark.django_db
+def test_preview__of_a_published_article_leaves_itself_out_as_its_page_does(admin_client):
+    """Built without the article's id, a published article's preview listed itself under
+    "Related articles" and its rel="prev" link pointed to itself (a review's finding).
+    The desk sends the page's id (desk.js, from the panel's data-object-id)."""
+    older, me = listed_with_tags(["python"], ["python"])
+    when = me.publish_at.replace(microsecond=0)  # as the form's fields have it
+    form = article_form(title=me.title, slug=me.slug, body=me.body, when=when)
+    form |= {"tags": "python", "article_id": str(me.pk)}
+
+    html = admin_client.post(PREVIEW, form).json()["html"]
+
+    assert f'href="/{me.slug}/"' not in html and f'href="/{older.slug}/"' in html
+    me.publish_at = when
+    page = documents.article_page(me)
+    assert re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>\n', "", html) == page
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        "",  # a new article's page
+        "0",
+        "-3",
+        "x1",
+        "²",  # str.isdigit() says yes, int() refuses
+        "9" * 30,  # past a bigint: an error of the query
+        "1" * 19,  # a bigint, of no article
+    ],
+)
+@pytest.mark.django_db
+def test_preview__an_id_that_is_no_article_id_is_ignored(admin_client, sent):
+    form = article_form(title="Any", body="Text.") | {"article_id": sent}
+
+    response = admin_client.post(PREVIEW, form)
+
+    assert response.status_code == 200 and response.json()["problems"] == []
+
+
+@pytest.mark.django_db
+def test_desk__the_panel_carries_the_pages_id(admin_client):
+    article = Article.objects.create(title="Has an id", slug="has-an-id", body="Text.")
+    page = admin_client.get(f"/admin/publishing/article/{article.pk}/change/").content.decode()
+    new = admin_client.get("/admin/publishing/article/add/").content.decode()
+
+    assert f'data-object-id="{article.pk}"' in page and 'data-object-id=""' in new
 
 
 @pytest.mark.django_db

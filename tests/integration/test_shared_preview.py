@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from blogpublish.models import PreviewSlot
 from publishing.models import Story
-from publishing.services import story_save, story_share, story_unshare
+from publishing.services import story_of_article, story_save, story_share, story_unshare
+from tests.support.live_tags import listed_with_tags
 
 pytestmark = pytest.mark.django_db
 
@@ -44,6 +45,17 @@ def test_the_link_shows_the_current_draft_as_its_page_to_anyone():
     assert "Shared draft" in page and "Read <em>this</em> now." in page
     assert "Content-Security-Policy" in response
     assert_never_indexed(response)
+
+
+def test_the_link_of_a_published_story_leaves_its_article_out_of_its_listings():
+    """Built without the story's id (its article's), the page listed the article itself
+    under "Related articles" and as its own rel="prev" (a review's finding)."""
+    older, me = listed_with_tags(["python"], ["python"])
+    token = story_share(story_id=story_of_article(me).pk)
+
+    page = shared(token).content.decode()
+
+    assert f'href="/{me.slug}/"' not in page and f'href="/{older.slug}/"' in page
 
 
 @pytest.mark.parametrize(

@@ -292,6 +292,9 @@
       if (form.id === "story_form") {
         data.append("draft", "1"); // an empty date: when published
       }
+      // The article the page is of (a story's is its article's id): its neighbours and
+      // related articles leave it out, as its published page does.
+      data.append("article_id", panel.dataset.objectId || "");
       data.append("csrfmiddlewaretoken", csrf);
       return data;
     }
