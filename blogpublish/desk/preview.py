@@ -32,6 +32,7 @@ from publishing.models import (
     normalize_slug,
     slug_from_title,
 )
+from publishing.services import story_undated_date
 from publishing.text_limits import validate_xml_chars
 from publishing.validators import BODY_MAX_BYTES, validate_body_size, validate_publish_at
 
@@ -44,11 +45,12 @@ class Preview:
     problems: list[str] = field(default_factory=list)  # what publishing would refuse
 
 
-def publish_at_from(data) -> tuple:
+def publish_at_from(data, *, article_id: int | None = None) -> tuple:
     """The form's date and time (the admin's split widget), or now while they are not
-    a valid date yet. A draft's empty date means "when published": now, no problem."""
+    a valid date yet. A draft's empty date means "when published": the date publishing
+    would give it (the one it has kept since its first publish, or now), no problem."""
     if data.get("draft") and not (data.get("publish_at_0") or data.get("publish_at_1")):
-        return timezone.now(), []
+        return story_undated_date(story_id=article_id), []
     try:
         value = forms.SplitDateTimeField().clean(
             [data.get("publish_at_0", ""), data.get("publish_at_1", "")]
@@ -75,11 +77,12 @@ def preview_of(data) -> Preview:
     """The page for the form data `data` (a QueryDict or dict). Writes no row. The form's
     `article_id` (the article's or the story's: they share it) is the article the page
     is of: the page's neighbours and related articles leave it out, as its published
-    page does."""
+    page does, and an undated draft shows the date it would be published with."""
     title = " ".join((data.get("title") or "").split())[:TITLE_MAX_LENGTH] or UNTITLED
     body = normalize_body(data.get("body") or "")
     slug = normalize_slug(data.get("slug") or "") or slug_from_title(title)
-    publish_at, problems = publish_at_from(data)
+    article_id = object_id(data.get("article_id"))
+    publish_at, problems = publish_at_from(data, article_id=article_id)
     problems += body_problems(body)
     if len(body.encode("utf-8", "surrogatepass")) > BODY_MAX_BYTES:
         return Preview(html="", problems=problems)  # over 1 MiB: not worth rendering
@@ -89,7 +92,6 @@ def preview_of(data) -> Preview:
     except ValidationError as exc:
         problems += exc.messages
         shown.pop("tags", None)
-    article_id = object_id(data.get("article_id"))
     article = Article(
         id=article_id, title=title, slug=slug, body=body, publish_at=publish_at, **shown
     )
@@ -156,7 +158,7 @@ def shared_page(story) -> str:
         title=story.title,
         slug=story.slug,
         body=story.body,
-        publish_at=story.publish_at or timezone.now(),
+        publish_at=story.publish_at or story_undated_date(story_id=story.pk),
         description=story.description,
         language=story.language,
         byline=story.byline,

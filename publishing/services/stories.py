@@ -318,7 +318,18 @@ def _keep_first_publish(story_id: int, article: Article) -> None:
         )
 
 
-def _date_of_undated(story: Story, article: Article | None) -> datetime:
+def story_undated_date(*, story_id: int | None) -> datetime:
+    """The date the story, undated, would be published with now (_date_of_undated):
+    what its previews show, so a draft published before is previewed at the date it
+    keeps, not today's. Now for no story (a new one, not saved yet)."""
+    if story_id is None:
+        return timezone.now()
+    story = Story.objects.filter(pk=story_id).only("first_publish_at").first()
+    article = Article.objects.filter(pk=story_id).only("publish_at").first()
+    return _date_of_undated(story, article)
+
+
+def _date_of_undated(story: Story | None, article: Article | None) -> datetime:
     """The date an undated draft is published with: the one it has had since its first
     publish (its article's, which an edit in the Article form may have changed; after
     a withdraw or the trash, the one recorded then), so publishing it again (an edit, a
@@ -326,7 +337,11 @@ def _date_of_undated(story: Story, article: Article | None) -> datetime:
     and WordPress keep a post's date. Now at its first publish, and while that date is
     still ahead (scheduled, never out: "when published" is now)."""
     now = timezone.now()
-    kept = article.publish_at if article is not None else story.first_publish_at
+    kept: datetime | None = None
+    if article is not None:
+        kept = article.publish_at
+    elif story is not None:
+        kept = story.first_publish_at
     return kept if kept is not None and kept <= now else now
 
 

@@ -12,11 +12,11 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Permission
 from django.db.models import F
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.utils import timezone
 
 from publishing.models import Article, ArticleStatus, Revision, Story, StoryState
-from publishing.services import story_publish, story_save, story_trash
+from publishing.services import story_publish, story_save, story_share, story_trash
 from tests.support.desk import article_form
 from tests.support.waiting import wait_for
 
@@ -387,6 +387,26 @@ def test_the_preview_of_a_draft_without_a_date_is_no_problem(admin_client):
 
     assert any("date" in problem for problem in article["problems"])
     assert draft["problems"] == [] and "Undated" in draft["html"]
+
+
+def test_the_previews_of_an_undated_draft_show_the_date_it_keeps(admin_client):
+    """Published before, an undated draft keeps its first publish's date when published
+    again (stories._date_of_undated); its previews showed today's (a review's finding)."""
+    story = story_save(title="Old post", body="First.")
+    story_publish(story_id=story.pk)
+    first = (timezone.now() - timedelta(days=40)).replace(microsecond=0)
+    Article.objects.filter(pk=story.pk).update(publish_at=first, published_publish_at=first)
+    Story.objects.filter(pk=story.pk).update(first_publish_at=first)
+    story = story_save(story_id=story.pk, title="Old post", body="A typo fixed.", if_version=1)
+    form = {"title": "Old post", "body": "A typo fixed.", "draft": "1"}
+    form |= {"publish_at_0": "", "publish_at_1": "", "article_id": str(story.pk)}
+    shown = f'datetime="{timezone.localtime(first).isoformat()}"'
+
+    desk = admin_client.post("/admin/publishing/article/preview/", form).json()["html"]
+    shared = Client().get(f"/preview/{story_share(story_id=story.pk)}/").content.decode()
+
+    assert shown in desk and shown in shared
+    assert story_publish(story_id=story.pk).publish_at == first
 
 
 @pytest.mark.parametrize(
