@@ -14,9 +14,10 @@ import pytest
 from django.db import connections
 
 from publishing.models import Article, ArticleStatus, Revision, Story
-from publishing.services import story_save
+from publishing.services import story_of_article, story_save
 from tests.browser.test_desk_browser import TIMEOUT_MS, save_shot
 from tests.support.browser import log_in
+from tests.support.live_tags import listed_with_tags
 from tests.support.site import read_site
 from tests.support.waiting import wait_for
 
@@ -274,3 +275,29 @@ def test_closing_a_tab_whose_text_another_save_refused_asks_first(desk):
     quiet.goto(url)
     with quiet.expect_event("close"):  # a dialog would keep it open
         quiet.close(run_before_unload=True)
+
+
+def test_the_preview_shows_the_reader_fields_and_leaves_the_article_itself_out(desk):
+    """The desk sent the preview only the title, slug, body and date: the byline, tags,
+    description and language typed were not shown, nor did typing them refresh it; and
+    without the page's id a published article's preview was its own related article
+    (a review's findings)."""
+    from playwright.sync_api import expect
+
+    older, me = listed_with_tags(["python"], ["python"])
+    page = desk(f"/admin/publishing/story/{story_of_article(me).pk}/change/")
+    frame = page.frame_locator("#desk-frame")
+    expect(frame.locator(f'aside.related a[href="/{older.slug}/"]')).to_have_count(1)
+    expect(frame.locator(f'a[href="/{me.slug}/"]')).to_have_count(0)
+
+    page.fill("#id_byline", "Ada Lovelace")
+    page.fill("#id_tags", "python, engines")
+    page.fill("#id_description", "Notes on the engine.")
+    page.fill("#id_language", "fr")
+
+    expect(frame.locator("body")).to_contain_text("Ada Lovelace")
+    expect(frame.locator('a[href="/tag/engines/"]')).to_have_count(1)
+    expect(frame.locator("meta[name=description]")).to_have_attribute(
+        "content", "Notes on the engine."
+    )
+    expect(frame.locator("html")).to_have_attribute("lang", "fr")

@@ -11,6 +11,12 @@
 
   const DEBOUNCE_MS = 400;
   const AUTOSAVE_MS = 2000; // after typing stops
+  // The form's fields the page shows (the reader fields too: the preview shows the
+  // byline, tags, description and language as readers will): each change refreshes it.
+  const PREVIEWED = [
+    "title", "slug", "body", "publish_at_0", "publish_at_1",
+    "description", "language", "byline", "tags",
+  ];
 
   function start() {
     const panel = document.getElementById("desk-panel");
@@ -25,9 +31,8 @@
     tabs(panel);
     const refresh = previewer(panel, form, csrf);
     uploader(body, csrf, panel.dataset.imageUrl, refresh);
-    const watched = ["id_title", "id_slug", "id_body", "id_publish_at_0", "id_publish_at_1"];
-    for (const id of watched) {
-      const field = document.getElementById(id);
+    for (const name of PREVIEWED) {
+      const field = document.getElementById("id_" + name);
       if (field) {
         field.addEventListener("input", refresh);
         field.addEventListener("change", refresh);
@@ -283,7 +288,7 @@
 
     function fields() {
       const data = new URLSearchParams();
-      for (const name of ["title", "slug", "body", "publish_at_0", "publish_at_1"]) {
+      for (const name of PREVIEWED) {
         const field = form.elements.namedItem(name);
         if (field) {
           data.append(name, field.value);
