@@ -301,3 +301,48 @@ def test_the_preview_shows_the_reader_fields_and_leaves_the_article_itself_out(d
         "content", "Notes on the engine."
     )
     expect(frame.locator("html")).to_have_attribute("lang", "fr")
+
+
+def test_closing_a_tab_while_its_autosave_is_on_its_way_asks_first(desk):
+    """The autosave on its way (a slow upload) is cut off with the page, and its text
+    was in no beacon: the tab closed without a word and the text was saved nowhere (a
+    review's finding). The browser asks; staying, the autosave lands."""
+    from playwright.sync_api import expect
+
+    story = story_save(title="Slow link", body="Saved before.")
+    page = desk(f"/admin/publishing/story/{story.pk}/change/")
+    held = []
+    page.route("**/admin/publishing/story/autosave/", lambda route: held.append(route))
+    page.locator("#id_body").press("End")
+    page.locator("#id_body").type(" An hour of work.")
+    deadline = TIMEOUT_MS
+    while not held and deadline > 0:  # the autosave starts 2 s after typing stops
+        page.wait_for_timeout(50)  # Playwright's events run only inside its calls
+        deadline -= 50
+    assert held, "the autosave never started"
+
+    with page.expect_event("dialog") as asked:
+        page.close(run_before_unload=True)
+
+    assert asked.value.type == "beforeunload"
+    asked.value.dismiss()  # stay
+    held[0].continue_()
+    expect(page.locator("#desk-autosave")).to_contain_text("Draft saved")
+    assert Story.objects.get(pk=story.pk).body == "Saved before. An hour of work."
+    with page.expect_event("close"):  # saved: a dialog would keep it open
+        page.close(run_before_unload=True)
+
+
+def test_closing_a_tab_with_more_unsaved_text_than_a_beacon_carries_asks_first(desk):
+    """The text typed since the last autosave goes in a beacon as the tab closes; a
+    beacon carries at most 64 KiB (the body may have 1 MiB), and the browser refuses a
+    larger one: the browser asks before the tab closes instead."""
+    story = story_save(title="Long read", body="Short so far.")
+    page = desk(f"/admin/publishing/story/{story.pk}/change/")
+    page.fill("#id_body", "A long chapter. " * 5000)  # 80,000 bytes
+
+    with page.expect_event("dialog") as asked:
+        page.close(run_before_unload=True)
+
+    assert asked.value.type == "beforeunload"
+    asked.value.accept()

@@ -199,17 +199,22 @@
         save();
       }
     });
+    // The text not saved yet goes in a beacon as the page goes, when it fits one. With
+    // an autosave on its way too, the two name the same version: the first to arrive
+    // is saved, and the other is refused (409, unseen), unless it is the same text.
     window.addEventListener("pagehide", function () {
-      if (dirty && !stopped && !busy) {
+      if ((dirty || busy) && !stopped) {
         navigator.sendBeacon(panel.dataset.autosaveUrl, data());
       }
     });
-    // Typed while an autosave is on its way, the text cannot go in a beacon (its
-    // version is the one that autosave replaces), and one the last autosave could not
-    // save (an error, another tab's save since) is saved nowhere: the browser asks
-    // before the tab closes, as it does for any form with unsaved text (a review's).
+    // What may be saved nowhere once the tab is closed: an autosave on its way (a slow
+    // upload is cut off with the page, and the text is in no beacon the browser can
+    // refuse for its size), text too large for a beacon, and text the last autosave
+    // could not save (an error, another tab's save since). The browser asks before the
+    // tab closes, as it does for any form with unsaved text (a review's findings).
     window.addEventListener("beforeunload", function (event) {
-      const unsaved = (dirty && busy && !stopped) || state === "error" || state === "conflict";
+      const unsent = !stopped && (busy || (dirty && !fitsBeacon(data())));
+      const unsaved = unsent || state === "error" || state === "conflict";
       if (unsaved && !leaving) {
         event.preventDefault();
         event.returnValue = "Your text is not saved.";  // older browsers ask only with a text
@@ -239,6 +244,21 @@
           });
       });
     }
+  }
+
+  // A beacon's body, with every other keepalive request of the page, may be at most
+  // 64 KiB (the Fetch standard's keepalive quota; sendBeacon returns false past it),
+  // and a body may be 1 MiB: the form's size, with room for its multipart headers.
+  const BEACON_MAX_BYTES = 60 * 1024;
+
+  function fitsBeacon(fields) {
+    const encoder = new TextEncoder();
+    let size = 0;
+    for (const [name, value] of fields) {
+      size += 200 + encoder.encode(name).length;
+      size += typeof value === "string" ? encoder.encode(value).length : value.size;
+    }
+    return size <= BEACON_MAX_BYTES;
   }
 
   // The body's row becomes two columns: the editor (with Add image) and the panel.
