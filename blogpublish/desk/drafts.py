@@ -36,6 +36,9 @@ from publishing.exceptions import NotOnTheBlog, StoryConflict
 from publishing.forms import TagsField
 from publishing.models import DRAFT_FIELDS, Article, Revision, Story, StoryState
 from publishing.services import (
+    DIFF_MAX_LINES,
+    body_lines,
+    diff_too_large,
     revision_diff,
     stories_purge,
     story_preview_token,
@@ -443,6 +446,7 @@ class StoryAdmin(BadLookupsAreBadLinks):
             "old": old,
             "new": new,
             "lines": revision_diff(old, new),
+            "too_large": _too_large_to_compare(old, new),
         }
         return TemplateResponse(request, "blogpublish/desk/story_diff.html", context)
 
@@ -566,6 +570,28 @@ def _version(story: Story, number: str) -> Revision | Story:
         if revision is not None:
             return revision
     return story
+
+
+def _too_large_to_compare(old: Revision | Story, new: Revision | Story) -> str:
+    """What the diff says of bodies it does not compare line by line (diff_too_large:
+    the cost grows with the product of their lines), or ""."""
+    if not diff_too_large(old, new):
+        return ""
+    sizes = "; ".join(
+        f"{_name(version)}: {body_lines(version.body):,} lines, "
+        f"{len(version.body.encode('utf-8', 'surrogatepass')):,} bytes"
+        for version in (old, new)
+    )
+    same = "the same" if old.body == new.body else "different"
+    return (
+        f"These versions are too large to compare line by line (a body of more than "
+        f"{DIFF_MAX_LINES:,} lines). Their bodies are {same} ({sizes}); only what is "
+        "besides the body is compared here."
+    )
+
+
+def _name(version: Revision | Story) -> str:
+    return f"version {version.number}" if isinstance(version, Revision) else "the draft"
 
 
 def _text(exc: Exception) -> str:

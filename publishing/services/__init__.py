@@ -60,7 +60,10 @@ from publishing.services.site import (
     unpublish_snapshot,
 )
 from publishing.services.stories import (
+    DIFF_MAX_LINES,
     article_to_trash,
+    body_lines,
+    diff_too_large,
     revision_diff,
     stories_purge,
     stories_tidy,
@@ -79,6 +82,7 @@ from publishing.services.stories import (
 )
 
 __all__ = [
+    "DIFF_MAX_LINES",
     "UNPUBLISH_FIELDS",
     "AttemptResult",
     "CatchUpReport",
@@ -102,12 +106,14 @@ __all__ = [
     "article_update",
     "articles_create_many",
     "articles_requeue",
+    "body_lines",
     "catch_up",
     "claim_group",
     "complete",
     "deliveries_deliver_due",
     "deliveries_enqueue",
     "delivery_requeue",
+    "diff_too_large",
     "explain_unclaimed",
     "leased_by",
     "mark_sent",

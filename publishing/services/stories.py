@@ -487,26 +487,46 @@ def story_restore(*, story_id: int, number: int, saved_by: str = "") -> Story:
     )
 
 
+# The most lines a body may have for the diff to compare it line by line: difflib's
+# matching grows with the product of the two versions' lines (two bodies of 100,000
+# shuffled lines, 0.5 MB each, took 14.7 s of the web process and made 17.8 MB of HTML;
+# 10,000 of the worst shapes tried take half a second).
+DIFF_MAX_LINES = 10_000
+
+
 def revision_diff(old: Revision | Story, new: Revision | Story) -> list[tuple[str, str]]:
     """The lines of a unified diff from `old` to `new` (title, slug, date, then the body),
     each as (kind, text): kind " " same, "-" only in old, "+" only in new, "@" a hunk's
-    place. Pure: the desk renders it."""
-    return diff_lines(_as_text(old), _as_text(new))
+    place; of what is besides the body only, when the bodies are too large to compare
+    (diff_too_large). Pure: the desk renders it."""
+    if diff_too_large(old, new):
+        return diff_lines(_head(old), _head(new))
+    return diff_lines(_head(old) + old.body.split("\n"), _head(new) + new.body.split("\n"))
 
 
-def _as_text(version: Revision | Story) -> list[str]:
-    """A version as the diff reads it: what readers see besides the body (the reader
-    fields too: a re-tag or a new byline is a change), then the body."""
+def diff_too_large(old: Revision | Story, new: Revision | Story) -> bool:
+    """Whether either body has more than DIFF_MAX_LINES lines."""
+    return max(body_lines(old.body), body_lines(new.body)) > DIFF_MAX_LINES
+
+
+def body_lines(body: str) -> int:
+    return body.count("\n") + 1
+
+
+def _head(version: Revision | Story) -> list[str]:
+    """What readers see besides the body, as the diff reads it (the reader fields too: a
+    re-tag or a new byline is a change), and the line that parts it from the body."""
     when = version.publish_at.isoformat() if version.publish_at else "(when published)"
-    head = [f"Title: {version.title}", f"Slug: {version.slug}", f"Date: {when}"]
-    head += [
+    return [
+        f"Title: {version.title}",
+        f"Slug: {version.slug}",
+        f"Date: {when}",
         f"Description: {version.description}",
         f"Language: {version.language}",
         f"Byline: {version.byline}",
         f"Tags: {', '.join(version.tags or [])}",
         "",
     ]
-    return head + version.body.split("\n")
 
 
 def diff_lines(old: list[str], new: list[str], *, context: int = 3) -> list[tuple[str, str]]:
