@@ -35,7 +35,7 @@ from publishing.services import (
     delivery_requeue,
     story_trash,
 )
-from work.admin import BadLookupsAreBadLinks
+from work.admin import BadLookupsAreBadLinks, ListsWithout
 
 
 def requeue_each(
@@ -217,8 +217,9 @@ def withdrawn_meanwhile(article_id: int) -> str:  # HTML: a link to the story
 
 
 @admin.register(Article)
-class ArticleAdmin(BadLookupsAreBadLinks):
+class ArticleAdmin(ListsWithout, BadLookupsAreBadLinks):
     form = ArticleForm
+    list_deferred = ("body", "published_body")  # the text and its live copy, 1 MiB each
     # tuple[str, ...]: the writer's desk (blogpublish.admin) shows more of each.
     list_display: tuple[str, ...] = (
         "title",

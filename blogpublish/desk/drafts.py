@@ -51,7 +51,7 @@ from publishing.services import (
     story_untrash,
     story_withdraw,
 )
-from work.admin import BadLookupsAreBadLinks
+from work.admin import BadLookupsAreBadLinks, ListsWithout
 
 method_post = method_decorator(require_POST)
 PUBLISH_PERMISSION = "publishing.change_article"
@@ -181,8 +181,9 @@ class ShelfFilter(admin.SimpleListFilter):
         return queryset
 
 
-class StoryAdmin(BadLookupsAreBadLinks):
+class StoryAdmin(ListsWithout, BadLookupsAreBadLinks):
     form = StoryForm
+    list_deferred = ("body", "publish_log")  # the text, 1 MiB, and earlier attempts
     change_form_template = "blogpublish/desk/story_change_form.html"
     list_display = ("title", "state", "changes", "slug", "version", "updated_at")
     list_filter = (ShelfFilter,)
