@@ -41,12 +41,12 @@ from publishing.services import (
     diff_too_large,
     revision_diff,
     stories_purge,
+    story_delete,
     story_preview_token,
     story_publish,
     story_restore,
     story_save,
     story_share,
-    story_trash,
     story_unshare,
     story_untrash,
     story_withdraw,
@@ -243,14 +243,14 @@ class StoryAdmin(ListsWithout, BadLookupsAreBadLinks):
         return not Article.objects.filter(pk=obj.pk).exists()
 
     def delete_model(self, request: HttpRequest, obj: Story) -> None:
-        """A delete moves the story to the trash (docs/writing.md); "Delete forever"
-        in the trash's list purges it."""
-        if obj.trashed_at is None:
-            story_trash(story_id=obj.pk)
+        """A delete moves the story to the trash (docs/writing.md); one of a story in the
+        trash deletes it for good, as "Delete forever" does (it did nothing, and said
+        "deleted successfully": a review's finding)."""
+        story_delete(story_id=obj.pk)
 
     def delete_queryset(self, request: HttpRequest, queryset) -> None:
-        for pk in queryset.filter(trashed_at__isnull=True).values_list("pk", flat=True):
-            story_trash(story_id=pk)
+        for pk in queryset.values_list("pk", flat=True):
+            story_delete(story_id=pk)
 
     @admin.action(description="Restore from the trash (as drafts)", permissions=["change"])
     def untrash(self, request: HttpRequest, queryset) -> None:

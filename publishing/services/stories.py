@@ -679,6 +679,21 @@ def _purge(stories: QuerySet[Story], *, limit: int | None = None) -> list[int]:
     return ids
 
 
+def story_delete(*, story_id: int) -> bool:
+    """A delete (the admin's, one or selected): a story in the trash is deleted for good,
+    as "Delete forever" does and as WordPress's delete in its trash does; any other goes
+    to the trash (story_trash). True when it was deleted for good (or is gone already:
+    purged meanwhile)."""
+    if _purge(Story.objects.filter(pk=story_id)):
+        return True
+    try:
+        # Not in the trash (or restored from it since the delete was confirmed): as asked.
+        story_trash(story_id=story_id)
+    except Story.DoesNotExist:
+        return True
+    return False
+
+
 def stories_purge(*, story_ids: Iterable[int]) -> int:
     """ "Delete forever" in the trash's list: those of these stories that are in the
     trash now (the others are left alone); how many."""

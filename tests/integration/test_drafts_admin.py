@@ -366,6 +366,27 @@ def test_delete_moves_to_the_trash_and_the_trash_restores_or_purges(admin_client
     assert not Story.objects.filter(pk=lose.pk).exists()
 
 
+def test_delete_in_the_trash_deletes_for_good_one_or_selected(admin_client):
+    """A delete of a story in the trash did nothing and said "deleted successfully" (a
+    review's finding): it deletes for good, as "Delete forever" does and as WordPress's
+    delete does in its trash; the page's Delete and the list's "Delete selected" alike."""
+    one, two, three, draft = (story_save(title=t, body="Text.") for t in ("1", "2", "3", "D"))
+    for story in (one, two, three):
+        story_trash(story_id=story.pk)
+
+    single = admin_client.post(f"/admin/publishing/story/{one.pk}/delete/", {"post": "yes"})
+    selected = admin_client.post(
+        "/admin/publishing/story/?state=trash",
+        {"action": "delete_selected", "_selected_action": [two.pk, three.pk], "post": "yes"},
+        follow=True,
+    )
+
+    assert single.status_code == 302
+    assert "Successfully deleted 2 stories." in selected.content.decode()
+    assert list(Story.objects.values_list("pk", flat=True)) == [draft.pk]
+    assert Revision.objects.filter(story_id__in=[one.pk, two.pk, three.pk]).count() == 0
+
+
 AUTOSAVE = "/admin/publishing/story/autosave/"
 
 
