@@ -45,6 +45,11 @@ class Preview:
     problems: list[str] = field(default_factory=list)  # what publishing would refuse
 
 
+# The date's errors the preview says as the form does (Django's code for a time that
+# does not exist, or exists twice, in the current time zone; ours for the years).
+PASSED_ON = frozenset({"publish_at_range", "ambiguous_timezone"})
+
+
 def publish_at_from(data, *, article_id: int | None = None) -> tuple:
     """The form's date and time (the admin's split widget), or now while they are not
     a valid date yet. A draft's empty date means "when published": the date publishing
@@ -57,7 +62,10 @@ def publish_at_from(data, *, article_id: int | None = None) -> tuple:
         )
         validate_publish_at(value)  # one past the years readers' pages can show
     except ValidationError as exc:
-        if exc.code == "publish_at_range":  # 0001-01-01 in Berlin was a 500 here
+        # What the form would say: a date past the calendar (0001-01-01 in Berlin was a
+        # 500 here), and a time the clocks skip or pass twice in the site's zone (a
+        # daylight-saving change: the form's "couldn't be interpreted in time zone…").
+        if exc.code in PASSED_ON:
             return timezone.now(), list(exc.messages)
         return timezone.now(), ["The publication date is not a valid date and time yet."]
     return value, []

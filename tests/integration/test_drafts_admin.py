@@ -507,6 +507,31 @@ def test_a_date_past_the_calendar_in_utc_is_a_preview_problem(admin_client, zone
             assert "The date must be in the years" in " ".join(response.json()["problems"])
 
 
+@pytest.mark.parametrize(
+    "day",
+    [
+        "2027-03-28",  # 02:30 does not exist in Berlin: the clocks go from 02:00 to 03:00
+        "2026-10-25",  # 02:30 is there twice: the clocks go back from 03:00 to 02:00
+    ],
+)
+def test_a_time_a_daylight_saving_change_skips_or_repeats_is_named_as_the_form_does(
+    admin_client, day
+):
+    """The preview said "not a valid date and time yet" where the form names the time
+    and the zone (a review's finding)."""
+    said = (
+        f"{day} 02:30:00 couldn’t be interpreted in time zone Europe/Berlin; it may be "
+        "ambiguous or it may not exist."
+    )
+    form = {"title": "Night", "body": "Text.", "publish_at_0": day, "publish_at_1": "02:30:00"}
+    with override_settings(TIME_ZONE="Europe/Berlin"):
+        saved = admin_client.post(STORY_ADD, {**form, "_save": "1"})
+        previewed = admin_client.post("/admin/publishing/article/preview/", form)
+
+    assert said in saved.content.decode()
+    assert previewed.json()["problems"] == [said]
+
+
 def test_a_refused_save_and_publish_saves_nothing(admin_client):
     """A draft may have an empty body, an article may not. Saved before its publish was
     refused, "Save and publish" on the add page left a draft holding `brand-new`, and the
