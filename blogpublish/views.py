@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 import mimetypes
+import threading
+import time
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import (
     Http404,
     HttpRequest,
@@ -184,13 +185,41 @@ BUSY_PAGE = (
 )
 # A shared link's page, kept this long per web process for the story's version: the
 # readers of one link share one render, not one each (the neighbours and related
-# articles around it are as recent as that).
+# articles around it are as recent as that). One page a story, at most
+# SHARED_PAGES_KEPT stories, the expired dropped at each keep: Django's local-memory
+# cache kept every version of an autosaved 1 MB draft until it was full (300 entries,
+# about 300 MB a process: a review of the mend).
 SHARED_PAGE_SECONDS = 10
+SHARED_PAGES_KEPT = 16
+_shared_pages: dict[int, tuple[str, float, str]] = {}  # story id → (version, until, page)
+_shared_pages_lock = threading.Lock()
+
+
+def _version_of(story) -> str:
+    return f"{story.version}:{story.updated_at.isoformat()}"
+
+
+def _shared_page_kept(story) -> str | None:
+    with _shared_pages_lock:
+        kept = _shared_pages.get(story.pk)
+    if kept is None or kept[0] != _version_of(story) or kept[1] <= time.monotonic():
+        return None
+    return kept[2]
+
+
+def _shared_page_keep(story, page: str) -> None:
+    now = time.monotonic()
+    with _shared_pages_lock:
+        for pk in [pk for pk, (_, until, _) in _shared_pages.items() if until <= now]:
+            del _shared_pages[pk]
+        _shared_pages.pop(story.pk, None)
+        while len(_shared_pages) >= SHARED_PAGES_KEPT:
+            del _shared_pages[min(_shared_pages, key=lambda pk: _shared_pages[pk][1])]
+        _shared_pages[story.pk] = (_version_of(story), now + SHARED_PAGE_SECONDS, page)
 
 
 def shared_preview_response(story) -> HttpResponse:
-    key = f"blogpublish:shared-preview:{story.pk}:{story.version}:{story.updated_at.isoformat()}"
-    page = cache.get(key)
+    page = _shared_page_kept(story)
     if page is None:
         try:
             with limits.render_slot():
@@ -203,5 +232,5 @@ def shared_preview_response(story) -> HttpResponse:
             return response
         except limits.PreviewTooSlow as exc:
             return HttpResponse(str(exc), status=503, content_type="text/plain")
-        cache.set(key, page, SHARED_PAGE_SECONDS)
+        _shared_page_keep(story, page)
     return HttpResponse(page, content_type=TYPES[".html"])

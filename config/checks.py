@@ -414,11 +414,32 @@ def allowed_hosts_problems(*, hosts: list[str], debug: bool) -> list[str]:
     """Outside DEBUG, Django answers 400 to every host not in ALLOWED_HOSTS: an empty
     list (`ALLOWED_HOSTS=,`) would refuse every request, silently. In DEBUG, Django
     lets localhost in with an empty list."""
+    # A URL where a host name goes (https://blog.example.com, blog.example.com/) matches
+    # no request's Host, and every request got 400 with nothing said (a review's finding).
+    urls = [host for host in hosts if "/" in host or "://" in host]
+    if urls:
+        return [
+            f"ALLOWED_HOSTS holds {', '.join(repr(u) for u in urls)}: host names only, without "
+            "a scheme or a path (e.g. blog.example.com); the site's address is SITE_URL."
+        ]
     if hosts or debug:
         return []
     return [
         "ALLOWED_HOSTS names no host, so every request would be refused (400) while DEBUG "
         "is off: give the site's host names, comma-separated (e.g. blog.example.com)."
+    ]
+
+
+def digest_lease_problems(*, lease: float, broker_hold_limit: tuple[str, float]) -> list[str]:
+    """The daily digest's task holds its message for up to its lease (its time limits are
+    80 % and 90 % of it): that must stay below the broker's hold limit, as the publish and
+    webhook leases do (it was not checked: a review's finding)."""
+    limit_name, limit = broker_hold_limit
+    if lease < limit:
+        return []
+    return [
+        f"DIGEST_LEASE_SECONDS = {lease}s must stay below {limit_name} ({limit}s): longer "
+        "waits are redelivered while still waiting (kombu#337)."
     ]
 
 

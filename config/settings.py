@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.checks import (
     allowed_hosts_problems,
     database_problems,
+    digest_lease_problems,
     endpoint_problems,
     mail_address_problems,
     metrics_token_problems,
@@ -252,7 +253,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # saves and claims queued behind a waiting ALTER wait as long), and a migration that
 # timed out is rolled back and tried again, up to MIGRATION_LOCK_RETRIES times
 # (work/management/commands/migrate.py).
-MIGRATION_LOCK_TIMEOUT = env_number("MIGRATION_LOCK_TIMEOUT", 2, minimum=0.001)
+# PostgreSQL's lock_timeout is a 32-bit count of milliseconds: past that, migrate failed
+# with "exceeds integer range" (a review's finding).
+MIGRATION_LOCK_TIMEOUT = env_number(
+    "MIGRATION_LOCK_TIMEOUT", 2, minimum=0.001, maximum=(2**31 - 1) // 1000
+)
 MIGRATION_LOCK_RETRIES = env_int("MIGRATION_LOCK_RETRIES", 20, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -398,7 +403,9 @@ SITE_STORAGE_MAX_ATTEMPTS = 2  # botocore counts the first request too
 # broker's visibility timeout (see CELERY_BROKER_TRANSPORT_OPTIONS).
 PUBLISH_RETRY_BACKOFF_MAX = env_int("PUBLISH_RETRY_BACKOFF_MAX", 600, minimum=1)
 # The catch-up (Celery Beat) runs this often; see CELERY_BEAT_SCHEDULE.
-PUBLISH_CATCHUP_INTERVAL = env_number("PUBLISH_CATCHUP_INTERVAL", 120, minimum=0)
+# At least a second: 0.01 had Beat send over a hundred catch-ups a second (a review's
+# finding); the safety net needs no more.
+PUBLISH_CATCHUP_INTERVAL = env_number("PUBLISH_CATCHUP_INTERVAL", 120, minimum=1)
 # Due pending rows untouched (and unsent) this long are sent again by the catch-up.
 PUBLISH_STALE_AFTER = env_number("PUBLISH_STALE_AFTER", 60, minimum=0)
 # At most this many rows are sent, and as many armed, per catch-up run.
@@ -672,6 +679,7 @@ if PUBLISH_WEBHOOK_URL:
         webhook_timeout=PUBLISH_WEBHOOK_TIMEOUT,
         broker_hold_limit=_broker_hold_limit,
     )
+_problems += digest_lease_problems(lease=DIGEST_LEASE_SECONDS, broker_hold_limit=_broker_hold_limit)
 _problems += brokers.queue_type_problems(kind=BROKER_KIND, queue_type=BROKER_QUEUE_TYPE)
 _problems += preview_settings_problems(
     rate_per_minute=PREVIEW_RATE_PER_MINUTE,

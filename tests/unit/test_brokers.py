@@ -225,6 +225,27 @@ def test_start_up_refuses_a_broker_setting_that_cannot_work(env, named):
     assert named in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"DIGEST_LEASE_SECONDS": "5000"}, "DIGEST_LEASE_SECONDS = 5000.0s must stay below"),
+        (
+            {"CELERY_BROKER_URL": "amqp://127.0.0.1//", "DIGEST_LEASE_SECONDS": "2500"},
+            "DIGEST_LEASE_SECONDS = 2500.0s must stay below RabbitMQ's consumer_timeout",
+        ),
+        ({"MIGRATION_LOCK_TIMEOUT": "3000000"}, "MIGRATION_LOCK_TIMEOUT=3000000 is above"),
+        ({"PUBLISH_CATCHUP_INTERVAL": "0.01"}, "PUBLISH_CATCHUP_INTERVAL=0.01 is below"),
+        ({"ALLOWED_HOSTS": "https://blog.example.com"}, "host names only, without a scheme"),
+        ({"ALLOWED_HOSTS": "blog.example.com/"}, "'blog.example.com/'"),
+    ],
+)
+def test_start_up_refuses_other_settings_that_cannot_work(env, named):
+    """A review's findings: each started, then failed later or never said why."""
+    result = start(env)
+    assert result.returncode != 0
+    assert named in result.stderr, result.stderr[-2000:]
+
+
 def test_start_up_on_rabbitmq_with_quorum_queues_is_accepted():
     result = start({"CELERY_BROKER_URL": "amqp://127.0.0.1//", "BROKER_QUEUE_TYPE": "quorum"})
     assert result.returncode == 0, result.stderr
