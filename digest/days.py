@@ -220,13 +220,23 @@ def _failed_try(day: date, token: int, *, attempt: int, exc: Exception) -> DayOu
     return outcome
 
 
+# The first wait after a failed try of a day's digest, doubled at each: 30, 60, 120 and
+# 240 s (under PUBLISH_RETRY_BACKOFF_MAX, 600) spread its five tries over about seven
+# minutes. From 1 s, a receiver or mail server restarting for 16 s at the digest's hour
+# spent the day's tries and failed it (a review's finding): a digest is daily, and
+# minutes late costs nothing.
+RETRY_FIRST_SECONDS = 30.0
+
+
 def _fail(day: date, token: int, *, attempt: int, error: str, permanent: bool) -> DayOutcome:
     last = permanent or attempt >= settings.DIGEST_MAX_ATTEMPTS
     changes: dict[str, Any] = {"last_error": lease.cut(error, ERROR_MAX_CHARS)}
     if last:
         changes["state"] = DigestState.FAILED
     else:
-        wait = lease.backoff(attempt, cap=settings.PUBLISH_RETRY_BACKOFF_MAX)
+        wait = lease.backoff(
+            attempt, cap=settings.PUBLISH_RETRY_BACKOFF_MAX, first=RETRY_FIRST_SECONDS
+        )
         changes["next_attempt_at"] = lease.now_plus(wait)
     if not lease.release(_pending(day), token, **changes):
         return DayOutcome.OVERTAKEN

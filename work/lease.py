@@ -551,7 +551,8 @@ def describe(exc: BaseException, limit: int = ERROR_MAX_CHARS) -> str:
     return cut(f"{type(exc).__name__}: {exc}", limit)
 
 
-def backoff(attempt: int, *, cap: float) -> float:
-    """Seconds before the try after `attempt` failed: 1, 2, 4 … capped at `cap`, as
-    Celery's `retry_backoff` (without its jitter)."""
-    return float(min(cap, 2 ** max(0, attempt - 1)))
+def backoff(attempt: int, *, cap: float, first: float = 1.0) -> float:
+    """Seconds before the try after `attempt` failed: `first`, then twice as long each
+    time (1, 2, 4 … by default), capped at `cap`, as Celery's `retry_backoff` (without
+    its jitter)."""
+    return float(min(cap, first * 2 ** max(0, attempt - 1)))

@@ -282,6 +282,21 @@ def test_a_webhook_failing_twice__posted_on_the_third_try_under_one_key_mailed_o
     assert row.attempts == 3
 
 
+def test_a_failed_try_waits_thirty_seconds_before_the_next(digest, settings):
+    """A day's five tries at 1, 2, 4 and 8 s were spent by a receiver restarting for
+    16 s (a review's finding); now the waits start at half a minute."""
+    settings.PUBLISH_RETRY_BACKOFF_MAX = 600  # production's cap (the tests' is 2 s)
+    digest["smtp"].control(fail=1)
+    day = digest_yesterday() - timedelta(days=5)
+    before = timezone.now()
+    with pytest.raises(CommandError, match="failed"):
+        call_command("send_digest", "--date", day.isoformat())
+
+    row = Digest.objects.get(day=day)
+    assert row.attempts == 1
+    assert 29 <= (row.next_attempt_at - before).total_seconds() <= 60
+
+
 def test_send_digest_date_that_fails_exits_1_and_a_second_run_sends_it(digest):
     smtp = digest["smtp"]
     day = digest_yesterday() - timedelta(days=3)
