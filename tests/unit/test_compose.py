@@ -1,5 +1,7 @@
 """docker-compose.yml's structure (no Docker engine runs here, so the file is read, not
-run): one site for any number of workers, and the object-storage and RabbitMQ profiles."""
+run): one site for any number of workers, the migrations before every process, .env's
+settings not shadowed, signals reaching the processes, and the object-storage and
+RabbitMQ profiles."""
 
 from __future__ import annotations
 
@@ -38,11 +40,11 @@ def test_every_app_process_runs_the_same_image_on_the_same_site(compose):
         assert "container_name" not in service, name
         env = service["environment"]
         assert env["SITE_ROOT"] == "${DOCKER_SITE_ROOT:-/app/var/site}", name
-        assert env["DATABASE_URL"].startswith("postgres://"), (
+        assert env["DATABASE_URL"].startswith("${DOCKER_DATABASE_URL:-postgres://"), (
             f"{name}: several hosts need PostgreSQL"
         )
         assert "site:/app/var/site" in service["volumes"], name
-        assert set(service["depends_on"]) == {"postgres", "redis"}, name
+        assert set(service["depends_on"]) == {"postgres", "redis", "migrate"}, name
     assert set(compose["volumes"]) >= {"site", "pgdata"}
 
 
@@ -68,7 +70,71 @@ def test_rabbitmq_is_a_profile(compose):
 
 def test_services_outside_a_profile_are_the_default_set(compose):
     default = {n for n, s in compose["services"].items() if "profiles" not in s}
-    assert default == {*APP_SERVICES, "redis", "postgres"}
+    assert default == {*APP_SERVICES, "migrate", "redis", "postgres"}
+
+
+def test_the_migrations_run_once_before_every_process(compose):
+    """A one-shot `migrate` that web, the workers, Beat and Flower wait for: with the
+    migrations in web's start, the workers and Beat ran before them (Beat logged
+    `relation "publishing_article" does not exist` on a first `up`; on an upgrade the new
+    workers ran on the old schema: a review's finding)."""
+    services = compose["services"]
+    migrate = services["migrate"]
+    assert migrate["command"] == "python manage.py migrate --noinput"
+    assert migrate["restart"] == "no"  # unless-stopped would run it again, for ever
+    assert "migrate" not in migrate["depends_on"]
+    for name in APP_SERVICES:
+        assert services[name]["depends_on"]["migrate"] == {
+            "condition": "service_completed_successfully"
+        }, name
+        assert "migrate" not in services[name]["command"], name
+
+
+def test_no_environment_key_shadows_what_env_sets(compose):
+    """`environment:` wins over `env_file: .env`: a literal value there for a variable
+    .env.example documents silently overrode the operator's (ALLOWED_HOSTS once: every
+    request of a deploy answered 400; a review's finding). Such a key is an
+    interpolation, which compose fills from .env or the shell, with a default."""
+    documented = {
+        line.split("=", 1)[0]
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if re.match(r"^[A-Z_]+=", line)
+    }
+    for name in (*APP_SERVICES, "migrate"):
+        service = compose["services"][name]
+        assert service["env_file"] == ".env", name
+        for key, value in service["environment"].items():
+            if key in documented:
+                assert re.fullmatch(r"\$\{[A-Z_]+:-[^}]*\}", str(value)), (name, key, value)
+
+
+def test_pid_1_of_every_app_container_is_the_process(compose):
+    """A `sh -c` command stays PID 1 unless it ends in `exec`: sh passes no SIGTERM on,
+    so `docker compose stop` killed gunicorn after the grace period (a review's
+    finding)."""
+    for name in (*APP_SERVICES, "migrate"):
+        command = compose["services"][name]["command"]
+        if command.startswith("sh -c"):
+            assert command.split("&&")[-1].strip().startswith("exec "), (name, command)
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration (`2m`, `130s`, `1m30s`) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|m|s)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * (units[u] if u != "ms" else 0.001) for n, u in parts)
+
+
+def test_a_worker_stopped_finishes_its_running_publish(compose):
+    """Docker kills a container 10 s after its SIGTERM unless stop_grace_period says
+    otherwise: a publish in its warm shutdown may run to its hard time limit (a review's
+    finding)."""
+    from django.conf import settings
+
+    for name in ("worker", "webhooks"):
+        grace = compose["services"][name].get("stop_grace_period", "10s")
+        assert _seconds(grace) > settings.PUBLISH_TIME_LIMIT + 5, (name, grace)
 
 
 def _consumed(command: str, queues: list[str]) -> set[str]:
