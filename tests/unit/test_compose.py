@@ -10,6 +10,7 @@ import re
 import pytest
 import yaml
 
+from tests.support.dockerfile import read_image
 from tests.support.processes import ROOT
 
 APP_SERVICES = ("web", "worker", "webhooks", "beat", "flower")
@@ -167,3 +168,18 @@ def test_every_queue_has_a_worker_and_no_delivery_holds_a_publishers_process(sou
     assert set().union(*consumed) == set(queues)
     for taken in consumed:
         assert not ("blogpublish" in taken and webhooks_queue("blogpublish") in taken), taken
+
+
+def test_web_and_the_workers_have_healthchecks(compose):
+    """docker compose ps says whether web answers /healthz as the deployment's settings
+    let it (config/healthcheck.py, tests/unit/test_healthcheck.py) and whether each
+    worker's own node answers a ping (a review's finding)."""
+    services = compose["services"]
+    assert services["web"]["healthcheck"]["test"] == ["CMD", "python", "config/healthcheck.py"]
+    assert ("config", "config") in [(s, d) for sources, d in read_image().copies for s in sources]
+    for name in ("worker", "webhooks"):
+        test = services[name]["healthcheck"]["test"]
+        assert test[0] == "CMD-SHELL", name
+        # $$: compose leaves $HOSTNAME to the container's shell, Celery's %h there.
+        assert "inspect ping -d celery@$$HOSTNAME " in test[1], name
+        assert " -n " not in services[name]["command"], name  # else another node name
