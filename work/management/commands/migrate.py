@@ -18,7 +18,15 @@ transaction longer than MIGRATION_LOCK_TIMEOUT and left an INVALID index of that
 which made every later run fail ("already exists").
 
 A non-atomic migration (a batched backfill) that times out may be partly applied: it is
-not tried again, and the error says so. Elsewhere (SQLite) this is Django's `migrate`.
+not tried again, and the error says so.
+
+Two at once (several web replicas, each migrating as it starts) take turns: the run
+holds a session-level advisory lock of a fixed key (MIGRATE_LOCK_KEY) from before it
+reads which migrations are applied until it ends, so the second waits for the first,
+then finds nothing to do. Both read the plan before either applied it, and the second
+died with `column … already exists`.
+
+Elsewhere (SQLite: one writer, one host) this is Django's `migrate`.
 """
 
 from __future__ import annotations
@@ -33,8 +41,13 @@ from django.core.management.commands.migrate import Command as DjangoMigrate
 from django.db import DatabaseError, OperationalError, connections
 from django.db.migrations import Migration
 
+from work.db import advisory_key
+
 # PostgreSQL's SQLSTATE for "lock_timeout expired" (lock_not_available).
 LOCK_NOT_AVAILABLE = "55P03"
+
+# The advisory lock one `migrate` at a time holds, the same on every host.
+MIGRATE_LOCK_KEY = advisory_key("migrate", "schema")
 
 
 # Statements whose wait for a lock blocks no read or write of the table.
@@ -71,6 +84,30 @@ class Command(DjangoMigrate):
     def handle(self, *args, **options):
         self._connection = connections[options["database"]]
         self._current: Migration | None = None
+        with self._one_at_a_time():
+            return self._migrate(*args, **options)
+
+    @contextlib.contextmanager
+    def _one_at_a_time(self):
+        """MIGRATE_LOCK_KEY held for the whole run, waited for as long as another run
+        holds it (no lock_timeout: it is set after). A session lock: the migrations'
+        own transactions neither need nor end it; a connection lost lets it go."""
+        if self._connection.vendor != "postgresql":
+            yield
+            return
+        with self._connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [MIGRATE_LOCK_KEY])
+            if not cursor.fetchone()[0]:
+                self.stderr.write("migrate: another migrate is running; waiting for it to end")
+                cursor.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK_KEY])
+        try:
+            yield
+        finally:
+            if self._connection.connection is not None:
+                with contextlib.suppress(DatabaseError), self._connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK_KEY])
+
+    def _migrate(self, *args, **options):
         retry = 0
         while True:
             self._set_lock_timeout()

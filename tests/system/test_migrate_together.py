@@ -1,0 +1,85 @@
+"""Two `manage.py migrate` at once on one fresh PostgreSQL database (several web
+replicas, each migrating as it starts): the second waits for the first's advisory lock,
+then finds nothing to do (work/management/commands/migrate.py). Both read the plan
+before either applied it, and the second died with `column … already exists` (a
+review's finding). SQLite has one host and one writer: PostgreSQL only."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+
+import psycopg
+import pytest
+from django.db import connection
+
+from tests.support.processes import ROOT
+from tests.support.waiting import wait_for
+from work.management.commands.migrate import MIGRATE_LOCK_KEY
+
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="advisory locks: PostgreSQL's"),
+]
+
+
+@pytest.fixture
+def database() -> str:
+    admin = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    name = f"bp_migrate_{secrets.token_hex(4)}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield f"{admin.rsplit('/', 1)[0]}/{name}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def waiting_for_the_lock(conn: psycopg.Connection) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    ).fetchone()
+    return row[0] if row else 0
+
+
+def test_two_migrates_at_once_both_succeed(database, tmp_path):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": database,
+        "SITE_ROOT": str(tmp_path / "site"),
+    }
+    command = [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"]
+    with psycopg.connect(database, autocommit=True) as holder:
+        # Held here until both wait, so that both start together however the two
+        # interpreters' start-ups fall; released, one migrates and the other waits.
+        holder.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK_KEY])
+        runs = [
+            subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            for _ in range(2)
+        ]
+        try:
+            wait_for(
+                lambda: (
+                    waiting_for_the_lock(holder) == 2 or any(r.poll() is not None for r in runs)
+                ),
+                timeout=120,
+                what="both migrates to wait for the lock",
+            )
+        finally:
+            holder.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK_KEY])
+        outcomes = [(run.communicate(timeout=300)[1], run.returncode) for run in runs]
+
+    for err, code in outcomes:
+        assert code == 0, err.decode()[-3000:]
+        assert b"another migrate is running; waiting" in err
+    with psycopg.connect(database) as conn:
+        twice = conn.execute(
+            "SELECT app, name FROM django_migrations GROUP BY app, name HAVING count(*) > 1"
+        ).fetchall()
+    assert twice == []
