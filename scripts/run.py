@@ -1,7 +1,8 @@
 """`make run`: everything a newcomer needs, on local defaults, in one command.
 
 Sets DEBUG=1 (unless DEBUG is set: production is the default everywhere else), checks
-that a broker answers, migrates, makes the local admin with a generated password when
+that its ports are free and that a broker and the database answer (one line each if
+not, not a traceback), migrates, makes the local admin with a generated password when
 there is none (a password changed since is left alone), and generates Flower's
 credentials (both kept in var/local-credentials.json, printed every time), then
 starts web, worker (and the webhook's own), beat and Flower from the Procfile with
@@ -16,6 +17,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -45,7 +47,7 @@ def credentials() -> dict:
     or where the kept Flower password is one Flower would now refuse to start with."""
     from config.checks import flower_basic_auth_problems
 
-    kept = json.loads(CREDENTIALS.read_text()) if CREDENTIALS.exists() else {}
+    kept = kept_credentials()
     creds = {
         "admin_user": "admin",
         "admin_password": secrets.token_urlsafe(18),
@@ -57,10 +59,49 @@ def credentials() -> dict:
     if kept.keys() >= creds.keys():
         return kept
     creds |= kept
-    CREDENTIALS.parent.mkdir(mode=0o700, exist_ok=True)  # var/: the database is in it too
-    CREDENTIALS.touch(mode=0o600)
-    CREDENTIALS.write_text(json.dumps(creds, indent=2))
+    write_atomically(CREDENTIALS, json.dumps(creds, indent=2))
     return creds
+
+
+def kept_credentials() -> dict:
+    """What var/local-credentials.json keeps; nothing (so new ones are made) when it is
+    missing, or not the JSON object this script writes (an empty file: a write cut
+    short by an earlier version), which is said on stderr."""
+    try:
+        kept = json.loads(CREDENTIALS.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        kept = exc
+    if isinstance(kept, dict) and all(isinstance(v, str) for v in kept.values()):
+        return kept
+    why = f"{type(kept).__name__}: {kept}" if isinstance(kept, Exception) else "not an object"
+    shown = CREDENTIALS.relative_to(ROOT) if CREDENTIALS.is_relative_to(ROOT) else CREDENTIALS
+    print(
+        f"{shown} is unreadable ({why}): new credentials are "
+        "written in its place. A local admin made before keeps its password: "
+        "`DEBUG=1 .venv/bin/python manage.py changepassword admin` sets another.",
+        file=sys.stderr,
+    )
+    return {}
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """`text` as `path`, readable by its owner alone, whole or not at all: a temporary
+    file beside it, flushed, then renamed over it (touch-then-write left an empty file
+    when the write failed, and the next `make run` a JSONDecodeError)."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)  # var/: the database is in it too
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
 
 
 def ensure_admin(username: str, password: str) -> bool:
@@ -99,6 +140,15 @@ def main() -> int:
     flower_port = port_from_env("FLOWER_PORT", 5555)
     if web_port is None or flower_port is None:
         return 1
+    taken = ports_taken({"WEB_PORT": web_port, "FLOWER_PORT": flower_port})
+    if taken:
+        print(
+            f"{taken}. Give this `make run` free ports: `WEB_PORT=8080 FLOWER_PORT=5566 "
+            "make run`; a second `make run` on this machine also needs a broker db of its "
+            "own: CELERY_BROKER_URL=redis://127.0.0.1:6379/1.",
+            file=sys.stderr,
+        )
+        return 1
     os.environ.setdefault("SITE_URL", f"http://127.0.0.1:{web_port}")
     import django
     from django.core.exceptions import ImproperlyConfigured
@@ -126,6 +176,16 @@ def main() -> int:
         )
         return 1
 
+    from work.db import database_unreachable
+
+    problem = database_unreachable()
+    if problem:  # not call_command's traceback (72 lines for a PostgreSQL not running)
+        print(
+            f"No database answers at {problem}. Start it or create the database, "
+            "or point DATABASE_URL at one (unset: SQLite in var/).",
+            file=sys.stderr,
+        )
+        return 1
     call_command("migrate", interactive=False, verbosity=0)
     creds = credentials()
     kept_password = ensure_admin(creds["admin_user"], creds["admin_password"])
@@ -192,6 +252,26 @@ def run_until_stopped(command: list[str], env: dict[str, str]) -> int:
             return child.wait()
         except InterruptedError:  # pragma: no cover - PEP 475 retries wait() itself
             continue
+
+
+def ports_taken(ports: dict[str, int]) -> str | None:
+    """None if each port is free on 127.0.0.1 (where runserver and Flower listen), else
+    which are taken: a second `make run` printed its banner and then failed in honcho's
+    interleaved output, its Flower's error lost among the first one's."""
+    if len(set(ports.values())) < len(ports):
+        return "WEB_PORT and FLOWER_PORT are the same port ({})".format(
+            ", ".join(f"{name}={port}" for name, port in ports.items())
+        )
+    taken = []
+    for name, port in ports.items():
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # As the servers bind: a port in TIME_WAIT is free to them.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError as exc:
+                taken.append(f"{name}={port} is taken ({exc.strerror or exc})")
+    return "; ".join(taken) or None
 
 
 def port_from_env(name: str, default: int) -> int | None:

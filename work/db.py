@@ -245,3 +245,33 @@ def advisory_locks(keys: Iterable[int], *, using: str = "default") -> None:
 
 # PostgreSQL's protocol carries at most 65,535 parameters a statement.
 ADVISORY_LOCKS_PER_STATEMENT = 10_000
+
+
+def database_unreachable(using: str = "default") -> str | None:
+    """None if the database answers, else why not in one line, naming DATABASE_URL
+    without its password (`make run` and `migrate` say it instead of a traceback:
+    PostgreSQL not running, a database not created, a refused login)."""
+    from django.conf import settings
+    from django.db import DatabaseError
+
+    connection = connections[using]
+    try:
+        connection.ensure_connection()
+    except DatabaseError as exc:
+        why = " ".join(str(exc).split()) or type(exc).__name__  # psycopg's spans lines
+        where = getattr(settings, "DATABASE_URL", "") if using == "default" else ""
+        named = f"DATABASE_URL={without_password(where)}" if where else f"database {using!r}"
+        return f"{named}: {why}"
+    return None
+
+
+def without_password(url: str) -> str:
+    """`url` with its password (if any) as `***`."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,3 +112,120 @@ def test_a_port_that_is_not_one_is_refused_with_its_name(raw, monkeypatch, capsy
 
 def test_a_port_is_read():
     assert run_script().port_from_env("BLOGPUBLISH_UNSET_PORT", 8000) == 8000
+
+
+def run_main(**env_vars: str) -> subprocess.CompletedProcess:
+    """scripts/run.py in a process of its own, on free ports unless told otherwise."""
+    env = {
+        **os.environ,
+        "WEB_PORT": str(free_port()),
+        "FLOWER_PORT": str(free_port()),
+        **env_vars,
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "run.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "command", [["scripts/run.py"], ["manage.py", "migrate", "--noinput"]], ids=["run", "migrate"]
+)
+def test_a_database_that_does_not_answer_is_one_line_naming_database_url(command):
+    """A PostgreSQL not running (or a database not created) was a 72-line traceback from
+    the migrations' loader (a review's finding); the password stays out of it."""
+    port = free_port()  # nothing listens there
+    url = f"postgres://blog:s3cret@127.0.0.1:{port}/blogpublish"
+    env = {**os.environ, "DEBUG": "1", "DATABASE_URL": url, "WEB_PORT": str(free_port())}
+    env["FLOWER_PORT"] = str(free_port())
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+
+    done = subprocess.run(
+        [sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"DATABASE_URL=postgres://blog:***@127.0.0.1:{port}/blogpublish: " in done.stderr
+    assert "Connection refused" in done.stderr
+    assert "s3cret" not in done.stderr
+
+
+def test_a_port_taken_is_named_before_anything_starts():
+    """A second `make run` printed its banner, then its web and Flower failed among the
+    first one's output (a review's finding). Its database does not answer here either:
+    without the check the run would stop at that instead, never start anything."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_main(
+            FLOWER_PORT=str(port), DATABASE_URL=f"postgres://x@127.0.0.1:{free_port()}/x"
+        )
+
+    assert done.returncode == 1
+    assert f"FLOWER_PORT={port} is taken" in done.stderr
+    assert "WEB_PORT" not in done.stderr.split(".")[0]  # the free one is not named
+    assert "CELERY_BROKER_URL=redis://127.0.0.1:6379/1" in done.stderr
+    assert "blogpublish is starting" not in done.stdout
+
+
+def test_the_same_port_twice_is_refused():
+    assert "the same port" in run_script().ports_taken({"WEB_PORT": 8123, "FLOWER_PORT": 8123})
+
+
+@pytest.fixture
+def script(tmp_path, monkeypatch):
+    module = run_script()
+    monkeypatch.setattr(module, "CREDENTIALS", tmp_path / "var" / "local-credentials.json")
+    return module
+
+
+@pytest.mark.parametrize("kept", ["", '{"admin_user": "adm', "[]", "\xff"])
+def test_an_unreadable_credentials_file_is_written_again(script, kept, capsys):
+    """An empty file (a write cut short) was a JSONDecodeError's traceback on every
+    later `make run` (a review's finding)."""
+    script.CREDENTIALS.parent.mkdir()
+    script.CREDENTIALS.write_text(kept, encoding="latin-1")
+
+    creds = script.credentials()
+
+    assert json.loads(script.CREDENTIALS.read_text()) == creds
+    assert set(creds) == {"admin_user", "admin_password", "flower_user", "flower_password"}
+    assert "is unreadable" in capsys.readouterr().err
+
+
+def test_the_credentials_are_written_whole_or_not_at_all(tmp_path):
+    """touch, then write_text: a write that failed (a full disk) left an empty or half
+    file, and every later `make run` a JSONDecodeError (a review's finding). The disk is
+    full here by RLIMIT_FSIZE, in a process of its own."""
+    creds = tmp_path / "var" / "local-credentials.json"
+    code = f"""
+import importlib.util, json, resource, signal, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("make_run", {str(ROOT / "scripts" / "run.py")!r})
+script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(script)
+script.CREDENTIALS = Path({str(creds)!r})
+kept = script.credentials()
+kept["flower_password"] = "short"  # one Flower refuses: written again
+script.CREDENTIALS.write_text(json.dumps(kept))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (40, 40))
+try:
+    script.credentials()
+except OSError as exc:
+    print("failed:", exc)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+    assert "failed: [Errno 27] File too large" in done.stdout, done.stdout + done.stderr
+    assert json.loads(creds.read_text())["flower_password"] == "short"  # as it was
+    assert [p.name for p in creds.parent.iterdir()] == ["local-credentials.json"]
+    assert stat.S_IMODE(creds.stat().st_mode) == 0o600

@@ -37,11 +37,12 @@ import re
 import time
 
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.core.management.commands.migrate import Command as DjangoMigrate
 from django.db import DatabaseError, OperationalError, connections
 from django.db.migrations import Migration
 
-from work.db import advisory_key
+from work.db import advisory_key, database_unreachable
 
 # PostgreSQL's SQLSTATE for "lock_timeout expired" (lock_not_available).
 LOCK_NOT_AVAILABLE = "55P03"
@@ -82,6 +83,9 @@ class Command(DjangoMigrate):
     )
 
     def handle(self, *args, **options):
+        problem = database_unreachable(options["database"])
+        if problem:  # one line, not Django's traceback from deep in the loader
+            raise CommandError(f"no database answers at {problem}")
         self._connection = connections[options["database"]]
         self._current: Migration | None = None
         with self._one_at_a_time():
