@@ -94,6 +94,15 @@ WHY_RUNPYTHON = (
     "False that updates in batches, each its own transaction"
 )
 WHY_WHOLE = "holds the table for as long as it runs"
+WHY_DO = (
+    "a DO block that names a hot table writes it (or alters it) inside the migration's"
+    " transaction; do it as plain SQL the check can read, or backfill in batches in a"
+    " migration of its own with atomic = False"
+)
+WHY_TIMEOUT = (
+    "sets the session's lock or statement timeout: migrate's MIGRATION_LOCK_TIMEOUT no"
+    " longer bounds the waits of the statements after it"
+)
 WHY_SET = "rewrites the table under ACCESS EXCLUSIVE"
 
 
@@ -144,6 +153,58 @@ _WHOLE_TABLE = re.compile(
 )
 
 
+_DO = re.compile(r"^\s*DO\b", re.I)
+# SET/RESET of either timeout anywhere (a DO block's too), RESET ALL, set_config().
+_TIMEOUT = re.compile(
+    r"\b(?:SET|RESET)\s+(?:SESSION\s+|LOCAL\s+)?(?:lock_timeout|statement_timeout)\b"
+    r"|^\s*RESET\s+ALL\b|\bset_config\s*\(\s*'(?:lock_timeout|statement_timeout)'",
+    re.I | re.M,
+)
+_DOLLAR = re.compile(r"\$(?:[A-Za-z_]\w*)?\$")
+_BODY_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
+
+
+def _statements(sql: str) -> list[str]:
+    """One string of SQL as the statements it holds, each without its comments (`--`
+    and `/* */`, nested as PostgreSQL nests them), so a comment before a statement hides
+    nothing. A quoted string stays whole (its `;` and `--` are its own); so does a
+    dollar-quoted body (a DO block's), less its comments."""
+    out: list[str] = []
+    current: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        two = sql[i : i + 2]
+        if two == "--":
+            end = sql.find("\n", i)
+            i = n if end < 0 else end
+        elif two == "/*":
+            depth, i = 1, i + 2
+            while i < n and depth:
+                step = sql[i : i + 2]
+                depth += {"/*": 1, "*/": -1}.get(step, 0)
+                i += 2 if step in ("/*", "*/") else 1
+            current.append(" ")
+        elif sql[i] == "'":
+            end = i + 1
+            while end < n and (sql[end] != "'" or sql[end + 1 : end + 2] == "'"):
+                end += 2 if sql[end : end + 2] == "''" else 1
+            current.append(sql[i : end + 1])
+            i = end + 1
+        elif (tag := _DOLLAR.match(sql, i)) and not sql[i - 1 : i].isalnum():
+            end = sql.find(tag.group(0), tag.end())
+            end = n if end < 0 else end + len(tag.group(0))
+            current.append(_BODY_COMMENT.sub(" ", sql[i:end]))
+            i = end
+        elif sql[i] == ";":
+            out.append("".join(current))
+            current, i = [], i + 1
+        else:
+            current.append(sql[i])
+            i += 1
+    out.append("".join(current))
+    return [s.strip() for s in out if s.strip()]
+
+
 def _clauses(action: str) -> list[str]:
     """The comma-separated actions of one ALTER TABLE (commas inside parentheses kept)."""
     parts, depth, current = [], 0, []
@@ -165,11 +226,15 @@ def statement_problems(statements: list[str], context: Context) -> list[tuple[st
     """(rule, what) for each statement of one migration that breaks a rule."""
     found: list[tuple[str, str]] = []
     added_not_null: dict[tuple[str, str], bool] = {}  # (table, column) -> has a default
-    for sql in statements:
-        sql = sql.strip().rstrip(";")
-        if not sql or sql.startswith("--"):
-            continue
+    for sql in (one for text in statements for one in _statements(text)):
         short = " ".join(sql.split())[:160]
+        if _TIMEOUT.search(sql):
+            found.append(("timeout-changed", f"{short}: {WHY_TIMEOUT}"))
+            continue
+        if _DO.match(sql):
+            if any(re.search(rf"\b{table}\b", sql, re.I) for table in HOT_TABLES):
+                found.append(("backfill-in-ddl", f"{short}: {WHY_DO}"))
+            continue
         if m := _CREATE_TABLE.match(sql):
             context.created.add(_name(m.group(1)))
             continue

@@ -110,6 +110,28 @@ def rules(*statements: str) -> list[str]:
         (['CREATE INDEX "i" ON "publishing_articlecount" ("n");'], ["index-not-concurrent"]),
         (['ALTER TABLE "publishing_articlecount" ALTER COLUMN "n" TYPE numeric;'], ["rewrite"]),
         (["UPDATE publishing_articlecount SET n = 0;"], ["backfill-in-ddl"]),
+        # comments hide nothing (review of the check: each of these passed it)
+        (["-- backfill\nUPDATE publishing_article SET byline = '';"], ["backfill-in-ddl"]),
+        (["/* x */ CREATE INDEX i ON publishing_article (title);"], ["index-not-concurrent"]),
+        (["/* a /* nested */ one */ TRUNCATE publishing_article;"], ["rewrite"]),
+        # ... nor does a second statement in one string; a quoted `;` or `--` is the string's
+        (["SELECT 1; UPDATE publishing_article SET byline = '';"], ["backfill-in-ddl"]),
+        (["SELECT ';--'; UPDATE publishing_article SET byline = '';"], ["backfill-in-ddl"]),
+        (["SELECT 'UPDATE publishing_article SET byline = 1';"], []),
+        # a DO block is a write to each hot table it names
+        (
+            ["DO $$ BEGIN UPDATE publishing_article SET byline = ''; END $$;"],
+            ["backfill-in-ddl"],
+        ),
+        (["DO LANGUAGE plpgsql $x$ BEGIN DELETE FROM publishing_story; END $x$;"], []),
+        (["DO $$ BEGIN -- publishing_article\n PERFORM 1; END $$;"], []),
+        # the timeouts migrate sets are its own
+        (["SET lock_timeout = 0;"], ["timeout-changed"]),
+        (["set local statement_timeout to '1h';"], ["timeout-changed"]),
+        (["RESET lock_timeout;"], ["timeout-changed"]),
+        (["RESET ALL;"], ["timeout-changed"]),
+        (["SELECT set_config('lock_timeout', '0', false);"], ["timeout-changed"]),
+        (["DO $$ BEGIN SET lock_timeout = 0; END $$;"], ["timeout-changed"]),
     ],
 )
 def test_statement_rules(statements, expected):
