@@ -85,6 +85,11 @@ WHY_VALIDATE = (
     "checks every row while it holds the table; add it NOT VALID, then VALIDATE "
     "CONSTRAINT in a later migration"
 )
+WHY_INLINE_CHECK = (
+    "a column added with its CHECK, or its foreign key and a default, is checked on every"
+    " row under ACCESS EXCLUSIVE; add the column without it, the constraint NOT VALID,"
+    " VALIDATE CONSTRAINT in a later migration"
+)
 WHY_UNIQUE = (
     "builds its index under ACCESS EXCLUSIVE; CREATE UNIQUE INDEX CONCURRENTLY, then "
     "ADD CONSTRAINT … USING INDEX"
@@ -287,6 +292,7 @@ def _alter_problems(table, clause, context, added_not_null, short) -> list[tuple
             found.append(("rewrite", f"{short}: {WHY_VOLATILE}"))
         if hot and re.search(r"\bUNIQUE\b|\bPRIMARY\s+KEY\b", rest_up):
             found.append(("index-under-lock", f"{short}: {WHY_UNIQUE_COLUMN}"))
+        found += _inline_check_problems(table, rest, context, short)
         if "NOT NULL" in rest_up and "PRIMARY KEY" not in rest_up:
             added_not_null[(table, column)] = "DEFAULT" in rest_up
         return found
@@ -310,6 +316,22 @@ def _alter_problems(table, clause, context, added_not_null, short) -> list[tuple
     if re.match(r"SET\s+(TABLESPACE|LOGGED|UNLOGGED|WITHOUT\s+OIDS)", up) and hot:
         found.append(("rewrite", f"{short}: {WHY_SET}"))
     return found
+
+
+def _inline_check_problems(table, rest, context, short) -> list[tuple[str, str]]:
+    """An ADD COLUMN's own CHECK, or its REFERENCES with a default that is not NULL:
+    PostgreSQL checks every row under the ALTER's ACCESS EXCLUSIVE (a foreign key's
+    table held too), and inline there is no NOT VALID to say."""
+    if table in context.created:
+        return []
+    rest_up = " ".join(rest.split()).upper()
+    referenced = {_name(r) for r in re.findall(rf"\bREFERENCES\s+{_TABLE}", rest, re.I)}
+    with_default = re.search(r"\bDEFAULT\s+(?!NULL\b)", rest_up)
+    if (table in HOT_TABLES and re.search(r"\bCHECK\b", rest_up)) or (
+        referenced and with_default and ({table} | referenced) & HOT_TABLES
+    ):
+        return [("validate-under-lock", f"{short}: {WHY_INLINE_CHECK}")]
+    return []
 
 
 def _constraint_problems(table, clause, context, short) -> list[tuple[str, str]]:

@@ -110,6 +110,43 @@ def rules(*statements: str) -> list[str]:
         (['CREATE INDEX "i" ON "publishing_articlecount" ("n");'], ["index-not-concurrent"]),
         (['ALTER TABLE "publishing_articlecount" ALTER COLUMN "n" TYPE numeric;'], ["rewrite"]),
         (["UPDATE publishing_articlecount SET n = 0;"], ["backfill-in-ddl"]),
+        # an added column's own CHECK, or its foreign key with a default: every row checked
+        # under the ALTER's lock (review of the check: each passed it). Django's SQL for
+        # PositiveIntegerField(db_default=0), ForeignKey(db_default=1) and (null=True):
+        (
+            [f'ALTER TABLE {ART} ADD COLUMN "n" integer DEFAULT 0 NOT NULL CHECK ("n" >= 0);'],
+            ["validate-under-lock"],
+        ),
+        (
+            [f'ALTER TABLE {ART} ADD COLUMN "n" integer NULL CHECK ("n" >= 0);'],
+            ["validate-under-lock"],
+        ),
+        (['ALTER TABLE "publishing_story" ADD COLUMN "n" integer NULL CHECK ("n" >= 0);'], []),
+        (
+            [
+                'ALTER TABLE "publishing_story" ADD COLUMN "art_id" integer DEFAULT 1 NOT NULL'
+                ' CONSTRAINT "publishing_story_art_id_f65cc19f_fk_publishing_article_id"'
+                f' REFERENCES {ART}("id") DEFERRABLE INITIALLY DEFERRED; SET CONSTRAINTS'
+                ' "publishing_story_art_id_f65cc19f_fk_publishing_article_id" IMMEDIATE;'
+            ],
+            ["validate-under-lock"],
+        ),
+        (
+            [
+                f'ALTER TABLE {ATT} ADD COLUMN "s_id" integer DEFAULT 1 NOT NULL CONSTRAINT "f"'
+                ' REFERENCES "publishing_story"("id") DEFERRABLE INITIALLY DEFERRED;'
+            ],
+            ["validate-under-lock"],
+        ),
+        # ... a nullable one without a default has nothing to check (PostgreSQL skips it)
+        (
+            [
+                'ALTER TABLE "publishing_story" ADD COLUMN "art2_id" integer NULL CONSTRAINT'
+                f' "f" REFERENCES {ART}("id") DEFERRABLE INITIALLY DEFERRED; SET CONSTRAINTS'
+                ' "f" IMMEDIATE;'
+            ],
+            [],
+        ),
         # comments hide nothing (review of the check: each of these passed it)
         (["-- backfill\nUPDATE publishing_article SET byline = '';"], ["backfill-in-ddl"]),
         (["/* x */ CREATE INDEX i ON publishing_article (title);"], ["index-not-concurrent"]),
