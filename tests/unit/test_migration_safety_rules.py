@@ -110,6 +110,19 @@ def rules(*statements: str) -> list[str]:
         (['CREATE INDEX "i" ON "publishing_articlecount" ("n");'], ["index-not-concurrent"]),
         (['ALTER TABLE "publishing_articlecount" ALTER COLUMN "n" TYPE numeric;'], ["rewrite"]),
         (["UPDATE publishing_articlecount SET n = 0;"], ["backfill-in-ddl"]),
+        # the live tags, the outbox and the metrics every outcome writes with the article
+        # (review of the check: publishing_articletag and publishing_tag were left out)
+        (['CREATE INDEX "i" ON "publishing_articletag" ("tag_id");'], ["index-not-concurrent"]),
+        (["UPDATE publishing_tag SET slug = '';"], ["backfill-in-ddl"]),
+        (['ALTER TABLE "publishing_webhookdelivery" ALTER COLUMN "body" TYPE text;'], ["rewrite"]),
+        # ... a hot table this migration makes is empty: its indexes build at once
+        (
+            [
+                'CREATE TABLE "publishing_tag" ("id" bigint NOT NULL PRIMARY KEY);',
+                'CREATE INDEX "i" ON "publishing_tag" ("id");',
+            ],
+            [],
+        ),
         # an added column's own CHECK, or its foreign key with a default: every row checked
         # under the ALTER's lock (review of the check: each passed it). Django's SQL for
         # PositiveIntegerField(db_default=0), ForeignKey(db_default=1) and (null=True):
