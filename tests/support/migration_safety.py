@@ -17,10 +17,12 @@ that must do one of these anyway names the rule and why in `deploy_accepted`, e.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,6 +122,15 @@ WHY_RUNPYTHON = (
     "uses a hot model in an atomic migration; move it to a migration with atomic = "
     "False that updates in batches, each its own transaction"
 )
+WHY_UNSEEN = (
+    "cannot be read by the check, which sees only the source of functions; read what it"
+    " does, and if it takes no lock on a hot table for longer than an instant say so in"
+    ' the migration: deploy_accepted = {"runpython-unseen": "why"}'
+)
+WHY_BATCH = (
+    "writes the whole set in one statement, whose row locks last as long as it runs;"
+    " write it in batches of a few thousand rows, a statement each, in a loop"
+)
 WHY_WHOLE = "holds the table for as long as it runs"
 WHY_DO = (
     "a DO block that names a hot table writes it (or alters it) inside the migration's"
@@ -136,6 +147,10 @@ WHY_SET = "rewrites the table under ACCESS EXCLUSIVE"
 # Migrations on main before a rule that refuses them came in, kept as they are (they
 # have run on databases; a migration once run is not edited), each with why it passes.
 GRANDFATHERED: dict[str, dict[str, str]] = {
+    "publishing.0020_article_message_id": {
+        "backfill-in-ddl": "reinstall_on_sqlite (0013's) returns at once on PostgreSQL; on"
+        " SQLite it makes the article table's count triggers again, no row written",
+    },
     "publishing.0023_tag_slugs_fit_a_file_name": {
         "backfill-in-ddl": "written before publishing_tag was hot; it updates only the tags"
         " whose folder was too long for a file name (their pages never written), a row each",
@@ -264,7 +279,9 @@ def _statements(sql: str) -> list[str]:
 
 def _clauses(action: str) -> list[str]:
     """The comma-separated actions of one ALTER TABLE (commas inside parentheses kept)."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in action:
         if char == "(":
             depth += 1
@@ -409,25 +426,139 @@ def _constraint_problems(table, clause, context, short) -> list[tuple[str, str]]
 
 
 def python_problems(migration) -> list[tuple[str, str]]:
-    """A RunPython that names a hot model, inside an atomic migration: its writes lock
-    the rows (and its DDL neighbours the table) until the whole migration commits."""
+    """A RunPython that uses a hot model: inside a transaction (an atomic migration, or
+    RunPython(atomic=True)) its writes lock the rows (and its DDL neighbours the table)
+    until the whole migration commits; outside one, a write of the whole table outside
+    a loop locks every row it touches for as long as it runs. Its code is read with the
+    project's functions it calls (`_read`); what cannot be read is flagged for review."""
     from django.db.migrations.operations import RunPython
 
-    if not migration.atomic:
-        return []
     found = []
-    names = [label.split(".")[1] for label in HOT_MODELS]
     for op in migration.operations:
         if not isinstance(op, RunPython):
             continue
+        name = getattr(op.code, "__name__", repr(op.code))
+        read = _read(op.code)
+        if read.unseen:
+            unseen = ", ".join(sorted(read.unseen))
+            found.append(("runpython-unseen", f"RunPython {name}: {unseen} {WHY_UNSEEN}"))
+        if not read.hot:
+            continue
+        if op.atomic or (migration.atomic and op.atomic is not False):
+            found.append(("backfill-in-ddl", f"RunPython {name} {WHY_RUNPYTHON}"))
+        elif read.unbatched:
+            found.append(("backfill-unbatched", f"RunPython {name}: {read.unbatched} {WHY_BATCH}"))
+    return found
+
+
+@dataclass
+class _Read:
+    """What `_read` found: whether the code uses a hot model or table, its writes of
+    many rows outside a loop, and what it uses that cannot be read."""
+
+    hot: bool = False
+    unbatched: str = ""
+    unseen: set[str] = field(default_factory=set)
+
+
+# A write of many rows in one statement: a queryset's update()/delete()/bulk_update(),
+# or UPDATE/DELETE in raw SQL.
+_BULK_CALLS = {"update", "delete", "bulk_update"}
+_BULK_SQL = re.compile(r"^\s*(?:WITH\b.*?\)\s*)?(?:UPDATE|DELETE)\b", re.I | re.S)
+
+
+def _read(code) -> _Read:
+    """`code`'s source with that of each function of the project it calls, followed
+    through the globals of each (a helper in the migration or in another module). A
+    module or class of the project used by name (other than a model), or a function
+    whose source is not to be had, is `unseen`: the check cannot tell what it does."""
+    from django.db import models
+
+    names = [label.split(".")[1] for label in HOT_MODELS]
+    result, todo, done = _Read(), [code], set()
+    while todo:
+        func = inspect.unwrap(todo.pop())
+        if isinstance(func, functools.partial):
+            todo.append(func.func)
+            continue
+        if id(func) in done:
+            continue
+        done.add(id(func))
         try:
-            source = inspect.getsource(op.code)
+            source = textwrap.dedent(inspect.getsource(func))
         except (OSError, TypeError):
-            source = ""
-        # apps.get_model("publishing", "Article") or ("publishing.Article"), or the
-        # table itself in raw SQL (schema_editor.execute, a cursor)
-        if any(re.search(rf"[\"'](?:\w+\.)?{name}[\"']", source) for name in names) or any(
+            result.unseen.add(getattr(func, "__qualname__", repr(func)))
+            continue
+        # apps.get_model("publishing", "Article") or ("publishing.article": Django takes
+        # any case), or the table itself in raw SQL (schema_editor.execute, a cursor)
+        if any(re.search(rf"[\"'](?:\w+\.)?{n}[\"']", source, re.I) for n in names) or any(
             re.search(rf"\b{table}\b", source, re.I) for table in hot_tables()
         ):
-            found.append(("backfill-in-ddl", f"RunPython {op.code.__name__} {WHY_RUNPYTHON}"))
-    return found
+            result.hot = True
+        result.unbatched = result.unbatched or _outside_loops(source)
+        for used in _globals_used(func):
+            if not _ours(used):
+                continue
+            if inspect.isfunction(used):
+                todo.append(used)
+            elif isinstance(used, type) and issubclass(used, models.Model):
+                result.hot = result.hot or used._meta.label in HOT_MODELS
+            elif callable(used):
+                result.unseen.add(getattr(used, "__qualname__", repr(used)))
+    return result
+
+
+def _globals_used(func) -> list:
+    """The objects `func` (and the functions and comprehensions inside it) names from
+    its module's globals, a module's attributes it names (`COUNTS.install(…)`) for the
+    module."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return []
+    names, codes = set(), [code]
+    while codes:
+        one = codes.pop()
+        names |= set(one.co_names)
+        codes += [c for c in one.co_consts if inspect.iscode(c)]
+    scope = getattr(func, "__globals__", {})
+    used, todo, modules = [], [scope[name] for name in sorted(names) if name in scope], set()
+    while todo:
+        obj = todo.pop()
+        if not inspect.ismodule(obj):
+            used.append(inspect.unwrap(obj) if callable(obj) else obj)
+        elif id(obj) not in modules:
+            modules.add(id(obj))
+            todo += [vars(obj)[name] for name in sorted(names) if name in vars(obj)]
+    return used
+
+
+def _ours(obj) -> bool:
+    """Whether obj is the project's own code (not Django's, nor the standard library's)."""
+    module = obj if inspect.ismodule(obj) else inspect.getmodule(obj)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return False
+    resolved = Path(path).resolve()
+    return ROOT in resolved.parents and ".venv" not in resolved.parts
+
+
+def _outside_loops(source: str) -> str:
+    """The first write of many rows in `source` that no loop repeats (one statement over
+    the whole set: its row locks last as long as it runs), or ""."""
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    loops = (ast.For, ast.While, ast.AsyncFor, ast.comprehension)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        first = node.args[0] if node.args else None
+        sql = first.value if isinstance(first, ast.Constant) else None
+        if node.func.attr in _BULK_CALLS or (
+            node.func.attr == "execute" and isinstance(sql, str) and _BULK_SQL.match(sql)
+        ):
+            up = parents.get(node)
+            while up is not None and not isinstance(up, loops):
+                up = parents.get(up)
+            if up is None:
+                return ast.unparse(node)[:120]
+    return ""

@@ -7,7 +7,12 @@ from __future__ import annotations
 import pytest
 from django.db import migrations
 
-from tests.support.migration_safety import Context, python_problems, statement_problems
+from tests.support.migration_safety import (
+    Context,
+    accepted,
+    python_problems,
+    statement_problems,
+)
 
 ART, ATT = '"publishing_article"', '"publishing_publishattempt"'
 
@@ -200,6 +205,42 @@ def backfill_sql(apps, schema_editor):
     schema_editor.execute("UPDATE publishing_article SET byline = ''")
 
 
+def backfill_lowercase(apps, schema_editor):
+    apps.get_model("publishing", "article").objects.update(byline="")
+
+
+def backfill_by_a_helper(apps, schema_editor):
+    _clear_bylines(apps)
+
+
+def _clear_bylines(apps):
+    apps.get_model("publishing", "Article").objects.update(byline="")
+
+
+def backfill_in_batches(apps, schema_editor):
+    Article = apps.get_model("publishing", "Article")
+    last = 0
+    while ids := list(Article.objects.filter(pk__gt=last).values_list("pk", flat=True)[:1000]):
+        Article.objects.filter(pk__in=ids).update(byline="")
+        last = ids[-1]
+
+
+class _Backfill:
+    def __call__(self, apps):
+        apps.get_model("publishing", "Story").objects.update(title="")
+
+
+BACKFILL = _Backfill()
+
+
+def backfill_by_an_object(apps, schema_editor):
+    BACKFILL(apps)
+
+
+_made: dict = {}
+exec("def made_without_source(apps, schema_editor):\n    pass\n", _made)
+
+
 def tidy_stories(apps, schema_editor):
     apps.get_model("publishing", "Story").objects.filter(title="").delete()
 
@@ -208,10 +249,17 @@ def tidy_stories(apps, schema_editor):
     ("code", "atomic", "expected"),
     [
         (backfill, True, ["backfill-in-ddl"]),  # its row locks last until the migration ends
-        (backfill, False, []),  # each batch its own transaction
         (backfill_dotted, True, ["backfill-in-ddl"]),  # get_model("app.Model")
         (backfill_sql, True, ["backfill-in-ddl"]),  # the table in raw SQL
         (tidy_stories, True, []),  # no hot table
+        # review of the check: each of these passed it
+        (backfill_lowercase, True, ["backfill-in-ddl"]),  # Django takes any case
+        (backfill_by_a_helper, True, ["backfill-in-ddl"]),  # read through what it calls
+        (backfill, False, ["backfill-unbatched"]),  # one UPDATE of the whole table
+        (backfill_in_batches, False, []),  # a statement a batch
+        (backfill_sql, False, ["backfill-unbatched"]),  # raw SQL too
+        (backfill_by_an_object, True, ["runpython-unseen"]),  # what the check cannot read
+        (_made["made_without_source"], True, ["runpython-unseen"]),
     ],
 )
 def test_run_python_rules(code, atomic, expected):
@@ -220,3 +268,20 @@ def test_run_python_rules(code, atomic, expected):
     migration.operations = [migrations.RunPython(code, migrations.RunPython.noop)]
 
     assert [rule for rule, _ in python_problems(migration)] == expected
+
+
+def test_run_python_rules__atomic_operation_in_a_non_atomic_migration_is_a_transaction():
+    migration = migrations.Migration("0099_x", "publishing")
+    migration.atomic = False
+    migration.operations = [migrations.RunPython(backfill_in_batches, atomic=True)]
+
+    assert [rule for rule, _ in python_problems(migration)] == ["backfill-in-ddl"]
+
+
+def test_accepted__the_migrations_own_and_the_grandfathered():
+    migration = migrations.Migration("0099_x", "publishing")
+    migration.deploy_accepted = {"runpython-unseen": "read: writes one row"}  # type: ignore[attr-defined]
+    old = migrations.Migration("0026_tags_one_per_slug", "publishing")
+
+    assert accepted(migration) == {"runpython-unseen": "read: writes one row"}
+    assert set(accepted(old)) == {"backfill-in-ddl"}
