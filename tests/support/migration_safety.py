@@ -239,7 +239,7 @@ _BODY_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 def _statements(sql: str) -> list[str]:
     """One string of SQL as the statements it holds, each without its comments (`--`
     and `/* */`, nested as PostgreSQL nests them), so a comment before a statement hides
-    nothing. A quoted string stays whole (its `;` and `--` are its own); so does a
+    nothing. A quoted string or name stays whole (its `;` and `--` are its own); so does a
     dollar-quoted body (a DO block's), less its comments."""
     out: list[str] = []
     current: list[str] = []
@@ -256,10 +256,10 @@ def _statements(sql: str) -> list[str]:
                 depth += {"/*": 1, "*/": -1}.get(step, 0)
                 i += 2 if step in ("/*", "*/") else 1
             current.append(" ")
-        elif sql[i] == "'":
+        elif (quote := sql[i]) in "'\"":  # a string, or a quoted name; doubled inside
             end = i + 1
-            while end < n and (sql[end] != "'" or sql[end + 1 : end + 2] == "'"):
-                end += 2 if sql[end : end + 2] == "''" else 1
+            while end < n and (sql[end] != quote or sql[end + 1 : end + 2] == quote):
+                end += 2 if sql[end : end + 2] == quote * 2 else 1
             current.append(sql[i : end + 1])
             i = end + 1
         elif (tag := _DOLLAR.match(sql, i)) and not sql[i - 1 : i].isalnum():

@@ -173,6 +173,7 @@ def rules(*statements: str) -> list[str]:
         (["SELECT 1; UPDATE publishing_article SET byline = '';"], ["backfill-in-ddl"]),
         (["SELECT ';--'; UPDATE publishing_article SET byline = '';"], ["backfill-in-ddl"]),
         (["SELECT 'UPDATE publishing_article SET byline = 1';"], []),
+        (['SELECT 1 AS "x;--"; UPDATE publishing_article SET byline = 1;'], ["backfill-in-ddl"]),
         # a DO block is a write to each hot table it names
         (
             ["DO $$ BEGIN UPDATE publishing_article SET byline = ''; END $$;"],
