@@ -442,6 +442,8 @@ def python_problems(migration) -> list[tuple[str, str]]:
         if read.unseen:
             unseen = ", ".join(sorted(read.unseen))
             found.append(("runpython-unseen", f"RunPython {name}: {unseen} {WHY_UNSEEN}"))
+        if read.timeout:
+            found.append(("timeout-changed", f"RunPython {name}: {WHY_TIMEOUT}"))
         if not read.hot:
             continue
         if op.atomic or (migration.atomic and op.atomic is not False):
@@ -454,10 +456,12 @@ def python_problems(migration) -> list[tuple[str, str]]:
 @dataclass
 class _Read:
     """What `_read` found: whether the code uses a hot model or table, its writes of
-    many rows outside a loop, and what it uses that cannot be read."""
+    many rows outside a loop, whether it sets a timeout, and what it uses that cannot
+    be read."""
 
     hot: bool = False
     unbatched: str = ""
+    timeout: bool = False
     unseen: set[str] = field(default_factory=set)
 
 
@@ -496,6 +500,7 @@ def _read(code) -> _Read:
         ):
             result.hot = True
         result.unbatched = result.unbatched or _outside_loops(source)
+        result.timeout = result.timeout or bool(_TIMEOUT.search(source))
         for used in _globals_used(func):
             if not _ours(used):
                 continue

@@ -238,6 +238,10 @@ def backfill_by_an_object(apps, schema_editor):
     BACKFILL(apps)
 
 
+def unbounded_waits(apps, schema_editor):
+    schema_editor.execute("SET lock_timeout = 0")
+
+
 _made: dict = {}
 exec("def made_without_source(apps, schema_editor):\n    pass\n", _made)
 
@@ -261,6 +265,7 @@ def tidy_stories(apps, schema_editor):
         (backfill_sql, False, ["backfill-unbatched"]),  # raw SQL too
         (backfill_by_an_object, True, ["runpython-unseen"]),  # what the check cannot read
         (_made["made_without_source"], True, ["runpython-unseen"]),
+        (unbounded_waits, True, ["timeout-changed"]),  # its SQL too
     ],
 )
 def test_run_python_rules(code, atomic, expected):
