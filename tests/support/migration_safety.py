@@ -479,11 +479,13 @@ def _read(code) -> _Read:
     from django.db import models
 
     names = [label.split(".")[1] for label in HOT_MODELS]
-    result, todo, done = _Read(), [code], set()
+    # (a function, whether a loop of its caller calls it: its writes are then batches)
+    result, todo, done = _Read(), [(code, False)], set()
     while todo:
-        func = inspect.unwrap(todo.pop())
+        func, looped = todo.pop()
+        func = inspect.unwrap(func)
         if isinstance(func, functools.partial):
-            todo.append(func.func)
+            todo.append((func.func, looped))
             continue
         if id(func) in done:
             continue
@@ -499,13 +501,14 @@ def _read(code) -> _Read:
             re.search(rf"\b{table}\b", source, re.I) for table in hot_tables()
         ):
             result.hot = True
-        result.unbatched = result.unbatched or _outside_loops(source)
+        unbatched, in_loops = _loops(source)
+        result.unbatched = result.unbatched or ("" if looped else unbatched)
         result.timeout = result.timeout or bool(_TIMEOUT.search(source))
         for used in _globals_used(func):
             if not _ours(used):
                 continue
             if inspect.isfunction(used):
-                todo.append(used)
+                todo.append((used, looped or used.__name__ in in_loops))
             elif isinstance(used, type) and issubclass(used, models.Model):
                 result.hot = result.hot or used._meta.label in HOT_MODELS
             elif callable(used):
@@ -547,23 +550,37 @@ def _ours(obj) -> bool:
     return ROOT in resolved.parents and ".venv" not in resolved.parts
 
 
-def _outside_loops(source: str) -> str:
+def _loops(source: str) -> tuple[str, set[str]]:
     """The first write of many rows in `source` that no loop repeats (one statement over
-    the whole set: its row locks last as long as it runs), or ""."""
+    the whole set: its row locks last as long as it runs), or "", and the names of the
+    functions a loop calls (a batch helper)."""
     tree = ast.parse(source)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     loops = (ast.For, ast.While, ast.AsyncFor, ast.comprehension)
+
+    def in_loop(node: ast.AST) -> bool:
+        up = parents.get(node)
+        while up is not None and not isinstance(up, loops):
+            up = parents.get(up)
+        return up is not None
+
+    unbatched, in_loops = "", set()
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Name):
+            if in_loop(node):
+                in_loops.add(node.func.id)
+            continue
+        if not isinstance(node.func, ast.Attribute):
             continue
         first = node.args[0] if node.args else None
         sql = first.value if isinstance(first, ast.Constant) else None
         if node.func.attr in _BULK_CALLS or (
             node.func.attr == "execute" and isinstance(sql, str) and _BULK_SQL.match(sql)
         ):
-            up = parents.get(node)
-            while up is not None and not isinstance(up, loops):
-                up = parents.get(up)
-            if up is None:
-                return ast.unparse(node)[:120]
-    return ""
+            if not in_loop(node):
+                unbatched = unbatched or ast.unparse(node)[:120]
+        elif in_loop(node):
+            in_loops.add(node.func.attr)
+    return unbatched, in_loops

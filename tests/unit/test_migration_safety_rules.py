@@ -226,6 +226,17 @@ def backfill_in_batches(apps, schema_editor):
         last = ids[-1]
 
 
+def backfill_in_batches_by_a_helper(apps, schema_editor):
+    Article = apps.get_model("publishing", "Article")
+    ids = list(Article.objects.values_list("pk", flat=True))
+    for start in range(0, len(ids), 1000):
+        _clear_bylines_of(apps, ids[start : start + 1000])
+
+
+def _clear_bylines_of(apps, ids):
+    apps.get_model("publishing", "Article").objects.filter(pk__in=ids).update(byline="")
+
+
 class _Backfill:
     def __call__(self, apps):
         apps.get_model("publishing", "Story").objects.update(title="")
@@ -262,6 +273,8 @@ def tidy_stories(apps, schema_editor):
         (backfill_by_a_helper, True, ["backfill-in-ddl"]),  # read through what it calls
         (backfill, False, ["backfill-unbatched"]),  # one UPDATE of the whole table
         (backfill_in_batches, False, []),  # a statement a batch
+        (backfill_in_batches_by_a_helper, False, []),  # a loop calls the helper
+        (backfill_by_a_helper, False, ["backfill-unbatched"]),  # ... no loop does
         (backfill_sql, False, ["backfill-unbatched"]),  # raw SQL too
         (backfill_by_an_object, True, ["runpython-unseen"]),  # what the check cannot read
         (_made["made_without_source"], True, ["runpython-unseen"]),
