@@ -416,11 +416,17 @@ def allowed_hosts_problems(*, hosts: list[str], debug: bool) -> list[str]:
     lets localhost in with an empty list."""
     # A URL where a host name goes (https://blog.example.com, blog.example.com/) matches
     # no request's Host, and every request got 400 with nothing said (a review's finding).
-    urls = [host for host in hosts if "/" in host or "://" in host]
+    # A port too: Django matches the Host header without its port (an IPv6 address is
+    # in brackets, [::1], and keeps its colons).
+    urls = [
+        host
+        for host in hosts
+        if "/" in host or "://" in host or (":" in host and not host.startswith("["))
+    ]
     if urls:
         return [
             f"ALLOWED_HOSTS holds {', '.join(repr(u) for u in urls)}: host names only, without "
-            "a scheme or a path (e.g. blog.example.com); the site's address is SITE_URL."
+            "a scheme, a port or a path (e.g. blog.example.com); the site's address is SITE_URL."
         ]
     if hosts or debug:
         return []

@@ -266,12 +266,18 @@ def database_unreachable(using: str = "default") -> str | None:
 
 
 def without_password(url: str) -> str:
-    """`url` with its password (if any) as `***`."""
-    from urllib.parse import urlsplit, urlunsplit
+    """`url` with its password (if any) as `***`: in the user part, and as a query
+    parameter (`?password=`, which libpq and the settings take too: it was printed
+    whole, a review of the mend)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    if parts.password is not None:
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0]
+        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(name.lower() == "password" for name, _ in query):
+        masked = [(n, "***" if n.lower() == "password" else v) for n, v in query]
+        parts = parts._replace(query=urlencode(masked, safe="*"))
+    return urlunsplit(parts)

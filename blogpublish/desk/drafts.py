@@ -255,7 +255,13 @@ class StoryAdmin(ListsWithout, BadLookupsAreBadLinks):
     @admin.action(description="Restore from the trash (as drafts)", permissions=["change"])
     def untrash(self, request: HttpRequest, queryset) -> None:
         for pk in queryset.filter(trashed_at__isnull=False).values_list("pk", flat=True):
-            story, renamed = story_untrash(story_id=pk)
+            try:
+                story, renamed = story_untrash(story_id=pk)
+            except Story.DoesNotExist:  # deleted for good meanwhile (a 500: a review's finding)
+                self.message_user(
+                    request, f"Story {pk} was deleted for good meanwhile.", messages.WARNING
+                )
+                continue
             if renamed:
                 self.message_user(
                     request,

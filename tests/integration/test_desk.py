@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.forms.models import model_to_dict
@@ -26,6 +27,7 @@ from blogpublish.models import Image, PageNote
 from blogpublish.site import documents
 from blogpublish.site.figures import SIZES
 from publishing.models import Article, ArticleStatus, PublishAttempt, Story
+from publishing.services import story_save
 from tests.support.desk import article_form, image_bytes
 from tests.support.live_tags import listed_with_tags
 from tests.support.site import without_json_ld
@@ -249,6 +251,29 @@ def test_preview__refused_to_staff_without_article_permissions(django_user_model
     user = django_user_model.objects.create_user("viewer", password="pw-pw-pw-pw", is_staff=True)
     client.force_login(user)
     assert client.post(PREVIEW, {"body": "x"}).status_code == 403
+
+
+@pytest.mark.django_db
+def test_preview__another_storys_date_is_not_shown_to_a_writer_who_may_not_see_it(
+    django_user_model, client
+):
+    """The posted id names the story whose kept date an undated draft's preview shows:
+    a writer with add_story alone learned which ids exist and when each was first
+    published (a review of the mend). The id counts only for one who may see stories."""
+    secret = story_save(title="Secret", body="Hidden.")
+    first = (timezone.now() - timedelta(days=400)).replace(microsecond=0)
+    Story.objects.filter(pk=secret.pk).update(first_publish_at=first)
+    shown = f'datetime="{timezone.localtime(first).isoformat()}"'
+    form = {"title": "Mine", "body": "x", "draft": "1", "article_id": str(secret.pk)}
+    adder = django_user_model.objects.create_user("adder", password="pw-pw-pw-pw", is_staff=True)
+    adder.user_permissions.add(*Permission.objects.filter(codename__in=["add_story"]))
+    client.force_login(adder)
+
+    assert shown not in client.post(PREVIEW, form).json()["html"]
+
+    adder.user_permissions.add(Permission.objects.get(codename="view_story"))
+    client.force_login(django_user_model.objects.get(pk=adder.pk))  # its permissions again
+    assert shown in client.post(PREVIEW, form).json()["html"]
 
 
 # --- images ----------------------------------------------------------------------------

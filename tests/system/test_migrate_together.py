@@ -83,3 +83,28 @@ def test_two_migrates_at_once_both_succeed(database, tmp_path):
             "SELECT app, name FROM django_migrations GROUP BY app, name HAVING count(*) > 1"
         ).fetchall()
     assert twice == []
+
+
+def test_a_plan_or_a_check_does_not_wait_behind_a_migrate(database, tmp_path):
+    """Reads only: a readiness check or a CI gate (`--plan`, `--check`) waited for as
+    long as a migrate ran (a review of the mend)."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": database,
+        "SITE_ROOT": str(tmp_path / "site"),
+    }
+    with psycopg.connect(database, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK_KEY])  # a migrate running
+        for option in ("--plan", "--check"):
+            run = subprocess.run(
+                [sys.executable, "manage.py", "migrate", option, "-v", "0"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                timeout=120,  # a deadline for a test that would otherwise hang
+            )
+            assert b"another migrate is running" not in run.stderr, option
+            # --check: unapplied migrations (a new database) exit 1, after saying so.
+            assert run.returncode in (0, 1), run.stderr.decode()[-2000:]

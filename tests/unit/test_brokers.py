@@ -235,8 +235,12 @@ def test_start_up_refuses_a_broker_setting_that_cannot_work(env, named):
         ),
         ({"MIGRATION_LOCK_TIMEOUT": "3000000"}, "MIGRATION_LOCK_TIMEOUT=3000000 is above"),
         ({"PUBLISH_CATCHUP_INTERVAL": "0.01"}, "PUBLISH_CATCHUP_INTERVAL=0.01 is below"),
-        ({"ALLOWED_HOSTS": "https://blog.example.com"}, "host names only, without a scheme"),
+        (
+            {"ALLOWED_HOSTS": "https://blog.example.com"},
+            "host names only, without a scheme, a port",
+        ),
         ({"ALLOWED_HOSTS": "blog.example.com/"}, "'blog.example.com/'"),
+        ({"ALLOWED_HOSTS": "[::1],blog.example.com:8000"}, "'blog.example.com:8000'"),
     ],
 )
 def test_start_up_refuses_other_settings_that_cannot_work(env, named):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import free_port
+from work.db import without_password
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,6 +154,24 @@ def test_a_database_that_does_not_answer_is_one_line_naming_database_url(command
     assert f"DATABASE_URL=postgres://blog:***@127.0.0.1:{port}/blogpublish: " in done.stderr
     assert "Connection refused" in done.stderr
     assert "s3cret" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgres://blog:s3cret@db:5432/blog", "postgres://blog:***@db:5432/blog"),
+        (
+            "postgres://blog@db:5432/blog?password=s3cret&sslmode=require",
+            "postgres://blog@db:5432/blog?password=***&sslmode=require",
+        ),
+        ("postgres://db/blog?PASSWORD=s3cret", "postgres://db/blog?PASSWORD=***"),
+        ("postgres://blog@db/blog", "postgres://blog@db/blog"),
+    ],
+)
+def test_a_database_url_is_shown_without_its_password(url, shown):
+    """The password in the query (libpq's ?password=, which the settings take too) was
+    printed whole (a review of the mend)."""
+    assert without_password(url) == shown
 
 
 def test_a_port_taken_is_named_before_anything_starts():

@@ -88,6 +88,10 @@ class Command(DjangoMigrate):
             raise CommandError(f"no database answers at {problem}")
         self._connection = connections[options["database"]]
         self._current: Migration | None = None
+        if options.get("plan") or options.get("check_unapplied"):
+            # Reads only: a readiness check or a CI gate never waits behind a migrate
+            # that runs (it did, for as long: a review of the mend).
+            return self._migrate(*args, **options)
         with self._one_at_a_time():
             return self._migrate(*args, **options)
 

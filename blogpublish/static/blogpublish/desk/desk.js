@@ -203,7 +203,9 @@
     // an autosave on its way too, the two name the same version: the first to arrive
     // is saved, and the other is refused (409, unseen), unless it is the same text.
     window.addEventListener("pagehide", function () {
-      if ((dirty || busy) && !stopped) {
+      // Not for a story the autosave on its way is creating: with no id yet, the beacon
+      // made a second story beside it (a review of the mend); the browser asked first.
+      if ((dirty || busy) && !stopped && !(busy && !storyId)) {
         navigator.sendBeacon(panel.dataset.autosaveUrl, data());
       }
     });
@@ -256,7 +258,12 @@
     let size = 0;
     for (const [name, value] of fields) {
       size += 200 + encoder.encode(name).length;
-      size += typeof value === "string" ? encoder.encode(value).length : value.size;
+      // As the form is sent (multipart): each line break a CR LF. Counted as typed,
+      // text of many short lines passed for one that fits and the browser refused the
+      // beacon unsaid (a review of the mend).
+      size += typeof value === "string"
+        ? encoder.encode(value.replace(/\r?\n|\r/g, "\r\n")).length
+        : value.size;
     }
     return size <= BEACON_MAX_BYTES;
   }
