@@ -146,10 +146,11 @@ def guarded_preview_of(request: HttpRequest) -> Preview:
     limits.take_from_budget(request.user.pk)  # type: ignore[arg-type]
     with limits.render_slot():
         data: QueryDict = request.POST
-        if data.get("article_id") and not _may_see_stories(request):
-            # The id names a story whose kept date the preview would show: only for a
-            # writer who may see stories (one with add_story alone learned which ids
-            # exist and when they were first published: a review of the mend).
+        if data.get("article_id") and data.get("draft") and not _may_see_stories(request):
+            # A draft's id names a story whose kept date the preview would show: only
+            # for a writer who may see stories (one with add_story alone learned which
+            # ids exist and when they were first published: a review of the mend). An
+            # article's only leaves it out of its listings, for anyone the preview serves.
             data = data.copy()
             data.pop("article_id")
         try:
