@@ -18,14 +18,9 @@ logger = logging.getLogger(__name__)
 
 
 def article_requeue(*, article_id: int) -> bool:
-    """Dead → pending with a fresh budget of attempts, and dispatched after commit."""
-    requeued = Article.objects.filter(pk=article_id, status=ArticleStatus.DEAD).update(
-        **FRESH_PENDING, updated_at=Now()
-    )
-    if requeued:
-        logger.info("article %s requeued", article_id)
-        after_commit(dispatch_publish, article_id)
-    return bool(requeued)
+    """Dead → pending with a fresh budget of attempts, and dispatched after commit: a
+    requeue of one, through the same statement as many (`articles_requeue`)."""
+    return articles_requeue([article_id]) == 1
 
 
 # Requeued at once up to this many: a message each, as saves send them; more go as a
@@ -58,12 +53,17 @@ def articles_requeue(article_ids: Sequence[int]) -> int:
             ]
     if not requeued:
         return 0
-    logger.info("%d dead article(s) requeued", len(requeued))
+    logger.info("dead article(s) requeued: %s", _ids_said(requeued))
     if len(requeued) <= ONE_BY_ONE:
         after_commit(dispatch_many, [(pk, None) for pk in sorted(requeued)])
     else:
         after_commit(dispatch_batches)
     return len(requeued)
+
+
+def _ids_said(ids: list[int]) -> str:
+    """The ids for the log: each of a few, the count of many."""
+    return ", ".join(map(str, sorted(ids))) if len(ids) <= 10 else f"{len(ids)} of them"
 
 
 def article_publish_now(*, article_id: int) -> bool:

@@ -60,7 +60,7 @@ def test_attempt_overtaken_before_a_requeue_cannot_touch_a_later_attempt(
 ):
     # The requeue's message stays here: the session's worker would otherwise race this
     # test for the claim below, and win whenever this process pauses for a few ms.
-    monkeypatch.setattr("publishing.services.operator.dispatch_publish", lambda *a, **k: False)
+    monkeypatch.setattr("publishing.services.operator.dispatch_many", lambda *a, **k: [])
     article = quiet_article("overtaken")
     old = article_claim(article_id=article.pk)  # attempt 1, then its worker stalls
     lapse_lease(article)
@@ -89,7 +89,7 @@ def test_an_attempt_from_before_the_death_cannot_undo_the_requeue(
     the operator requeued it, and then the paused attempt reported its failure: with the
     token as it was, the row went dead again ("dead after 0 attempts", a second alert)
     before anything tried the requeued row (a review's finding)."""
-    monkeypatch.setattr("publishing.services.operator.dispatch_publish", lambda *a, **k: False)
+    monkeypatch.setattr("publishing.services.operator.dispatch_many", lambda *a, **k: [])
     article = quiet_article("paused-past-its-death")
     for _ in range(settings.PUBLISH_MAX_ATTEMPTS - 1):
         article_fail(claim=article_claim(article_id=article.pk), error="boom", permanent=False)

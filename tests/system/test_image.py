@@ -10,17 +10,17 @@ Slow (a pip install into a new virtualenv), so it runs once, on PostgreSQL."""
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from django.db import connection
 
+from tests.support.databases import fresh_database
 from tests.support.dockerfile import read_image
 from tests.support.processes import PrivateRedis, free_port, spawn
 from tests.support.waiting import wait_for
@@ -32,14 +32,9 @@ pytestmark = [
 
 
 @pytest.fixture
-def database() -> str:
-    admin = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    name = f"bp_image_{secrets.token_hex(4)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    yield f"{admin.rsplit('/', 1)[0]}/{name}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+def database() -> Iterator[str]:
+    with fresh_database("bp_image") as url:
+        yield url
 
 
 @pytest.fixture

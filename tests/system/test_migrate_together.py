@@ -7,14 +7,15 @@ review's finding). SQLite has one host and one writer: PostgreSQL only."""
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import psycopg
 import pytest
 from django.db import connection
 
+from tests.support.databases import fresh_database
 from tests.support.processes import ROOT
 from tests.support.waiting import wait_for
 from work.management.commands.migrate import MIGRATE_LOCK_KEY
@@ -26,14 +27,9 @@ pytestmark = [
 
 
 @pytest.fixture
-def database() -> str:
-    admin = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    name = f"bp_migrate_{secrets.token_hex(4)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    yield f"{admin.rsplit('/', 1)[0]}/{name}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+def database() -> Iterator[str]:
+    with fresh_database("bp_migrate") as url:
+        yield url
 
 
 def waiting_for_the_lock(conn: psycopg.Connection) -> int:
