@@ -220,7 +220,15 @@ def test_a_reconcile_pass_past_its_lease_removes_no_tag_folder_a_newer_pass_wrot
             what="the paused pass's lease to run out",
         )
         site.add(1, slug="new", tags=["Fresh"])  # its pass writes tag/fresh/
-        assert tagged(site.root, "Fresh") == ["new"]
+        # On a loaded host that pass may stop at its budget (a second, with this lease)
+        # and leave the tag's pages to the next: passes run here until they are written
+        # (the final rehearsal of 2026-12-07 met one such pass).
+        wait_for(
+            lambda: (
+                tagged(site.root, "Fresh") == ["new"] or (refresh.shared_views_pass() and False)
+            ),
+            what="a newer pass to write tag/fresh/",
+        )
     finally:
         resume.set()
         paused.join(30)
