@@ -24,7 +24,7 @@ from blogpublish.site.check import installation_check
 from blogpublish.site.lock import advisory_key, page_guard
 from blogpublish.site.state import CHECKS_CHECKPOINT, SiteState
 from blogpublish.storage.local import LocalStorage
-from publishing.models import Article, ArticleStatus, FormerAddress
+from publishing.models import Article, ArticleStatus, FormerAddress, Refresher
 from publishing.publishers import get_publishers
 from publishing.services import (
     Outcome,
@@ -34,7 +34,7 @@ from publishing.services import (
     article_unpublish,
     unpublish_snapshot,
 )
-from publishing.services.refresh import shared_views_request
+from publishing.services.refresh import shared_views_pass, shared_views_request
 from publishing.signals import article_deleted, article_saved
 from tests.support.site import (
     archive_pages,
@@ -44,6 +44,7 @@ from tests.support.site import (
     run_full_check,
     stale_page,
 )
+from tests.support.waiting import wait_for
 from work.checkpoints import checkpoint_read
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -100,6 +101,19 @@ class Site:
         snapshot = unpublish_snapshot(article)
         article.delete()
         article_unpublish(snapshot=snapshot)
+
+    def settled(self) -> None:
+        """Passes run here while one is wanted: a pass that stopped at its budget (a
+        second; a rebuild of a hundred articles' archive on a loaded host) leaves the
+        rest to the next, which the tests' broker-less site never runs by itself (the
+        final rehearsal of 2026-12-07 read a sitemap halfway through such a rebuild)."""
+        wait_for(
+            lambda: (
+                not Refresher.objects.filter(wanted=True).exists()
+                or (shared_views_pass() and False)
+            ),
+            what="the shared views' passes to be done",
+        )
 
     def newest_first(self) -> list[str]:
         return list(
@@ -177,6 +191,7 @@ def test_a_pass_that_meets_a_concurrent_write_logs_no_error(site, monkeypatch, c
 
 def test_archive_is_numbered_from_the_oldest_and_new_articles_leave_old_pages_alone(site):
     site.add(120)
+    site.settled()
     assert_lists_exactly(site.root, site.newest_first())
     # 120 articles: the front page shows 71-120, its "Older" link opens page 2 (51-100).
     assert read_listing(site.root / "index.html").older_href == "/page/2/"
@@ -184,11 +199,13 @@ def test_archive_is_numbered_from_the_oldest_and_new_articles_leave_old_pages_al
 
     site.add(1)
 
+    site.settled()
     assert_lists_exactly(site.root, site.newest_first())
     assert {page: site.inode(page) for page in (1, 2)} == before
 
     site.add(29)  # the 150th fills page 3; page 2's "Newer" link now opens page 3
 
+    site.settled()
     assert_lists_exactly(site.root, site.newest_first())
     assert site.inode(1) == before[1]
     assert site.inode(2) != before[2]
@@ -197,24 +214,29 @@ def test_archive_is_numbered_from_the_oldest_and_new_articles_leave_old_pages_al
 
 def test_republishing_an_old_article_rewrites_only_its_archive_page(site):
     articles = site.add(110)
+    site.settled()
     before = {page: site.inode(page) for page in (1, 2)}
 
     site.edit(articles[0], title="The oldest, renamed")
+    site.settled()
 
     assert site.inode(1) != before[1]
     assert site.inode(2) == before[2]
     assert archive_pages(site.root)[1].titles[-1] == "The oldest, renamed"
+    site.settled()
     assert_lists_exactly(site.root, site.newest_first())
 
 
 def test_backdated_article_and_delete_shift_the_archive_correctly(site):
     site.add(105)
     site.add(1, publish_at=site.base - timedelta(days=1))  # the oldest of all: position 0
+    site.settled()
     assert_lists_exactly(site.root, site.newest_first())
 
     middle = Article.objects.get(slug="article-40")
     site.delete(middle)
 
+    site.settled()
     assert_lists_exactly(site.root, site.newest_first())
     assert not (site.root / "article-40").exists()
 
@@ -224,6 +246,7 @@ def test_new_date_moves_the_article_in_the_archive(site):
 
     site.edit(articles[0], publish_at=timezone.now() - timedelta(seconds=5))  # now the newest
 
+    site.settled()
     assert_lists_exactly(site.root, site.newest_first())
     assert site.newest_first()[0] == articles[0].slug
 
