@@ -26,6 +26,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from config.celery import app
+from publishing import dispatch
 from publishing.broker_status import queue_message_counts
 from publishing.models import Article, ArticleStatus, AttemptOutcome
 from tests.support.broker import broker
@@ -318,6 +319,41 @@ def test_a_worker_checks_only_the_queues_it_consumes(rabbit):
     worker = rabbit.worker(env={"BROKER_QUEUE_TYPE": "quorum"}, queues=[webhooks])
 
     assert worker.alive() and "declared otherwise" not in worker.log.read_text()
+
+
+def test_a_send_the_broker_refuses_is_logged_as_refused_and_keeps_the_breaker_closed(
+    rabbit, caplog
+):
+    """A broker that answers and refuses (here a vhost where the user may read and not
+    write: 403 on the send) is no outage: the send fails and says "refused", and the
+    breaker stays closed, so the process's other sends, to exchanges the broker takes,
+    are not held back for PUBLISH_DISPATCH_BREAKER_SECONDS (a review's finding; a
+    refusal used to open it and be logged as "unreachable")."""
+    [article] = save_articles("refused-send", 1)  # sent to the test's own vhost
+    vhost = f"t-ro-{uuid.uuid4().hex[:10]}"
+    definitions = rabbit.node.base / f"{vhost}.json"
+    definitions.write_text(
+        json.dumps(
+            {
+                "vhosts": [{"name": vhost}],
+                "permissions": [
+                    {"user": "guest", "vhost": vhost, "configure": "", "write": "", "read": ".*"}
+                ],
+            }
+        )
+    )
+    assert rabbit.node.ctl("import_definitions", str(definitions)).returncode == 0
+    read_only = f"amqp://guest:guest@127.0.0.1:{rabbit.node.port}/{vhost}"
+
+    with broker(read_only), caplog.at_level("WARNING", logger="publishing.dispatch"):
+        assert settings.PUBLISH_DISPATCH_BREAKER_SECONDS > 0
+        assert not dispatch.dispatch_publish(article.pk)
+        assert not dispatch.breaker_is_open()
+        assert not dispatch.dispatch_publish(article.pk)  # tried again, not skipped
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "publishing.dispatch"]
+    assert len([line for line in lines if "the broker refused access" in line]) == 2, lines
+    assert not [line for line in lines if "unreachable" in line or "skips the broker" in line]
 
 
 def test_two_beats_publish_nothing_twice(rabbit):
