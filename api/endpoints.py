@@ -53,6 +53,7 @@ from api.permissions import (
     REMOVE,
     REMOVE_DRAFT,
     REQUEUE,
+    REQUEUE_DELIVERY,
     Need,
     check_access,
     check_permission,
@@ -904,7 +905,7 @@ def requeue_article(request: HttpRequest, id: int = ArticleId):
 
 @api.post(
     "/webhook-deliveries/{id}/requeue",
-    auth=BearerToken(REQUEUE),
+    auth=BearerToken(REQUEUE_DELIVERY),
     response={200: DeliveryOut, 409: ErrorOut, **ONE},
     summary=("Requeue a dead webhook delivery (pending again, tries reset), as the admin's action"),
 )

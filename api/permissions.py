@@ -27,8 +27,20 @@ VIEW = "publishing.view_article"
 ADD_STORY = "publishing.add_story"
 CHANGE_STORY = "publishing.change_story"
 DELETE_STORY = "publishing.delete_story"
+# A webhook delivery is requeued under its own permission, as in the admin's Webhook
+# deliveries and on the dashboard (a review's finding: it was the articles' CHANGE).
+CHANGE_DELIVERY = "publishing.change_webhookdelivery"
 # The permissions the API checks; a user with none of them can do nothing with a token.
-ARTICLE_PERMISSIONS = (ADD, CHANGE, DELETE, VIEW, ADD_STORY, CHANGE_STORY, DELETE_STORY)
+ARTICLE_PERMISSIONS = (
+    ADD,
+    CHANGE,
+    DELETE,
+    VIEW,
+    ADD_STORY,
+    CHANGE_STORY,
+    DELETE_STORY,
+    CHANGE_DELIVERY,
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,7 @@ REMOVE = Need("delete articles", (DELETE,), writes=True)
 REMOVE_DRAFT = Need("delete drafts", (DELETE_STORY,), writes=True)
 # The admin's Requeue action and the dashboard's need the permission to change.
 REQUEUE = Need("requeue articles", (CHANGE,), writes=True)
+REQUEUE_DELIVERY = Need("requeue webhook deliveries", (CHANGE_DELIVERY,), writes=True)
 # Publishing a draft and withdrawing change what readers see (issue 22).
 PUBLISH = Need("publish or withdraw articles", (CHANGE,), writes=True)
 

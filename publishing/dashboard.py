@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
-from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -198,6 +198,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         **dashboard_context(),
         "title": "Publishing dashboard",
         "can_requeue": request.user.has_perm("publishing.change_article"),
+        # A delivery's last error names its receiver: the deliveries' own permissions.
+        "can_see_deliveries": request.user.has_perm("publishing.view_webhookdelivery"),
+        "can_requeue_deliveries": request.user.has_perm("publishing.change_webhookdelivery"),
     }
     if request.GET.get("fragment"):
         return TemplateResponse(request, "admin/publishing/dashboard_live.html", context)
@@ -205,11 +208,15 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-@permission_required("publishing.change_article", raise_exception=True)
 def dashboard_requeue(request: HttpRequest) -> HttpResponse:
     """Requeue one dead article (`article_id`) or every dead one (`all`), or one dead
-    webhook delivery (`delivery_id`), through the same services as the admin actions;
-    back to the dashboard with what was done."""
+    webhook delivery (`delivery_id`), through the same services as the admin actions,
+    under the same permissions (change on the article, or on the delivery); back to
+    the dashboard with what was done."""
+    one_delivery = "delivery_id" in request.POST and not request.POST.get("all")
+    model = "webhookdelivery" if one_delivery else "article"
+    if not request.user.has_perm(f"publishing.change_{model}"):
+        raise PermissionDenied
     if request.POST.get("all"):
         done = requeue_all_dead()
         messages.success(request, f"{done} dead article(s) requeued.")

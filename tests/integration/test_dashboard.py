@@ -5,6 +5,7 @@ requeue, and the charts show what the metrics rollup holds."""
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from publishing import rollup
-from publishing.models import Article, ArticleStatus, CatchUpRun
+from publishing.models import Article, ArticleStatus, CatchUpRun, DeliveryStatus, WebhookDelivery
 
 pytestmark = pytest.mark.django_db
 
@@ -208,3 +209,54 @@ def test_dashboard__its_time_said_utc_is_utc_whatever_time_zone(client, staff, s
     if told < before - timedelta(hours=12):  # rendered just past midnight
         told += timedelta(days=1)
     assert before <= told <= after
+
+
+def dead_delivery(
+    error: str = "HTTP 500 from https://hooks.example/secret-path",
+) -> WebhookDelivery:
+    return WebhookDelivery.objects.create(
+        article_id=1,
+        event="article.published",
+        key=uuid.uuid4().hex,
+        body="{}",
+        status=DeliveryStatus.DEAD,
+        attempts=5,
+        last_error=error,
+    )
+
+
+def test_dashboard__deliveries_are_listed_and_requeued_under_their_own_permissions(
+    client, staff, make_scheduled
+):
+    """A review's finding: the dead deliveries (their errors name the receiver) were
+    listed to anyone who may view articles, and requeued by anyone who may change
+    articles, whatever their permissions on deliveries."""
+    staff("view_article", "change_article")
+    dead = dead_delivery()
+
+    html = client.get(URL).content.decode()
+    response = client.post(URL + "requeue/", {"delivery_id": dead.pk})
+
+    assert 'id="bp-deliveries"' in html and "secret-path" not in html
+    assert f'name="delivery_id" value="{dead.pk}"' not in html
+    assert response.status_code == 403
+    assert WebhookDelivery.objects.get(pk=dead.pk).status == DeliveryStatus.DEAD
+
+
+def test_dashboard__delivery_staff_requeue_deliveries_and_not_articles(
+    client, staff, make_scheduled
+):
+    staff("view_article", "view_webhookdelivery", "change_webhookdelivery")
+    delivery, article = dead_delivery(), dead_article(make_scheduled)
+
+    html = client.get(URL).content.decode()
+    refused = client.post(URL + "requeue/", {"article_id": article.pk})
+    refused_all = client.post(URL + "requeue/", {"all": "1", "delivery_id": delivery.pk})
+    response = client.post(URL + "requeue/", {"delivery_id": delivery.pk}, follow=True)
+
+    assert "secret-path" in html and f'name="delivery_id" value="{delivery.pk}"' in html
+    assert f'name="article_id" value="{article.pk}"' not in html
+    assert (refused.status_code, refused_all.status_code) == (403, 403)
+    assert Article.objects.get(pk=article.pk).status == ArticleStatus.DEAD
+    assert f"Webhook delivery {delivery.pk} requeued." in response.content.decode()
+    assert WebhookDelivery.objects.get(pk=delivery.pk).status != DeliveryStatus.DEAD

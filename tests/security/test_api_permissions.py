@@ -30,6 +30,7 @@ from tests.support.api import (
     ADD_STORY,
     ARTICLE_PERMISSIONS,
     CHANGE,
+    CHANGE_DELIVERY,
     CHANGE_STORY,
     DELETE,
     DELETE_STORY,
@@ -84,13 +85,14 @@ OPERATIONS = [
     Operation("patch", "patch", "/api/articles/{id}", {"title": "Changed"}, (CHANGE,), True, 200),
     Operation("delete", "delete", "/api/articles/{id}", None, (DELETE,), True, 204),
     Operation("requeue", "post", "/api/articles/{id}/requeue", None, (CHANGE,), True, 200),
-    # The article's webhook delivery: the admin's Requeue action needs the same.
+    # The article's webhook delivery: its own permission, as the admin's Requeue action
+    # (a review's finding: the articles' CHANGE requeued deliveries).
     Operation(
         "requeue-delivery",
         "post",
         "/api/webhook-deliveries/{id}/requeue",
         None,
-        (CHANGE,),
+        (CHANGE_DELIVERY,),
         True,
         200,
     ),

@@ -24,9 +24,20 @@ from tests.support.processes import ROOT
 
 ADD, CHANGE, DELETE, VIEW = "add_article", "change_article", "delete_article", "view_article"
 ADD_STORY, CHANGE_STORY, DELETE_STORY = "add_story", "change_story", "delete_story"
+CHANGE_DELIVERY = "change_webhookdelivery"
 # The permissions the API checks (api.permissions.ARTICLE_PERMISSIONS), by codename (the
-# app label is "publishing"): the articles', and the stories' that drafts need.
-ARTICLE_PERMISSIONS = (ADD, CHANGE, DELETE, VIEW, ADD_STORY, CHANGE_STORY, DELETE_STORY)
+# app label is "publishing"): the articles', the stories' that drafts need, and the
+# webhook deliveries' that their requeue needs.
+ARTICLE_PERMISSIONS = (
+    ADD,
+    CHANGE,
+    DELETE,
+    VIEW,
+    ADD_STORY,
+    CHANGE_STORY,
+    DELETE_STORY,
+    CHANGE_DELIVERY,
+)
 
 
 def article_permissions(codenames: Iterable[str]) -> list[Permission]:
