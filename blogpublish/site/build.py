@@ -436,9 +436,10 @@ def write_partial_chunk(
     write: Write,
     report: documents.Report = problems.report,
 ) -> None:
-    """The sitemap chunk after the last full page: the newest `count % PAGE_SIZE`."""
+    """The sitemap chunk after the last full page: the newest `count % PAGE_SIZE`; an
+    empty site's one chunk (its front page)."""
     rest = count % PAGE_SIZE
-    if rest:
+    if rest or not count:
         chunk = paths.sitemap_chunk_name(full_pages(count) + 1)
         write(site, chunk, documents.sitemap(newest[:rest], report=report))
 
@@ -481,7 +482,8 @@ def update(site: Site, state: SiteState, *, time_left: TimeLeft = None, busy: bo
     newest = selectors.newest(PAGE_SIZE)
     write_feeds(site, write=atomic_write)
     write_partial_chunk(site, newest, count=count, write=atomic_write)
-    if sitemap_chunks(count) != sitemap_chunks(old_count):
+    if sitemap_chunks(count) != sitemap_chunks(old_count) or not old_count:
+        # (not old_count: an index an earlier release wrote for an empty site, naming none)
         atomic_write(site, paths.SITEMAP, documents.sitemap_index(sitemap_chunks(count)))
     if not site.exists(paths.NOT_FOUND):  # a site before these, until its next rebuild
         write_site_files(site, write=atomic_write)

@@ -876,6 +876,8 @@ def sitemap(entries: Iterable[Entry], *, report: Report = log_problem) -> str:
         return {"url": url, "lastmod": rfc3339(entry.published_at)}
 
     items = [built for _e, built in _each(entries, item, document="a sitemap chunk", report=report)]
+    if not items:  # an empty site's one chunk: a urlset needs a url (sitemaps.org's schema)
+        items = [{"url": paths.absolute(paths.archive_href(None)), "lastmod": ""}]
     return render_to_string("blogpublish/sitemap.xml", {"entries": items})
 
 

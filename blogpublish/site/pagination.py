@@ -25,8 +25,10 @@ def page_of(position: int) -> int:
 
 
 def sitemap_chunks(count: int) -> int:
-    """How many sitemap chunks a site of `count` articles has (the last may be partial)."""
-    return -(-count // PAGE_SIZE)
+    """How many sitemap chunks a site of `count` articles has (the last may be partial):
+    at least one, as a sitemap index without any is invalid (an empty site's lists its
+    front page, `documents.sitemap`)."""
+    return max(1, -(-count // PAGE_SIZE))
 
 
 def older_than_front(count: int) -> int | None:

@@ -8,6 +8,7 @@ import logging
 import shutil
 import sqlite3
 import threading
+import xml.etree.ElementTree as ET
 from datetime import timedelta
 from pathlib import Path
 
@@ -742,3 +743,32 @@ def test_a_group_that_moves_one_article_to_a_slug_another_left_keeps_that_ones_r
     assert sorted(FormerAddress.objects.values_list("slug", "article_id")) == sorted(
         [("b-before", b.pk), (b.published_slug, b.pk), (c.published_slug, c.pk)]
     )
+
+
+def test_an_empty_sites_sitemap_names_a_chunk_listing_its_front_page(site, settings):
+    """sitemaps.org's schema wants a sitemap in an index and a url in a urlset: an empty
+    site's index named none (invalid; a review's finding). Its one chunk now lists the
+    front page, until the first article takes its place."""
+    settings.SITE_URL = "https://blog.example/博客"
+    ns = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+
+    def locs(name: str, path: str) -> list[str]:
+        root = ET.parse(site.root / name).getroot()
+        return [loc.text for loc in root.findall(f"{path}/sm:loc", ns)]
+
+    home = "https://blog.example/%E5%8D%9A%E5%AE%A2/"
+    chunk = f"{home}sitemap-1.xml"
+    run_full_check(site.publisher)
+    assert locs("sitemap.xml", "sm:sitemap") == [chunk]
+    assert locs("sitemap-1.xml", "sm:url") == [home]
+
+    [article] = site.add(1)
+    site.settled()
+    assert locs("sitemap.xml", "sm:sitemap") == [chunk]
+    assert locs("sitemap-1.xml", "sm:url") == [f"{home}article-1/"]
+
+    site.delete(article)
+    site.settled()
+    assert locs("sitemap-1.xml", "sm:url") == [home]
+    assert run_full_check(site.publisher)  # nothing to mend
+    assert locs("sitemap.xml", "sm:sitemap") == [chunk]

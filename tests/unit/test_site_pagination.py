@@ -17,7 +17,7 @@ from blogpublish.site.pagination import (
 @pytest.mark.parametrize(
     ("count", "pages", "chunks", "older_than_front_page"),
     [
-        (0, 0, 0, None),
+        (0, 0, 1, None),  # an empty site still has a chunk: its front page
         (50, 1, 1, None),  # the front page shows all 50; page 1 repeats them
         (51, 1, 2, 1),
         (100, 2, 2, 1),  # the front page is page 2: "Older" opens page 1
