@@ -3,7 +3,8 @@ under SITE_ROOT by their content, and removed once no article uses them.
 
 - Only real images: Pillow must read the file as PNG, JPEG, GIF or WebP. SVG is refused
   by name (it can carry scripts and links), as is anything else; at most 10 MiB and
-  50 megapixels (a small file can unpack to gigabytes of pixels).
+  50 megapixels (a small file can unpack to gigabytes of pixels); a JPEG of few enough
+  scans for its size (each makes its decoder walk every block: JPEG_MAX_SCAN_PIXELS).
 - No metadata is kept but a JPEG's orientation, whatever it says (issue 19): a JPEG is
   rebuilt from the segments a decoder needs, its compressed pixels untouched (no EXIF but
   the orientation, no XMP, Extended XMP, IPTC, comment, or anything after its end); PNG,
@@ -176,7 +177,9 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
         raise ImageRefused(
             f"“{name}” cannot be read: it is truncated or corrupt ({exc})."
         ) from None
-    if extension != "jpg":  # encoded anew, upright: a turned image's sides swap
+    if extension == "jpg":  # its pixels are decoded for its copies: bounded first
+        jpeg_scans_bound(cleaned, width * height, name)
+    else:  # encoded anew, upright: a turned image's sides swap
         width, height = PIL.Image.open(io.BytesIO(cleaned)).size
     if len(cleaned) > IMAGE_MAX_BYTES:  # encoded anew, a GIF's frames can weigh more
         raise ImageRefused(
@@ -184,6 +187,30 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
             "most 10 MiB."
         )
     return cleaned, extension, width, height
+
+
+# A progressive JPEG's scans: each makes the decoder walk every block of the picture,
+# however few bytes it is (a review's 290 KB JPEG of 7000×7000 greys, its last scan of
+# 98 bytes repeated 1,000 times, took 38 s to decode for its copies, holding the turn
+# every upload waits for). libjpeg's standard progressions have 6 scans (grey), 10
+# (colour) or 18 (CMYK); libjpeg-turbo's own fuzzers refuse more than 500 scans
+# (TJPARAM_SCANLIMIT, djpeg -maxscans), for pictures of at most a megapixel. So: at
+# most 500 scans, and at most 25 scans of the largest picture taken (about 1.3 s of
+# decoding at 50 megapixels of grey, where a scan took about 50 ms).
+JPEG_MAX_SCANS = 500
+JPEG_MAX_SCAN_PIXELS = 25 * IMAGE_MAX_PIXELS
+
+
+def jpeg_scans_bound(data: bytes, pixels: int, name: str) -> None:
+    """ImageRefused when the JPEG `data` (cleaned: its first picture's segments only)
+    has more scans than its `pixels` allow (JPEG_MAX_SCANS, JPEG_MAX_SCAN_PIXELS)."""
+    scans = sum(1 for marker, _ in jpeg_segments(data) if marker == 0xDA)
+    most = max(1, min(JPEG_MAX_SCANS, JPEG_MAX_SCAN_PIXELS // max(pixels, 1)))
+    if scans > most:
+        raise ImageRefused(
+            f"“{name}” has {scans:,} scans; at most {most:,} at its size: re-save it as a "
+            "baseline or standard progressive JPEG."
+        )
 
 
 @contextmanager
@@ -368,30 +395,13 @@ def jpeg_without_location(data: bytes, exif: bytes | None) -> bytes:
     """The JPEG rebuilt from the segments a decoder needs (JPEG_KEEP, JPEG_KEEP_APP), with
     `exif` (an EXIF block, or None) after its JFIF header. The scans' compressed bytes are
     copied as they were, so the pixels are too; nothing after the end marker is kept."""
-    if data[:2] != b"\xff\xd8":
-        raise ImageRefused("the JPEG does not start as a JPEG does")
-    out, i = [], 2
-    while True:
-        if i + 2 > len(data) or data[i] != 0xFF:
-            raise ImageRefused("the JPEG's segments are damaged or it has no end")
-        marker = data[i + 1]
-        if marker == 0xFF:  # fill byte
-            i += 1
-            continue
-        if marker == 0xD9:  # end of image
-            break
-        if 0xD0 <= marker <= 0xD7 or marker == 0x01:  # no length; harmless, dropped
-            i += 2
-            continue
-        length = int.from_bytes(data[i + 2 : i + 4], "big")
-        segment, payload = data[i : i + 2 + length], data[i + 4 : i + 2 + length]
-        i += 2 + length
-        if marker == 0xDA:  # start of scan: its compressed bytes run to the next marker
-            end = jpeg_scan_end(data, i)
-            out.append(segment + data[i:end])
-            i = end
-        elif marker in JPEG_KEEP or (
-            marker in JPEG_KEEP_APP and payload.startswith(JPEG_KEEP_APP[marker])
+    out = []
+    for marker, segment in jpeg_segments(data):
+        # A scan (SOS, 0xDA) comes with its compressed bytes, as they were.
+        if (
+            marker == 0xDA
+            or marker in JPEG_KEEP
+            or (marker in JPEG_KEEP_APP and segment[4:].startswith(JPEG_KEEP_APP[marker]))
         ):
             out.append(segment)
     head = [b"\xff\xd8"]
@@ -400,6 +410,31 @@ def jpeg_without_location(data: bytes, exif: bytes | None) -> bytes:
     if exif is not None and len(exif) + 2 <= 0xFFFF:
         head.append(b"\xff\xe1" + (len(exif) + 2).to_bytes(2, "big") + exif)
     return b"".join([*head, *out, b"\xff\xd9"])
+
+
+def jpeg_segments(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """Each segment of a JPEG up to its end marker, as (its marker, its bytes): a scan's
+    with its compressed bytes. Walked by the segments' lengths, so what a segment holds
+    (an EXIF thumbnail's own markers) is never taken for a segment of the image."""
+    if data[:2] != b"\xff\xd8":
+        raise ImageRefused("the JPEG does not start as a JPEG does")
+    i = 2
+    while True:
+        if i + 2 > len(data) or data[i] != 0xFF:
+            raise ImageRefused("the JPEG's segments are damaged or it has no end")
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker == 0xD9:  # end of image
+            return
+        if 0xD0 <= marker <= 0xD7 or marker == 0x01:  # no length; harmless, dropped
+            i += 2
+            continue
+        start, i = i, i + 2 + int.from_bytes(data[i + 2 : i + 4], "big")
+        if marker == 0xDA:  # start of scan: its compressed bytes run to the next marker
+            i = jpeg_scan_end(data, i)
+        yield marker, data[start:i]
 
 
 def jpeg_scan_end(data: bytes, i: int) -> int:

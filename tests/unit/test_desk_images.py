@@ -17,6 +17,7 @@ from blogpublish.desk.images import (
     ImageRefused,
     alt_text,
     check,
+    jpeg_segments,
     jpeg_without_location,
 )
 from tests.support.desk import image_bytes
@@ -441,3 +442,44 @@ def test_pillows_own_bound_is_the_sites_while_an_upload_is_read(monkeypatch):
 
     with pytest.raises(ImageRefused, match="too many pixels; at most 50,000,000"):
         check(bomb, name="bomb.gif")
+
+
+def progressive_jpeg(side: int, *, repeats: int = 0) -> bytes:
+    """A grey progressive JPEG of side×side pixels (libjpeg's 6 scans), its last scan
+    (and the Huffman table before it) repeated `repeats` times: more work for a decoder,
+    a few bytes each."""
+    out = io.BytesIO()
+    PIL.Image.new("L", (side, side), 128).save(out, "JPEG", progressive=True, quality=90)
+    segments = list(jpeg_segments(out.getvalue()))
+    last = max(k for k, (marker, _) in enumerate(segments) if marker == 0xDA)
+    before = segments[last - 1]
+    unit = (before[1] if before[0] == 0xC4 else b"") + segments[last][1]
+    return b"\xff\xd8" + b"".join(s for _, s in segments) + unit * repeats + b"\xff\xd9"
+
+
+@pytest.mark.parametrize(
+    ("side", "repeats", "most"),
+    [
+        (600, 600, 500),  # past libjpeg-turbo's own bound, however small
+        (7000, 20, 25),  # 26 scans of 49 megapixels: each walks every block
+    ],
+)
+def test_progressive_jpeg_of_repeated_scans_is_not_minutes_of_cpu(side, repeats, most):
+    """A review's: a 290 KB JPEG of 7000×7000 greys, its last scan repeated 1,000 times,
+    was decoded for its copies for 38 s, holding the turn every upload waits for."""
+    with pytest.raises(ImageRefused) as refused:
+        check(progressive_jpeg(side, repeats=repeats), name="photo.jpg")
+
+    assert str(refused.value) == (
+        f"“photo.jpg” has {6 + repeats:,} scans; at most {most} at its size: re-save it as "
+        "a baseline or standard progressive JPEG."
+    )
+
+
+def test_a_standard_progressive_jpeg_of_the_largest_size_is_kept():
+    data = progressive_jpeg(7000)
+
+    cleaned, ext, width, height = check(data, name="photo.jpg")
+
+    assert (ext, width, height) == ("jpg", 7000, 7000)
+    assert sum(marker == 0xDA for marker, _ in jpeg_segments(cleaned)) == 6
