@@ -341,9 +341,12 @@ def re_encoded(data: bytes, image: PIL.Image.Image, orientation: int | None) -> 
     # as large again (150 MB more for 50 megapixels of RGB).
     single = getattr(image, "n_frames", 1) == 1
     frames = []
+    disposed = False
     for frame in PIL.ImageSequence.Iterator(image):
         frame.load()  # a WebP frame's duration is in its info once it is loaded
         info: dict = {k: frame.info[k] for k in FRAME_INFO if k in frame.info}
+        # A GIF frame's disposal (cleared after it is shown) is not in Pillow's info.
+        disposed = disposed or getattr(frame, "disposal_method", 0) in (2, 3)
         if orientation in UPRIGHT:
             clean = frame.transpose(UPRIGHT[orientation])
         else:
@@ -357,6 +360,15 @@ def re_encoded(data: bytes, image: PIL.Image.Image, orientation: int | None) -> 
         # Each frame's own time (WebP's encoder would give every frame the first one's).
         durations = [frame.info.get("duration", 0) for frame in frames]
         options.update(save_all=True, append_images=frames[1:], duration=durations)
+        if image.format == "GIF" and disposed:
+            # The frames are whole pictures, as Pillow composes them. Kept on the screen
+            # (the default), Pillow writes what changed only, where a transparent pixel
+            # shows the one before: a frame cleared to a transparent background was seen
+            # under the next (a review's: a sticker's moving box smeared). Each frame
+            # cleared, Pillow writes every frame's visible part. The original's own
+            # disposals are not enough when they are mixed: Pillow's writer takes a
+            # cleared frame to have cleared the whole screen.
+            options["disposal"] = 2
     if image.format == "WEBP":
         # A lossless WebP stays lossless; a lossy one is re-encoded.
         options.update({"lossless": True} if webp_is_lossless(data) else {"quality": 90})

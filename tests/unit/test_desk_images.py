@@ -483,3 +483,46 @@ def test_a_standard_progressive_jpeg_of_the_largest_size_is_kept():
 
     assert (ext, width, height) == ("jpg", 7000, 7000)
     assert sum(marker == 0xDA for marker, _ in jpeg_segments(cleaned)) == 6
+
+
+def shown(data: bytes) -> list[tuple[bytes, int]]:
+    """Each frame of an animation as a viewer shows it, and its time."""
+    frames = PIL.ImageSequence.Iterator(PIL.Image.open(io.BytesIO(data)))
+    return [(f.convert("RGBA").tobytes(), f.info.get("duration", 0)) for f in frames]
+
+
+@pytest.mark.parametrize(
+    "disposals",
+    [
+        [2, 2, 2, 2],  # a sticker: each frame cleared to the transparent background
+        [0, 2, 1, 2],  # some cleared, some kept
+        [1, 3, 0, 2],  # one restored to the frame before it
+    ],
+)
+@pytest.mark.parametrize("optimize", [False, True], ids=["whole frames", "changes only"])
+def test_an_animated_gif_on_a_transparent_background_is_shown_as_it_was(disposals, optimize):
+    """A review's: cleaned, a frame cleared after it is shown (disposal 2) was kept, and
+    Pillow's writer, writing only what changed, left every earlier box on the screen."""
+    palette = [0, 0, 0, 255, 0, 0] + [0] * (256 * 3 - 6)
+    frames = []
+    for k in range(4):
+        frame = PIL.Image.new("P", (60, 40), 0)
+        frame.putpalette(palette)
+        frame.paste(1, (k * 12, 5, k * 12 + 13, 31))
+        frames.append(frame)
+    out = io.BytesIO()
+    frames[0].save(
+        out,
+        "GIF",
+        save_all=True,
+        append_images=frames[1:],
+        duration=[100, 120, 140, 160],
+        loop=0,
+        transparency=0,
+        disposal=disposals,
+        optimize=optimize,
+    )
+
+    cleaned, *_ = check(out.getvalue(), name="sticker.gif")
+
+    assert shown(cleaned) == shown(out.getvalue())
