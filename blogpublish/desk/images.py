@@ -360,6 +360,11 @@ def re_encoded(data: bytes, image: PIL.Image.Image, orientation: int | None) -> 
         # Each frame's own time (WebP's encoder would give every frame the first one's).
         durations = [frame.info.get("duration", 0) for frame in frames]
         options.update(save_all=True, append_images=frames[1:], duration=durations)
+        if image.format == "WEBP":
+            # Pillow's WebP writer reads the loop count from its options alone (GIF's and
+            # APNG's from the first frame's info): an animation made to play once looped
+            # forever (a review's).
+            options["loop"] = image.info.get("loop", 0)
         if image.format == "GIF" and disposed:
             # The frames are whole pictures, as Pillow composes them. Kept on the screen
             # (the default), Pillow writes what changed only, where a transparent pixel

@@ -526,3 +526,25 @@ def test_an_animated_gif_on_a_transparent_background_is_shown_as_it_was(disposal
     cleaned, *_ = check(out.getvalue(), name="sticker.gif")
 
     assert shown(cleaned) == shown(out.getvalue())
+
+
+def webp_loop(data: bytes) -> int:
+    """An animated WebP's loop count, from its ANIM chunk (0: forever)."""
+    anim = data.index(b"ANIM", 12)
+    return int.from_bytes(data[anim + 12 : anim + 14], "little")
+
+
+@pytest.mark.parametrize("fmt", ["WEBP", "GIF", "PNG"])
+@pytest.mark.parametrize("loop", [0, 1, 3])
+def test_an_animation_keeps_its_loop_count(fmt, loop):
+    """A review's: an animated WebP made to play once was cleaned into one that loops
+    forever (Pillow's WebP writer reads the count from its options only)."""
+    frames = [PIL.Image.new("RGB", (20, 20), colour) for colour in ("red", "blue", "green")]
+    out = io.BytesIO()
+    frames[0].save(out, fmt, save_all=True, append_images=frames[1:], duration=100, loop=loop)
+
+    cleaned, *_ = check(out.getvalue(), name="once")
+
+    assert PIL.Image.open(io.BytesIO(cleaned)).info.get("loop") == loop
+    if fmt == "WEBP":
+        assert webp_loop(cleaned) == loop
