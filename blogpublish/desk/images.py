@@ -359,7 +359,21 @@ def re_encoded(data: bytes, image: PIL.Image.Image, orientation: int | None) -> 
     if len(frames) > 1:
         # Each frame's own time (WebP's encoder would give every frame the first one's).
         durations = [frame.info.get("duration", 0) for frame in frames]
+        if image.info.get("default_image"):
+            # An APNG's default image, shown where APNG is not, is no frame of its
+            # animation (a review's: it became its first frame): Pillow reads it as frame
+            # 0, and writes it so only when told, the animation and its times after it.
+            options["default_image"] = True
+            durations = durations[1:]
         options.update(save_all=True, append_images=frames[1:], duration=durations)
+        if image.format == "PNG":
+            # The frames are whole pictures, as Pillow composes them, each written over
+            # the one before (its change only), replacing it (OP_SOURCE): Pillow's writer
+            # took the first frame's disposal and blend for every frame, and a frame
+            # blended over the one before (OP_OVER) showed it through its translucent
+            # pixels (126 of 216 mixes of three frames' disposals and blends were shown
+            # otherwise).
+            options.update(disposal=0, blend=0)
         if image.format == "WEBP":
             # Pillow's WebP writer reads the loop count from its options alone (GIF's and
             # APNG's from the first frame's info): an animation made to play once looped

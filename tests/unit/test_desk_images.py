@@ -548,3 +548,69 @@ def test_an_animation_keeps_its_loop_count(fmt, loop):
     assert PIL.Image.open(io.BytesIO(cleaned)).info.get("loop") == loop
     if fmt == "WEBP":
         assert webp_loop(cleaned) == loop
+
+
+def png_chunk_kinds(data: bytes) -> list[bytes]:
+    i, kinds = 8, []
+    while i < len(data):
+        kinds.append(data[i + 4 : i + 8])
+        i += 12 + int.from_bytes(data[i : i + 4], "big")
+    return kinds
+
+
+def test_an_apngs_default_image_stays_out_of_its_animation():
+    """A review's: the default image (shown where APNG is not; no fcTL before its IDAT)
+    became the animation's first frame, shown on every loop."""
+    pictures = [PIL.Image.new("RGB", (20, 20), c) for c in ("white", "red", "blue", "green")]
+    out = io.BytesIO()
+    pictures[0].save(
+        out,
+        "PNG",
+        save_all=True,
+        append_images=pictures[1:],
+        duration=[0, 100, 200],
+        default_image=True,
+        loop=0,
+    )
+    data = out.getvalue()
+    assert png_chunk_kinds(data)[:4] == [b"IHDR", b"acTL", b"IDAT", b"fcTL"]
+
+    cleaned, *_ = check(data, name="poster.png")
+
+    kinds = png_chunk_kinds(cleaned)
+    assert kinds[:4] == [b"IHDR", b"acTL", b"IDAT", b"fcTL"]
+    assert kinds.count(b"fcTL") == 3
+    assert shown(cleaned) == shown(data)  # the default image, then the frames and times
+
+
+@pytest.mark.parametrize(
+    ("disposals", "blends"),
+    [
+        ([0, 0, 0], [1, 1, 1]),  # each frame blended over the one before
+        ([1, 2, 0], [0, 1, 1]),  # cleared, restored, kept; replaced, then blended
+        ([2, 0, 1], [1, 0, 1]),
+    ],
+)
+def test_an_apng_of_translucent_frames_is_shown_as_it_was(disposals, blends):
+    """Pillow's writer took the first frame's disposal and blend for every frame: a frame
+    blended over the one before showed it through its translucent pixels."""
+    frames = []
+    for k in range(3):
+        frame = PIL.Image.new("RGBA", (40, 20), (0, 0, 0, 0))
+        frame.paste((255, 0, 0, 128 + k * 40), (k * 10, 2, k * 10 + 14, 18))
+        frames.append(frame)
+    out = io.BytesIO()
+    frames[0].save(
+        out,
+        "PNG",
+        save_all=True,
+        append_images=frames[1:],
+        duration=[100, 150, 200],
+        disposal=disposals,
+        blend=blends,
+        loop=0,
+    )
+
+    cleaned, *_ = check(out.getvalue(), name="glow.png")
+
+    assert shown(cleaned) == shown(out.getvalue())
