@@ -10,7 +10,7 @@ under SITE_ROOT by their content, and removed once no article uses them.
   the orientation, no XMP, Extended XMP, IPTC, comment, or anything after its end); PNG,
   GIF and WebP are re-encoded from their pixels, upright (the orientation applied to
   them), losslessly but for a lossy WebP (no text, iTXt, zTXt or eXIf chunks, no GIF
-  comments, no WebP EXIF or XMP chunks); a PNG of 16 bits a sample in colour, which
+  comments, no WebP EXIF or XMP chunks); a PNG of 16 bits a sample in colour or with alpha, which
   Pillow reads at 8, is rebuilt from its chunks instead (PNG_KEEP).
 - Stored as `media/<sha256 of the stored bytes>.<ext>` with `blogpublish.files`, the
   functions the site writes its pages with (atomic, never through a link); "media" is a
@@ -490,10 +490,11 @@ PNG_KEEP = {b"IHDR", b"PLTE", b"tRNS", b"gAMA", b"cHRM", b"sRGB", b"iCCP", b"sBI
 
 
 def deep_colour_png(data: bytes) -> bool:
-    """Whether the PNG is RGB or RGBA of 16 bits a sample, which Pillow decodes at 8:
-    encoded anew from its pixels, it lost half its depth (a review's finding), so it is
-    rebuilt from its chunks instead, but when it must be turned upright."""
-    return data[12:16] == b"IHDR" and data[24:26] in (b"\x10\x02", b"\x10\x06")
+    """Whether the PNG is RGB, RGBA or grey with alpha of 16 bits a sample, which Pillow
+    decodes at 8: encoded anew from its pixels, it lost half its depth (a review's
+    finding), so it is rebuilt from its chunks instead, but when it must be turned
+    upright. (16-bit grey alone Pillow reads and writes at 16.)"""
+    return data[12:16] == b"IHDR" and data[24:26] in (b"\x10\x02", b"\x10\x04", b"\x10\x06")
 
 
 def png_without_location(data: bytes) -> bytes:

@@ -354,11 +354,11 @@ def png_of(chunks: list[tuple[bytes, bytes]]) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + b"".join(chunk(k, p) for k, p in [*chunks, (b"IEND", b"")])
 
 
-@pytest.mark.parametrize("colour_type", [2, 6], ids=["RGB", "RGBA"])
+@pytest.mark.parametrize("colour_type", [2, 6, 4], ids=["RGB", "RGBA", "grey with alpha"])
 def test_a_16_bit_png_keeps_its_16_bits_and_loses_its_metadata(colour_type):
-    """A review's finding: Pillow decodes a 16-bit RGB or RGBA PNG at 8 bits a sample,
-    and encoded anew from its pixels, it was stored with half its depth."""
-    width, height, samples = 4, 3, 3 if colour_type == 2 else 4
+    """A review's finding: Pillow decodes a 16-bit RGB, RGBA or grey-with-alpha PNG at
+    8 bits a sample, and encoded anew from its pixels, it was stored with half its depth."""
+    width, height, samples = 4, 3, {2: 3, 4: 2, 6: 4}[colour_type]
     row = b"".join(struct.pack(">H", 0x1234 + 0x0101 * n) for n in range(width * samples))
     raw = b"".join(b"\0" + row for _ in range(height))
     pixels = zlib.compress(raw)
