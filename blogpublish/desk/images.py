@@ -90,13 +90,28 @@ class StoredImage:
     height: int
 
 
+# How each of the four formats starts (WebP: RIFF, its size, then WEBP).
+RASTER_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
+
+
+def is_raster(head: bytes) -> bool:
+    """Whether the file starts as a PNG, JPEG, GIF or WebP does."""
+    return head.startswith(RASTER_MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+
+
 def looks_like_svg(head: bytes, name: str, content_type: str) -> bool:
+    """Whether the file is named, typed or written as an SVG. Its text is read only when
+    it does not start as one of the four formats: a PNG whose text chunk named "<svg"
+    was refused as an SVG (a review's), though it is stored as the PNG it is, its text
+    chunks gone, and served as one."""
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
     return (
         name.lower().endswith((".svg", ".svgz"))
         or "svg" in content_type.lower()
-        or text.startswith((b"<svg", b"<?xml", b"<!doctype svg"))
-        or b"<svg" in text[:1024]
+        or (
+            not is_raster(head)
+            and (text.startswith((b"<svg", b"<?xml", b"<!doctype svg")) or b"<svg" in text[:1024])
+        )
     )
 
 

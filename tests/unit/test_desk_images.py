@@ -614,3 +614,31 @@ def test_an_apng_of_translucent_frames_is_shown_as_it_was(disposals, blends):
     cleaned, *_ = check(out.getvalue(), name="glow.png")
 
     assert shown(cleaned) == shown(out.getvalue())
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
+def test_an_image_whose_metadata_names_svg_is_not_refused_as_an_svg(fmt):
+    """A review's: "<svg" anywhere in a file's first 1,024 bytes refused it as an SVG,
+    a PNG's text chunk or a JPEG's comment too; its metadata is dropped all the same."""
+    out = io.BytesIO()
+    picture = PIL.Image.new("RGB", (64, 48), "teal")
+    if fmt == "PNG":
+        from PIL.PngImagePlugin import PngInfo
+
+        info = PngInfo()
+        info.add_text("Comment", "exported from the <SVG> editor")
+        picture.save(out, fmt, pnginfo=info)
+    else:
+        picture.save(out, fmt, comment=b"exported from the <svg> editor")
+    assert b"<svg" in out.getvalue().lower()[:1024]
+
+    cleaned, *_ = check(out.getvalue(), name=f"diagram.{fmt.lower()}")
+
+    assert b"svg" not in cleaned.lower()
+
+
+def test_an_svg_after_a_byte_order_mark_is_refused_whatever_its_name():
+    svg = b'\xef\xbb\xbf\n<svg xmlns="http://www.w3.org/2000/svg"><script>1</script></svg>'
+
+    with pytest.raises(ImageRefused, match="is an SVG"):
+        check(svg, name="photo.png", content_type="image/png")
