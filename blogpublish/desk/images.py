@@ -43,6 +43,7 @@ from pathlib import Path
 
 import PIL.Image
 import PIL.ImageSequence
+import PIL.PngImagePlugin
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -171,6 +172,8 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
             f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read."
         ) from None
     except Exception as exc:  # Pillow raises many kinds for what it cannot read
+        if _text_too_large(exc):
+            raise ImageRefused(TEXT_TOO_LARGE.format(name=name)) from None
         raise ImageRefused(
             f"“{name}” is not a PNG, JPEG, GIF or WebP image that Pillow can read ({_plain(exc)})."
         ) from None
@@ -189,6 +192,8 @@ def check(data: bytes, *, name: str = "", content_type: str = "") -> tuple[bytes
             f"“{name}” has too many pixels; at most {IMAGE_MAX_PIXELS:,} pixels."
         ) from None
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        if _text_too_large(exc):  # a text chunk after the pixels is read with them
+            raise ImageRefused(TEXT_TOO_LARGE.format(name=name)) from None
         raise ImageRefused(
             f"“{name}” cannot be read: it is truncated or corrupt ({exc})."
         ) from None
@@ -228,21 +233,40 @@ def jpeg_scans_bound(data: bytes, pixels: int, name: str) -> None:
         )
 
 
+# A PNG's compressed text chunk (zTXt, iTXt: XMP) as Pillow unpacks it, which it bounds
+# at 1 MB a chunk (MAX_TEXT_CHUNK) and 64 MB in all (MAX_TEXT_MEMORY): a review's 10 KB
+# PNG, its XMP (Photoshop's DocumentAncestors) unpacking to 2.4 MB, was refused as no
+# PNG Pillow can read, where the same XMP uncompressed was taken (and dropped, as all
+# text is). A chunk may take all of the 64 MB, still bounded; past it, TEXT_TOO_LARGE.
+PNG_MAX_TEXT = PIL.PngImagePlugin.MAX_TEXT_MEMORY
+TEXT_TOO_LARGE = (
+    "“{name}” has metadata (a PNG text chunk, such as XMP) that unpacks to more than "
+    f"{PNG_MAX_TEXT // 2**20} MiB; save it without its metadata and upload it again."
+)
+
+
+def _text_too_large(exc: Exception) -> bool:
+    """Whether Pillow refused a PNG for its text chunks' size (its own bound's words)."""
+    return isinstance(exc, ValueError) and "MAX_TEXT_" in str(exc)
+
+
 @contextmanager
 def pillow_bound() -> Iterator[None]:
     """Pillow's own bound on an image's pixels (its MAX_IMAGE_PIXELS, checked wherever
     it sizes an image: opening it, a GIF's frame growing its canvas) at IMAGE_MAX_PIXELS,
     and its warning an error, while an upload is read: a review's finding, a GIF frame
     past the canvas raised DecompressionBombError outside the checks (a 500). Process
-    wide, as Pillow's setting is; uploads are cleaned one at a time (IMAGES_AT_ONCE)."""
-    before = PIL.Image.MAX_IMAGE_PIXELS
+    wide, as Pillow's setting is; uploads are cleaned one at a time (IMAGES_AT_ONCE).
+    With it, Pillow's bound on a PNG's compressed text chunk, at PNG_MAX_TEXT."""
+    before = PIL.Image.MAX_IMAGE_PIXELS, PIL.PngImagePlugin.MAX_TEXT_CHUNK
     with warnings.catch_warnings():
         warnings.simplefilter("error", PIL.Image.DecompressionBombWarning)
         PIL.Image.MAX_IMAGE_PIXELS = IMAGE_MAX_PIXELS
+        PIL.PngImagePlugin.MAX_TEXT_CHUNK = PNG_MAX_TEXT
         try:
             yield
         finally:
-            PIL.Image.MAX_IMAGE_PIXELS = before
+            PIL.Image.MAX_IMAGE_PIXELS, PIL.PngImagePlugin.MAX_TEXT_CHUNK = before
 
 
 def gif_frames(data: bytes, canvas: tuple[int, int], name: str) -> int:

@@ -642,3 +642,39 @@ def test_an_svg_after_a_byte_order_mark_is_refused_whatever_its_name():
 
     with pytest.raises(ImageRefused, match="is an SVG"):
         check(svg, name="photo.png", content_type="image/png")
+
+
+def png_with_text(chunk: bytes, *, after_pixels: bool = False) -> bytes:
+    """A small PNG carrying `chunk` (a text chunk's kind and payload), before or after
+    its pixels."""
+    pixels = zlib.compress(b"\0" + b"\x80" * 3 * 8)
+    ihdr = (b"IHDR", struct.pack(">IIBBBBB", 8, 1, 8, 2, 0, 0, 0))
+    text = (chunk[:4], chunk[4:])
+    chunks = [ihdr, (b"IDAT", pixels), text] if after_pixels else [ihdr, text, (b"IDAT", pixels)]
+    return png_of(chunks)
+
+
+@pytest.mark.parametrize("after_pixels", [False, True], ids=["before", "after the pixels"])
+def test_a_pngs_compressed_xmp_past_pillows_1_mb_is_dropped_as_any_text_is(after_pixels):
+    """A review's: XMP unpacking to 2.4 MB (Photoshop's DocumentAncestors lists grow so),
+    compressed in an iTXt chunk, refused the PNG as one "Pillow can read"; uncompressed, it
+    was taken and dropped."""
+    xmp = b"<x:xmpmeta>" + b"<rdf:li>xmp.did:0123456789abcdef</rdf:li>" * 60_000 + b"</x:xmpmeta>"
+    itxt = b"iTXtXML:com.adobe.xmp\0\x01\x00\0\0" + zlib.compress(xmp)
+
+    cleaned, ext, *_ = check(png_with_text(itxt, after_pixels=after_pixels), name="ps.png")
+
+    assert ext == "png" and b"xmp" not in cleaned
+
+
+@pytest.mark.parametrize("after_pixels", [False, True], ids=["before", "after the pixels"])
+def test_a_png_text_unpacking_past_64_mib_is_refused_saying_so(after_pixels):
+    ztxt = b"zTXtComment\0\0" + zlib.compress(b"\0" * (64 * 2**20 + 1), 9)
+
+    with pytest.raises(ImageRefused) as refused:
+        check(png_with_text(ztxt, after_pixels=after_pixels), name="bomb.png")
+
+    assert str(refused.value) == (
+        "“bomb.png” has metadata (a PNG text chunk, such as XMP) that unpacks to more than "
+        "64 MiB; save it without its metadata and upload it again."
+    )
