@@ -235,12 +235,25 @@ def _without_page_ids(html: str) -> str:
 
 
 # A link the sanitiser took the address of (`javascript:`…) keeps the `rel` it adds to
-# every link, which HTML allows only with an `href` (the Nu checker's error).
-_STRAY_REL = re.compile(r'<a((?:(?! href=)[^>])*?) rel="noopener noreferrer"((?:(?! href=)[^>])*)>')
+# every link, which HTML allows only with an `href` (the Nu checker's error). A link's
+# start tag as the sanitiser writes it: each attribute name="value", a quote in a value
+# escaped (&quot;), so a value is read whole: a lookahead for ` href=` in the tag read
+# into one (a review's: `<a title=" href=">` kept its rel).
+_LINK_START = re.compile(r'<a((?: [^\s"\'>/=]+="[^"]*")*)>')
+_ATTRIBUTE = re.compile(r' ([^\s"\'>/=]+)="([^"]*)"')
+_LINK_REL = ("rel", "noopener noreferrer")
 
 
 def _without_stray_rel(html: str) -> str:
-    return _STRAY_REL.sub(r"<a\1\2>", html) if "<a " in html else html
+    return _LINK_START.sub(_link_without_stray_rel, html) if "<a " in html else html
+
+
+def _link_without_stray_rel(link: re.Match[str]) -> str:
+    attributes = _ATTRIBUTE.findall(link[1])
+    if _LINK_REL not in attributes or any(name == "href" for name, _ in attributes):
+        return link[0]
+    kept = "".join(f' {name}="{value}"' for name, value in attributes if (name, value) != _LINK_REL)
+    return f"<a{kept}>"
 
 
 def render_markdown(text: str) -> str:

@@ -369,3 +369,26 @@ def test_render_markdown__an_id_of_the_pages_own_is_dropped_the_others_kept():
 
     assert 'id="content"' not in html and 'id="related-heading"' not in html
     assert 'id="content-2"' in html and 'id="fn-1"' in html and 'href="#fn-1"' in html
+
+
+@pytest.mark.parametrize(
+    ("text", "link"),
+    [
+        # the sanitiser took its address: no href, so no rel (the Nu checker's error)
+        ("[x](javascript:alert(1))", "<a>x</a>"),
+        # a title that reads like an address, with and without one
+        ('<a title=" href=">x</a>', '<a title=" href=">x</a>'),
+        (
+            '<a title=" href=&quot;y" href="javascript:1">x</a>',
+            '<a title=" href=&quot;y">x</a>',
+        ),
+        (
+            '<a title="a > b href=" href="https://example.com/">x</a>',
+            '<a title="a &gt; b href=" href="https://example.com/" rel="noopener noreferrer">x</a>',
+        ),
+    ],
+)
+def test_a_link_carries_rel_only_with_an_address_whatever_its_title_says(text, link):
+    """A review's: the lookahead for ` href=` read inside attribute values, so a link of
+    no address whose title held ` href=` kept its rel."""
+    assert link in render_markdown(text)
