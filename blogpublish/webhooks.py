@@ -96,11 +96,18 @@ def _delivery(payload: dict, *, key: str) -> NewDelivery:
 
 def published_delivery(article, *, previous=None) -> NewDelivery:
     """The article's published event; `previous` its latest published event so far (a
-    WebhookDelivery), if any. The same content as that one is the same publish (a retry,
-    a take-over, an attempt run again): its key, so nothing new goes into the outbox."""
+    WebhookDelivery), if any. The same Article row (uid) with the same content as that
+    one is the same publish (a retry, a take-over, an attempt run again): its key, so
+    nothing new goes into the outbox. Another uid is a story published again after a
+    withdraw or a trash (a new row of the same id): a publish of its own even with
+    unchanged content, since a removal event came between (a review's finding: it took
+    the old row's key, and the receiver stayed on "withdrawn")."""
     key = idempotency_key(article.uid, article.content_hash)
     if previous is not None:
-        if json.loads(previous.body).get("content_hash") == article.content_hash:
+        before = json.loads(previous.body)
+        if before.get("uid") == str(article.uid) and (
+            before.get("content_hash") == article.content_hash
+        ):
             key = previous.key
         else:
             key = idempotency_key(article.uid, article.content_hash, after=previous.pk)
