@@ -24,9 +24,11 @@ import json
 import logging
 from collections.abc import Sequence
 
+from django.db import transaction
+
 from blogpublish.site.documents import rfc3339
 from blogpublish.site.paths import article_url
-from blogpublish.site.selectors import has_content
+from publishing.models import Article
 from publishing.publishers import BasePublisher
 from publishing.services.deliveries import NewDelivery, deliveries_enqueue, deliveries_last
 
@@ -122,6 +124,25 @@ def removed_delivery(article) -> NewDelivery:
     return _delivery(payload, key=idempotency_key(article.uid, kind))
 
 
+def _held_if_current(articles: list) -> set[int]:
+    """The ids of the articles that still have the content being announced, their rows
+    locked until the caller's transaction ends, all in one statement. A delete or a
+    withdraw deletes the row (so waits for the lock) before its removal event goes into
+    the outbox in the same transaction: it cannot commit between this check and the
+    published event's insert, which left "published" after "deleted" in the outbox, the
+    receiver's last word on an article that was gone (a review's finding). On SQLite the
+    transaction (IMMEDIATE) holds the database's write lock, which orders them the same.
+    FOR NO KEY UPDATE: the weakest lock Django takes that a DELETE waits for."""
+    rows = (
+        Article.objects.select_for_update(no_key=True)
+        .filter(pk__in=[a.pk for a in articles])
+        .order_by("pk")  # one order everywhere: two groups never wait for each other
+        .values_list("pk", "content_hash")
+    )
+    hashes = dict(rows)
+    return {a.pk for a in articles if hashes.get(a.pk) == a.content_hash}
+
+
 class WebhookPublisher(BasePublisher):
     """Puts events in the outbox; the deliveries go out on their own (see the module)."""
 
@@ -137,14 +158,16 @@ class WebhookPublisher(BasePublisher):
         then this attempt cannot complete, and the one for the newer content announces
         that instead. An attempt that runs again (a retry, a take-over) finds its
         delivery already there and adds none."""
-        current = []
-        last = deliveries_last(article_ids=[a.pk for a in articles], event=PUBLISHED)
-        for article in articles:
-            if has_content(article_id=article.pk, content_hash=article.content_hash):
-                current.append(published_delivery(article, previous=last.get(article.pk)))
-            else:
-                logger.info("article %s was edited or deleted; no webhook event", article.pk)
-        deliveries_enqueue(current)
+        with transaction.atomic():
+            held = _held_if_current(articles)
+            last = deliveries_last(article_ids=[a.pk for a in articles], event=PUBLISHED)
+            current = []
+            for article in articles:
+                if article.pk in held:
+                    current.append(published_delivery(article, previous=last.get(article.pk)))
+                else:
+                    logger.info("article %s was edited or deleted; no webhook event", article.pk)
+            deliveries_enqueue(current)
         return {}
 
     def forget(self, article) -> None:

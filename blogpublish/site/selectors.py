@@ -801,11 +801,6 @@ def _related_entry(article_id: int, at: int, title: str, slug: str) -> Entry:
 # --- the pipeline's rows --------------------------------------------------------------
 
 
-def has_content(*, article_id: int, content_hash: str) -> bool:
-    """Is this still the article's content? False once it was edited or deleted."""
-    return Article.objects.filter(pk=article_id, content_hash=content_hash).exists()
-
-
 def listed_if_current(
     *, article_id: int, content_hash: str, claims: int | None = None
 ) -> tuple[bool, str] | None:

@@ -6,13 +6,17 @@ off (no PUBLISH_WEBHOOK_URL), so the outbox keeps every event for the test to re
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
+from django.db import connection
 
+import blogpublish.webhooks as webhooks
 from blogpublish.webhooks import WebhookPublisher
 from publishing.models import Article, ArticleStatus, WebhookDelivery
 from publishing.services import story_publish, story_save, story_withdraw
 from publishing.services.publish import article_publish
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,3 +63,77 @@ def test_a_story_published_again_unchanged_after_a_withdraw_is_announced_again()
     WebhookPublisher().publish(again)  # its attempt run again: the same event
 
     assert len(outbox(again.pk)) == 3
+
+
+class Remover(threading.Thread):
+    """Deletes or withdraws the article on a connection of its own, as the API or the
+    admin would, while the attempt is between its check of the content and its insert."""
+
+    def __init__(self, article_id: int, how: str) -> None:
+        super().__init__(daemon=True)
+        self.article_id, self.how = article_id, how
+        self.started_removal = threading.Event()
+        self.backend_pid: int | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_backend_pid()")
+                    self.backend_pid = cursor.fetchone()[0]
+            self.started_removal.set()
+            if self.how == "withdraw":
+                story_withdraw(article_id=self.article_id)
+            else:
+                Article.objects.get(pk=self.article_id).delete()
+        except BaseException as exc:  # the test reports it
+            self.error = exc
+        finally:
+            connection.close()
+
+    def waits_for_the_attempt(self) -> bool:
+        """Is the removal held by the attempt's transaction? PostgreSQL says so of its
+        backend. On SQLite a write transaction holds the database's write lock, so one
+        begun by the removal waits while the attempt is inside one."""
+        if not self.started_removal.is_set():
+            return False
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                    [self.backend_pid],
+                )
+                return cursor.fetchone() is not None
+        return connection.in_atomic_block
+
+
+@pytest.mark.parametrize("how", ["delete", "withdraw"])
+def test_a_removal_during_the_attempt_is_the_receivers_last_event(monkeypatch, how):
+    """A delete or a withdraw that committed between the attempt's check of the content
+    and its insert left the outbox [deleted, published]: the receiver's last word was
+    "published" for an article that was gone (a review's finding). The removal now waits
+    for the attempt's transaction, and its event comes after the published one."""
+    story = story_save(title="Going soon", body="Briefly.", slug=f"going-{how}")
+    article = story_publish(story_id=story.pk)
+    removal = Remover(article.pk, how)
+    real_enqueue = webhooks.deliveries_enqueue
+
+    def enqueue_once_removed(new):
+        # Only the attempt's insert: the removal's own `forget` comes through here too.
+        if threading.current_thread() is not removal and removal.ident is None:
+            removal.start()
+            wait_for(
+                lambda: not removal.is_alive() or removal.waits_for_the_attempt(),
+                what="the removal to commit or to wait for the attempt",
+            )
+        real_enqueue(new)
+
+    monkeypatch.setattr(webhooks, "deliveries_enqueue", enqueue_once_removed)
+    article_publish(article_id=article.pk, retry_in=lambda n: 1)
+    wait_for(lambda: not removal.is_alive(), what="the removal to end")
+
+    assert removal.error is None, removal.error
+    assert not Article.objects.filter(pk=article.pk).exists()
+    removed = WITHDRAWN if how == "withdraw" else DELETED
+    assert [event for event, _ in outbox(article.pk)] == [PUBLISHED, removed]
