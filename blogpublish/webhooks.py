@@ -74,13 +74,16 @@ def published_payload(article) -> dict:
 
 
 def deleted_payload(article) -> dict:
+    """What readers saw of the article (its live version), never an edit not live yet:
+    the title of a pending edit (an embargoed headline) went out in the delete event (a
+    review's finding). An article never live has no title to tell."""
     slug = article.published_slug or article.slug
     return {
         "event": DELETED,
         "id": article.pk,
         "uid": str(article.uid),
         "slug": slug,
-        "title": article.title,
+        "title": article.published_title or "",
         "url": article_url(slug),
         "published_at": None,
         "content_hash": None,

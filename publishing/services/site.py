@@ -19,7 +19,9 @@ from work.runs import scheduled_run
 
 logger = logging.getLogger(__name__)
 
-UNPUBLISH_FIELDS = ("id", "uid", "slug", "published_slug", "title")
+# The live title beside the current one: a removal tells receivers what readers saw, never
+# an edit that was not live yet (a message sent before it was added has none).
+UNPUBLISH_FIELDS = ("id", "uid", "slug", "published_slug", "title", "published_title")
 
 
 def unpublish_snapshot(article: Article) -> dict:

@@ -14,7 +14,7 @@ from django.db import connection
 import blogpublish.webhooks as webhooks
 from blogpublish.webhooks import WebhookPublisher
 from publishing.models import Article, ArticleStatus, WebhookDelivery
-from publishing.services import story_publish, story_save, story_withdraw
+from publishing.services import article_update, story_publish, story_save, story_withdraw
 from publishing.services.publish import article_publish
 from tests.support.waiting import wait_for
 
@@ -137,3 +137,33 @@ def test_a_removal_during_the_attempt_is_the_receivers_last_event(monkeypatch, h
     assert not Article.objects.filter(pk=article.pk).exists()
     removed = WITHDRAWN if how == "withdraw" else DELETED
     assert [event for event, _ in outbox(article.pk)] == [PUBLISHED, removed]
+
+
+@pytest.mark.parametrize("how", ["delete", "withdraw"])
+def test_a_removal_tells_the_receiver_what_readers_saw_not_a_pending_edit(how):
+    """A published article's pending edit (an embargoed headline, a new address) went out
+    in its delete event's title: what readers saw is the live version (a review's
+    finding)."""
+    story = story_save(title="Public title", body="Said.", slug=f"public-{how}")
+    article = publish_now(story_publish(story_id=story.pk).pk)
+    article_update(article=article, title="EMBARGOED: merger with X", slug=f"merger-{how}")
+
+    if how == "withdraw":
+        story_withdraw(article_id=article.pk)
+    else:
+        Article.objects.get(pk=article.pk).delete()
+
+    event, body = outbox(article.pk)[-1]
+    assert event == (WITHDRAWN if how == "withdraw" else DELETED)
+    assert (body["title"], body["slug"]) == ("Public title", f"public-{how}")
+    assert "EMBARGOED" not in json.dumps(body) and "merger" not in json.dumps(body)
+
+
+def test_an_article_deleted_before_it_was_ever_live_has_no_title_to_tell():
+    """It was never on the site: its delete event names no headline readers never saw."""
+    story = story_save(title="Never shown", body="Scheduled.", slug="never-shown")
+    article = story_publish(story_id=story.pk)  # pending; no attempt ran
+
+    Article.objects.get(pk=article.pk).delete()
+
+    assert outbox(article.pk)[-1][1]["title"] == ""
