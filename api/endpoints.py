@@ -85,6 +85,7 @@ from publishing.services import (
     article_create,
     article_requeue,
     article_update,
+    delivery_not_requeued_why,
     delivery_requeue,
     story_of_article,
     story_publish,
@@ -916,8 +917,6 @@ def requeue_delivery(request: HttpRequest, id: int = DeliveryId):
         delivery = WebhookDelivery.objects.filter(pk=id).first()
     if delivery is None:  # none, or deleted meanwhile
         return Status(404, {"detail": "No webhook delivery with this id.", "errors": {}})
-    if not requeued:
-        raise DeliveryNotRequeueable(
-            f"Only a dead webhook delivery can be requeued; this one is {delivery.status}."
-        )
+    if not requeued:  # not dead, or superseded by a later event of its article
+        raise DeliveryNotRequeueable(delivery_not_requeued_why(delivery_id=id))
     return delivery_out(delivery)

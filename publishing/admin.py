@@ -32,6 +32,7 @@ from publishing.services import (
     article_publish_now,
     article_update,
     articles_requeue,
+    delivery_not_requeued_why,
     delivery_requeue,
     story_trash,
 )
@@ -52,6 +53,9 @@ def requeue_each(
     if done < len(ids):
         model_admin.message_user(request, f"{len(ids) - done} were not dead.", messages.WARNING)
 
+
+# How many refusals of a Requeue the admin names with their reasons.
+REASONS_SHOWN = 10
 
 # The admin's home page links the publishing dashboard (publishing/dashboard.py).
 admin.site.index_template = "admin/publishing/index.html"
@@ -455,6 +459,17 @@ class WebhookDeliveryAdmin(BadLookupsAreBadLinks):
 
     @admin.action(description="Requeue (dead → pending, tries reset)", permissions=["change"])
     def requeue(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
-        requeue_each(
-            self, request, queryset, lambda pk: delivery_requeue(delivery_id=pk), "webhook delivery"
-        )
+        ids = list(queryset.values_list("pk", flat=True))
+        refused = [pk for pk in ids if not delivery_requeue(delivery_id=pk)]
+        done = len(ids) - len(refused)
+        self.message_user(request, f"{done} dead webhook delivery(s) requeued.", messages.SUCCESS)
+        # Each refusal with its reason (not dead, or superseded by a later event of its
+        # article), the first few only: a selection may be hundreds.
+        for pk in refused[:REASONS_SHOWN]:
+            self.message_user(request, delivery_not_requeued_why(delivery_id=pk), messages.WARNING)
+        if len(refused) > REASONS_SHOWN:
+            self.message_user(
+                request,
+                f"{len(refused) - REASONS_SHOWN} more were not requeued either.",
+                messages.WARNING,
+            )

@@ -34,7 +34,12 @@ from publishing.models import (
     WebhookDelivery,
 )
 from publishing.selectors import broker_queue_lengths, delivery_counts, pipeline_status
-from publishing.services import article_requeue, articles_requeue, delivery_requeue
+from publishing.services import (
+    article_requeue,
+    articles_requeue,
+    delivery_not_requeued_why,
+    delivery_requeue,
+)
 from publishing.services.alarms import STUCK
 from publishing.services.rerender import rerender_status
 
@@ -221,7 +226,12 @@ def dashboard_requeue(request: HttpRequest) -> HttpResponse:
         done = requeue_all_dead()
         messages.success(request, f"{done} dead article(s) requeued.")
     elif "delivery_id" in request.POST:
-        _requeue_one(request, "delivery_id", lambda pk: delivery_requeue(delivery_id=pk))
+        _requeue_one(
+            request,
+            "delivery_id",
+            lambda pk: delivery_requeue(delivery_id=pk),
+            why_not=lambda pk: delivery_not_requeued_why(delivery_id=pk),
+        )
     else:
         _requeue_one(request, "article_id", lambda pk: article_requeue(article_id=pk))
     return HttpResponseRedirect(reverse("publishing-dashboard"))
@@ -230,8 +240,15 @@ def dashboard_requeue(request: HttpRequest) -> HttpResponse:
 WHAT = {"article_id": "article", "delivery_id": "webhook delivery"}
 
 
-def _requeue_one(request: HttpRequest, name: str, requeue: Callable[[int], bool]) -> None:
-    """Requeue the row whose id the form posted as `name`, and say what was done."""
+def _requeue_one(
+    request: HttpRequest,
+    name: str,
+    requeue: Callable[[int], bool],
+    *,
+    why_not: Callable[[int], str] | None = None,
+) -> None:
+    """Requeue the row whose id the form posted as `name`, and say what was done (or,
+    given `why_not`, why it was not)."""
     what = WHAT[name]
     try:
         pk = int(request.POST.get(name, ""))
@@ -241,6 +258,8 @@ def _requeue_one(request: HttpRequest, name: str, requeue: Callable[[int], bool]
         messages.error(request, f"No {what} to requeue was given.")
     elif requeue(pk):
         messages.success(request, f"{what.capitalize()} {pk} requeued.")
+    elif why_not is not None:
+        messages.warning(request, why_not(pk))
     else:
         messages.warning(request, f"{what.capitalize()} {pk} is not dead (any more).")
 

@@ -24,6 +24,7 @@ from publishing.services.deliveries import (
     NewDelivery,
     deliveries_deliver_due,
     deliveries_enqueue,
+    delivery_not_requeued_why,
     delivery_requeue,
     webhook_deliver,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "complete",
     "deliveries_deliver_due",
     "deliveries_enqueue",
+    "delivery_not_requeued_why",
     "delivery_requeue",
     "diff_too_large",
     "explain_unclaimed",

@@ -305,23 +305,58 @@ def _died(delivery_id: int, *, error: str) -> None:
 # --- the operator, the safety nets -------------------------------------------------------
 
 
+def later_of_article() -> Exists:
+    """A later event of the same article is in the outbox (whatever its status)."""
+    return Exists(
+        WebhookDelivery.objects.filter(article_id=OuterRef("article_id"), pk__gt=OuterRef("pk"))
+    )
+
+
 def delivery_requeue(*, delivery_id: int) -> bool:
-    """Dead → pending with a fresh budget of tries, and sent after commit."""
-    requeued = WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.DEAD).update(
-        status=DeliveryStatus.PENDING,
-        attempts=0,
-        last_error="",
-        next_attempt_at=None,
-        lease_expires_at=None,
-        alerted_at=None,
-        # The token moves on: a try from before it died cannot undo the requeue.
-        claims=F("claims") + 1,
-        updated_at=Now(),
+    """Dead → pending with a fresh budget of tries, and sent after commit; unless a later
+    event of its article is in the outbox: sent now, the older event would reach the
+    receiver after it and be its last word (an article.published after the article's
+    article.withdrawn: a review's finding). The later event already says what is true
+    now; `delivery_not_requeued_why` says why to the operator."""
+    requeued = (
+        WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.DEAD)
+        .filter(~later_of_article())
+        .update(
+            status=DeliveryStatus.PENDING,
+            attempts=0,
+            last_error="",
+            next_attempt_at=None,
+            lease_expires_at=None,
+            alerted_at=None,
+            # The token moves on: a try from before it died cannot undo the requeue.
+            claims=F("claims") + 1,
+            updated_at=Now(),
+        )
     )
     if requeued:
         logger.info("webhook delivery %s requeued", delivery_id)
         after_commit(deliveries_dispatch, [delivery_id])
     return bool(requeued)
+
+
+def delivery_not_requeued_why(*, delivery_id: int) -> str:
+    """Why `delivery_requeue` left the delivery as it was, in the operator's words."""
+    row = WebhookDelivery.objects.filter(pk=delivery_id).values("status", "article_id").first()
+    if row is None:
+        return f"There is no webhook delivery {delivery_id}."
+    later = (
+        WebhookDelivery.objects.filter(article_id=row["article_id"], pk__gt=delivery_id)
+        .order_by("-pk")
+        .values_list("pk", "event")
+        .first()
+    )
+    if row["status"] == DeliveryStatus.DEAD and later is not None:
+        return (
+            f"Webhook delivery {delivery_id} is superseded by a later event of article "
+            f"{row['article_id']} (delivery {later[0]}, {later[1]}): sent now, it would reach "
+            "the receiver after it. Requeue that one if it is dead."
+        )
+    return f"Only a dead webhook delivery can be requeued; this one is {row['status']}."
 
 
 def deliveries_stale(*, stale_after: float, limit: int) -> list[int]:

@@ -10,12 +10,20 @@ import threading
 
 import pytest
 from django.db import connection
+from django.urls import reverse
 
 import blogpublish.webhooks as webhooks
 from blogpublish.webhooks import WebhookPublisher
-from publishing.models import Article, ArticleStatus, WebhookDelivery
-from publishing.services import article_update, story_publish, story_save, story_withdraw
+from publishing.models import Article, ArticleStatus, DeliveryStatus, WebhookDelivery
+from publishing.services import (
+    article_update,
+    delivery_requeue,
+    story_publish,
+    story_save,
+    story_withdraw,
+)
 from publishing.services.publish import article_publish
+from tests.support.api import bearer
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -167,3 +175,40 @@ def test_an_article_deleted_before_it_was_ever_live_has_no_title_to_tell():
     Article.objects.get(pk=article.pk).delete()
 
     assert outbox(article.pk)[-1][1]["title"] == ""
+
+
+def test_a_dead_event_that_a_later_one_supersedes_is_not_requeued(admin_client, make_token):
+    """A dead article.published requeued after the article was withdrawn went out after
+    the withdraw, and the receiver's last word was "published" (a review's finding). A
+    later event of the article already says what is true now: the requeue is refused,
+    with the reason, in the service, the API, the dashboard and the admin's action."""
+    story = story_save(title="Refused once", body="Live.", slug="refused-once")
+    article = publish_now(story_publish(story_id=story.pk).pk)
+    published = WebhookDelivery.objects.get(article_id=article.pk)
+    WebhookDelivery.objects.filter(pk=published.pk).update(status=DeliveryStatus.DEAD)
+    story_withdraw(article_id=article.pk)
+    withdrawn = WebhookDelivery.objects.get(article_id=article.pk, event=WITHDRAWN)
+
+    assert not delivery_requeue(delivery_id=published.pk)
+
+    answer = bearer(make_token()[1]).post(f"/api/webhook-deliveries/{published.pk}/requeue")
+    assert answer.status_code == 409, answer.content
+    detail = answer.json()["detail"]
+    assert "superseded by a later event" in detail
+    assert f"delivery {withdrawn.pk}, {WITHDRAWN}" in detail
+    dashboard = admin_client.post(
+        reverse("publishing-dashboard-requeue"), {"delivery_id": str(published.pk)}, follow=True
+    ).content.decode()
+    assert f"Webhook delivery {published.pk} is superseded" in dashboard
+    action = admin_client.post(
+        reverse("admin:publishing_webhookdelivery_changelist"),
+        {"action": "requeue", "_selected_action": [published.pk]},
+        follow=True,
+    ).content.decode()
+    assert "0 dead webhook delivery(s) requeued." in action
+    assert f"Webhook delivery {published.pk} is superseded" in action
+    assert WebhookDelivery.objects.get(pk=published.pk).status == DeliveryStatus.DEAD
+
+    # The article's last event, dead, is requeued as before: nothing comes after it.
+    WebhookDelivery.objects.filter(pk=withdrawn.pk).update(status=DeliveryStatus.DEAD)
+    assert delivery_requeue(delivery_id=withdrawn.pk)
