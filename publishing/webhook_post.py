@@ -20,6 +20,7 @@ import ssl
 from datetime import UTC, datetime
 
 import requests
+import urllib3
 
 from publishing.exceptions import NoAnswer, PermanentPublishError, TransientPublishError
 from publishing.signing import signed_headers
@@ -77,9 +78,10 @@ def post_signed(
             allow_redirects=False,
             stream=True,
         ) as response:
+            # The status line and the headers decide; the body only adds its words.
             status = response.status_code
-            text = "" if 200 <= status < 300 else answer_start(response)
             retry_after = response.headers.get("Retry-After")
+            text = "" if 200 <= status < 300 else answer_start(response)
     except requests.ConnectTimeout as exc:
         connect = timeouts(read_timeout)[0]
         raise NoAnswer(f"{setting} timed out: no connection within {connect:g} s") from exc
@@ -148,7 +150,28 @@ def seconds_asked(retry_after: str | None) -> float | None:
 ANSWER_READ_BYTES = 4096
 
 
+# What reading a body that the status line already classified can raise: cut short, a
+# broken chunk or gzip stream (requests' wrappers, urllib3's own), a read timeout, a
+# reset.
+UNREADABLE = (
+    requests.RequestException,
+    urllib3.exceptions.HTTPError,
+    http.client.HTTPException,
+    OSError,
+)
+
+
 def answer_start(response: requests.Response) -> str:
-    """The first ANSWER_READ_BYTES of a streamed answer's body, as text."""
-    start = next(response.iter_content(ANSWER_READ_BYTES, decode_unicode=False), b"")
-    return start.decode(response.encoding or "utf-8", errors="replace")
+    """The first ANSWER_READ_BYTES of a streamed answer's body, as text. The answer is
+    classified by its status line and headers, whatever its body: one that cannot be
+    read or decoded is said so here, never raised (a review's finding: a 404 with a
+    body cut short, a broken gzip or an unknown charset was taken for an unreachable
+    receiver and tried again, and a 503's Retry-After was lost)."""
+    try:
+        start = next(response.iter_content(ANSWER_READ_BYTES, decode_unicode=False), b"")
+    except UNREADABLE as exc:
+        return f"(its body could not be read: {failure_reason(exc)})"
+    try:
+        return start.decode(response.encoding or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know: its bytes, as UTF-8 would read
+        return start.decode("utf-8", errors="replace")

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from publishing import alerts
 from publishing.alerts import send_alert
-from publishing.exceptions import TransientPublishError
+from publishing.exceptions import NoAnswer, PermanentPublishError, TransientPublishError
 from publishing.models import Article, DeliveryStatus, WebhookDelivery
 from publishing.services.deliveries import DeliveryOutcome, webhook_deliver
 from publishing.webhook_post import post_signed, seconds_asked
@@ -151,3 +151,34 @@ def test_a_receivers_retry_after_is_the_next_tries_wait(endpoint, settings):
 )
 def test_retry_after_in_seconds_or_as_a_date(header, seconds):
     assert seconds_asked(header) == seconds
+
+
+def answering(raw: bytes):
+    """An endpoint's answer: these bytes, then the connection closed."""
+    return lambda server, conn: conn.sendall(raw)
+
+
+UNREADABLE_BODIES = {
+    "an unknown charset": (
+        b"Content-Type: text/plain; charset=x-nope\r\nContent-Length: 3\r\n\r\nno!"
+    ),
+    "a broken gzip": b"Content-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello",
+    "a body cut short": b"Content-Length: 100000\r\n\r\nshort",
+    "a broken chunk": b"Transfer-Encoding: chunked\r\n\r\nzz\r\nbad",
+}
+
+
+@pytest.mark.parametrize("body", UNREADABLE_BODIES.values(), ids=UNREADABLE_BODIES.keys())
+def test_an_answer_is_classified_by_its_status_whatever_its_body(endpoint, body):
+    """A 404 whose body could not be read or decoded was "unreachable", and tried again,
+    and a 503's Retry-After was lost with it (a review's finding): the status line and
+    the headers decide; the body only adds its words, or says it could not be read."""
+    refused = endpoint(answering(b"HTTP/1.1 404 Not Found\r\n" + body))
+    with pytest.raises(PermanentPublishError, match="webhook answered HTTP 404"):
+        post_signed(url=refused.url, secret="s" * 32, key="k" * 64, body=b"{}", read_timeout=5)
+
+    busy = endpoint(answering(b"HTTP/1.1 503 Maintenance\r\nRetry-After: 1800\r\n" + body))
+    with pytest.raises(TransientPublishError, match="webhook answered HTTP 503") as raised:
+        post_signed(url=busy.url, secret="s" * 32, key="k" * 64, body=b"{}", read_timeout=5)
+    assert not isinstance(raised.value, NoAnswer)
+    assert raised.value.asked_wait == 1800
