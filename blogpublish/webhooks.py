@@ -135,15 +135,18 @@ def _held_if_current(articles: list) -> set[int]:
     published event's insert, which left "published" after "deleted" in the outbox, the
     receiver's last word on an article that was gone (a review's finding). On SQLite the
     transaction (IMMEDIATE) holds the database's write lock, which orders them the same.
-    FOR NO KEY UPDATE: the weakest lock Django takes that a DELETE waits for."""
+    FOR NO KEY UPDATE: the weakest lock Django takes that a DELETE waits for. The same
+    row, too (its uid): a story withdrawn and published again unchanged is a new row of
+    the same id and content, and the withdrawn row's attempt, paused meanwhile, announced
+    it after its withdraw (a review of the mend)."""
     rows = (
         Article.objects.select_for_update(no_key=True)
         .filter(pk__in=[a.pk for a in articles])
         .order_by("pk")  # one order everywhere: two groups never wait for each other
-        .values_list("pk", "content_hash")
+        .values_list("pk", "content_hash", "uid")
     )
-    hashes = dict(rows)
-    return {a.pk for a in articles if hashes.get(a.pk) == a.content_hash}
+    current = {pk: (content_hash, uid) for pk, content_hash, uid in rows}
+    return {a.pk for a in articles if current.get(a.pk) == (a.content_hash, a.uid)}
 
 
 class WebhookPublisher(BasePublisher):

@@ -173,5 +173,7 @@ def answer_start(response: requests.Response) -> str:
         return f"(its body could not be read: {failure_reason(exc)})"
     try:
         return start.decode(response.encoding or "utf-8", errors="replace")
-    except LookupError:  # a charset Python does not know: its bytes, as UTF-8 would read
+    except (LookupError, UnicodeError):
+        # A charset Python does not know, or a codec that refuses errors="replace" (idna,
+        # punycode): its bytes, as UTF-8 would read them.
         return start.decode("utf-8", errors="replace")

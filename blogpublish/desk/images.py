@@ -418,7 +418,11 @@ def re_encoded(data: bytes, image: PIL.Image.Image, orientation: int | None) -> 
             # APNG's from the first frame's info): an animation made to play once looped
             # forever (a review's).
             options["loop"] = image.info.get("loop", 0)
-        if image.format == "GIF" and disposed:
+        # A pixel turning transparent is what needs the frames cleared: in a GIF with
+        # none, kept frames show as they were (a review's: one cleared frame of a
+        # hundred opaque ones made each frame whole, 300 KB cleaned into 21 MiB).
+        transparent = any(f.mode in ALPHA_MODES or "transparency" in f.info for f in frames)
+        if image.format == "GIF" and disposed and transparent:
             # The frames are whole pictures, as Pillow composes them. Kept on the screen
             # (the default), Pillow writes what changed only, where a transparent pixel
             # shows the one before: a frame cleared to a transparent background was seen
@@ -458,6 +462,7 @@ def _webp_bitstreams(chunks: bytes) -> Iterator[bytes]:
 
 
 # What a frame's pixels need from Pillow's info to be encoded as they were.
+ALPHA_MODES = ("RGBA", "LA", "PA")
 FRAME_INFO = ("transparency", "duration", "loop", "background", "disposal", "blend")
 
 

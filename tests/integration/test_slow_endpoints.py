@@ -162,6 +162,13 @@ UNREADABLE_BODIES = {
     "an unknown charset": (
         b"Content-Type: text/plain; charset=x-nope\r\nContent-Length: 3\r\n\r\nno!"
     ),
+    # Codecs that refuse errors="replace" (UnicodeError, not LookupError): a review's.
+    "an idna charset": (
+        b"Content-Type: text/plain; charset=idna\r\nContent-Length: 4\r\n\r\n\xff\xfeno"
+    ),
+    "a punycode charset": (
+        b"Content-Type: text/plain; charset=punycode\r\nContent-Length: 4\r\n\r\n\xff\xfeno"
+    ),
     "a broken gzip": b"Content-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello",
     "a body cut short": b"Content-Length: 100000\r\n\r\nshort",
     "a broken chunk": b"Transfer-Encoding: chunked\r\n\r\nzz\r\nbad",

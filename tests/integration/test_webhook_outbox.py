@@ -73,6 +73,22 @@ def test_a_story_published_again_unchanged_after_a_withdraw_is_announced_again()
     assert len(outbox(again.pk)) == 3
 
 
+def test_the_withdrawn_rows_attempt_says_nothing_after_the_story_is_back_unchanged():
+    """A review of the mend above: the withdrawn row's attempt, run again (paused past
+    its withdraw, a take-over) once the story was published again unchanged, found the
+    same id and content live and announced its old uid after its own withdraw."""
+    story = story_save(title="Paused", body="Same text.", slug="paused-row")
+    first = publish_now(story_publish(story_id=story.pk).pk)
+    story_withdraw(article_id=first.pk)
+    again = publish_now(story_publish(story_id=story.pk).pk)
+
+    WebhookPublisher().publish(first)  # the old row's attempt, late
+
+    events = outbox(again.pk)
+    assert [event for event, _ in events] == [PUBLISHED, WITHDRAWN, PUBLISHED]
+    assert events[-1][1]["uid"] == str(again.uid)
+
+
 class Remover(threading.Thread):
     """Deletes or withdraws the article on a connection of its own, as the API or the
     admin would, while the attempt is between its check of the content and its insert."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import random
 import struct
 import zlib
 
@@ -678,3 +679,36 @@ def test_a_png_text_unpacking_past_64_mib_is_refused_saying_so(after_pixels):
         "“bomb.png” has metadata (a PNG text chunk, such as XMP) that unpacks to more than "
         "64 MiB; save it without its metadata and upload it again."
     )
+
+
+def test_an_opaque_gif_with_a_cleared_frame_keeps_writing_changes_only():
+    """A review of the mend above: one cleared frame among opaque ones made every frame
+    be written whole (a 300 KB GIF cleaned into 21 MiB, and refused). With no
+    transparent pixel, a frame kept on the screen shows as it was."""
+    noise = random.Random(7)
+    palette = [noise.randrange(256) for _ in range(256 * 3)]
+    background = PIL.Image.frombytes(
+        "P", (120, 90), bytes(noise.randrange(256) for _ in range(120 * 90))
+    )
+    frames = []
+    for k in range(20):
+        frame = background.copy()
+        frame.putpalette(palette)
+        frame.paste(k, (k * 5, 10, k * 5 + 12, 30))
+        frames.append(frame)
+    out = io.BytesIO()
+    frames[0].save(
+        out,
+        "GIF",
+        save_all=True,
+        append_images=frames[1:],
+        duration=100,
+        loop=0,
+        disposal=[1] * 19 + [2],
+        optimize=False,
+    )
+
+    cleaned, *_ = check(out.getvalue(), name="noise.gif")
+
+    assert shown(cleaned) == shown(out.getvalue())
+    assert len(cleaned) < 2 * len(out.getvalue()), (len(cleaned), len(out.getvalue()))
