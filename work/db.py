@@ -3,9 +3,10 @@ a bulk INSERT without model instances, and a condition on several columns at onc
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -31,6 +32,38 @@ def after_commit(func: Callable[..., object], /, *args: Any, **kwargs: Any) -> N
 
     call.__qualname__ = getattr(func, "__qualname__", repr(func))
     transaction.on_commit(call, robust=True)
+
+
+@contextlib.contextmanager
+def read_snapshot(using: str = "default") -> Iterator[None]:
+    """A read-only transaction whose reads all see one moment, and that holds up no
+    writer: several queries (and `iterator()`'s chunks) agree with each other although
+    others commit meanwhile. PostgreSQL: REPEATABLE READ, READ ONLY, as pg_dump reads
+    (https://www.postgresql.org/docs/current/app-pgdump.html). SQLite: a DEFERRED
+    transaction, whatever OPTIONS' transaction_mode says (IMMEDIATE would hold the
+    write lock, and writers give up after the busy timeout); in WAL mode its first
+    read fixes the snapshot until it ends (https://www.sqlite.org/isolation.html).
+    Inside a transaction already (a test's), the reads are that transaction's: its
+    isolation cannot change once it has begun."""
+    connection = connections[using]
+    if connection.in_atomic_block:
+        yield
+        return
+    # A health check run inside the transaction would be its first query, and
+    # PostgreSQL takes SET TRANSACTION only before any.
+    connection.close_if_health_check_failed()
+    mode = getattr(connection, "transaction_mode", None)
+    if connection.vendor == "sqlite":
+        connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]
+    try:
+        with transaction.atomic(using=using):
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+    finally:
+        if connection.vendor == "sqlite":
+            connection.transaction_mode = mode  # type: ignore[attr-defined]
 
 
 def update_returning(

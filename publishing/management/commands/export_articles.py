@@ -10,8 +10,10 @@ drafts. An article whose draft holds changes not published yet is written as rea
 see it, and named on stderr: its draft's text is in no file. The Markdown files
 directly in DIR (as the import tells them: `.md`, `.markdown`, in any case) that this
 run did not write (an earlier export's, of articles deleted or moved since) are named
-on stderr, and removed with `--prune`: importing the folder would bring them back.
-DIR's subfolders are not looked in.
+on stderr, and removed with `--prune`: importing the folder would bring them back;
+but not one whose slug an article or draft has by then (saved while the export ran).
+DIR's subfolders are not looked in. The articles and drafts are read in one snapshot
+(work.db.read_snapshot), so a story published meanwhile is in a file.
 
 Each file is written to `.<slug>.md.tmp` beside it, created new (`O_CREAT | O_EXCL |
 O_NOFOLLOW`: never through a link, never into a file already there), then renamed into
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import CommandError
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from publishing.markdown_files import is_markdown_name, render
 from publishing.models import (
@@ -40,6 +42,7 @@ from publishing.models import (
     StoryState,
 )
 from work.commands import DatabaseCommand
+from work.db import read_snapshot
 
 FILE_MODE = 0o644
 # The articles with unpublished draft changes named by slug, at most (then how many more).
@@ -95,6 +98,45 @@ def _refuse_inside_site_root(folder: Path) -> None:
         )
 
 
+def _drafts() -> QuerySet[Story]:
+    """The stories exported as drafts: a draft with no Article (the same id), never
+    published or withdrawn, not in the trash."""
+    return (
+        Story.objects.filter(state=StoryState.DRAFT, trashed_at__isnull=True)
+        .exclude(pk__in=Article.objects.values("pk"))
+        .exclude(slug="")
+    )
+
+
+def _listed(names: list[str]) -> str:
+    """The first STALE_SHOWN names, then how many more."""
+    more = f" and {len(names) - STALE_SHOWN} more" if len(names) > STALE_SHOWN else ""
+    return ", ".join(names[:STALE_SHOWN]) + more
+
+
+def _not_alive(names: list[str]) -> tuple[list[str], list[str]]:
+    """`names` split into those that no article, and no draft the export writes (`_drafts`),
+    has as its slug now, which --prune may remove, and the others: a story saved after
+    the export's snapshot is in no file of this run, and its earlier copy is all the
+    folder holds of it. Compared ignoring case, as slugs are: a wrong keep costs a file
+    until the next export, a wrong removal a story."""
+    stems = {name: name.rsplit(".", 1)[0].casefold() for name in names}
+    wanted = set(stems.values())
+    slugs = {
+        slug.casefold()
+        for model_slugs in (
+            Article.objects.values_list("slug", flat=True),
+            _drafts().values_list("slug", flat=True),
+        )
+        for slug in model_slugs.iterator()
+        if slug.casefold() in wanted
+    }
+    return (
+        [name for name in names if stems[name] not in slugs],
+        [name for name in names if stems[name] in slugs],
+    )
+
+
 class Command(DatabaseCommand):
     help = "Write every article, and every draft, to DIR as Markdown with YAML front matter."
 
@@ -123,7 +165,11 @@ class Command(DatabaseCommand):
             raise CommandError(f"cannot open {folder}: {exc.strerror or exc}") from exc
         names: set[str] = set()
         try:
-            articles, drafts = self._export(folder, dir_fd, names)
+            # Both reads in one snapshot: a story published (or withdrawn) between the
+            # articles' read and the drafts' was in neither, so in no file, and --prune
+            # then removed its earlier copy (a review's finding).
+            with read_snapshot():
+                articles, drafts = self._export(folder, dir_fd, names)
             self.stdout.write(
                 f"export_articles: {articles} article(s) and {drafts} draft(s) written to {folder}"
             )
@@ -153,14 +199,21 @@ class Command(DatabaseCommand):
             raise CommandError(f"cannot list {folder}: {exc.strerror or exc}") from exc
         if not stale:
             return
-        shown = ", ".join(stale[:STALE_SHOWN])
-        more = f" and {len(stale) - STALE_SHOWN} more" if len(stale) > STALE_SHOWN else ""
         if not prune:
             self.stderr.write(
                 f"export_articles: {len(stale)} Markdown file(s) in {folder} are not of this"
                 f" export (articles deleted or moved since an earlier one?), and an import of"
-                f" the folder would bring them back: {shown}{more}. --prune removes them."
+                f" the folder would bring them back: {_listed(stale)}. --prune removes them."
             )
+            return
+        stale, alive = _not_alive(stale)
+        if alive:
+            self.stderr.write(
+                f"export_articles: {len(alive)} Markdown file(s) not of this export kept in"
+                f" {folder}: an article or draft of that slug exists now (saved during the"
+                f" export?); the next export writes it: {_listed(alive)}."
+            )
+        if not stale:
             return
         for name in stale:
             try:
@@ -171,7 +224,7 @@ class Command(DatabaseCommand):
                 raise CommandError(f"cannot remove {folder / name}: {exc.strerror or exc}") from exc
         self.stderr.write(
             f"export_articles: {len(stale)} Markdown file(s) not of this export removed from"
-            f" {folder}: {shown}{more}."
+            f" {folder}: {_listed(stale)}."
         )
 
     def _unpublished_changes(self) -> None:
@@ -200,13 +253,8 @@ class Command(DatabaseCommand):
 
     def _export(self, folder: Path, dir_fd: int, names: set[str]) -> tuple[int, int]:
         articles = Article.objects.order_by("id").values("id", *CONTENT_FIELDS)
-        # A story's draft with no Article (the same id): never published, or withdrawn.
         drafts = (
-            Story.objects.filter(state=StoryState.DRAFT, trashed_at__isnull=True)
-            .exclude(pk__in=Article.objects.values("pk"))
-            .exclude(slug="")
-            .order_by("id")
-            .values(*DRAFT_FIELDS, first_published=F("first_publish_at"))
+            _drafts().order_by("id").values(*DRAFT_FIELDS, first_published=F("first_publish_at"))
         )
         return self._write(folder, dir_fd, articles, names), self._write(
             folder, dir_fd, drafts, names, draft=True
