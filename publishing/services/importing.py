@@ -442,17 +442,24 @@ def _report(report: ImportReport, on_result, result: FileResult) -> None:
 # --- writing ------------------------------------------------------------------------------
 
 
-def _create(new: list[_Planned]) -> list[tuple[_Planned, str]]:
+TAKEN_MEANWHILE = "slug: another article took this slug meanwhile"
+
+
+def _create(new: list[_Planned]) -> list[tuple[_Planned, str | None]]:
     """INSERT the new rows in one statement; if a concurrent writer took one of the
-    slugs meanwhile, row by row, and the ones refused are returned with the reason.
-    Under the addresses' locks (as an article's save and a draft's take theirs), a
-    draft saved at one of them since the plan is seen here, and one saved after waits
-    for this commit and then finds the article."""
+    slugs meanwhile, row by row, and the ones not inserted are returned with the
+    reason, or None when the article that took the slug holds the file's content
+    (`_same_as_winner`: another run of the same import). Under the addresses' locks (as
+    an article's save and a draft's take theirs), a draft saved at one of them since
+    the plan is seen here, and one saved after waits for this commit and then finds
+    the article."""
     if not new:
         return []
     address_locks(p.article.slug_key for p in new)
     kept = _kept_by_stories(p.article.slug_key for p in new)
-    refused = [(p, kept[p.article.slug_key][1]) for p in new if p.article.slug_key in kept]
+    refused: list[tuple[_Planned, str | None]] = [
+        (p, kept[p.article.slug_key][1]) for p in new if p.article.slug_key in kept
+    ]
     new = [p for p in new if p.article.slug_key not in kept]
     try:
         with transaction.atomic():
@@ -466,8 +473,24 @@ def _create(new: list[_Planned]) -> list[tuple[_Planned, str]]:
             with transaction.atomic():
                 Article.objects.bulk_create([p.article])
         except IntegrityError:
-            refused.append((p, "slug: another article took this slug meanwhile"))
+            p.article.pk = None
+            refused.append((p, None if _same_as_winner(p) else TAKEN_MEANWHILE))
     return refused
+
+
+def _same_as_winner(p: _Planned) -> bool:
+    """Whether the article that took the file's slug since the plan holds the file's
+    content, as `_plan_chunk` compares an existing row (an undated file takes the row's
+    date): two runs of one import at once, where the second reported every file the
+    first created as failed, and exited 1 (a review's finding). The INSERT's
+    IntegrityError came once the winner committed, so this read sees it."""
+    row = Article.objects.filter(slug_key=p.article.slug_key).values("id", *CONTENT_FIELDS).first()
+    if row is None:
+        return False
+    if not p.dated:
+        p.article.publish_at = row["publish_at"]
+        p.article.content_hash = p.article._content_hash()
+    return Article.hash_as_saved_now(row) == p.article.content_hash
 
 
 def _update(changed: list[_Planned]) -> list[_Planned]:
@@ -526,7 +549,10 @@ def _write_chunk(
     articles_readdress(sorted(readdressed & left_as_it_was))
     refused_ids = {id(p) for p, _reason in refused}
     for p, reason in refused:
-        _report(report, on_result, FileResult(p.path, Action.FAILED, reason, p.article.slug))
+        if reason is None:  # another run wrote this very content meanwhile
+            _report(report, on_result, FileResult(p.path, Action.UNCHANGED, slug=p.article.slug))
+        else:
+            _report(report, on_result, FileResult(p.path, Action.FAILED, reason, p.article.slug))
     for p in new:
         if id(p) not in refused_ids:
             report.written_ids.append(p.article.pk)

@@ -756,6 +756,57 @@ def test_prune_keeps_the_file_of_a_story_saved_during_the_export(tmp_path, monke
     assert sorted(p.name for p in backup.iterdir()) == ["kept.md", "late.md"]
 
 
+def test_a_second_run_of_the_same_import_at_once_finds_its_files_unchanged(
+    worker, blog, monkeypatch
+):
+    """Two runs of one import at once (cron overlapping a manual run): the second's
+    INSERT met the first's rows and reported every file "another article took this slug
+    meanwhile", and exited 1, though each article held that file's content (a review's
+    finding). The winner is compared with the file, as an existing row is: the same
+    content (an undated file's date is the row's) is unchanged; other content still
+    fails."""
+    from publishing.services import importing
+
+    write(blog, "race-dated.md", post("Dated", date="2024-03-01 10:00:00"))
+    write(blog, "race-undated.md", post("Undated"))
+    write(blog, "race-other.md", post("Mine", date="2024-03-01 10:00:00"))
+    real, started, done = importing._write_chunk, [], []
+
+    def other_run() -> None:
+        try:
+            out, err, code = run_import(str(blog / "race-dated.md"), str(blog / "race-undated.md"))
+            assert code == 0, out + err
+            # A run started in another second: an undated file's article has its time.
+            undated = Article.objects.get(slug="race-undated")
+            undated.publish_at = datetime(2020, 1, 1, tzinfo=UTC)
+            undated.save()
+            Article.objects.create(title="Theirs", slug="race-other", body="Not mine.")
+            done.append(True)
+        finally:
+            connection.close()  # the thread's own
+
+    def write_chunk(*args, **kwargs):
+        if not started:  # planned: every file new; the other run commits before this writes
+            started.append(True)  # (its own chunk comes through here too)
+            thread = threading.Thread(target=other_run)
+            thread.start()
+            thread.join()
+            assert done, "the other run failed"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(importing, "_write_chunk", write_chunk)
+
+    out, err, code = run_import(str(blog))
+
+    assert out.splitlines()[-1] == (
+        "import_articles: created 0, updated 0, unchanged 2, skipped 0, failed 1"
+    )
+    assert code == 1
+    assert err.count("another article took this slug meanwhile") == 1
+    assert "race-other.md: slug: another article took this slug meanwhile" in err
+    assert Article.objects.get(slug="race-other").body == "Not mine."
+
+
 def test_a_folder_the_import_cannot_list_fails_naming_it(blog):
     """os.walk() without onerror left out a folder it could not list, without a word,
     and the run exited 0 (a review's finding): here one whose path is past PATH_MAX
