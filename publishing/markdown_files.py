@@ -347,14 +347,15 @@ class Draft:
     parsed: ParsedFile
 
 
-def parse_date(value: object) -> datetime:
+def parse_date(value: object, *, now: datetime | None = None) -> datetime:
     """`date` as Jekyll and Hugo write it, in UTC: ISO 8601 or `YYYY-MM-DD HH:MM:SS`,
     with or without a zone (UTC when none), or a bare day (its midnight, UTC). YAML
-    itself reads most of these into a datetime or a date; the rest arrive as text."""
-    return parse_date_noting(value)[0]
+    itself reads most of these into a datetime or a date; the rest arrive as text.
+    `now` (the current time when None): what fills the parts a text leaves out."""
+    return parse_date_noting(value, now=now)[0]
 
 
-def parse_date_noting(value: object) -> tuple[datetime, str]:
+def parse_date_noting(value: object, *, now: datetime | None = None) -> tuple[datetime, str]:
     """`parse_date`, and what the import should say of it: a zone by a name this parser
     does not know (`MSK`; `_ZONES` has Ruby's and the common ones) is read as UTC, as no
     zone is, where Ruby's Time.parse reads it in the machine's zone. "" when there is
@@ -367,7 +368,7 @@ def parse_date_noting(value: object) -> tuple[datetime, str]:
     elif isinstance(value, str):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", date_parser.UnknownTimezoneWarning)
-            when, dropped = _parse_date_text(value)
+            when, dropped = _parse_date_text(value, now=now or datetime.now(UTC))
         unknown = any(issubclass(w.category, date_parser.UnknownTimezoneWarning) for w in caught)
         if when.tzinfo is None and unknown:
             note = (
@@ -389,7 +390,7 @@ def parse_date_noting(value: object) -> tuple[datetime, str]:
         raise BadFile(f"date {shown(written)} is out of range") from None
 
 
-def _parse_date_text(value: str) -> tuple[datetime, str]:
+def _parse_date_text(value: str, *, now: datetime) -> tuple[datetime, str]:
     """A date written as text, as Jekyll (Ruby's Time.parse) and Hugo read it: ISO 8601
     first, then the lenient parser (`2024-05-01 09:30:00 +0200`, `May 1, 2024`, RFC
     822/1123, `2024/05/01`, a named zone as Ruby names it), then, as Ruby's Date._parse
@@ -409,10 +410,9 @@ def _parse_date_text(value: str) -> tuple[datetime, str]:
         return datetime.fromisoformat(text), ""
     except ValueError:
         pass
-    # What the text leaves out as Time.parse fills it: a part above those it gives from
-    # now ("May 1": this year), one below its least ("May 2024": the 1st, a review's
-    # finding: it was today's day of the month).
-    today = datetime(datetime.now(UTC).year, 1, 1)
+    if _OFFSET_ONLY.fullmatch(text := text.strip()) or not text:
+        # dateutil read `UTC-3` as the 3rd of January; Time.parse finds no time in it.
+        raise BadFile(f"date {shown(value)} is not a date: it gives a zone and no day or time")
     attempts = [(text, "")]
     loose = _RUBY_LOOSE.fullmatch(text)
     # A time it would leave out is a time it cannot read (`25:00`, `09:61`, `9.30`):
@@ -422,7 +422,7 @@ def _parse_date_text(value: str) -> tuple[datetime, str]:
         attempts.append((kept, loose.group("between") or ""))
     for attempt, dropped in attempts:
         try:
-            return date_parser.parse(attempt, default=today, tzinfos=_TZINFOS), dropped
+            return _as_time_parse_fills(attempt, value, now), dropped
         except (ValueError, OverflowError):
             continue
     raise BadFile(
@@ -430,6 +430,38 @@ def _parse_date_text(value: str) -> tuple[datetime, str]:
         "(2024-05-01T09:30:00+02:00), YYYY-MM-DD HH:MM:SS (UTC when no zone is "
         "given) or as Jekyll and Hugo read dates (May 1, 2024 09:30 +0200)"
     )
+
+
+# Two defaults that differ in every part: a part the two parses agree on is the text's.
+# Day 1 and day 3 stay in their month when a weekday moves them (at most 6 days on).
+_PROBES = (datetime(2000, 1, 1), datetime(2004, 3, 3, 1, 1, 1))
+_PARTS = ("year", "month", "day", "hour", "minute", "second")
+# A part below the text's highest as Time.parse fills it (the year never is one).
+_LEAST = (1, 1, 1, 0, 0, 0)
+# A numeric zone alone (`UTC-3` once `UTC` is dropped, `+0200`).
+_OFFSET_ONLY = re.compile(r"[+-]\d{1,2}(?::?\d{2})?")
+
+
+def _as_time_parse_fills(text: str, value: str, now: datetime) -> datetime:
+    """`text` read by dateutil, the parts it leaves out filled as Ruby's Time.parse
+    fills them (time.rb, make_time): those above its highest part from `now` in the
+    text's zone (UTC when none), so `09:30` is today's and `12` this month's 12th;
+    those below from their least (`May 2024`: the 1st, midnight). A weekday alone
+    (`Monday`) gives no part: Time.parse raises "no time information", and Jekyll
+    refuses the file; a weekday with other parts is ignored, as Ruby ignores it
+    (`Monday 09:30` is today's; dateutil moved it to the next Monday). dateutil with
+    January 1st as the default filled them from that (a review's finding)."""
+    read, other = (date_parser.parse(text, default=d, tzinfos=_TZINFOS) for d in _PROBES)
+    given = [getattr(read, part) == getattr(other, part) for part in _PARTS]
+    if not any(given):
+        raise BadFile(f"date {shown(value)} is not a date: it gives no day or time")
+    highest = given.index(True)
+    local_now = now.astimezone(read.tzinfo or UTC)
+    year, month, day, hour, minute, second = (
+        getattr(local_now, part) if i < highest else getattr(read, part) if given[i] else _LEAST[i]
+        for i, part in enumerate(_PARTS)
+    )
+    return datetime(year, month, day, hour, minute, second, read.microsecond, tzinfo=read.tzinfo)
 
 
 def date_from_path(path: PurePath) -> datetime | None:

@@ -219,6 +219,46 @@ def test_parse_date__what_neither_accepts_is_refused_with_the_value(text):
         parse_date(text)
 
 
+# "Now" for the parts a date leaves out: 23:30 UTC, already the next day at UTC+2.
+NOW = datetime(2026, 7, 15, 23, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text, instant",
+    [
+        # What the text leaves out above its highest part is now's, as Time.parse fills
+        # it (a review's finding: dateutil filled it from January 1st).
+        ("09:30", datetime(2026, 7, 15, 9, 30, tzinfo=UTC)),  # today's
+        ("12", datetime(2026, 7, 12, tzinfo=UTC)),  # this month's 12th, midnight
+        ("7 09:30", datetime(2026, 7, 7, 9, 30, tzinfo=UTC)),
+        ("May 1", datetime(2026, 5, 1, tzinfo=UTC)),  # this year's
+        ("May", datetime(2026, 5, 1, tzinfo=UTC)),  # below it, the least: the 1st
+        # Today in the text's zone, as Ruby takes now in it: the 16th at UTC+2.
+        ("09:30 +0200", datetime(2026, 7, 16, 7, 30, tzinfo=UTC)),
+        # A weekday beside other parts is ignored, as Ruby ignores it (dateutil moved
+        # the day to the next Monday).
+        ("Monday 09:30", datetime(2026, 7, 15, 9, 30, tzinfo=UTC)),
+    ],
+)
+def test_parse_date__what_the_text_leaves_out_is_nows(text, instant):
+    assert parse_date(text, now=NOW) == instant
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        # Time.parse raises "no time information": Jekyll refuses the file too (the
+        # import made them days of January).
+        ("Monday", "it gives no day or time"),
+        ("UTC-3", "it gives a zone and no day or time"),
+        ("+0200", "it gives a zone and no day or time"),
+    ],
+)
+def test_parse_date__a_weekday_or_a_zone_alone_is_refused(text, why):
+    with pytest.raises(BadFile, match=f"is not a date: {why}"):
+        parse_date(text, now=NOW)
+
+
 def test_parse_date__a_date_longer_than_any_is_refused_before_it_is_parsed():
     """The lenient patterns backtrack on a long run of spaces: a review's 20,000-space
     date took 19 s of a core to fail (quadratic); refused by its length first."""
