@@ -80,6 +80,7 @@ KNOWN_KEYS = frozenset(
         "lang",
         "language",
         "tags",
+        "tag",
         "categories",
         "category",
         "aliases",
@@ -533,10 +534,26 @@ def _tag_list(key: str, value: object) -> list[str]:
     return [_text(key, value)]
 
 
+def _singular(key: str, value: object) -> list[str]:
+    """Jekyll's singular `tag` or `category`: text is one tag, kept whole, as Jekyll's
+    Utils.value_from_singular_key keeps it (`category: Release Notes` is one category;
+    only the plural key's text is split). A list is its items."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [_text(key, tag) for tag in value]
+    return [_text(key, value).strip()]
+
+
 def _tags(meta: dict) -> list[str]:
-    """`tags`, then `categories` (and Jekyll's singular `category`): one list."""
+    """`tags` (and Jekyll's singular `tag`), then `categories` (and `category`): one
+    list. Jekyll reads a singular key instead of its plural when both are given; both
+    are kept here, so nothing the file says is lost."""
     return [
-        tag for key in ("tags", "categories", "category") for tag in _tag_list(key, meta.get(key))
+        *_tag_list("tags", meta.get("tags")),
+        *_singular("tag", meta.get("tag")),
+        *_tag_list("categories", meta.get("categories")),
+        *_singular("category", meta.get("category")),
     ]
 
 

@@ -283,6 +283,21 @@ def test_parse__jekyll_tags_text_is_split_at_ascii_spaces_only():
     assert parsed.tags == ["10\u00a0km", "python", "web"]
 
 
+def test_parse__jekylls_singular_tag_and_category_are_kept_whole():
+    """Jekyll keeps a singular key's text whole (Utils.value_from_singular_key) and
+    splits only the plural's: `category: Release Notes` was split into two tags, and
+    `tag:` was ignored (a review's finding)."""
+    parsed = parse(
+        "---\ntitle: T\ntags: python web\ntag: Machine Learning\ncategories: a b\n"
+        "category: Release Notes\n---\nb"
+    )
+
+    assert parsed.tags == ["python", "web", "Machine Learning", "a", "b", "Release Notes"]
+    assert parsed.ignored_keys == set()
+    listed = parse("---\ntitle: T\ncategory: [Release Notes, News]\n---\nb")
+    assert listed.tags == ["Release Notes", "News"]
+
+
 def test_parse__reader_keys_of_jekyll_and_hugo():
     jekyll = parse(
         "---\ntitle: T\nauthor:\n  name: Ann Writer\ndescription: Short.\nlang: en_US\n"
