@@ -501,16 +501,26 @@ def _optional_text(meta: dict, *keys: str) -> str:
 
 
 def _byline(meta: dict) -> str:
-    """`author` (text, or Jekyll's `{name: …}`) or `authors` (Hugo's list): the names."""
-    value = meta.get("author", meta.get("authors"))
-    key = "author" if "author" in meta else "authors"
+    """`author` (text, or Jekyll's `{name: …}`) or `authors` (Hugo's list): the names.
+    An `author` that names no one (an empty `author:` line, a template's) gives way to
+    `authors`, as an empty `description:` does to `summary:`; it hid Hugo's list (a
+    review's finding)."""
+    for key in ("author", "authors"):
+        if (names := _names(key, meta.get(key))).strip():
+            return names
+    return ""
+
+
+def _names(key: str, value: object) -> str:
+    """The names one byline key gives, joined with ", "; "" when none."""
     if value is None:
         return ""
     if isinstance(value, dict):
-        value = value.get("name", "")
+        value = value.get("name") or ""  # `name:` left empty names no one
     if isinstance(value, list):
         names = [
-            _text(key, name.get("name", "") if isinstance(name, dict) else name) for name in value
+            _text(key, (name.get("name") or "") if isinstance(name, dict) else name)
+            for name in value
         ]
         return ", ".join(name for name in names if name.strip())
     return _text(key, value)

@@ -298,6 +298,23 @@ def test_parse__jekylls_singular_tag_and_category_are_kept_whole():
     assert listed.tags == ["Release Notes", "News"]
 
 
+@pytest.mark.parametrize(
+    "author",
+    [
+        "author:",  # an empty line, as a theme's template leaves it
+        'author: ""',
+        "author: []",
+        "author:\n  name:",  # Jekyll's mapping, naming no one
+    ],
+)
+def test_parse__an_author_naming_no_one_gives_way_to_hugos_authors(author):
+    """`meta.get("author", meta.get("authors"))` took an empty `author:` (None) and
+    dropped Hugo's list (a review's finding); it falls through, as `description:` does."""
+    parsed = parse(f"---\ntitle: T\n{author}\nauthors: [Ann Writer, Bob]\n---\nb")
+
+    assert parsed.byline == "Ann Writer, Bob"
+
+
 def test_parse__reader_keys_of_jekyll_and_hugo():
     jekyll = parse(
         "---\ntitle: T\nauthor:\n  name: Ann Writer\ndescription: Short.\nlang: en_US\n"
