@@ -66,6 +66,8 @@ FILE_MAX_BYTES = BODY_MAX_BYTES + FRONT_MATTER_ROOM
 # Never through a link; O_NONBLOCK so that a FIFO swapped in after the lstat() cannot
 # hang the open (a regular file ignores it).
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# A folder on the way to a file found in a folder named: never a link.
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # What a path that is not a regular file is, in a message.
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -137,30 +139,38 @@ class ImportReport:
 
 
 def find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
-    """`_find_files`, each file once: a file named and also found in a folder named
+    """Each file `found_files` finds, or its failure."""
+    for item in found_files(paths):
+        yield item if isinstance(item, FileResult) else item[1]
+
+
+def found_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path | None, Path] | FileResult]:
+    """(the folder named it was found in, or None for a file named; the file) for each
+    file `_find_files` finds, each once: a file named and also found in a folder named
     (`import_articles posts ./posts/a.md`, overlapping globs) was read twice and
     refused as its own duplicate slug (a review's finding)."""
     seen: set[str] = set()
     for item in _find_files(paths):
-        if isinstance(item, Path):
+        if not isinstance(item, FileResult):
             # Its folder resolved (a folder named through a link is the same folder), the
             # file itself not: a file that is a link still fails as one in read_file().
-            where = os.path.join(os.path.realpath(item.parent), item.name)
+            where = os.path.join(os.path.realpath(item[1].parent), item[1].name)
             if where in seen:
                 continue
             seen.add(where)
         yield item
 
 
-def _find_files(paths: Iterable[str | Path]) -> Iterator[Path | FileResult]:
+def _find_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path | None, Path] | FileResult]:
     """Each file named, and each Markdown file (.md, .markdown) under each folder named
     (`_files_in`). A path that does not exist gives a failure, not an exception."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            yield from _files_in(path)
+            for item in _files_in(path):
+                yield item if isinstance(item, FileResult) else (path, item)
         elif os.path.lexists(path):
-            yield path  # a file, or something read_file() refuses with its reason
+            yield None, path  # a file, or something read_file() refuses with its reason
         else:
             yield FileResult(path, Action.FAILED, "no such file or folder")
 
@@ -222,13 +232,14 @@ def _too_large(size: int) -> BadFile:
     )
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path, *, root: Path | None = None) -> bytes:
     """The bytes of a regular file, at most FILE_MAX_BYTES of them; BadFile for a link
     (never followed), a device, a FIFO, a socket or a folder (never opened blocking),
-    and a file over the cap (refused without reading it)."""
+    and a file over the cap (refused without reading it). `root`: the folder named
+    that `path` was found in; no folder between them is followed if it is a link
+    (`_open_under`)."""
     try:
-        _refuse_unless_regular(os.lstat(path).st_mode)
-        fd = os.open(path, _READ_FLAGS)
+        fd = _open_under(root, path) if root is not None else _open_file(None, str(path))
     except FileNotFoundError:
         raise BadFile("no such file") from None
     except OSError as exc:
@@ -250,9 +261,43 @@ def read_bytes(path: Path) -> bytes:
     return raw
 
 
-def read_file(path: Path) -> ParsedFile | Draft:
-    """Parse one file; BadFile with the reason when it cannot be imported."""
-    raw = read_bytes(path)
+def _open_file(dir_fd: int | None, name: str) -> int:
+    """`name` (in the folder `dir_fd`) opened for reading if it is a regular file, its
+    type checked before the open (lstat: a link is not followed)."""
+    _refuse_unless_regular(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    return os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+
+
+def _open_under(root: Path, path: Path) -> int:
+    """`path`, found under the folder `root`, opened one folder at a time from `root`
+    (which may be a link: the operator named it), each with O_NOFOLLOW | O_DIRECTORY
+    and relative to the one before: a folder of the tree swapped for a link after the
+    listing was followed, since O_NOFOLLOW guards only the last part of a path (a
+    review's finding), and the file read through it could be anywhere."""
+    *folders, name = path.relative_to(root).parts
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for folder in folders:
+            try:
+                inner = os.open(folder, _FOLDER_FLAGS, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise BadFile(
+                        f"{folder!r} on its path is no longer a folder (a symbolic link, or"
+                        " a file, since it was listed): not followed"
+                    ) from None
+                raise
+            os.close(dir_fd)
+            dir_fd = inner
+        return _open_file(dir_fd, name)
+    finally:
+        os.close(dir_fd)
+
+
+def read_file(path: Path, *, root: Path | None = None) -> ParsedFile | Draft:
+    """Parse one file; BadFile with the reason when it cannot be imported. `root`: as
+    for read_bytes."""
+    raw = read_bytes(path, root=root)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -734,12 +779,13 @@ def articles_import(
     now = timezone.now().replace(microsecond=0)
     parsed: list[tuple[Path, ParsedFile]] = []
     drafts: list[tuple[Path, ParsedFile]] = []
-    for found in find_files(paths):
-        if isinstance(found, FileResult):
-            _report(report, on_result, found)
+    for item in found_files(paths):
+        if isinstance(item, FileResult):
+            _report(report, on_result, item)
             continue
+        root, found = item
         try:
-            result = read_file(found)
+            result = read_file(found, root=root)
         except BadFile as exc:
             _report(report, on_result, FileResult(found, Action.FAILED, exc.reason))
             continue

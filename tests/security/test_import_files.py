@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -164,6 +165,42 @@ def test_a_link_is_not_followed_and_the_other_files_import(blog, tmp_path):
     assert Article.objects.filter(slug="sec-good").exists()
     assert f"skipped: {blog / 'linked'}: a link to a folder, not followed" in out
     assert out.splitlines()[-1].endswith("created 1, updated 0, unchanged 0, skipped 1, failed 2")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("swapped_for", ["a link", "a file"])
+def test_a_folder_swapped_after_the_listing_is_not_followed(
+    blog, tmp_path, monkeypatch, swapped_for
+):
+    """A folder of the tree replaced by a link between the listing and the read: the
+    read opened `blog/sub/post.md` with O_NOFOLLOW, which guards only the last part, and
+    read the file through the link, outside the folder named (a review's finding). Each
+    folder is now opened from the one named, with O_NOFOLLOW | O_DIRECTORY."""
+    from publishing.services import importing
+
+    write(blog, "sub/deeper/post.md", post("Innocent", slug="sec-swap-inner"))
+    outside = write(tmp_path / "outside" / "deeper", "post.md", post("Out", slug="sec-swap-out"))
+    listed = importing._files_in
+
+    def files_in(path: Path):
+        found = listed(path)
+        shutil.rmtree(blog / "sub")  # the race, won by whoever can write in blog/
+        if swapped_for == "a link":
+            (blog / "sub").symlink_to(outside.parent.parent)
+        else:
+            write(blog, "sub", "not a folder")
+        return found
+
+    monkeypatch.setattr(importing, "_files_in", files_in)
+
+    _out, err, code = run_import(str(blog))
+
+    assert code == 1
+    assert "'sub' on its path is no longer a folder" in failed_line(
+        err, blog / "sub" / "deeper" / "post.md"
+    )
+    assert not Article.objects.filter(slug="sec-swap-out").exists()
+    assert Article.objects.filter(slug="sec-good").exists()  # the other files import
 
 
 @pytest.mark.django_db
