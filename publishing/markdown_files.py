@@ -438,8 +438,10 @@ def _parse_date_text(value: str, *, now: datetime) -> tuple[datetime, str]:
 
 
 # Two defaults that differ in every part: a part the two parses agree on is the text's.
-# Day 1 and day 3 stay in their month when a weekday moves them (at most 6 days on).
-_PROBES = (datetime(2000, 1, 1), datetime(2004, 3, 3, 1, 1, 1))
+# A weekday moves each on by at most 6 days, to days 1-7 and 8-14: never the same day
+# (with days 1 and 3, `Monday May 2024` moved both to the 6th, read as given: a review
+# of the mend), and still in their month.
+_PROBES = (datetime(2000, 1, 1), datetime(2004, 3, 8, 1, 1, 1))
 _PARTS = ("year", "month", "day", "hour", "minute", "second")
 # A part below the text's highest as Time.parse fills it (the year never is one).
 _LEAST = (1, 1, 1, 0, 0, 0)

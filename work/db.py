@@ -52,6 +52,10 @@ def read_snapshot(using: str = "default") -> Iterator[None]:
     # A health check run inside the transaction would be its first query, and
     # PostgreSQL takes SET TRANSACTION only before any.
     connection.close_if_health_check_failed()
+    # Connected first: connecting sets transaction_mode from OPTIONS, which made the
+    # mode set below IMMEDIATE again on a fresh connection, and kept None after it (a
+    # review of the mend: a real export held every writer off for its whole run).
+    connection.ensure_connection()
     mode = getattr(connection, "transaction_mode", None)
     if connection.vendor == "sqlite":
         connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]

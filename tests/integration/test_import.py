@@ -734,6 +734,37 @@ def test_a_story_published_during_the_export_is_in_a_file(worker, tmp_path, monk
     assert "draft: true" in (backup / "snap-precious.md").read_text()
 
 
+def test_the_exports_snapshot_holds_up_no_writer_on_a_fresh_connection():
+    """A review of the mend above: on a connection not yet open, connecting set SQLite's
+    transaction_mode from OPTIONS (IMMEDIATE) after read_snapshot had set DEFERRED, so a
+    real export (a fresh process) held the write lock for its whole run, and the mode
+    was left None after it."""
+    from work.db import read_snapshot
+
+    Article.objects.create(title="Before", slug="snapshot-before", body="Before.")
+    mode = getattr(connection, "transaction_mode", None)
+    connection.close()
+    wrote: list[str] = []
+
+    def writer() -> None:
+        try:
+            Article.objects.create(title="During", slug="snapshot-during", body="During.")
+            wrote.append("written")
+        finally:
+            connection.close()  # the thread's own
+
+    with read_snapshot():
+        assert Article.objects.count() == 1
+        thread = threading.Thread(target=writer)
+        thread.start()
+        thread.join()
+        assert wrote == ["written"]
+        assert Article.objects.count() == 1  # still the snapshot's
+
+    assert Article.objects.count() == 2
+    assert getattr(connection, "transaction_mode", None) == mode
+
+
 def test_prune_keeps_the_file_of_a_story_saved_during_the_export(tmp_path, monkeypatch):
     """A story saved after the export's snapshot is in none of its files; --prune must
     not remove the file an earlier export wrote of that slug, the only copy the folder
@@ -742,6 +773,10 @@ def test_prune_keeps_the_file_of_a_story_saved_during_the_export(tmp_path, monke
     backup = tmp_path / "backup"
     write(backup, "late.md", post("Late", slug="late"))
     write(backup, "gone.md", post("Gone", slug="gone"))
+    # Another case or extension of a live slug is no file a later export writes: kept, it
+    # stayed for good (a review of the mend).
+    write(backup, "Late.md", post("Late", slug="late"))
+    write(backup, "late.markdown", post("Late", slug="late"))
     _meanwhile(monkeypatch, lambda: story_save(title="Late", slug="late", body="New."))
 
     err = io.StringIO()
@@ -752,7 +787,7 @@ def test_prune_keeps_the_file_of_a_story_saved_during_the_export(tmp_path, monke
         " that slug exists now (saved during the export?); the next export writes it:"
         " late.md." in err.getvalue()
     )
-    assert "1 Markdown file(s) not of this export removed" in err.getvalue()
+    assert "3 Markdown file(s) not of this export removed" in err.getvalue()
     assert sorted(p.name for p in backup.iterdir()) == ["kept.md", "late.md"]
 
 

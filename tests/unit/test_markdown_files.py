@@ -267,6 +267,8 @@ NOW = datetime(2026, 7, 15, 23, 30, tzinfo=UTC)
         # A weekday beside other parts is ignored, as Ruby ignores it (dateutil moved
         # the day to the next Monday).
         ("Monday 09:30", datetime(2026, 7, 15, 9, 30, tzinfo=UTC)),
+        ("Monday May 2024", datetime(2024, 5, 1, tzinfo=UTC)),  # not the 6th
+        ("Thu Jan 2024 10:00", datetime(2024, 1, 1, 10, tzinfo=UTC)),  # not the 4th
     ],
 )
 def test_parse_date__what_the_text_leaves_out_is_nows(text, instant):

@@ -118,22 +118,24 @@ def _not_alive(names: list[str]) -> tuple[list[str], list[str]]:
     """`names` split into those that no article, and no draft the export writes (`_drafts`),
     has as its slug now, which --prune may remove, and the others: a story saved after
     the export's snapshot is in no file of this run, and its earlier copy is all the
-    folder holds of it. Compared ignoring case, as slugs are: a wrong keep costs a file
-    until the next export, a wrong removal a story."""
-    stems = {name: name.rsplit(".", 1)[0].casefold() for name in names}
+    folder holds of it. Only the name the export writes, `<slug>.md`: another case or
+    extension of it (`Hello.md`, `hello.markdown`) is no file a later export writes,
+    and kept it stayed for good, each naming the other as a duplicate to the import (a
+    review of the mend)."""
+    stems = {name: name[: -len(".md")] for name in names if name.endswith(".md")}
     wanted = set(stems.values())
     slugs = {
-        slug.casefold()
+        slug
         for model_slugs in (
             Article.objects.values_list("slug", flat=True),
             _drafts().values_list("slug", flat=True),
         )
         for slug in model_slugs.iterator()
-        if slug.casefold() in wanted
+        if slug in wanted
     }
     return (
-        [name for name in names if stems[name] not in slugs],
-        [name for name in names if stems[name] in slugs],
+        [name for name in names if stems.get(name) not in slugs],
+        [name for name in names if stems.get(name) in slugs],
     )
 
 
