@@ -50,7 +50,6 @@ from urllib.parse import unquote, urlsplit
 import yaml
 from dateutil import parser as date_parser
 from dateutil import tz
-from django.conf.locale import LANG_INFO
 from django.core.exceptions import ValidationError
 from yaml.composer import Composer, ComposerError
 from yaml.constructor import SafeConstructor
@@ -129,9 +128,6 @@ _RUBY_LOOSE = re.compile(
 )
 # Hugo's page bundle in a language of a multilingual site: `index.en`, `_index.pt-br`.
 _BUNDLE_LANGUAGE = re.compile(r"_?index\.([A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*)")
-# A translation by file name (`about.fr.md`, `about.pt-br.md`): the name, the language.
-_NAME_LANGUAGE = re.compile(r"(.+)\.([A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*)")
-_LANGUAGE_CODES = frozenset(code.split("-")[0].lower() for code in LANG_INFO)
 # An ISO day and a time written with a dot (`2024-05-01 09.30`).
 _DOTTED_TIME = re.compile(r"\d{4}-\d{1,2}-\d{1,2}[ T]+\d{1,2}\.\d")
 # Something like a time of day, which the lenient parse must not leave out.
@@ -773,24 +769,9 @@ def _key_name(key: object) -> str:
 
 
 def bundle_language(path: PurePath) -> str:
-    """The language of a multilingual Hugo page by its file name, or "": a bundle's
-    (`index.fr.md`: "fr"), or a translation by file name (`about.fr.md`, `_translated_`
-    in Hugo's docs, https://gohugo.io/content-management/multilingual/), whose
-    `about.fr` was the slug `aboutfr` (a review's finding). Hugo reads the suffix as a
-    language only when the site has it; this import knows no site's languages, so a
-    file name's suffix is one when it is a language code Django knows
-    (`django.conf.locale.LANG_INFO`; `notes.py.md` is no translation)."""
-    if found := _BUNDLE_LANGUAGE.fullmatch(path.stem):
-        return found[1] if path.parent.name else ""
-    found = _NAME_LANGUAGE.fullmatch(path.stem)
-    if found and found[2].split("-")[0].lower() in _LANGUAGE_CODES:
-        return found[2]
-    return ""
-
-
-def _name_without_language(path: PurePath) -> str:
-    """The file's name without its extension and the language `bundle_language` read."""
-    return path.stem.rpartition(".")[0] if bundle_language(path) else path.stem
+    """The language of a multilingual Hugo bundle's page (`index.fr.md`: "fr"), or ""."""
+    found = _BUNDLE_LANGUAGE.fullmatch(path.stem)
+    return found[1] if found and path.parent.name else ""
 
 
 def slug_from_path(path: PurePath, site_language: str = "") -> str:
@@ -801,14 +782,13 @@ def slug_from_path(path: PurePath, site_language: str = "") -> str:
     A multilingual bundle's pages (`index.en.md`, `index.fr.md`; a review's finding:
     each was `indexen`, then all the folder's, refused as each other's duplicates):
     the one in the site's language (`site_language`) gets the folder's name, the
-    others the folder's and their language's (`my-post-fr`). A translation by file
-    name (`about.fr.md`, `bundle_language`) likewise: `about`, or `about-fr`."""
-    stem = _name_without_language(path)
-    if stem in _BUNDLE_NAMES and path.parent.name:
-        stem = path.parent.name
+    others the folder's and their language's (`my-post-fr`)."""
+    stem = path.stem
     if language := bundle_language(path):
         same = language.split("-")[0].lower() == site_language.split("-")[0].lower()
-        stem = stem if same else f"{stem}-{language}"
+        stem = path.parent.name if same else f"{path.parent.name}-{language}"
+    if stem in _BUNDLE_NAMES and path.parent.name:
+        stem = path.parent.name
     stem = _JEKYLL_DATE_PREFIX.sub("", stem)
     return slugify_keeping_marks(stem)
 

@@ -138,35 +138,6 @@ def test_slug_from_path__a_multilingual_bundles_pages_each_their_own(path, slug)
 
 
 @pytest.mark.parametrize(
-    ("name", "slug", "language"),
-    [
-        ("about.en.md", "about", "en"),  # the site's language: the name alone
-        ("about.fr.md", "about-fr", "fr"),  # it was `aboutfr`, in no language
-        ("about.pt-br.md", "about-pt-br", "pt-br"),
-        ("2024-05-01-hello.fr.md", "hello-fr", "fr"),  # Jekyll's date prefix still goes
-        # A suffix that is no language code Django knows is part of the name.
-        ("notes.py.md", "notespy", ""),
-        ("my.post.md", "mypost", ""),
-    ],
-)
-def test_hugos_translation_by_file_name_gives_its_language(tmp_path, name, slug, language):
-    """Hugo's translation by file name (`about.fr.md`), as its bundles' `index.fr.md`:
-    the page in the site's language gets the name, the others add their language, and
-    each is in its file's language (a review's finding)."""
-    from publishing.services.importing import read_file
-
-    assert slug_from_path(PurePath(name), "en") == slug
-    path = tmp_path / name
-    path.write_text("---\ntitle: Page\n---\nText.\n", encoding="utf-8")
-    parsed = read_file(path)
-    assert (parsed.slug, parsed.language) == (slug, language)
-    written = tmp_path / "lang" / name
-    written.parent.mkdir()
-    written.write_text("---\ntitle: Page\nlang: de\n---\nText.\n", encoding="utf-8")
-    assert read_file(written).language == "de"  # the front matter's language wins
-
-
-@pytest.mark.parametrize(
     "title", ["Plain", "yes", "null", "Quotes: 'a' \"b\" # c", "你好，世界", "- dash", "2024"]
 )
 def test_render_then_parse_gives_the_same_fields(title):
