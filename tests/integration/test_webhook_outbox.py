@@ -24,6 +24,8 @@ from publishing.services import (
 )
 from publishing.services.publish import article_publish
 from tests.support.api import bearer
+from tests.support.broker import broker
+from tests.support.processes import free_port
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,11 +35,17 @@ PUBLISHED, WITHDRAWN, DELETED = "article.published", "article.withdrawn", "artic
 
 @pytest.fixture(autouse=True)
 def webhook_on(settings):
+    """The webhook's outbox in this process, whose attempts the tests run themselves:
+    their messages go to a broker where nothing listens, so the session's worker (its
+    publishers without the webhook) never takes an article from under a test (the
+    rehearsal of 2026-12-07 found it holding the lease the test's attempt wanted)."""
     settings.PUBLISH_PUBLISHERS = [
         *settings.PUBLISH_PUBLISHERS,
         "blogpublish.webhooks.WebhookPublisher",
     ]
     settings.PUBLISH_WEBHOOK_URL = ""  # the outbox only: nothing is sent
+    with broker(f"redis://127.0.0.1:{free_port()}/0"):
+        yield
 
 
 def publish_now(article_id: int) -> Article:
