@@ -76,15 +76,16 @@ def published_payload(article) -> dict:
 def deleted_payload(article) -> dict:
     """What readers saw of the article (its live version), never an edit not live yet:
     the title of a pending edit (an embargoed headline) went out in the delete event (a
-    review's finding). An article never live has no title to tell."""
-    slug = article.published_slug or article.slug
+    review's finding). An article never live has no title, slug or address to tell: its
+    slug, made from an embargoed headline, went out too (a review of the mend)."""
+    slug = article.published_slug
     return {
         "event": DELETED,
         "id": article.pk,
         "uid": str(article.uid),
         "slug": slug,
         "title": article.published_title or "",
-        "url": article_url(slug),
+        "url": article_url(slug) if slug else None,
         "published_at": None,
         "content_hash": None,
     }

@@ -192,13 +192,16 @@ def test_a_removal_tells_the_receiver_what_readers_saw_not_a_pending_edit(how):
 
 
 def test_an_article_deleted_before_it_was_ever_live_has_no_title_to_tell():
-    """It was never on the site: its delete event names no headline readers never saw."""
-    story = story_save(title="Never shown", body="Scheduled.", slug="never-shown")
+    """It was never on the site: its delete event names no headline readers never saw,
+    nor the slug made from it, nor its address (a review of the mend: the slug went out)."""
+    story = story_save(title="Acme to buy Globex", body="Scheduled.")
     article = story_publish(story_id=story.pk)  # pending; no attempt ran
+    assert article.slug == "acme-to-buy-globex"
 
     Article.objects.get(pk=article.pk).delete()
 
-    assert outbox(article.pk)[-1][1]["title"] == ""
+    event = outbox(article.pk)[-1][1]
+    assert (event["title"], event["slug"], event["url"]) == ("", "", None)
 
 
 def test_a_dead_event_that_a_later_one_supersedes_is_not_requeued(admin_client, make_token):
