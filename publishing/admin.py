@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import ClassVar
 
 from django import forms
@@ -37,22 +36,6 @@ from publishing.services import (
     story_trash,
 )
 from work.admin import BadLookupsAreBadLinks, ListsWithout
-
-
-def requeue_each(
-    model_admin: admin.ModelAdmin,
-    request: HttpRequest,
-    queryset: QuerySet,
-    requeue: Callable[[int], bool],
-    what: str,
-) -> None:
-    """The Requeue action: each selected row through its service, and what was done."""
-    ids = list(queryset.values_list("pk", flat=True))
-    done = sum(requeue(pk) for pk in ids)
-    model_admin.message_user(request, f"{done} dead {what}(s) requeued.", messages.SUCCESS)
-    if done < len(ids):
-        model_admin.message_user(request, f"{len(ids) - done} were not dead.", messages.WARNING)
-
 
 # How many refusals of a Requeue the admin names with their reasons.
 REASONS_SHOWN = 10
