@@ -44,12 +44,9 @@ def test_each_accepted_format_keeps_its_format_size_and_pixels(fmt, ext):
 @pytest.mark.parametrize("fmt", ["GIF", "PNG", "WEBP"])
 def test_animation_keeps_every_frame_and_its_time(fmt):
     frames = [PIL.Image.new("RGB", (32, 24), colour) for colour in ("red", "green", "blue")]
-    out = io.BytesIO()
-    frames[0].save(
-        out, fmt, save_all=True, append_images=frames[1:], duration=[100, 200, 300], loop=0
-    )
+    data = animated(frames, fmt, duration=[100, 200, 300], loop=0)
 
-    cleaned, *_ = check(out.getvalue(), name="moving")
+    cleaned, *_ = check(data, name="moving")
 
     durations = []
     for frame in PIL.ImageSequence.Iterator(PIL.Image.open(io.BytesIO(cleaned))):
@@ -486,6 +483,13 @@ def test_a_standard_progressive_jpeg_of_the_largest_size_is_kept():
     assert sum(marker == 0xDA for marker, _ in jpeg_segments(cleaned)) == 6
 
 
+def animated(frames: list[PIL.Image.Image], fmt: str, **options) -> bytes:
+    """An animation of `frames` in `fmt`, as Pillow writes it with `options`."""
+    out = io.BytesIO()
+    frames[0].save(out, fmt, save_all=True, append_images=frames[1:], **options)
+    return out.getvalue()
+
+
 def shown(data: bytes) -> list[tuple[bytes, int]]:
     """Each frame of an animation as a viewer shows it, and its time."""
     frames = PIL.ImageSequence.Iterator(PIL.Image.open(io.BytesIO(data)))
@@ -511,12 +515,9 @@ def test_an_animated_gif_on_a_transparent_background_is_shown_as_it_was(disposal
         frame.putpalette(palette)
         frame.paste(1, (k * 12, 5, k * 12 + 13, 31))
         frames.append(frame)
-    out = io.BytesIO()
-    frames[0].save(
-        out,
+    data = animated(
+        frames,
         "GIF",
-        save_all=True,
-        append_images=frames[1:],
         duration=[100, 120, 140, 160],
         loop=0,
         transparency=0,
@@ -524,9 +525,9 @@ def test_an_animated_gif_on_a_transparent_background_is_shown_as_it_was(disposal
         optimize=optimize,
     )
 
-    cleaned, *_ = check(out.getvalue(), name="sticker.gif")
+    cleaned, *_ = check(data, name="sticker.gif")
 
-    assert shown(cleaned) == shown(out.getvalue())
+    assert shown(cleaned) == shown(data)
 
 
 def webp_loop(data: bytes) -> int:
@@ -541,10 +542,9 @@ def test_an_animation_keeps_its_loop_count(fmt, loop):
     """A review's: an animated WebP made to play once was cleaned into one that loops
     forever (Pillow's WebP writer reads the count from its options only)."""
     frames = [PIL.Image.new("RGB", (20, 20), colour) for colour in ("red", "blue", "green")]
-    out = io.BytesIO()
-    frames[0].save(out, fmt, save_all=True, append_images=frames[1:], duration=100, loop=loop)
+    data = animated(frames, fmt, duration=100, loop=loop)
 
-    cleaned, *_ = check(out.getvalue(), name="once")
+    cleaned, *_ = check(data, name="once")
 
     assert PIL.Image.open(io.BytesIO(cleaned)).info.get("loop") == loop
     if fmt == "WEBP":
@@ -563,17 +563,13 @@ def test_an_apngs_default_image_stays_out_of_its_animation():
     """A review's: the default image (shown where APNG is not; no fcTL before its IDAT)
     became the animation's first frame, shown on every loop."""
     pictures = [PIL.Image.new("RGB", (20, 20), c) for c in ("white", "red", "blue", "green")]
-    out = io.BytesIO()
-    pictures[0].save(
-        out,
+    data = animated(
+        pictures,
         "PNG",
-        save_all=True,
-        append_images=pictures[1:],
         duration=[0, 100, 200],
         default_image=True,
         loop=0,
     )
-    data = out.getvalue()
     assert png_chunk_kinds(data)[:4] == [b"IHDR", b"acTL", b"IDAT", b"fcTL"]
 
     cleaned, *_ = check(data, name="poster.png")
@@ -600,21 +596,18 @@ def test_an_apng_of_translucent_frames_is_shown_as_it_was(disposals, blends):
         frame = PIL.Image.new("RGBA", (40, 20), (0, 0, 0, 0))
         frame.paste((255, 0, 0, 128 + k * 40), (k * 10, 2, k * 10 + 14, 18))
         frames.append(frame)
-    out = io.BytesIO()
-    frames[0].save(
-        out,
+    data = animated(
+        frames,
         "PNG",
-        save_all=True,
-        append_images=frames[1:],
         duration=[100, 150, 200],
         disposal=disposals,
         blend=blends,
         loop=0,
     )
 
-    cleaned, *_ = check(out.getvalue(), name="glow.png")
+    cleaned, *_ = check(data, name="glow.png")
 
-    assert shown(cleaned) == shown(out.getvalue())
+    assert shown(cleaned) == shown(data)
 
 
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
@@ -696,19 +689,16 @@ def test_an_opaque_gif_with_a_cleared_frame_keeps_writing_changes_only():
         frame.putpalette(palette)
         frame.paste(k, (k * 5, 10, k * 5 + 12, 30))
         frames.append(frame)
-    out = io.BytesIO()
-    frames[0].save(
-        out,
+    data = animated(
+        frames,
         "GIF",
-        save_all=True,
-        append_images=frames[1:],
         duration=100,
         loop=0,
         disposal=[1] * 19 + [2],
         optimize=False,
     )
 
-    cleaned, *_ = check(out.getvalue(), name="noise.gif")
+    cleaned, *_ = check(data, name="noise.gif")
 
-    assert shown(cleaned) == shown(out.getvalue())
-    assert len(cleaned) < 2 * len(out.getvalue()), (len(cleaned), len(out.getvalue()))
+    assert shown(cleaned) == shown(data)
+    assert len(cleaned) < 2 * len(data), (len(cleaned), len(data))
