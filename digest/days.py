@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Max, Q
+from django.db.models import F, Max, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -103,7 +103,14 @@ def digest_reopen(*, day: date) -> None:
     # for, it was given up as failed instead of sent (a review's finding).
     spent = Q(state=DigestState.PENDING) & lease.budget_spent(settings.DIGEST_MAX_ATTEMPTS)
     Digest.objects.filter(given_up | (spent & lease.lease_free()), day=day).update(
-        state=DigestState.PENDING, attempts=0, next_attempt_at=None, last_error=""
+        state=DigestState.PENDING,
+        attempts=0,
+        next_attempt_at=None,
+        last_error="",
+        # The token moves on, as an article's requeue moves it: a try paused before the day
+        # was given up cannot fail it again, nor send it, once it is asked for.
+        lease_expires_at=None,
+        claims=F("claims") + 1,
     )
 
 
@@ -185,10 +192,14 @@ def digest_deliver(*, day: date, token: int) -> DayOutcome:
     url = settings.DIGEST_WEBHOOK_URL
     try:
         if recipients and row.mailed_at is None:
+            if not _hold_for_send(day, token):
+                return DayOutcome.OVERTAKEN
             mail_digest(content, recipients=recipients)
             if not _mine(day, token).update(mailed_at=Now(), mailed_to=", ".join(recipients)):
                 return DayOutcome.OVERTAKEN
         if url and row.posted_at is None:
+            if not _hold_for_send(day, token):
+                return DayOutcome.OVERTAKEN
             post_digest(content, url=url, secret=settings.DIGEST_WEBHOOK_SECRET)
             if not _mine(day, token).update(posted_at=Now(), posted_to=url):
                 return DayOutcome.OVERTAKEN
@@ -200,6 +211,18 @@ def digest_deliver(*, day: date, token: int) -> DayOutcome:
         return DayOutcome.OVERTAKEN
     logger.info("digest of %s sent (key %s)", day, digest_key(day.isoformat()))
     return DayOutcome.SENT
+
+
+def _hold_for_send(day: date, token: int) -> bool:
+    """Just before a send no statement can fence (a mail, a POST): the day held a whole
+    lease from now, by this try's token, or False (overtaken, sent by another run, or
+    given up as failed while this try was paused: a host stopped past its lease, which no
+    time limit of the worker's ends, or `send_digest --date`, which has none). A review
+    stopped a try just before its mail: it mailed the day a second time after another run
+    had sent it, or after the day was failed and alerted "not sent". A pause after this
+    check still sends twice; the mail's Message-ID and the POST's key are the day's, so a
+    client shows the repeat once and a receiver drops it."""
+    return lease.renew(_pending(day), token, seconds=settings.DIGEST_LEASE_SECONDS)
 
 
 def _failed_try(day: date, token: int, *, attempt: int, exc: Exception) -> DayOutcome:
