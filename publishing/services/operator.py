@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from django.db import transaction
 from django.db.models.functions import Now
-from django.utils import timezone
 
 from publishing.dispatch import dispatch_batches, dispatch_many, dispatch_publish
 from publishing.models import FRESH_PENDING, Article, ArticleStatus
@@ -77,9 +76,10 @@ def article_publish_now(*, article_id: int) -> bool:
         if article is None:
             return False
         Article.objects.filter(pk=article_id).update(next_attempt_at=None, updated_at=Now())
-        if article.publish_at > timezone.now():
+        now = lease.db_now()  # the clock due times are read by, not this host's (a review's)
+        if article.publish_at > now:
             # The date is content (it is on the page): a save, whose receiver dispatches.
-            article.publish_at = timezone.now()
+            article.publish_at = now
             article.save()
             return True
     after_commit(dispatch_publish, article_id)
