@@ -269,10 +269,14 @@ def publish_pending(*, limit: int, retry_in: Callable[[int], float]) -> Counter:
     with death_alerts_pass():
         for article_id in dead_unalerted_ids(limit=limit):
             article_dead_alert(article_id=article_id)
-    if outcomes:  # the passes its outcomes deferred need a broker: one now, here
-        # Under a time limit inside the refresher's lease, as the refresh_site task
-        # runs one (publishing.time_limits: no pool here to stop it).
-        seconds = settings.PUBLISH_REFRESH_LEASE_SECONDS
-        with attempt_time_limit(soft=0.8 * seconds, hard=0.9 * seconds):
-            shared_views_pass()
+    # One pass now, here, as every catch-up runs one: its outcomes' passes need a
+    # broker, and so does a delete's or a withdraw's unpublish message, whose removal
+    # the publishers noted in the delete's transaction for the next pass (a review's: a
+    # takedown during an outage stayed on the front page, its page served, while only
+    # saves were published). A rebuild left at the pass's budget goes on at the next run.
+    # Under a time limit inside the refresher's lease, as the refresh_site task runs
+    # one (publishing.time_limits: no pool here to stop it).
+    seconds = settings.PUBLISH_REFRESH_LEASE_SECONDS
+    with attempt_time_limit(soft=0.8 * seconds, hard=0.9 * seconds):
+        shared_views_pass()
     return outcomes
