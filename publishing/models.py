@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping
@@ -226,8 +227,31 @@ def byline_field() -> models.CharField:
     )
 
 
+# Any surrogate in a str is a lone one (json.loads joins a pair into one character).
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class TagsJSONField(models.JSONField):
+    """A list of tags. Read back, a lone surrogate is U+FFFD, as the rendering makes
+    invalid UTF-8: SQLite keeps the JSON escape `\\ud800` of a row written past
+    validation (PostgreSQL's jsonb refuses it), and such text fails wherever it is
+    encoded (the content hash, a query's parameter), so one row failed every group it
+    was claimed in (a review's finding). The same field to migrations: no schema
+    change, no migration."""
+
+    def from_db_value(self, value, expression, connection):
+        value = super().from_db_value(value, expression, connection)
+        if isinstance(value, list):
+            return [LONE_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in value]
+        return value
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs
+
+
 def tags_field() -> models.JSONField:
-    return models.JSONField(
+    return TagsJSONField(
         default=list, db_default=EMPTY_LIST, blank=True, validators=[validate_tags]
     )
 
@@ -464,9 +488,7 @@ class Article(models.Model):
     published_byline = models.CharField(
         max_length=BYLINE_MAX_LENGTH, blank=True, default="", db_default="", editable=False
     )
-    published_tags = models.JSONField(
-        default=list, db_default=EMPTY_LIST, blank=True, editable=False
-    )
+    published_tags = TagsJSONField(default=list, db_default=EMPTY_LIST, blank=True, editable=False)
     # Stable identity for feed entries and webhook receivers; unchanged by edits.
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     published_at = models.DateTimeField(null=True, blank=True)
@@ -1247,7 +1269,7 @@ class Revision(models.Model):
         max_length=LANGUAGE_MAX_LENGTH, blank=True, default="", db_default=""
     )
     byline = models.CharField(max_length=BYLINE_MAX_LENGTH, blank=True, default="", db_default="")
-    tags = models.JSONField(default=list, db_default=EMPTY_LIST, blank=True)
+    tags = TagsJSONField(default=list, db_default=EMPTY_LIST, blank=True)
     # The user's name, not a key: a revision outlives the account that saved it.
     saved_by = models.CharField(max_length=150, blank=True, default="")
     saved_at = models.DateTimeField(default=timezone.now)
