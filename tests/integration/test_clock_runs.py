@@ -146,3 +146,39 @@ def test_metrics_show_each_jobs_last_run(client, make_article):
         assert f'blogpublish_job_last_run_rows_read{{job="{job}"}} {float(run.rows_read)}' in text
         assert f'blogpublish_job_last_run_timestamp_seconds{{job="{job}",outcome="ok"}}' in text
     assert 'blogpublish_job_last_run_wall_seconds{job="catch-up"}' in text
+
+
+def test_job_gauges__queries_do_not_grow_with_the_runs_recorded():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from work.metrics import add_job_gauges
+
+    def record(runs: int) -> None:
+        start = timezone.now() - timedelta(days=1)
+        JobRun.objects.bulk_create(
+            JobRun(
+                job=job,
+                outcome=JobOutcome.OK,
+                started_at=start + timedelta(seconds=120 * i),
+                finished_at=start + timedelta(seconds=120 * i + 1),
+            )
+            for job in ("catch-up", "reconcile")
+            for i in range(runs)
+        )
+
+    def scrape() -> tuple[int, str]:
+        registry = CollectorRegistry()
+        with CaptureQueriesContext(connection) as queries:
+            add_job_gauges(registry)
+        return len(queries), generate_latest(registry).decode()
+
+    record(5)
+    few, _ = scrape()
+    record(45)
+    many, text = scrape()
+    assert many == few
+    for job in ("catch-up", "reconcile"):
+        line = f'blogpublish_job_last_run_wall_seconds{{job="{job}"}}'
+        assert text.count(line) == 1, text
