@@ -22,7 +22,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import F, Func, JSONField, Q, Value
-from django.db.models.functions import Length, Now, Replace, Substr
+from django.db.models.functions import Coalesce, Greatest, Length, Now, Replace, Substr
 from django.db.models.lookups import Exact, GreaterThan, LessThanOrEqual
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -392,6 +392,14 @@ def lock_stories(ids: Iterable[int] | models.QuerySet, *, using: str | None = No
 RESERVED_SLUG_LIST = sorted(RESERVED_SLUGS | {"sitemap"})
 
 
+def became_work() -> Greatest:
+    """When a row's current content became work: its save or requeue (`pending_since`;
+    `created_at` on rows older than the field), or its `publish_at` when later. The
+    start of its wait (publishing.selectors.oldest_due_pending), as
+    publishing.rollup.latency_of starts its latency."""
+    return Greatest(Coalesce("pending_since", "created_at"), "publish_at")
+
+
 def sitemap_chunk_name(field: str) -> Q:
     """`field` is `sitemap-<digits>` (any case): the prefix, something after it, and
     nothing left of that once the ten digits are removed. Plain SQL (LIKE, SUBSTR,
@@ -555,6 +563,16 @@ class Article(models.Model):
             models.Index(
                 fields=["publish_at", "updated_at"],
                 name="article_pending_due_idx",
+                condition=Q(status="pending"),
+            ),
+            # The due row that has waited longest (publishing.selectors.oldest_due_pending,
+            # on the dashboard's refresh and each scrape): the first due one in this
+            # order, whatever the backlog. Rows still scheduled sort after every due
+            # one (their wait starts at publish_at, still ahead).
+            models.Index(
+                became_work(),
+                "id",
+                name="article_pending_became_idx",
                 condition=Q(status="pending"),
             ),
             # Deaths not yet alerted: the catch-up looks for them at every run.

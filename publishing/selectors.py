@@ -18,6 +18,7 @@ from publishing.models import (
     DeliveryStatus,
     TagKind,
     WebhookDelivery,
+    became_work,
 )
 from publishing.reader_fields import tag_key
 from work import lease
@@ -126,28 +127,37 @@ def article_counts() -> dict[str, int]:
     return counts
 
 
+def oldest_due_pending() -> dict | None:
+    """The due pending row that has waited longest since it became work, and for how
+    long by the database's clock. Not by `publish_at` alone: an old article edited or
+    requeued, or imported, waited 400 days by it a second after its save (a review's
+    finding). One statement: the first due row of `article_pending_became_idx`
+    (docs/performance.md)."""
+    oldest = (
+        Article.objects.filter(due_q())
+        .annotate(db_now=Now(), became=became_work())
+        .order_by("became", "id")
+        .values("id", "title", "publish_at", "attempts", "became", "db_now")
+        .first()
+    )
+    if oldest is None:
+        return None
+    return {
+        "id": oldest["id"],
+        "title": oldest["title"],
+        "publish_at": oldest["publish_at"],
+        "attempts": oldest["attempts"],
+        # The save's default pending_since is the web host's clock, maybe a little ahead.
+        "waiting_seconds": max(0.0, (oldest["db_now"] - oldest["became"]).total_seconds()),
+    }
+
+
 def pipeline_status(*, dead_limit: int = 20) -> dict:
     """Counts and the oldest waiting work: /status.json, publishing_status, /metrics."""
     from django.conf import settings
 
     by_status = article_counts()
     scheduled = Article.objects.filter(status=ArticleStatus.PENDING, publish_at__gt=Now()).count()
-    oldest = (
-        Article.objects.filter(due_q())
-        .annotate(db_now=Now())
-        .order_by("publish_at", "id")
-        .values("id", "title", "publish_at", "attempts", "db_now")
-        .first()
-    )
-    oldest_due = None
-    if oldest is not None:
-        oldest_due = {
-            "id": oldest["id"],
-            "title": oldest["title"],
-            "publish_at": oldest["publish_at"],
-            "attempts": oldest["attempts"],
-            "waiting_seconds": (oldest["db_now"] - oldest["publish_at"]).total_seconds(),
-        }
     return {
         "counts": {
             "pending": by_status.get(ArticleStatus.PENDING, 0) - scheduled,
@@ -158,7 +168,7 @@ def pipeline_status(*, dead_limit: int = 20) -> dict:
         "in_flight": Article.objects.filter(
             status=ArticleStatus.PENDING, lease_expires_at__gt=Now()
         ).count(),
-        "oldest_due_pending": oldest_due,
+        "oldest_due_pending": oldest_due_pending(),
         "stuck": stuck_count(stuck_after=settings.PUBLISH_STUCK_AFTER),
         "dead": list(
             Article.objects.filter(status=ArticleStatus.DEAD)

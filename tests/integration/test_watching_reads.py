@@ -5,6 +5,7 @@ every stuck row, and two bulk requeues at once both end."""
 
 from __future__ import annotations
 
+import re
 import threading
 from datetime import timedelta
 
@@ -59,6 +60,31 @@ def test_the_stuck_count_counts_past_the_hundred_it_lists(quiet_article, setting
     Article.objects.filter(pk__in=[a.pk for a in made]).update(updated_at=long_ago)
 
     assert pipeline_status()["stuck"] == 130
+
+
+def test_oldest_due__waits_since_its_save_or_requeue_not_since_an_old_publish_at(
+    quiet_article, client, settings
+):
+    """An old article edited, requeued or imported is work since then: by publish_at
+    alone it had waited 400 days a second after its save (a review's finding)."""
+    now = timezone.now()
+    quiet_article("edited-old", publish_at=now - timedelta(days=400), pending_since=now)
+    assert pipeline_status()["oldest_due_pending"]["waiting_seconds"] < 3600
+
+    # Saved two hours ago for an hour ago: work for an hour, the longest wait of the two.
+    quiet_article(
+        "due-an-hour-ago",
+        publish_at=now - timedelta(hours=1),
+        pending_since=now - timedelta(hours=2),
+    )
+    oldest = pipeline_status()["oldest_due_pending"]
+    assert oldest["title"] == "due-an-hour-ago"
+    assert 3600 <= oldest["waiting_seconds"] < 2 * 3600
+
+    settings.METRICS_TOKEN = TOKEN
+    text = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode()
+    gauge = re.search(r"^blogpublish_oldest_due_pending_seconds (\S+)$", text, re.M)
+    assert gauge and 3600 <= float(gauge.group(1)) < 2 * 3600
 
 
 def _dead(count: int, prefix: str) -> list[int]:
