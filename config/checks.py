@@ -150,12 +150,31 @@ def webhook_secret_problems(*, url_name: str, url: str, secret_name: str, secret
 
 def metrics_token_problems(token: str) -> list[str]:
     """METRICS_TOKEN, when set, as long as the other secrets: a short one is guessed (a
-    review's finding: `x` was taken). Unset, /metrics answers loopback only."""
-    if not token or len(token) >= WEBHOOK_SECRET_MIN_LENGTH:
+    review's finding: `x` was taken). Unset, /metrics answers loopback only. And one
+    that a scraper can send: printable ASCII without spaces (`header_token_problems`)."""
+    if not token:
         return []
+    problems = header_token_problems("METRICS_TOKEN", token)
+    if len(token) < WEBHOOK_SECRET_MIN_LENGTH:
+        problems.append(
+            f"METRICS_TOKEN must be at least {WEBHOOK_SECRET_MIN_LENGTH} characters (it has "
+            f"{len(token)}), or unset (then /metrics answers from loopback only)."
+        )
+    return problems
+
+
+def header_token_problems(name: str, token: str) -> list[str]:
+    """A secret sent in an HTTP header as it is (`Authorization: Bearer <token>`): one
+    outside printable ASCII, or with a space, never matches. The web server reads a
+    header's bytes as latin-1 (PEP 3333), so a non-ASCII token started fine and refused
+    every scrape (a review's finding); a space or a control character is cut or refused
+    on the way. Which character is not said: it is part of a secret."""
+    if all("!" <= char <= "~" for char in token):
+        return []
+    kind = "a non-ASCII character" if not token.isascii() else "a space or control character"
     return [
-        f"METRICS_TOKEN must be at least {WEBHOOK_SECRET_MIN_LENGTH} characters (it has "
-        f"{len(token)}), or unset (then /metrics answers from loopback only)."
+        f"{name} must be printable ASCII without spaces (it has {kind}): it is sent "
+        "in an HTTP header, where no other value would ever match."
     ]
 
 

@@ -15,6 +15,7 @@ from config.checks import (
     endpoint_problems,
     flower_basic_auth_problems,
     flower_command_line_problems,
+    metrics_token_problems,
     preview_settings_problems,
     publishing_settings_problems,
     secret_key_problems,
@@ -136,6 +137,8 @@ def test_each_bad_combination_is_named(changes, named):
         ({"PUBLISH_REFRESH_INTERVAL": "7200"}, "INTERVAL=7200 is above its maximum of 600"),
         ({"PUBLISH_REFRESH_BACKLOG_INTERVAL": "4000"}, "INTERVAL=4000 is above its maximum"),
         ({"METRICS_TOKEN": "x"}, "METRICS_TOKEN must be at least 32 characters (it has 1)"),
+        # started, then refused every scrape: the header is read as latin-1 (a review's)
+        ({"METRICS_TOKEN": "pässword-" + "t" * 32}, "METRICS_TOKEN must be printable ASCII"),
         # where mail goes and comes from (a review's finding: accepted, failing later)
         ({"ADMINS": "ops@example.com, not-an-address"}, "ADMINS: 'not-an-address' is not"),
         ({"DEFAULT_FROM_EMAIL": "nope"}, "DEFAULT_FROM_EMAIL: 'nope' is not a mail address"),
@@ -374,6 +377,32 @@ def test_webhook_secret_problems(url, secret, problem):
     else:
         assert len(problems) == 1 and "PUBLISH_WEBHOOK_SECRET" in problems[0]
         assert problem in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("token", "problem"),
+    [
+        ("", None),  # unset: /metrics answers loopback only
+        ("t" * 31, "at least 32 characters (it has 31)"),
+        ("t" * 32, None),
+        ("!#$%&'()*+,-./:;<=>?@[]^_`{|}~" + "t" * 2, None),  # any printable ASCII
+        # the scraper's header is read as latin-1: never equal (a review's finding)
+        ("pässword-" + "t" * 32, "printable ASCII without spaces (it has a non-ASCII"),
+        ("\u00a0" + "t" * 32, "it has a non-ASCII character"),  # a no-break space
+        ("two words " + "t" * 32, "it has a space or control character"),
+        ("t" * 32 + "\n", "it has a space or control character"),
+        ("\tt" + "t" * 32, "it has a space or control character"),
+    ],
+)
+def test_metrics_token_problems(token, problem):
+    problems = metrics_token_problems(token)
+
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and "METRICS_TOKEN" in problems[0], problems
+        assert problem in problems[0]
+        assert token.strip() not in problems[0]
 
 
 @pytest.mark.parametrize(
