@@ -87,7 +87,11 @@ class JobRun(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
-        indexes = [models.Index(fields=["job", "-started_at"], name="clock_jobrun_job_idx")]
+        indexes = [
+            models.Index(fields=["job", "-started_at"], name="clock_jobrun_job_idx"),
+            # /metrics: each job's last run of each outcome, and the jobs (work.metrics).
+            models.Index(fields=["job", "outcome", "-started_at"], name="clock_jobrun_outcome_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.job} at {self.started_at:%Y-%m-%d %H:%M:%S} ({self.outcome})"
