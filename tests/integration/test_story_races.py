@@ -336,9 +336,8 @@ def test_publish_now_beside_an_article_form_save_is_no_deadlock(monkeypatch):
     """ "Publish now" of a scheduled article saves its new date: it locks the row, then
     its save the address; an Article form's save took the address, then the row. Every
     save now locks the row first (Article.save), and both land."""
-    from types import SimpleNamespace
-
     from publishing.services import operator
+    from work import lease
 
     article = article_create(
         title="Tomorrow",
@@ -348,13 +347,15 @@ def test_publish_now_beside_an_article_form_save_is_no_deadlock(monkeypatch):
     )
     row_locked, go_on = threading.Event(), threading.Event()
 
-    def now_held_in_publish_now():
+    db_now = lease.db_now
+
+    def now_held_in_publish_now():  # it reads the database's clock once it holds the row
         if threading.current_thread().name == "publish-now":
             row_locked.set()
             go_on.wait(30)
-        return timezone.now()
+        return db_now()
 
-    monkeypatch.setattr(operator, "timezone", SimpleNamespace(now=now_held_in_publish_now))
+    monkeypatch.setattr(lease, "db_now", now_held_in_publish_now)
     publish_now = Racer(lambda: operator.article_publish_now(article_id=article.pk))
     publish_now.name = "publish-now"
     form_save = race_a_form_save(publish_now, row_locked, go_on, article_id=article.pk)
