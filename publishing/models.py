@@ -1253,13 +1253,23 @@ class Story(models.Model):
     def __str__(self) -> str:
         return self.title
 
-    def clean(self) -> None:
+    def _normalize(self) -> None:
         self.title = (self.title or "").strip()
         self.slug = normalize_slug(self.slug or "")
         self.body = normalize_body(self.body or "")
         normalize_reader_fields(self)
         if self.publish_at:
             self.publish_at = self.publish_at.replace(microsecond=0)
+
+    def clean_fields(self, exclude=None) -> None:
+        # Normalised before the field validators, as Article.clean_fields: the story
+        # form's full_clean() ran them on the text as typed, and refused a byline with
+        # a tab ("Jane\tDoe") that the save made "Jane Doe" (a review's finding).
+        self._normalize()
+        super().clean_fields(exclude=exclude)
+
+    def clean(self) -> None:
+        self._normalize()  # for a caller of clean() alone (story_save)
         if self.body and (problem := amplification_problem(self.body)):
             raise ValidationError({"body": f"The Markdown is too large to render: {problem}."})
 

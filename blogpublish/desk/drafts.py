@@ -80,9 +80,9 @@ def desk_context(request: HttpRequest) -> dict:
 
 
 class StoryForm(forms.ModelForm):
-    """The draft's fields; its clean() saves through `story_save` (and publishes when
-    asked), so that a refusal, or a newer version saved in another tab, is an error
-    on this form with the writer's text still in it."""
+    """The draft's fields; once they are valid, the form saves through `story_save` (and
+    publishes when asked), so that a refusal, or a newer version saved in another tab,
+    is an error on this form with the writer's text still in it."""
 
     # The version this form was opened at: a save over a newer one is refused.
     base_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
@@ -115,6 +115,17 @@ class StoryForm(forms.ModelForm):
             # Without it no save could be checked against a newer version (a review's
             # finding: a post without it undid another writer's edit).
             raise ValidationError(NO_BASE, code="stale")
+        return cleaned
+
+    def full_clean(self):
+        """The checks, then the save (and the publish) once all have passed: the model's
+        own too, which ModelForm runs after clean(). Saved in clean(), a draft the model
+        then refused was stored and published under the refusal's error (a review's
+        finding: a byline with a tab)."""
+        super().full_clean()
+        if not self.is_bound or self.errors:
+            return
+        existing = self.instance.pk is not None and not self.instance._state.adding
         try:
             # One savepoint: a publish refused (an empty body, which a draft may have)
             # takes its save back with it, so the form shows the refusal over the text
@@ -123,17 +134,19 @@ class StoryForm(forms.ModelForm):
             # went live at `<slug>-2`; on a draft's page the next save was "saved
             # elsewhere" (a review's finding).
             with transaction.atomic():
-                self.saved = self._save_and_publish(cleaned, existing=existing)
+                self.saved = self._save_and_publish(self.cleaned_data, existing=existing)
         except StoryConflict as exc:
-            raise ValidationError(
-                f"This draft was saved elsewhere (another tab or writer) since you opened "
-                f"it: it is at version {exc.current}, this form at {exc.given}. Copy your "
-                "text, reload the page, and merge.",
-                code="conflict",
-            ) from exc
+            self.add_error(
+                None,
+                ValidationError(
+                    f"This draft was saved elsewhere (another tab or writer) since you "
+                    f"opened it: it is at version {exc.current}, this form at {exc.given}. "
+                    "Copy your text, reload the page, and merge.",
+                    code="conflict",
+                ),
+            )
         except ValidationError as exc:
             self._add_errors(exc)
-        return cleaned
 
     def _save_and_publish(self, cleaned: dict, *, existing: bool) -> Story:
         saved = story_save(

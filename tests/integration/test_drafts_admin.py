@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import F
 from django.test import Client, override_settings
@@ -606,3 +607,55 @@ def test_a_story_in_the_trash_offers_no_preview_link(admin_client):
     assert Story.objects.get(pk=story.pk).preview_key in ("", None)
     page = admin_client.get(story_page(story.pk)).content.decode()
     assert "desk-share" not in page and "restore it to share a preview" in page
+
+
+@pytest.mark.parametrize(
+    ("field", "typed"),
+    [
+        ("byline", "Jane\tDoe"),  # a tab, pasted
+        ("byline", "Jane\x0bDoe"),  # a vertical tab
+        ("byline", "Jane\x0cDoe"),  # a form feed
+        ("description", "First line.\r\nSecond line."),  # Enter in the text area
+        ("description", "First line.\x85Second line."),  # NEL
+    ],
+)
+def test_a_reader_field_with_a_line_break_or_tab_is_saved_one_line_as_the_article_form_does(
+    admin_client, field, typed
+):
+    """The form's model check ran the validators on the text as typed, after the form
+    had saved and published it made one line: "Save and publish" answered "must be one
+    line" over an article gone live, and an autosave's 400 over a version saved made
+    the tab's next one "saved elsewhere" (a review's finding)."""
+    one_line = typed.replace("\r\n", " ").replace("\t", " ").replace("\x0b", " ")
+    one_line = one_line.replace("\x0c", " ").replace("\x85", " ")
+    published = admin_client.post(
+        STORY_ADD, {**article_form(title="Pasted", body="Text."), field: typed, "_publish": "1"}
+    )
+
+    assert published.status_code == 302, html.unescape(published.content.decode())[-3000:]
+    story = Story.objects.get()
+    article = Article.objects.get(pk=story.pk)
+    assert getattr(story, field) == getattr(article, field) == one_line
+    tab = {"story_id": str(story.pk), "base_version": str(story.version)}
+    first = admin_client.post(AUTOSAVE, {**story_form(story, body="More."), field: typed, **tab})
+    assert first.status_code == 200, first.content
+    tab["base_version"] = str(first.json()["version"])
+    second = admin_client.post(AUTOSAVE, {**story_form(story, body="More still."), **tab})
+    assert second.status_code == 200, second.content
+
+
+def test_a_refusal_of_the_forms_last_checks_stores_and_publishes_nothing(admin_client, monkeypatch):
+    """The form saved (and published) in its clean(), and ModelForm's own checks of the
+    model come after it: any refusal there was shown over a save already made. Here a
+    uniqueness check refuses, the last of them."""
+
+    def refused(self, exclude=None):
+        raise ValidationError({"slug": "Refused by the last check."})
+
+    monkeypatch.setattr(Story, "validate_unique", refused)
+    answer = admin_client.post(
+        STORY_ADD, {**article_form(title="Late", body="Text."), "_publish": "1"}
+    )
+
+    assert answer.status_code == 200 and "Refused by the last check." in answer.content.decode()
+    assert not Story.objects.exists() and not Article.objects.exists()
