@@ -47,9 +47,58 @@
 
   // The tags field ("python, web, 数据库") completes its last tag from the tags in use
   // (the datalist the server wrote, most used first): the list's options are the text
-  // before the last comma followed by each tag that begins with what is typed after it,
-  // and not already in the field, so the browser's own suggestions complete one tag.
+  // before the last tag followed by each tag that begins with what is typed of it, and
+  // not already in the field, so the browser's own suggestions complete one tag. The
+  // field is read as the server reads it (publishing.reader_fields: CSV, a tag with a
+  // comma in it in double quotes), and a tag is written as tags_text writes it.
   const TAG_SUGGESTIONS = 20;
+
+  // The field's text as its tags: those before the last, and where the last begins
+  // and what of it is typed (its text, an open quote's too). As Python's csv reads a
+  // line with skipinitialspace: spaces before a tag skipped, a tag that begins with a
+  // quote quoted until the next lone quote ("" a quote in it), then taken as it is up
+  // to the comma; a quote elsewhere is a quote.
+  function tagsOf(text) {
+    const done = [];
+    let at = 0;
+    for (;;) {
+      const start = at;
+      while (text[at] === " ") {
+        at += 1;
+      }
+      let tag = "";
+      if (text[at] === '"') {
+        at += 1;
+        for (;;) {
+          const quote = text.indexOf('"', at);
+          if (quote < 0) { // still open: the rest is the tag typed so far
+            return {done, start, typed: tag + text.slice(at)};
+          }
+          tag += text.slice(at, quote);
+          at = quote + 1;
+          if (text[at] !== '"') {
+            break;
+          }
+          tag += '"';
+          at += 1;
+        }
+      }
+      const comma = text.indexOf(",", at);
+      if (comma < 0) {
+        return {done, start, typed: tag + text.slice(at)};
+      }
+      done.push(tag + text.slice(at, comma));
+      at = comma + 1;
+    }
+  }
+
+  // A tag as the field holds it: quoted when it has a comma or begins with a quote.
+  function tagText(name) {
+    if (name.includes(",") || name.startsWith('"')) {
+      return '"' + name.replaceAll('"', '""') + '"';
+    }
+    return name;
+  }
 
   function tagCompleter(field, list) {
     if (!field || !list) {
@@ -60,17 +109,16 @@
     field.setAttribute("list", list.id);
     field.setAttribute("autocomplete", "off");
     function suggest() {
-      const cut = field.value.lastIndexOf(",");
-      const before = cut < 0 ? "" : field.value.slice(0, cut + 1) + " ";
-      const typed = key(field.value.slice(cut + 1));
-      const have = new Set(field.value.slice(0, cut + 1).split(",").map(key));
+      const {done, start, typed} = tagsOf(field.value);
+      const before = start === 0 ? "" : field.value.slice(0, start).trimEnd() + " ";
+      const have = new Set(done.map(key));
       const found = names
-        .filter((name) => key(name).startsWith(typed) && !have.has(key(name)))
+        .filter((name) => key(name).startsWith(key(typed)) && !have.has(key(name)))
         .slice(0, TAG_SUGGESTIONS);
       list.replaceChildren(
         ...found.map((name) => {
           const option = document.createElement("option");
-          option.value = before + name;
+          option.value = before + tagText(name);
           return option;
         })
       );
