@@ -74,6 +74,8 @@ def desk_context(request: HttpRequest) -> dict:
         "desk_image_max_mib": images.IMAGE_MAX_BYTES // 2**20,
         "desk_images_self_only": settings.SITE_IMAGES_SELF_ONLY,
         "desk_can_publish": can_publish(request),
+        # The Article add page's "Save as draft" posts to the story's add page.
+        "desk_can_draft": request.user.has_perm("publishing.add_story"),
         # The tags in use, most used first: the tags field completes from them (desk.js).
         "desk_tags": [name for name, _count in publishing_selectors.tags_in_use(limit=DESK_TAGS)],
     }
@@ -558,7 +560,9 @@ class StoryAdmin(ListsWithout, BadLookupsAreBadLinks):
 
 
 def withdraw(model_admin: admin.ModelAdmin, request: HttpRequest, article_id: int):
-    """Take the article off the blog; the story's page afterwards (both admins' button)."""
+    """Take the article off the blog; the story's page afterwards (both admins' button),
+    or the article list for a user who may not see stories (the story's page was a 403
+    after a withdraw that succeeded: a review's finding)."""
     if not can_publish(request):
         raise PermissionDenied
     try:
@@ -571,7 +575,10 @@ def withdraw(model_admin: admin.ModelAdmin, request: HttpRequest, article_id: in
             "Withdrawn: its page and listings are going; it is a draft again, at the same address.",
             messages.SUCCESS,
         )
-    return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[article_id]))
+    user = request.user
+    if user.has_perm("publishing.view_story") or user.has_perm("publishing.change_story"):
+        return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[article_id]))
+    return HttpResponseRedirect(reverse("admin:publishing_article_changelist"))
 
 
 def _number(value: str) -> int | None:

@@ -659,3 +659,47 @@ def test_a_refusal_of_the_forms_last_checks_stores_and_publishes_nothing(admin_c
 
     assert answer.status_code == 200 and "Refused by the last check." in answer.content.decode()
     assert not Story.objects.exists() and not Article.objects.exists()
+
+
+def test_a_withdraw_by_an_editor_who_may_not_see_stories_lands_on_the_article_list(
+    django_user_model, client
+):
+    """The story's page afterwards was a 403 for a user with `change_article` and no
+    story permission, after a withdraw that had succeeded (a review's finding)."""
+    story = story_save(title="Going", body="Text.")
+    story_publish(story_id=story.pk)
+    client.force_login(
+        staff_with(django_user_model, "view_article", "add_article", "change_article")
+    )
+
+    answer = client.post(f"/admin/publishing/article/{story.pk}/withdraw/", follow=True)
+
+    assert answer.redirect_chain == [("/admin/publishing/article/", 302)]
+    assert answer.status_code == 200 and "Withdrawn: its page" in answer.content.decode()
+    assert not Article.objects.filter(pk=story.pk).exists()
+
+
+ARTICLE_ADD = "/admin/publishing/article/add/"
+
+
+def test_save_as_draft_is_offered_only_to_who_may_add_stories(django_user_model, client):
+    """Without `add_story` its post to the story's add page was a bare 403, and the text
+    typed was lost (a review's finding)."""
+    client.force_login(
+        staff_with(django_user_model, "view_article", "add_article", "change_article")
+    )
+    assert (
+        'id="desk-save-draft"' not in client.get("/admin/publishing/article/add/").content.decode()
+    )
+
+    client.force_login(
+        staff_with(
+            django_user_model,
+            "view_article",
+            "add_article",
+            "change_article",
+            "add_story",
+            name="drafter",
+        )
+    )
+    assert 'id="desk-save-draft"' in client.get(ARTICLE_ADD).content.decode()
