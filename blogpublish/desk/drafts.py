@@ -24,11 +24,13 @@ from django.http import (
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from blogpublish.desk import cheatsheet, images
+from blogpublish.desk.life import Life, life_of
 from blogpublish.site.paths import absolute, article_url
 from publishing import selectors as publishing_selectors
 from publishing.admin import NO_BASE, warn_of_a_moved_address
@@ -240,11 +242,7 @@ class StoryAdmin(ListsWithout, BadLookupsAreBadLinks):
             setattr(obj, field.attname, getattr(saved, field.attname))
         obj._state.adding, obj._state.db = False, saved._state.db
         if form.publish:
-            self.message_user(
-                request,
-                "Published: it goes live as soon as a worker takes it.",
-                messages.SUCCESS,
-            )
+            self.message_user(request, _published(saved.pk), messages.SUCCESS)
             warn_of_a_moved_address(self, request, saved.pk)
 
     def has_delete_permission(self, request: HttpRequest, obj: Story | None = None) -> bool:
@@ -337,16 +335,16 @@ class StoryAdmin(ListsWithout, BadLookupsAreBadLinks):
                 obj.trashed_at.strftime("%Y-%m-%d %H:%M"),
                 f"{settings.STORY_TRASH_DAYS:g}",
             )
-        article = Article.objects.filter(pk=obj.pk).only("published_slug", "status").first()
+        article = Article.objects.filter(pk=obj.pk).defer("body", "published_body").first()
         if article is None:
             text = "Draft: on no page." if obj.state == StoryState.DRAFT else "Not on the site."
             return format_html('<span class="desk-story-state">{}</span>', text)
         html = format_html(
-            '<span class="desk-story-state">On the blog (status: {}){}</span>',
-            article.status,
+            '<span class="desk-story-state">{}{}</span>',
+            _on_the_blog(article),
             "; this draft has changes not published yet" if obj.has_unpublished_changes else "",
         )
-        if article.published_slug:
+        if article.published_hash and article.published_slug:
             html += format_html(
                 ' · <a class="desk-live-link" href="{}" target="_blank" rel="noopener">'
                 "View the live page</a>",
@@ -579,6 +577,31 @@ def withdraw(model_admin: admin.ModelAdmin, request: HttpRequest, article_id: in
     if user.has_perm("publishing.view_story") or user.has_perm("publishing.change_story"):
         return HttpResponseRedirect(reverse("admin:publishing_story_change", args=[article_id]))
     return HttpResponseRedirect(reverse("admin:publishing_article_changelist"))
+
+
+def _life(article: Article) -> Life:
+    return life_of(article, now=timezone.now(), max_attempts=settings.PUBLISH_MAX_ATTEMPTS)
+
+
+def _published(article_id: int) -> str:
+    """What "Save and publish" says: when it goes live, in the words of the article's
+    page (life_of). "As soon as a worker takes it" was said of a scheduled one too."""
+    article = Article.objects.defer("body", "published_body").get(pk=article_id)
+    life = _life(article)
+    if life.kind == "scheduled":
+        return f"Saved and {life.text}."
+    return "Published: it goes live as soon as a worker takes it."
+
+
+def _on_the_blog(article: Article) -> str:
+    """The story's state once it has an article: live, or what keeps it from being so
+    ("On the blog (status: pending)" was said of one never live: a review's finding)."""
+    life = _life(article)
+    if article.published_hash:
+        return f"On the blog: {life.text}"
+    if life.kind == "dead":
+        return f"Never on the blog: {life.text}"
+    return f"Not on the blog yet: {life.text}"
 
 
 def _number(value: str) -> int | None:

@@ -703,3 +703,30 @@ def test_save_as_draft_is_offered_only_to_who_may_add_stories(django_user_model,
         )
     )
     assert 'id="desk-save-draft"' in client.get(ARTICLE_ADD).content.decode()
+
+
+def test_save_and_publish_of_a_scheduled_draft_says_when_it_goes_live(admin_client):
+    """It said "it goes live as soon as a worker takes it" of a draft dated tomorrow,
+    and its page "On the blog (status: pending)" (a review's finding)."""
+    tomorrow = timezone.now() + timedelta(days=1)
+    form = article_form(title="Tomorrow", body="Text.", when=tomorrow)
+
+    answer = admin_client.post(STORY_ADD, {**form, "_publish": "1"}, follow=True)
+
+    page = html.unescape(answer.content.decode())
+    assert "Saved and scheduled for " in page and "as soon as a worker" not in page
+    story = Story.objects.get()
+    state = html.unescape(admin_client.get(story_page(story.pk)).content.decode())
+    assert "Not on the blog yet: scheduled for " in state and "status: pending" not in state
+
+
+def test_the_story_page_says_an_article_dead_before_it_was_live_was_never_on_the_blog(
+    admin_client,
+):
+    story = story_save(title="Doomed", body="Text.", publish_at=timezone.now() + timedelta(days=1))
+    story_publish(story_id=story.pk)
+    Article.objects.filter(pk=story.pk).update(status=ArticleStatus.DEAD, last_error="Boom.")
+
+    page = html.unescape(admin_client.get(story_page(story.pk)).content.decode())
+
+    assert "Never on the blog: dead: Boom." in page and "View the live page" not in page
