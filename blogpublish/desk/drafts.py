@@ -267,21 +267,41 @@ class StoryAdmin(ListsWithout, BadLookupsAreBadLinks):
 
     @admin.action(description="Restore from the trash (as drafts)", permissions=["change"])
     def untrash(self, request: HttpRequest, queryset) -> None:
-        for pk in queryset.filter(trashed_at__isnull=False).values_list("pk", flat=True):
+        """Says how many it restored: "Restored as drafts." was said of none too (a
+        selection with none in the trash, or restored by someone else meanwhile)."""
+        restored = not_in_trash = 0
+        for pk in queryset.values_list("pk", flat=True):
             try:
-                story, renamed = story_untrash(story_id=pk)
+                done = story_untrash(story_id=pk)
             except Story.DoesNotExist:  # deleted for good meanwhile (a 500: a review's finding)
                 self.message_user(
                     request, f"Story {pk} was deleted for good meanwhile.", messages.WARNING
                 )
                 continue
+            if done is None:
+                not_in_trash += 1
+                continue
+            restored += 1
+            story, renamed = done
             if renamed:
                 self.message_user(
                     request,
                     f"“{story.title}” is back at /{story.slug}/: its old address was taken.",
                     messages.WARNING,
                 )
-        self.message_user(request, "Restored as drafts.", messages.SUCCESS)
+        if not_in_trash:
+            self.message_user(
+                request,
+                f"{not_in_trash} story(ies) not in the trash (restored meanwhile, or never "
+                "in it): nothing to restore.",
+                messages.WARNING,
+            )
+        if restored:
+            self.message_user(
+                request, f"{restored} story(ies) restored as drafts.", messages.SUCCESS
+            )
+        else:
+            self.message_user(request, "No story was restored.", messages.WARNING)
 
     @admin.action(description="Delete forever (only what is in the trash)", permissions=["delete"])
     def purge(self, request: HttpRequest, queryset) -> None:

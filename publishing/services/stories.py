@@ -643,13 +643,14 @@ def article_to_trash(*, article: Article) -> None:
         _to_trash(story)
 
 
-def story_untrash(*, story_id: int) -> tuple[Story, bool]:
+def story_untrash(*, story_id: int) -> tuple[Story, bool] | None:
     """Back from the trash as a draft: (story, whether its slug had to change, since
-    another article or story took it meanwhile)."""
+    another article or story took it meanwhile); None when it is not in the trash
+    (never was, or restored meanwhile): nothing restored."""
     with transaction.atomic():
         story = Story.objects.select_for_update().get(pk=story_id)
         if story.trashed_at is None:
-            return story, False
+            return None
         story.slug_key = key_of(story.slug)
         # As every save of an address: an article created at it meanwhile waits for
         # this commit and finds it taken, or this finds the article (a review's finding:

@@ -730,3 +730,25 @@ def test_the_story_page_says_an_article_dead_before_it_was_live_was_never_on_the
     page = html.unescape(admin_client.get(story_page(story.pk)).content.decode())
 
     assert "Never on the blog: dead: Boom." in page and "View the live page" not in page
+
+
+def test_restore_from_the_trash_says_how_many_it_restored(admin_client, monkeypatch):
+    """It said "Restored as drafts." when it had restored none: the selection out of the
+    trash, or restored by someone else meanwhile (a review's finding)."""
+    first, second = (story_trash(story_id=story_save(title=t, body="Text.").pk) for t in "AB")
+    restore = drafts.story_untrash
+
+    def the_other_restored_meanwhile(*, story_id):
+        if Story.objects.filter(trashed_at__isnull=False).count() == 2:
+            restore(story_id=({first.pk, second.pk} - {story_id}).pop())
+        return restore(story_id=story_id)
+
+    monkeypatch.setattr(drafts, "story_untrash", the_other_restored_meanwhile)
+    trash = "/admin/publishing/story/?state=trash"
+    both = {"action": "untrash", "_selected_action": [first.pk, second.pk], "index": "0"}
+    page = html.unescape(admin_client.post(trash, both, follow=True).content.decode())
+
+    assert "1 story(ies) restored as drafts." in page
+    assert "1 story(ies) not in the trash (restored meanwhile, or never in it)" in page
+    again = html.unescape(admin_client.post(trash, both, follow=True).content.decode())
+    assert "No story was restored." in again and "restored as drafts" not in again
