@@ -149,10 +149,10 @@ def adopt_look(state: SiteState) -> bool:
     mine = look.shared_look()
     if state.look == mine:
         return False
-    if state.look and state.look_born > look.BORN:
+    if state.look and state.look_born > look.born():
         return False
     logger.info("shared views: a new look; every one rebuilt")
-    state.look, state.look_born = mine, look.BORN
+    state.look, state.look_born = mine, look.born()
     state.rebuild = state.shifted = True  # from the first page, whatever the checkpoint
     return True
 

@@ -41,6 +41,7 @@ from django.dispatch import receiver
 from django.template.loader import get_template
 
 from blogpublish import rendering
+from work.lease import db_now
 
 # Bump when `documents.article_page` (or what it calls) writes a page differently with
 # the same templates, renderer and settings: every page is then written again.
@@ -107,13 +108,29 @@ LOOK_SETTINGS = (
 # And what the shared views show besides: the feeds' entries whole or summed up.
 SHARED_SETTINGS = (*LOOK_SETTINGS, "FEED_FULL_CONTENT")
 
-# When this process began (wall clock): a re-render run, or shared views built, in
-# another look by an older process may be taken over for this process's look; by a
-# newer process may not (a rolling deploy: blogpublish.site.rerender, build.adopt_look).
-BORN = time.time()
+# When this process began, on this host's monotonic clock: a forked child (a worker's
+# pool process) inherits it from the process started with the release.
+_STARTED = time.monotonic()
+# When this process began by the database's clock (unix seconds), once `born()` read it:
+# a re-render run, or shared views built, in another look by an older process may be
+# taken over for this process's look; by a newer process may not (a rolling deploy:
+# blogpublish.site.rerender, build.adopt_look).
+BORN: float | None = None
 
 # What a page carries near its top: the look it was written in.
 LOOK_MARK = re.compile(rb'<meta name="blogpublish-look" content="([0-9a-f]{64})">')
+
+
+def born() -> float:
+    """When this process began, by the database's clock (unix seconds): the clock read
+    once, the first time it is asked, less the time since the process began on this
+    host's monotonic clock, which a wall clock set ahead or behind does not move. So
+    every host ranks its processes on one clock: one whose clock runs ahead is not
+    "newer" (a review's finding: `time.time()` at the start was)."""
+    global BORN
+    if BORN is None:
+        BORN = db_now().timestamp() - (time.monotonic() - _STARTED)
+    return BORN
 
 
 @cache

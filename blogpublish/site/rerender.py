@@ -28,9 +28,10 @@ staged and made live under one guard):
   latest the catch-up's (SiteState.rebuild, set when a run begins).
 
 A run belongs to one look. A process whose look differs from the run's takes the site
-over for its own look only if it was started after the process that began that run (or is it)
-(`look.BORN`), so during a rolling deploy the processes of the old look do not flip the site
-back; `manage.py rerender_site` (a new process) always may.
+over for its own look only if it was started after the process that began that run (or
+is it; `look.born()`, by the database's clock), so during a rolling deploy the processes
+of the old look do not flip the site back; `manage.py rerender_site` (a new process)
+always may.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class Progress:
     """A run of the re-render: the checkpoint's position (JSON)."""
 
     look: str
-    # The process that began it was started at (unix seconds).
+    # The process that began it was started at (unix seconds, database clock).
     born: float
     # The listed articles when it began, and when (ISO, database clock).
     total: int
@@ -115,7 +116,7 @@ def may_take(progress: Progress | None, *, force: bool = False) -> bool:
     of its own look (again), or one a process no newer than this one began?"""
     if progress is None or force or progress.look == look():
         return True
-    return progress.born <= site_look.BORN
+    return progress.born <= site_look.born()
 
 
 def rerender_due() -> bool:
@@ -254,7 +255,7 @@ def _begin(fence: Fence | None) -> Progress:
     now = db_now().isoformat()
     progress = Progress(
         look=look(),
-        born=site_look.BORN,
+        born=site_look.born(),
         total=selectors.count_listed(),
         started_at=now,
         updated_at=now,

@@ -130,7 +130,7 @@ def test_the_former_addresses_resume_where_a_pass_ran_out_of_time(site, settings
         (article,) = site.add(1, slug=f"first-{name}")
         site.edit(article, slug=f"second-{name}")
     settings.SITE_URL = "https://blog.example.com/blog"
-    progress = rerender.Progress(look=look.look(), born=look.BORN, total=2, started_at="")
+    progress = rerender.Progress(look=look.look(), born=look.born(), total=2, started_at="")
 
     class OneWriteOfTime:  # the budget of one former address's page
         def __init__(self) -> None:
