@@ -15,7 +15,6 @@ reached answers 503.
 from __future__ import annotations
 
 import logging
-import mimetypes
 import threading
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ from blogpublish.desk.preview import shared_page
 from blogpublish.exceptions import StorageError, SymlinkRefused
 from blogpublish.site import documents, paths
 from blogpublish.storage import site_storage
+from blogpublish.storage.base import type_by_extension
 from publishing.services import story_by_preview_token
 
 logger = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def content_type(rel: str) -> str:
     if name == paths.JSON_FEED:
         return JSON_FEED_TYPE
     suffix = Path(name).suffix
-    return TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return TYPES.get(suffix) or type_by_extension(name)
 
 
 def site_prefix() -> str:

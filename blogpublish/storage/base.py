@@ -37,7 +37,21 @@ def content_type_of(rel: str) -> str:
     if name.endswith(".html"):
         return HTML_TYPE
     # An uploaded image (media/<sha256>.png): its type by its extension.
-    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return type_by_extension(name)
+
+
+# Types Python 3.11's own table lacks: WebP is known only from a host's /etc/mime.types,
+# which python:3.11-slim (the Dockerfile's base) has none of, so every rendition of an
+# upload (-800w.webp) was stored and served as application/octet-stream (a review's).
+OWN_TYPES = {".webp": "image/webp"}
+
+
+def type_by_extension(name: str) -> str:
+    """The Content-Type of a file by its extension, whatever the host's mime files."""
+    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return (
+        OWN_TYPES.get(f".{suffix}") or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    )
 
 
 def cache_control_of(rel: str) -> str:
