@@ -114,16 +114,6 @@ def pytest_configure(config):
     TransactionTestCase._fixture_teardown = _fixture_teardown
 
 
-@pytest.fixture(autouse=True)
-def _looks_seen_written_again():
-    """Each test's database starts empty: this process writes its looks' heartbeat again
-    at its first chance, not a half catch-up interval after the last test's
-    (blogpublish.site.alive)."""
-    from blogpublish.site import alive
-
-    alive.forget()
-
-
 @pytest.fixture(scope="session")
 def s3_server():
     """A real S3-compatible HTTP server (moto's server mode) on a free port, for the

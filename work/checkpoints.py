@@ -1,6 +1,5 @@
 """One checkpoint record per long job (work.models.Checkpoint): a site rebuild that
-cannot finish in one pass's time limit, a re-render of the whole site. (And one per look
-of the site a process ran in, saying when it was last seen: blogpublish.site.alive.)
+cannot finish in one pass's time limit, a re-render of the whole site.
 
 The job holds its own lease (work.lease) while it reads and saves its checkpoint, and
 saves it in the transaction that records the work done up to it: a pass that fails or

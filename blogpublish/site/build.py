@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
-from blogpublish.site import alive, documents, look, paths, problems, selectors
+from blogpublish.site import documents, look, paths, problems, selectors
 from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard
 from blogpublish.site.pagination import (
@@ -143,18 +143,16 @@ def adopt_look(state: SiteState) -> bool:
     the state takes it, and the pass rebuilds every shared view from the first archive
     page (each written if it differs), the front page and the feeds first; True.
 
-    A look that a newer process built them in is left alone (False) while it still
-    runs, as the page re-render leaves a newer process's run (rerender.may_take):
-    during a rolling deploy the old processes' passes do not take the shared views
-    back and forth; once no process of that look is seen, they are taken
-    (blogpublish.site.alive)."""
+    A look that a newer process built them in is left alone (False), as the page
+    re-render leaves a newer process's run (rerender.may_take): during a rolling
+    deploy the old processes' passes do not take the shared views back and forth."""
     mine = look.shared_look()
     if state.look == mine:
         return False
-    if state.look and not alive.may_take_over(state.look, state.look_born):
+    if state.look and state.look_born > look.born():
         return False
     logger.info("shared views: a new look; every one rebuilt")
-    state.look, state.look_born = mine, alive.rank_over(state.look_born)
+    state.look, state.look_born = mine, look.born()
     state.rebuild = state.shifted = True  # from the first page, whatever the checkpoint
     return True
 

@@ -113,8 +113,8 @@ SHARED_SETTINGS = (*LOOK_SETTINGS, "FEED_FULL_CONTENT")
 _STARTED = time.monotonic()
 # When this process began by the database's clock (unix seconds), once `born()` read it:
 # a re-render run, or shared views built, in another look by an older process may be
-# taken over for this process's look; by a newer one only once its look no longer runs
-# (a rolling deploy: blogpublish.site.alive, rerender.may_take, build.adopt_look).
+# taken over for this process's look; by a newer process may not (a rolling deploy:
+# blogpublish.site.rerender, build.adopt_look).
 BORN: float | None = None
 
 # What a page carries near its top: the look it was written in.

@@ -18,7 +18,7 @@ from blogpublish.desk import images
 from blogpublish.exceptions import PageChanged, StorageError, SymlinkRefused
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
-from blogpublish.site import alive, build, documents, full_check, paths, rerender, selectors
+from blogpublish.site import build, documents, full_check, paths, rerender, selectors
 from blogpublish.site.fenced import FencedSite
 from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.look import page_look
@@ -402,7 +402,6 @@ class StaticSitePublisher(BasePublisher):
         is to be checked is saved with the pass (state.checks_due_add) and cleared once
         checked, so a pass killed before its check leaves it to the next pass."""
         site, time_left = self._shared(fence)
-        alive.heartbeat()  # before the snapshot: `views` may take the shared views' look
         with _overtaken_rebuilds(), snapshot():
             state = SiteState.load()
             # Where the articles about to settle were listed: their old neighbours'

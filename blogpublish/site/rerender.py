@@ -30,9 +30,8 @@ staged and made live under one guard):
 A run belongs to one look. A process whose look differs from the run's takes the site
 over for its own look only if it was started after the process that began that run (or
 is it; `look.born()`, by the database's clock), so during a rolling deploy the processes
-of the old look do not flip the site back; or once the run's look no longer runs (not
-seen for a while: blogpublish.site.alive), so the site ends in the look of the processes
-left, whichever began first. `manage.py rerender_site` (a new process) always may.
+of the old look do not flip the site back; `manage.py rerender_site` (a new process)
+always may.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ from django.db import close_old_connections, transaction
 
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
-from blogpublish.site import alive, build, documents, paths, selectors
+from blogpublish.site import build, documents, paths, selectors
 from blogpublish.site import look as site_look
 from blogpublish.site.lock import page_guard
 from blogpublish.site.look import look, page_look
@@ -73,9 +72,7 @@ class Progress:
     """A run of the re-render: the checkpoint's position (JSON)."""
 
     look: str
-    # Its rank (unix seconds, database clock): when the process that began it started,
-    # or when it began, if over a newer process's run whose look no longer ran
-    # (alive.rank_over).
+    # The process that began it was started at (unix seconds, database clock).
     born: float
     # The listed articles when it began, and when (ISO, database clock).
     total: int
@@ -116,19 +113,16 @@ def progress_read() -> Progress | None:
 
 def may_take(progress: Progress | None, *, force: bool = False) -> bool:
     """May this process begin a run in its own look over `progress`: none yet, a run
-    of its own look (again), one a process no newer than this one began, or one whose
-    look no longer runs (alive.may_take_over)?"""
+    of its own look (again), or one a process no newer than this one began?"""
     if progress is None or force or progress.look == look():
         return True
-    return alive.may_take_over(progress.look, progress.born)
+    return progress.born <= site_look.born()
 
 
 def rerender_due() -> bool:
     """Is there re-rendering for this process to do: a run of its look unfinished, or the
     site in another look that it may take over (`may_take`)? A site that never had a
-    run is due once it lists an article (its pages may be from before look marks).
-    Every catch-up asks: this process's looks are seen alive here (alive.heartbeat)."""
-    alive.heartbeat()
+    run is due once it lists an article (its pages may be from before look marks)."""
     progress = progress_read()
     if progress is None:
         return selectors.listed().exists()
@@ -174,13 +168,12 @@ def rerender_pass(
     this process's look even over a newer process's run. `again`: begin a new run even
     if the site is in this look (a page an old process wrote during a rolling deploy;
     each page already in this look costs the read of its first bytes)."""
-    alive.heartbeat()
     progress = progress_read()
     if progress is None or progress.look != look() or again:
         if not may_take(progress, force=force):
             logger.info("re-render: the site is in the look of a newer process; not taken over")
             return True
-        progress = _begin(fence, over=progress)
+        progress = _begin(fence)
     if progress.finished_at is not None:
         return True
     # One thread removes what each chunk's exchange replaced; the pass ends when it is done.
@@ -256,14 +249,13 @@ def _ahead(
     return _prepare(site, lives) if lives else None
 
 
-def _begin(fence: Fence | None, *, over: Progress | None) -> Progress:
-    """A new run in this process's look (`over` the site's run, if any): the pages from
-    the first key, and the shared views rebuilt whole by the refresher's next pass (each
-    written if it changed)."""
+def _begin(fence: Fence | None) -> Progress:
+    """A new run in this process's look: the pages from the first key, and the shared
+    views rebuilt whole by the refresher's next pass (each written if it changed)."""
     now = db_now().isoformat()
     progress = Progress(
         look=look(),
-        born=site_look.born() if over is None else alive.rank_over(over.born),
+        born=site_look.born(),
         total=selectors.count_listed(),
         started_at=now,
         updated_at=now,

@@ -32,9 +32,8 @@ class Written:
 class SiteState:
     count: int = 0
     rebuild: bool = True
-    # The shared views' look, and its rank: when the process that built them in it
-    # began, by the database's clock, or when it took them over from a look no longer
-    # running (build.adopt_look, blogpublish.site.alive).
+    # The shared views' look, and when the process that built them in it began
+    # (build.adopt_look).
     look: str = ""
     look_born: float = 0.0
     written: dict[int, Written] = field(default_factory=dict)
