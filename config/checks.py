@@ -151,7 +151,7 @@ def webhook_secret_problems(*, url_name: str, url: str, secret_name: str, secret
 def metrics_token_problems(token: str) -> list[str]:
     """METRICS_TOKEN, when set, as long as the other secrets: a short one is guessed (a
     review's finding: `x` was taken). Unset, /metrics answers loopback only. And one
-    that a scraper can send: printable ASCII without spaces (`header_token_problems`)."""
+    that a scraper can send: printable ASCII, no space at either end (`header_token_problems`)."""
     if not token:
         return []
     problems = header_token_problems("METRICS_TOKEN", token)
@@ -165,16 +165,23 @@ def metrics_token_problems(token: str) -> list[str]:
 
 def header_token_problems(name: str, token: str) -> list[str]:
     """A secret sent in an HTTP header as it is (`Authorization: Bearer <token>`): one
-    outside printable ASCII, or with a space, never matches. The web server reads a
-    header's bytes as latin-1 (PEP 3333), so a non-ASCII token started fine and refused
-    every scrape (a review's finding); a space or a control character is cut or refused
-    on the way. Which character is not said: it is part of a secret."""
-    if all("!" <= char <= "~" for char in token):
+    outside printable ASCII, or with a space at either end, never matches. The web
+    server reads a header's bytes as latin-1 (PEP 3333), so a non-ASCII token started
+    fine and refused every scrape (a review's finding); a control character is refused
+    on the way, and the spaces around a header's value are dropped. A space inside is
+    sent and matched (a passphrase: the review of the first mend found it refused).
+    Which character is not said: it is part of a secret."""
+    if all(" " <= char <= "~" for char in token) and token == token.strip():
         return []
-    kind = "a non-ASCII character" if not token.isascii() else "a space or control character"
+    if not token.isascii():
+        kind = "a non-ASCII character"
+    elif any(not " " <= char <= "~" for char in token):
+        kind = "a control character"
+    else:
+        kind = "a space at its start or end"
     return [
-        f"{name} must be printable ASCII without spaces (it has {kind}): it is sent "
-        "in an HTTP header, where no other value would ever match."
+        f"{name} must be printable ASCII, with no space at either end (it has {kind}): "
+        "it is sent in an HTTP header, where no other value would ever match."
     ]
 
 

@@ -80,6 +80,17 @@ def test_metrics__with_a_token_only_its_bearer(client, settings, authorization, 
         assert b"blogpublish_articles" in response.content
 
 
+def test_metrics__a_passphrase_token_with_spaces_inside_is_matched(client, settings):
+    """The start-up check takes a token with spaces inside (config/checks.py): it is sent
+    and matched whole, as it was before the check."""
+    settings.METRICS_TOKEN = passphrase = "correct horse battery staple orbit"
+    headers = {"Authorization": f"Bearer {passphrase}"}
+
+    response = client.get("/metrics", headers=headers, REMOTE_ADDR=OUTSIDE)
+
+    assert response.status_code == 200
+
+
 def test_metrics__with_a_token_loopback_needs_it_too(client, settings):
     settings.METRICS_TOKEN = TOKEN
 
