@@ -77,7 +77,11 @@ def desk_context(request: HttpRequest) -> dict:
         "desk_images_self_only": settings.SITE_IMAGES_SELF_ONLY,
         "desk_can_publish": can_publish(request),
         # The Article add page's "Save as draft" posts to the story's add page.
-        "desk_can_draft": request.user.has_perm("publishing.add_story"),
+        # Adding a draft, and then its own page (the save's redirect, the autosave's):
+        # with add_story alone the draft was saved and the writer met a 403 (a review's).
+        "desk_can_draft": request.user.has_perms(
+            ["publishing.add_story", "publishing.change_story"]
+        ),
         # The tags in use, most used first: the tags field completes from them (desk.js).
         "desk_tags": [name for name, _count in publishing_selectors.tags_in_use(limit=DESK_TAGS)],
     }
@@ -361,7 +365,7 @@ class StoryAdmin(ListsWithout, BadLookupsAreBadLinks):
             return format_html('<span class="desk-story-state">{}</span>', text)
         html = format_html(
             '<span class="desk-story-state">{}{}</span>',
-            _on_the_blog(article),
+            _on_the_blog(article, obj),
             "; this draft has changes not published yet" if obj.has_unpublished_changes else "",
         )
         if article.published_hash and article.published_slug:
@@ -610,15 +614,21 @@ def _published(article_id: int) -> str:
     life = _life(article)
     if life.kind == "scheduled":
         return f"Saved and {life.text}."
+    if life.kind == "live":  # unchanged: nothing was sent (a review's: "goes live")
+        return f"Saved; this version is on the blog already, {life.text}."
     return "Published: it goes live as soon as a worker takes it."
 
 
-def _on_the_blog(article: Article) -> str:
+def _on_the_blog(article: Article, story: Story) -> str:
     """The story's state once it has an article: live, or what keeps it from being so
-    ("On the blog (status: pending)" was said of one never live: a review's finding)."""
+    ("On the blog (status: pending)" was said of one never live: a review's finding).
+    A story live once, then withdrawn, is not "never" on it (its new article row has no
+    live version; the story keeps its first publish)."""
     life = _life(article)
     if article.published_hash:
         return f"On the blog: {life.text}"
+    if story.first_publish_at is not None:
+        return f"Not on the blog: {life.text}"
     if life.kind == "dead":
         return f"Never on the blog: {life.text}"
     return f"Not on the blog yet: {life.text}"

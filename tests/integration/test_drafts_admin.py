@@ -29,9 +29,12 @@ from publishing.services import (
     story_save,
     story_share,
     story_trash,
+    story_withdraw,
 )
+from tests.support.broker import broker
 from tests.support.desk import article_form
 from tests.support.live_tags import listed_with_tags
+from tests.support.processes import free_port
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -684,25 +687,17 @@ ARTICLE_ADD = "/admin/publishing/article/add/"
 
 def test_save_as_draft_is_offered_only_to_who_may_add_stories(django_user_model, client):
     """Without `add_story` its post to the story's add page was a bare 403, and the text
-    typed was lost (a review's finding)."""
-    client.force_login(
-        staff_with(django_user_model, "view_article", "add_article", "change_article")
-    )
-    assert (
-        'id="desk-save-draft"' not in client.get("/admin/publishing/article/add/").content.decode()
-    )
-
-    client.force_login(
-        staff_with(
-            django_user_model,
-            "view_article",
-            "add_article",
-            "change_article",
-            "add_story",
-            name="drafter",
-        )
-    )
-    assert 'id="desk-save-draft"' in client.get(ARTICLE_ADD).content.decode()
+    typed was lost; with `add_story` alone the draft was saved and the writer sent to its
+    page, a 403 (the reviews' findings): it needs `change_story` too."""
+    article_perms = ("view_article", "add_article", "change_article")
+    for name, story_perms, offered in [
+        ("writer", (), False),
+        ("adder", ("add_story",), False),
+        ("drafter", ("add_story", "change_story"), True),
+    ]:
+        client.force_login(staff_with(django_user_model, *article_perms, *story_perms, name=name))
+        page = client.get(ARTICLE_ADD).content.decode()
+        assert ('id="desk-save-draft"' in page) is offered, name
 
 
 def test_save_and_publish_of_a_scheduled_draft_says_when_it_goes_live(admin_client):
@@ -730,6 +725,50 @@ def test_the_story_page_says_an_article_dead_before_it_was_live_was_never_on_the
     page = html.unescape(admin_client.get(story_page(story.pk)).content.decode())
 
     assert "Never on the blog: dead: Boom." in page and "View the live page" not in page
+
+
+def live(story_id: int) -> None:
+    """What a worker's completion writes (no worker here: this test's messages go where
+    nothing listens): the article's content live."""
+    Article.objects.filter(pk=story_id).update(
+        status=ArticleStatus.PUBLISHED,
+        published_hash=F("content_hash"),
+        published_at=timezone.now(),
+        published_publish_at=F("publish_at"),
+    )
+
+
+def test_a_story_live_once_then_withdrawn_and_dead_is_not_said_never_on_the_blog(admin_client):
+    """Its new article row has no live version, but the story was on the blog (the review
+    of the mend found "Never on the blog: dead")."""
+    with broker(f"redis://127.0.0.1:{free_port()}/0"):
+        story = story_save(title="Was live", body="Text.")
+        story_publish(story_id=story.pk)
+        live(story.pk)
+        story_withdraw(article_id=story.pk)
+        story_publish(story_id=story.pk)
+    Article.objects.filter(pk=story.pk).update(status=ArticleStatus.DEAD, last_error="Boom.")
+
+    page = html.unescape(admin_client.get(story_page(story.pk)).content.decode())
+
+    assert "Not on the blog: dead: Boom." in page and "Never on the blog" not in page
+
+
+def test_save_and_publish_of_a_live_story_unchanged_says_it_is_live_already(admin_client):
+    """Nothing is sent for content already live: "it goes live as soon as a worker takes
+    it" was said (the review of the mend)."""
+    with broker(f"redis://127.0.0.1:{free_port()}/0"):
+        story = story_save(title="Live", body="Text.")
+        story_publish(story_id=story.pk)
+        live(story.pk)
+        story.refresh_from_db()
+        answer = admin_client.post(
+            story_page(story.pk), {**story_form(story), "_publish": "1"}, follow=True
+        )
+
+    said = " ".join(str(m) for m in answer.context["messages"])
+    assert "on the blog already" in said and "goes live as soon" not in said, said
+    assert Article.objects.get(pk=story.pk).status == ArticleStatus.PUBLISHED
 
 
 def test_restore_from_the_trash_says_how_many_it_restored(admin_client, monkeypatch):
