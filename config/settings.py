@@ -399,6 +399,15 @@ PUBLISH_SOFT_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.8
 SITE_STORAGE_CONNECT_TIMEOUT = min(3.0, PUBLISH_SOFT_TIME_LIMIT / 8)
 SITE_STORAGE_READ_TIMEOUT = min(10.0, PUBLISH_SOFT_TIME_LIMIT / 4)
 SITE_STORAGE_MAX_ATTEMPTS = 2  # botocore counts the first request too
+# How long after a client gave up a PUT may still land: every attempt's connect and read
+# timeouts, botocore's standard backoff between them (20 s at most) and a margin for a
+# request held on the way (a proxy, a slow endpoint). A folder removed for a delete or a
+# withdraw is removed again by the first pass after it: a page PUT in flight when its
+# attempt gave up, retried by botocore past the removal, put the page back for good (a
+# review's finding; blogpublish.site.state.ChecksDue.again).
+SITE_STORAGE_LATE_WRITE_SECONDS = (
+    SITE_STORAGE_MAX_ATTEMPTS * (SITE_STORAGE_CONNECT_TIMEOUT + SITE_STORAGE_READ_TIMEOUT) + 20 + 60
+)
 # Upper bound of the retry backoff (Celery's retry_backoff_max); stays far below the
 # broker's visibility timeout (see CELERY_BROKER_TRANSPORT_OPTIONS).
 PUBLISH_RETRY_BACKOFF_MAX = env_int("PUBLISH_RETRY_BACKOFF_MAX", 600, minimum=1)

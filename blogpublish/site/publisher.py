@@ -24,6 +24,7 @@ from blogpublish.site.lock import page_guard, snapshot
 from blogpublish.site.look import page_look
 from blogpublish.site.selectors import ListedPage
 from blogpublish.site.state import (
+    ChecksDue,
     Note,
     SiteState,
     add_note,
@@ -37,7 +38,7 @@ from publishing.models import tags_refresh
 from publishing.publishers import BasePublisher
 from publishing.services.live_tags import live_tags_heal
 from work.checkpoints import checkpoint_clear
-from work.lease import Fence, Overtaken
+from work.lease import Fence, Overtaken, db_now
 
 logger = logging.getLogger(__name__)
 
@@ -421,9 +422,27 @@ class StaticSitePublisher(BasePublisher):
         # it (a review of the mend: a folder refused for good failed every pass, each
         # wanting the next, about 15,000 a day, and the checked ids piled up).
         refused = self._remove(due.removals)
+        again = self._remove_again(due, refused)
         if self._repair_settled(due.ids, were_at=due.were_at):
-            checks_done(due, removals_left=refused)
+            checks_done(due, removals_left=refused, again=again)
         return done
+
+    def _remove_again(self, due: ChecksDue, refused: list[str]) -> dict[str, float]:
+        """The folders removed, once more by the first pass after the storage's late
+        writes have all landed (`SiteStorage.late_write_seconds`: a bucket's PUT in flight
+        when its attempt gave up, retried by botocore after the removal, put back the page
+        of an article deleted meanwhile, for good: a review's finding). Those refused
+        now are added to `refused`; returns those still to remove again, and when."""
+        window = self.site.late_write_seconds()
+        if not window and not due.again:
+            return {}
+        now = db_now().timestamp()
+        again = {slug: at for slug, at in due.again.items() if slug not in due.removals}
+        if window:
+            again |= {slug: now + window for slug in due.removals if slug not in refused}
+        ripe = sorted(slug for slug, at in again.items() if at <= now)
+        refused += self._remove(ripe)  # refused: removed, then waited for, again
+        return {slug: at for slug, at in again.items() if slug not in ripe}
 
     def _shared(self, fence: Fence | None) -> tuple[build.Site, build.TimeLeft]:
         """Where the shared views are written: fenced by the pass's token, if given."""

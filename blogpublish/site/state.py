@@ -191,6 +191,11 @@ class ChecksDue:
     were_at: list[tuple[int, str]]
     # The page folders to remove (build.settle_page_dirs, which leaves one needed again).
     removals: list[str] = field(default_factory=list)
+    # Folders removed, each with when (the database's clock, a timestamp) a pass removes
+    # it again: a bucket's PUT in flight when its attempt gave up may land after the
+    # removal (botocore retries it; SITE_STORAGE_LATE_WRITE_SECONDS), and put back the
+    # page of an article deleted or withdrawn (a review's finding).
+    again: dict[str, float] = field(default_factory=dict)
 
 
 def checks_due_add(
@@ -205,14 +210,16 @@ def checks_due_add(
         ids=list(before.get("ids", [])),
         were_at=[(i, at) for i, at in before.get("were_at", [])],
         removals=list(before.get("removals", [])),
+        again=dict(before.get("again", {})),
     )
     if not ids and not removals:
-        return due if due.ids or due.removals else None
+        return due if due.ids or due.removals or due.again else None
     due = ChecksDue(
         token=uuid.uuid4().hex,
         ids=sorted({*due.ids, *ids}),
         were_at=sorted({*due.were_at, *were_at}),
         removals=sorted({*due.removals, *(slug for slug in removals if slug)}),
+        again=due.again,
     )
     checkpoint_save(
         CHECKS_CHECKPOINT,
@@ -221,18 +228,25 @@ def checks_due_add(
             "ids": due.ids,
             "were_at": [list(w) for w in due.were_at],
             "removals": due.removals,
+            "again": due.again,
         },
     )
     return due
 
 
-def checks_done(due: ChecksDue, *, removals_left: Sequence[str] = ()) -> None:
+def checks_done(
+    due: ChecksDue, *, removals_left: Sequence[str] = (), again: dict[str, float] | None = None
+) -> None:
     """After the check: cleared, unless a later pass added to them meanwhile (its
     token, then: it checks them all). `removals_left`: the folders the storage refused
-    to remove, kept alone for the passes after it."""
+    to remove, and `again`: those to remove again once no late write can land, kept
+    alone for the passes after it."""
     left = sorted(set(removals_left))
+    again = again or {}
     position = (
-        {"token": uuid.uuid4().hex, "ids": [], "were_at": [], "removals": left} if left else None
+        {"token": uuid.uuid4().hex, "ids": [], "were_at": [], "removals": left, "again": again}
+        if left or again
+        else None
     )
     Checkpoint.objects.filter(name=CHECKS_CHECKPOINT, position__token=due.token).update(
         position=position

@@ -91,6 +91,13 @@ class SiteStorage(abc.ABC):
     #: the re-render reads each page once, not twice (blogpublish.site.rerender).
     reads_fence_writes = False
 
+    def late_write_seconds(self) -> float:
+        """How long a write whose call gave up may still land (0: none can, a write on
+        disk is done when its call returns). A folder removed for a delete or a
+        withdraw is removed again by the first pass after that long
+        (blogpublish.site.publisher `_remove_again`)."""
+        return 0.0
+
     @abc.abstractmethod
     def write(
         self,

@@ -81,6 +81,9 @@ class S3SiteStorage(SiteStorage):
         self.prefix = prefix.strip("/")
         self.backend = backend(bucket)
 
+    def late_write_seconds(self) -> float:
+        return float(settings.SITE_STORAGE_LATE_WRITE_SECONDS)
+
     def __str__(self) -> str:
         return f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
 
@@ -152,6 +155,10 @@ class S3SiteStorage(SiteStorage):
     # guard at the token check is the condition, so a writer that was paused between
     # its check and its PUT (its guard's locks gone with its database session), or a
     # PUT that lands after its client gave up, never replaces a newer page.
+    # One where there was none (`IfNoneMatch`) is another matter: retried by botocore
+    # after its attempt gave up and a delete removed the folder, it finds the key missing
+    # and makes the page again. So a removal is made again once every request has ended
+    # (`late_write_seconds`, SITE_STORAGE_LATE_WRITE_SECONDS).
     def observe(self, staged: Staged) -> None:
         head = self.head(staged.rel)
         staged.expect = head["ETag"] if head else ""

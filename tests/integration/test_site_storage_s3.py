@@ -18,12 +18,16 @@ from django.utils import timezone
 
 from blogpublish.exceptions import StorageError
 from blogpublish.site import StaticSitePublisher
+from blogpublish.site.state import CHECKS_CHECKPOINT
 from blogpublish.storage import site_storage
 from blogpublish.storage.s3 import S3SiteStorage
 from publishing.exceptions import TransientPublishError
 from publishing.models import Article
+from publishing.services.refresh import shared_views_pass
+from tests.support.broker import broker
 from tests.support.processes import free_port
 from tests.support.s3 import keys
+from work.checkpoints import checkpoint_read
 
 
 @pytest.fixture
@@ -351,3 +355,33 @@ def test_a_local_folder_the_site_could_not_hold_blocks_no_check(settings, tmp_pa
     StaticSitePublisher().check()
 
     assert (tmp_path / "win\\dir" / "notes.txt").read_text() == "someone else's"
+
+
+def test_a_deleted_page_a_late_put_brings_back_is_removed_again_after_the_window(
+    s3_server, bucket, make_article
+):
+    """A page PUT held on its way past its read timeout: the attempt gave up, the delete
+    removed the folder, then botocore's retry of the same `IfNoneMatch: *` PUT reached
+    the bucket, found no key and made the page again, served with no article until the
+    full check (a review's finding). The first pass once the late writes' window has
+    passed (SITE_STORAGE_LATE_WRITE_SECONDS, shortened here) removes it again."""
+    client = s3_server.client()
+    settings = s3_server.settings_for(f"s3://{bucket}/site")
+    with (
+        broker(f"redis://127.0.0.1:{free_port()}/0"),  # the session's worker takes nothing
+        override_settings(**settings, SITE_STORAGE_LATE_WRITE_SECONDS=0.001),
+    ):
+        article = make_article(slug="late0")
+        call_command("publish_pending")
+        assert shared_views_pass()
+        page = client.get_object(Bucket=bucket, Key="site/late0/index.html")["Body"].read()
+        Article.objects.get(pk=article.pk).delete()
+        assert shared_views_pass()
+        assert "late0/index.html" not in keys(client, bucket, "site/")
+
+        # The retried PUT lands now, as it did in the review's run.
+        client.put_object(Bucket=bucket, Key="site/late0/index.html", Body=page, IfNoneMatch="*")
+        assert shared_views_pass()
+
+        assert "late0/index.html" not in keys(client, bucket, "site/")
+        assert not checkpoint_read(CHECKS_CHECKPOINT)  # nothing left to do
