@@ -30,6 +30,12 @@ class StorageError(BlogpublishError):
     """The site's object storage could not be reached, or refused the request."""
 
 
+class StorageUnreachable(StorageError):
+    """The site's object storage did not answer in time, or could not be reached: the
+    requests after this one would wait as long (a batch is not written again one page
+    at a time for it)."""
+
+
 class PageChanged(StorageError):
     """The page changed between the writer's token check and its write: another writer
     came first (or, AWS's 409, is writing it now). The write was not made (a bucket's

@@ -398,7 +398,7 @@ PUBLISH_SOFT_TIME_LIMIT = PUBLISH_LEASE_SECONDS * 0.8
 # per read, several retries) could outlive the lease.
 SITE_STORAGE_CONNECT_TIMEOUT = min(3.0, PUBLISH_SOFT_TIME_LIMIT / 8)
 SITE_STORAGE_READ_TIMEOUT = min(10.0, PUBLISH_SOFT_TIME_LIMIT / 4)
-SITE_STORAGE_MAX_ATTEMPTS = 2  # botocore counts the first request too
+SITE_STORAGE_MAX_ATTEMPTS = 2  # the first request counted (botocore's total_max_attempts)
 # How long after a client gave up a PUT may still land: every attempt's connect and read
 # timeouts, botocore's standard backoff between them (20 s at most) and a margin for a
 # request held on the way (a proxy, a slow endpoint). A folder removed for a delete or a

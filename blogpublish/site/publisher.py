@@ -15,7 +15,7 @@ from django.db import DatabaseError
 from django.db import Error as DatabaseFailure
 
 from blogpublish.desk import images
-from blogpublish.exceptions import PageChanged, StorageError, SymlinkRefused
+from blogpublish.exceptions import PageChanged, StorageError, StorageUnreachable, SymlinkRefused
 from blogpublish.models import SITE_STATE_ID
 from blogpublish.models import SiteState as SiteStateRow
 from blogpublish.site import build, documents, full_check, paths, rerender, selectors
@@ -207,7 +207,8 @@ class StaticSitePublisher(BasePublisher):
         guard (a database error, a link where a page's folder should be, a bucket
         refusing a PUT) undoes the
         guard's transaction, and the articles are then published one by one, so only
-        the article it belongs to fails."""
+        the article it belongs to fails; a bucket that does not answer in time (or at
+        all) fails them all at once, each retried with its error named."""
         failures: dict[int, Exception] = {}
         rendered = []
         # The group's articles as listed once it completes (`listed_with`: the whole
@@ -253,6 +254,12 @@ class StaticSitePublisher(BasePublisher):
                 ready.append((article, item))
         try:
             self._write_staged(site, ready)
+        except StorageUnreachable as exc:
+            # Not one by one: each page would wait as long again, past the attempt's
+            # time limit, where a retry of each, its error named, was promised (a slow
+            # bucket ended in the hard limit's kill: a review's finding).
+            logger.warning("a batch's pages were not written: %s", exc)
+            failures |= {article.pk: write_failed(exc) for article, _ in ready}
         except (
             OSError,
             SymlinkRefused,

@@ -20,11 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, cast
 
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as EndpointUnreachable
 from django.conf import settings
 from storages.backends.s3 import S3Storage
 
-from blogpublish.exceptions import PageChanged, StorageError
+from blogpublish.exceptions import PageChanged, StorageError, StorageUnreachable
 from blogpublish.files import holdable, parts_of
 from blogpublish.site import paths
 from blogpublish.storage.base import (
@@ -50,7 +51,9 @@ def client_config() -> Config:
     return Config(
         connect_timeout=settings.SITE_STORAGE_CONNECT_TIMEOUT,
         read_timeout=settings.SITE_STORAGE_READ_TIMEOUT,
-        retries={"max_attempts": settings.SITE_STORAGE_MAX_ATTEMPTS, "mode": "standard"},
+        # total_max_attempts counts the first request; botocore's max_attempts does not
+        # (it made three requests of a PUT that SITE_STORAGE_MAX_ATTEMPTS allowed two).
+        retries={"total_max_attempts": settings.SITE_STORAGE_MAX_ATTEMPTS, "mode": "standard"},
         # A connection for each of read_heads' threads, which share one client.
         max_pool_connections=READ_THREADS,
         s3={"addressing_style": addressing_style},
@@ -105,7 +108,10 @@ class S3SiteStorage(SiteStorage):
         try:
             yield
         except (BotoCoreError, ClientError) as exc:
-            raise StorageError(f"{what} {rel!r} in {self} failed: {exc}") from exc
+            # A timeout, a connection refused or cut: no answer, rather than a refusal.
+            unreachable = isinstance(exc, (EndpointUnreachable, HTTPClientError))
+            error = StorageUnreachable if unreachable else StorageError
+            raise error(f"{what} {rel!r} in {self} failed: {exc}") from exc
 
     # --- documents -----------------------------------------------------------------
 

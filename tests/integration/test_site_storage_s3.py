@@ -22,11 +22,11 @@ from blogpublish.site.state import CHECKS_CHECKPOINT
 from blogpublish.storage import site_storage
 from blogpublish.storage.s3 import S3SiteStorage
 from publishing.exceptions import TransientPublishError
-from publishing.models import Article
+from publishing.models import Article, ArticleStatus
 from publishing.services.refresh import shared_views_pass
 from tests.support.broker import broker
 from tests.support.processes import free_port
-from tests.support.s3 import keys
+from tests.support.s3 import HeldPuts, keys
 from work.checkpoints import checkpoint_read
 
 
@@ -385,3 +385,31 @@ def test_a_deleted_page_a_late_put_brings_back_is_removed_again_after_the_window
 
         assert "late0/index.html" not in keys(client, bucket, "site/")
         assert not checkpoint_read(CHECKS_CHECKPOINT)  # nothing left to do
+
+
+def test_a_bucket_slower_than_the_read_timeout_is_a_retry_of_each_not_a_kill(
+    s3_server, bucket, make_article
+):
+    """Every page PUT outlives the read timeout: the batch's attempt is retried, each
+    article's last_error naming the bucket, its PUTs tried once (botocore's attempts);
+    it fell back to one page at a time, which waited as long again for each page past
+    the attempt's time limit, and the worker was killed by the hard limit (a review's
+    finding)."""
+    settings = s3_server.settings_for(f"s3://{bucket}/site")
+    with (
+        HeldPuts(s3_server.endpoint, "/slow-") as proxy,
+        broker(f"redis://127.0.0.1:{free_port()}/0"),  # the session's worker takes nothing
+        override_settings(
+            **settings | {"AWS_ENDPOINT_URL": proxy.endpoint}, SITE_STORAGE_READ_TIMEOUT=0.5
+        ),
+    ):
+        articles = [make_article(slug=f"slow-{i}") for i in range(3)]
+        call_command("publish_pending", stdout=io.StringIO())
+
+        rows = list(Article.objects.filter(pk__in=[a.pk for a in articles]))
+        for row in rows:
+            assert row.status != ArticleStatus.PUBLISHED
+            assert row.attempts >= 1
+            assert f"s3://{bucket}/site" in row.last_error, row.last_error
+        # In each attempt, each page's PUT and botocore's retry of it, no more.
+        assert len(proxy.held) == 2 * sum(row.attempts for row in rows), proxy.held

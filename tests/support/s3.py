@@ -11,7 +11,10 @@ tests/support/site.py check it as they check a folder.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import sys
+import threading
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,3 +113,61 @@ def mirror(client, bucket: str, prefix: str, into: Path) -> Path:
         path.write_bytes(client.get_object(Bucket=bucket, Key=prefix + key)["Body"].read())
     into.mkdir(parents=True, exist_ok=True)
     return into
+
+
+class HeldPuts:
+    """An HTTP proxy in front of the S3 server that holds every PUT whose path contains
+    `marker` unanswered (a bucket slower than the read timeout; let go at `close`, never
+    forwarded) and forwards every other request. `held`: the paths of the PUTs held."""
+
+    def __init__(self, upstream: str, marker: str):
+        self.upstream, self.marker = upstream, marker
+        self.held: list[str] = []
+        self.release = threading.Event()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                path = urllib.parse.unquote(self.path)
+                if self.command == "PUT" and proxy.marker in path:
+                    proxy.held.append(path)
+                    proxy.release.wait(60)
+                    self.close_connection = True
+                    return
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                answer = requests.request(
+                    self.command, proxy.upstream + self.path, data=body, headers=headers
+                )
+                self.send_response(answer.status_code)
+                for name, value in answer.headers.items():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(answer.content)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> HeldPuts:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
