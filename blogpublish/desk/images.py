@@ -50,7 +50,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from blogpublish.desk import renditions
-from blogpublish.exceptions import BlogpublishError
+from blogpublish.exceptions import BlogpublishError, StorageError
 from blogpublish.models import Image
 from blogpublish.site import paths
 from blogpublish.storage import SiteStorage, site_storage
@@ -698,7 +698,8 @@ def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage
                 # Waits for a sweep holding the row; finds it gone then, and makes it anew.
                 now = timezone.now()
                 fresh = {"uploaded_at": now, "renditions": made.as_json()}
-                if not Image.objects.filter(path=rel).update(**fresh):
+                made_row = not Image.objects.filter(path=rel).update(**fresh)
+                if made_row:
                     Image.objects.create(
                         path=rel,
                         original_name=name[:255],
@@ -707,15 +708,33 @@ def store(data: bytes, *, name: str = "", content_type: str = "") -> StoredImage
                         height=height,
                         **fresh,
                     )
-                site.write(rel, cleaned)
-                for copy_rel, copy in copies:
-                    site.write(copy_rel, copy)
+                _write_all(site, [(rel, cleaned), *copies], take_back=made_row)
             break
         except IntegrityError:  # the same bytes uploaded at the same moment
             if last_try:
                 raise
     href = f"{paths.site_path()}/{rel}"
     return StoredImage(rel, href, f"![{alt_text(name)}]({href})", made.width, made.height)
+
+
+def _write_all(site: SiteStorage, files: list[tuple[str, bytes]], *, take_back: bool) -> None:
+    """Each file written; when one fails, with `take_back` (the upload made the row,
+    which the failure rolls back), those written and the one that failed (a PUT given up
+    may have landed) removed, best effort, before the row's lock is let go: no sweep goes
+    by a row that is not there, and they stayed in media/ for good (a review's finding).
+    Without it, the files are another upload's of the same bytes, and stay."""
+    tried: list[str] = []
+    try:
+        for rel, data in files:
+            tried.append(rel)
+            site.write(rel, data)
+    except (OSError, StorageError):
+        for rel in tried if take_back else ():
+            try:
+                site.delete(rel)
+            except (OSError, StorageError) as exc:
+                logger.warning("an upload that failed left %s behind: %s", rel, exc)
+        raise
 
 
 # What Pillow raises for pixels it cannot decode (a truncated scan, a lossless JPEG's

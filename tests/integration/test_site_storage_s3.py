@@ -413,3 +413,37 @@ def test_a_bucket_slower_than_the_read_timeout_is_a_retry_of_each_not_a_kill(
             assert f"s3://{bucket}/site" in row.last_error, row.last_error
         # In each attempt, each page's PUT and botocore's retry of it, no more.
         assert len(proxy.held) == 2 * sum(row.attempts for row in rows), proxy.held
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_the_bucket_refuses_halfway_leaves_no_object_of_it(
+    storage, s3_server, bucket, monkeypatch
+):
+    """One copy's PUT refused: the upload fails, and the files it wrote before go too;
+    they stayed in media/ for good, with no row for the sweep to find (a review's
+    finding). A failed upload of bytes stored before leaves the earlier one's files."""
+    from blogpublish.desk import images
+    from tests.support.desk import image_bytes
+
+    put = S3SiteStorage._put
+
+    def refuse_a_copy(self, rel, body, **kwargs):
+        if refusing and rel.endswith("-500w.webp"):
+            raise StorageError(f"writing {rel!r} in {self} failed: AccessDenied")
+        return put(self, rel, body, **kwargs)
+
+    monkeypatch.setattr(S3SiteStorage, "_put", refuse_a_copy)
+    client = s3_server.client()
+    refusing = True
+    with pytest.raises(StorageError):
+        images.store(image_bytes(size=(500, 300)), name="teal.png")
+    assert keys(client, bucket, "site/media/") == set()
+
+    refusing = False
+    stored = images.store(image_bytes(size=(500, 300)), name="teal.png")
+    kept = keys(client, bucket, "site/media/")
+    assert f"{stored.path.removeprefix('media/')}" in kept and len(kept) == 4
+    refusing = True
+    with pytest.raises(StorageError):
+        images.store(image_bytes(size=(500, 300)), name="teal.png")
+    assert keys(client, bucket, "site/media/") == kept
