@@ -31,9 +31,14 @@ class StorageError(BlogpublishError):
 
 
 class StorageUnreachable(StorageError):
-    """The site's object storage did not answer in time, or could not be reached: the
-    requests after this one would wait as long (a batch is not written again one page
-    at a time for it)."""
+    """The site's object storage did not answer in time, or could not be reached: a
+    request for the same page would wait as long. `rels`: the pages of a batch's commit
+    it did not answer for (the others were written): their articles fail, each with its
+    error named, and only the rest are written again one at a time."""
+
+    def __init__(self, message: str, rel: str = "") -> None:
+        super().__init__(message)
+        self.rels: list[str] = [rel] if rel else []
 
 
 class PageChanged(StorageError):

@@ -255,11 +255,20 @@ class StaticSitePublisher(BasePublisher):
         try:
             self._write_staged(site, ready)
         except StorageUnreachable as exc:
-            # Not one by one: each page would wait as long again, past the attempt's
-            # time limit, where a retry of each, its error named, was promised (a slow
-            # bucket ended in the hard limit's kill: a review's finding).
-            logger.warning("a batch's pages were not written: %s", exc)
-            failures |= {article.pk: write_failed(exc) for article, _ in ready}
+            # The pages the bucket did not answer for fail their articles, each retried
+            # with its error named: written one by one, each would wait as long again,
+            # past the attempt's time limit (a slow bucket ended in the hard limit's
+            # kill: a review's finding). The rest were written, their notes rolled back
+            # with the guard: one by one, as for any other failure (failing them too
+            # left their pages served, unpublished: the review of the mend).
+            logger.warning("a batch's pages were not written together (%s); one by one", exc)
+            slow = set(exc.rels)
+            failures |= {
+                article.pk: write_failed(exc) for article, item in ready if item.rel in slow
+            }
+            failures |= self._publish_each(
+                [article for article, item in ready if item.rel not in slow]
+            )
         except (
             OSError,
             SymlinkRefused,

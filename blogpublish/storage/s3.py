@@ -109,9 +109,10 @@ class S3SiteStorage(SiteStorage):
             yield
         except (BotoCoreError, ClientError) as exc:
             # A timeout, a connection refused or cut: no answer, rather than a refusal.
-            unreachable = isinstance(exc, (EndpointUnreachable, HTTPClientError))
-            error = StorageUnreachable if unreachable else StorageError
-            raise error(f"{what} {rel!r} in {self} failed: {exc}") from exc
+            message = f"{what} {rel!r} in {self} failed: {exc}"
+            if isinstance(exc, (EndpointUnreachable, HTTPClientError)):
+                raise StorageUnreachable(message, rel) from exc
+            raise StorageError(message) from exc
 
     # --- documents -----------------------------------------------------------------
 
@@ -221,7 +222,15 @@ class S3SiteStorage(SiteStorage):
         of them tried; then the first failure, in their order, raises."""
         failures = [exc for exc in self._each(self._try_commit, staged) if exc is not None]
         if failures:
-            raise failures[0]
+            first = failures[0]
+            if isinstance(first, StorageUnreachable):  # every page it did not answer for
+                first.rels = [
+                    rel
+                    for exc in failures
+                    if isinstance(exc, StorageUnreachable)
+                    for rel in exc.rels
+                ]
+            raise first
 
     def commit_each(self, staged: list[Staged]) -> list[Staged]:
         """The conditional PUTs as `commit_many` makes them; the pages changed since

@@ -5,9 +5,11 @@ does not answer is a clear, bounded error that makes the attempt a retry."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -387,6 +389,22 @@ def test_a_deleted_page_a_late_put_brings_back_is_removed_again_after_the_window
         assert not checkpoint_read(CHECKS_CHECKPOINT)  # nothing left to do
 
 
+@contextlib.contextmanager
+def held_puts(s3_server, bucket: str, held: str) -> Iterator[HeldPuts]:
+    """This process writes the site to `bucket` through a proxy that never answers the
+    PUTs of keys starting with `held` (past a read timeout of 0.5 s), and its messages
+    go where nothing listens (the session's worker takes nothing)."""
+    settings = s3_server.settings_for(f"s3://{bucket}/site")
+    with (
+        HeldPuts(s3_server.endpoint, held) as proxy,
+        broker(f"redis://127.0.0.1:{free_port()}/0"),
+        override_settings(
+            **settings | {"AWS_ENDPOINT_URL": proxy.endpoint}, SITE_STORAGE_READ_TIMEOUT=0.5
+        ),
+    ):
+        yield proxy
+
+
 def test_a_bucket_slower_than_the_read_timeout_is_a_retry_of_each_not_a_kill(
     s3_server, bucket, make_article
 ):
@@ -395,14 +413,7 @@ def test_a_bucket_slower_than_the_read_timeout_is_a_retry_of_each_not_a_kill(
     it fell back to one page at a time, which waited as long again for each page past
     the attempt's time limit, and the worker was killed by the hard limit (a review's
     finding)."""
-    settings = s3_server.settings_for(f"s3://{bucket}/site")
-    with (
-        HeldPuts(s3_server.endpoint, "/slow-") as proxy,
-        broker(f"redis://127.0.0.1:{free_port()}/0"),  # the session's worker takes nothing
-        override_settings(
-            **settings | {"AWS_ENDPOINT_URL": proxy.endpoint}, SITE_STORAGE_READ_TIMEOUT=0.5
-        ),
-    ):
+    with held_puts(s3_server, bucket, "/slow-") as proxy:
         articles = [make_article(slug=f"slow-{i}") for i in range(3)]
         call_command("publish_pending", stdout=io.StringIO())
 
@@ -413,6 +424,28 @@ def test_a_bucket_slower_than_the_read_timeout_is_a_retry_of_each_not_a_kill(
             assert f"s3://{bucket}/site" in row.last_error, row.last_error
         # In each attempt, each page's PUT and botocore's retry of it, no more.
         assert len(proxy.held) == 2 * sum(row.attempts for row in rows), proxy.held
+
+
+def test_one_slow_page_fails_its_own_article_and_the_rest_of_its_batch_is_published(
+    s3_server, bucket, make_article
+):
+    """The bucket answers for every page but one: that one's article is retried with its
+    error named, and the others are published. The first mend failed them all while their
+    pages were already in the bucket, served for articles not published, each failure
+    counted toward their death (its review's finding)."""
+    with held_puts(s3_server, bucket, "/mixslow-"):
+        fine = [make_article(slug=f"mixok-{i}") for i in range(4)]
+        slow = make_article(slug="mixslow-0")
+        call_command("publish_pending", "--limit", "5", stdout=io.StringIO())
+
+    statuses = dict(
+        Article.objects.filter(pk__in=[a.pk for a in fine]).values_list("slug", "status")
+    )
+    assert set(statuses.values()) == {ArticleStatus.PUBLISHED}, statuses
+    slow.refresh_from_db()
+    assert slow.status != ArticleStatus.PUBLISHED and "mixslow-0" in slow.last_error
+    found = keys(s3_server.client(), bucket, "site/")
+    assert all(f"{a.slug}/index.html" in found for a in fine)
 
 
 @pytest.mark.django_db(transaction=True)
