@@ -32,14 +32,6 @@ def database() -> Iterator[str]:
         yield url
 
 
-def waiting_for_the_lock(conn: psycopg.Connection) -> int:
-    row = conn.execute(
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-    ).fetchone()
-    return row[0] if row else 0
-
-
 def test_two_migrates_at_once_both_succeed(database, tmp_path):
     env = {
         **os.environ,
@@ -49,27 +41,35 @@ def test_two_migrates_at_once_both_succeed(database, tmp_path):
         "SITE_ROOT": str(tmp_path / "site"),
     }
     command = [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"]
+    errs = [tmp_path / f"migrate-{n}.err" for n in range(2)]
     with psycopg.connect(database, autocommit=True) as holder:
         # Held here until both wait, so that both start together however the two
-        # interpreters' start-ups fall; released, one migrates and the other waits.
+        # interpreters' start-ups fall; released, one migrates and the other waits, while
+        # the first builds publishing 0033's index CONCURRENTLY (a rehearsal found the
+        # two deadlocked there: the waiter's statement was a transaction it waited for).
         holder.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK_KEY])
-        runs = [
-            subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-            )
-            for _ in range(2)
-        ]
+        runs = []
+        for err in errs:
+            with err.open("wb") as stderr:  # the child keeps its own copy
+                runs.append(
+                    subprocess.Popen(
+                        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr
+                    )
+                )
         try:
             wait_for(
                 lambda: (
-                    waiting_for_the_lock(holder) == 2 or any(r.poll() is not None for r in runs)
+                    all(b"another migrate is running" in err.read_bytes() for err in errs)
+                    or any(r.poll() is not None for r in runs)
                 ),
                 timeout=120,
                 what="both migrates to wait for the lock",
             )
         finally:
             holder.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK_KEY])
-        outcomes = [(run.communicate(timeout=300)[1], run.returncode) for run in runs]
+        for run in runs:
+            run.wait(timeout=300)
+        outcomes = [(err.read_bytes(), run.returncode) for err, run in zip(errs, runs, strict=True)]
 
     for err, code in outcomes:
         assert code == 0, err.decode()[-3000:]

@@ -22,9 +22,11 @@ not tried again, and the error says so.
 
 Two at once (several web replicas, each migrating as it starts) take turns: the run
 holds a session-level advisory lock of a fixed key (MIGRATE_LOCK_KEY) from before it
-reads which migrations are applied until it ends, so the second waits for the first,
-then finds nothing to do. Both read the plan before either applied it, and the second
-died with `column … already exists`.
+reads which migrations are applied until it ends, so the second waits for the first
+(trying the lock every LOCK_POLL_SECONDS, with no transaction open between tries, so
+that the first's CREATE INDEX CONCURRENTLY, which waits for every transaction older
+than its index, does not wait for it), then finds nothing to do. Both read the plan
+before either applied it, and the second died with `column … already exists`.
 
 Elsewhere (SQLite: one writer, one host) this is Django's `migrate`.
 """
@@ -55,6 +57,10 @@ MIGRATE_LOCK_KEY = advisory_key("migrate", "schema")
 CONCURRENTLY = re.compile(
     r"^\s*(?:CREATE\s+(?:UNIQUE\s+)?INDEX|DROP\s+INDEX|REINDEX\s+\w+)\s+CONCURRENTLY\b", re.I
 )
+
+
+# How often a migrate waiting for another's end tries the lock again.
+LOCK_POLL_SECONDS = 0.5
 
 
 def is_lock_timeout(exc: BaseException) -> bool:
@@ -103,11 +109,20 @@ class Command(DjangoMigrate):
         if self._connection.vendor != "postgresql":
             yield
             return
+        said = False
         with self._connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [MIGRATE_LOCK_KEY])
-            if not cursor.fetchone()[0]:
-                self.stderr.write("migrate: another migrate is running; waiting for it to end")
-                cursor.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK_KEY])
+            # Tried again and again, not waited for in one statement: a waiting statement
+            # is a transaction, which the holder's CREATE INDEX CONCURRENTLY waits for
+            # to end, and PostgreSQL ended one of the two as a deadlock (a rehearsal of
+            # publishing 0033). Between tries this session has no transaction open.
+            while True:
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", [MIGRATE_LOCK_KEY])
+                if cursor.fetchone()[0]:
+                    break
+                if not said:
+                    self.stderr.write("migrate: another migrate is running; waiting for it to end")
+                    said = True
+                time.sleep(LOCK_POLL_SECONDS)
         try:
             yield
         finally:
