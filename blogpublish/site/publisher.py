@@ -207,8 +207,9 @@ class StaticSitePublisher(BasePublisher):
         guard (a database error, a link where a page's folder should be, a bucket
         refusing a PUT) undoes the
         guard's transaction, and the articles are then published one by one, so only
-        the article it belongs to fails; a bucket that does not answer in time (or at
-        all) fails them all at once, each retried with its error named."""
+        the article it belongs to fails; the articles whose pages a bucket did not
+        answer for (in time, or at all) fail with its error named, not tried again here,
+        and the others are published one by one."""
         failures: dict[int, Exception] = {}
         rendered = []
         # The group's articles as listed once it completes (`listed_with`: the whole
