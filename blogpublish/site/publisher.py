@@ -255,21 +255,6 @@ class StaticSitePublisher(BasePublisher):
                 ready.append((article, item))
         try:
             self._write_staged(site, ready)
-        except StorageUnreachable as exc:
-            # The pages the bucket did not answer for fail their articles, each retried
-            # with its error named: written one by one, each would wait as long again,
-            # past the attempt's time limit (a slow bucket ended in the hard limit's
-            # kill: a review's finding). The rest were written, their notes rolled back
-            # with the guard: one by one, as for any other failure (failing them too
-            # left their pages served, unpublished: the review of the mend).
-            logger.warning("a batch's pages were not written together (%s); one by one", exc)
-            slow = set(exc.rels)
-            failures |= {
-                article.pk: write_failed(exc) for article, item in ready if item.rel in slow
-            }
-            failures |= self._publish_each(
-                [article for article, item in ready if item.rel not in slow]
-            )
         except (
             OSError,
             SymlinkRefused,
@@ -278,7 +263,19 @@ class StaticSitePublisher(BasePublisher):
             TransientPublishError,
         ) as exc:
             logger.warning("a batch's pages were not written together (%s); one by one", exc)
-            failures |= self._publish_each([article for article, _ in ready])
+            # The pages a bucket did not answer for (in time, or at all) fail their
+            # articles, each retried with its error named: written again one by one, each
+            # would wait as long, past the attempt's time limit (a slow bucket ended in
+            # the hard limit's kill: a review's finding). The others, written or not,
+            # go one by one (failing them too left their pages served, unpublished: the
+            # review of that mend).
+            slow = set(exc.rels) if isinstance(exc, StorageUnreachable) else set()
+            failures |= {
+                article.pk: write_failed(exc) for article, item in ready if item.rel in slow
+            }
+            failures |= self._publish_each(
+                [article for article, item in ready if item.rel not in slow]
+            )
         finally:
             for _, item in ready:
                 with contextlib.suppress(OSError, SymlinkRefused, StorageError):

@@ -13,6 +13,7 @@ import builtins
 import mimetypes
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from django.conf import settings
 
@@ -48,10 +49,8 @@ OWN_TYPES = {".webp": "image/webp"}
 
 def type_by_extension(name: str) -> str:
     """The Content-Type of a file by its extension, whatever the host's mime files."""
-    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    return (
-        OWN_TYPES.get(f".{suffix}") or mimetypes.guess_type(name)[0] or "application/octet-stream"
-    )
+    own = OWN_TYPES.get(PurePosixPath(name).suffix.lower())
+    return own or mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
 def cache_control_of(rel: str) -> str:
